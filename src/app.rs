@@ -1,0 +1,65 @@
+//! Wiring: `AppState`, `start` (open the data dir, prepare keys, start
+//! workers), `build_router` and `serve`. `hds serve` and every test use these
+//! same functions.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::http::rate_limit::Limiter;
+use crate::service::Services;
+use crate::store::Db;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub services: Services,
+    pub limiter: Arc<Limiter>,
+    pub openapi: Arc<serde_json::Value>,
+}
+
+/// Opens (or initialises) the data dir and starts the background workers.
+pub async fn start(config: Config) -> anyhow::Result<AppState> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    let db = Db::open(&config.db_path(), config.durability)
+        .with_context(|| format!("opening {}", config.db_path().display()))?;
+    let limiter = Arc::new(Limiter::new(config.rate_limit));
+    let services = Services::new(db, Arc::new(config));
+    let keyring = services.keyring.clone();
+    services
+        .db
+        .write(move |c| Ok(keyring.ensure_active(c)?))
+        .await
+        .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
+    crate::workers::spawn(services.clone(), limiter.clone());
+    let state = AppState {
+        services,
+        limiter,
+        openapi: Arc::new(serde_json::Value::Null),
+    };
+    let (_, doc) = crate::http::routes(state.clone());
+    Ok(AppState {
+        openapi: Arc::new(serde_json::to_value(doc)?),
+        ..state
+    })
+}
+
+pub fn build_router(state: AppState) -> Router {
+    let (router, _) = crate::http::routes(state.clone());
+    crate::http::finish(router, state)
+}
+
+/// Serves until `shutdown` resolves; in-flight requests finish first.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, build_router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

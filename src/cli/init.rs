@@ -1,0 +1,84 @@
+//! `hds init`: schema, receipt signing key, first workspace, admin user and one
+//! Source, in one transaction. Prints the secrets once.
+
+use anyhow::bail;
+use serde_json::json;
+
+use crate::cli::DataDir;
+use crate::service::keyring::{self};
+use crate::store::{db::open_cli_connection, receipts, sources, users, workspaces};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub dir: DataDir,
+    /// E-mail of the first admin (workspace owner).
+    #[arg(
+        long,
+        env = "HDS_ADMIN_EMAIL",
+        default_value = "admin@localhost.localdomain"
+    )]
+    pub admin_email: String,
+    /// Name of the first workspace.
+    #[arg(long, env = "HDS_WORKSPACE", default_value = "Default")]
+    pub workspace: String,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&a.dir.data_dir)?;
+    let mut conn = open_cli_connection(&a.dir.db_path())?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let has_users: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM users)", [], |r| r.get(0))?;
+    if has_users {
+        bail!("{} is already initialised", a.dir.data_dir.display());
+    }
+    let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
+    if receipts::active_kid(&tx).map_err(err)?.is_none() {
+        keyring::rotate(&a.dir.keys_dir(), &tx)?;
+    }
+    let ws = workspaces::create(&tx, &a.workspace, "team").map_err(err)?;
+    let user = users::create(&tx, &a.admin_email, Some("Admin")).map_err(err)?;
+    workspaces::add_member(&tx, &ws.id, &user.id, "owner").map_err(err)?;
+    let (token, _) = users::issue_token(&tx, &user.id, "hds init", None).map_err(err)?;
+    let (source, secrets) = sources::create(&tx, &ws.id, "Default Source", None).map_err(err)?;
+    tx.commit()?;
+
+    let out = json!({
+        "workspace_id": ws.id,
+        "user_id": user.id,
+        "user_token": token,
+        // One-time browser sign-in links arrive with the dashboard; until then
+        // the user token above is the admin's credential.
+        "signin_url": null,
+        "source_id": source.id,
+        "source_key_live": secrets.live_key,
+        "source_key_test": secrets.test_key,
+        "webhook_secret": secrets.webhook_secret,
+    });
+    if a.json {
+        println!("{out}");
+    } else {
+        println!("Initialised {}", a.dir.data_dir.display());
+        println!("  workspace        {} ({})", ws.id, a.workspace);
+        println!("  admin            {} <{}>", user.id, a.admin_email);
+        println!("  user token       {token}");
+        println!("  source           {}", source.id);
+        println!(
+            "  live key         {}",
+            out["source_key_live"].as_str().unwrap_or("")
+        );
+        println!(
+            "  test key         {}",
+            out["source_key_test"].as_str().unwrap_or("")
+        );
+        println!(
+            "  webhook secret   {}",
+            out["webhook_secret"].as_str().unwrap_or("")
+        );
+        println!("These secrets are shown once. Store them now.");
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! `hds keys rotate|list`: receipt signing keys. Rotation works while the
+//! server runs: it reads the active key from the database on every receipt.
+
+use clap::Subcommand;
+
+use crate::cli::DataDir;
+use crate::service::keyring;
+use crate::store::{db::open_cli_connection, receipts};
+
+#[derive(Subcommand)]
+pub enum KeysCommand {
+    /// Create a new signing key; the old one stays published as retired.
+    Rotate(DataDir),
+    /// List every signing key with its status.
+    List(DataDir),
+}
+
+pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
+    match cmd {
+        KeysCommand::Rotate(dir) => {
+            let mut conn = open_cli_connection(&dir.db_path())?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let kid = keyring::rotate(&dir.keys_dir(), &tx)?;
+            tx.commit()?;
+            println!("active receipt key is now {kid}");
+        }
+        KeysCommand::List(dir) => {
+            let conn = open_cli_connection(&dir.db_path())?;
+            let keys = receipts::keys(&conn).map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("{:<45} {:<8} {:<26} RETIRED", "KID", "STATUS", "CREATED");
+            for k in keys {
+                println!(
+                    "{:<45} {:<8} {:<26} {}",
+                    k.kid,
+                    k.status,
+                    k.created_at,
+                    k.retired_at.unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(())
+}

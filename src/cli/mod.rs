@@ -1,0 +1,90 @@
+//! Subcommands (DESIGN §2), one file each. Every flag also reads `HDS_<FLAG>`.
+
+pub mod backup;
+pub mod init;
+pub mod keys;
+pub mod serve;
+pub mod verify_receipt;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "hds",
+    version,
+    about = "Human-Decision Service: durable, signed human decisions for software"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the service.
+    Serve(crate::config::Config),
+    /// Initialise a data dir: schema, signing key, workspace, admin, first Source.
+    Init(init::Args),
+    /// Copy the database to PATH while the server runs (SQLite online backup).
+    Backup(backup::BackupArgs),
+    /// Restore a backup into an idle data dir.
+    Restore(backup::RestoreArgs),
+    /// Receipt signing keys.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
+    /// Verify a receipt offline: exit 0 when valid, 1 when not.
+    VerifyReceipt(verify_receipt::Args),
+}
+
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Serve(config) => serve::run(config),
+        Command::Init(a) => init::run(a),
+        Command::Backup(a) => backup::backup(a),
+        Command::Restore(a) => backup::restore(a),
+        Command::Keys(k) => keys::run(k),
+        Command::VerifyReceipt(a) => return verify_receipt::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--data-dir` for commands other than `serve`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct DataDir {
+    /// Directory holding the database and the receipt signing keys.
+    #[arg(long, env = "HDS_DATA_DIR", default_value = "./hds-data")]
+    pub data_dir: std::path::PathBuf,
+}
+
+impl DataDir {
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self.data_dir.join("hds.db")
+    }
+    pub fn keys_dir(&self) -> std::path::PathBuf {
+        self.data_dir.join("keys")
+    }
+    /// Takes the data dir's lock; fails when a server holds it.
+    pub fn lock(&self) -> anyhow::Result<std::fs::File> {
+        std::fs::create_dir_all(&self.data_dir)?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.data_dir.join("hds.lock"))?;
+        f.try_lock().map_err(|_| {
+            anyhow::anyhow!(
+                "{} is in use by a running hds; stop it first",
+                self.data_dir.display()
+            )
+        })?;
+        Ok(f)
+    }
+}

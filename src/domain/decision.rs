@@ -1,0 +1,285 @@
+//! Rules of deciding: the version binding (SPEC §3.1 rule 3) and checking a
+//! chosen option or typed response against the Action (DESIGN §3).
+
+use serde_json::Value;
+
+use crate::domain::action::{ActionRecord, ActionSpec, Interaction, Status};
+use crate::error::{Code, Error};
+
+pub const MAX_REASON: usize = 2_000;
+
+/// The Action must still be open.
+pub fn ensure_open(a: &ActionRecord) -> Result<(), Error> {
+    if a.status == Status::Open {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::ActionNotOpen,
+        format!(
+            "Action {} is {}; only open Actions accept this",
+            a.id,
+            a.status.as_str()
+        ),
+    )
+    .with_detail("status", a.status.as_str()))
+}
+
+/// The caller's binding must match the current version and fingerprint.
+pub fn check_binding(
+    a: &ActionRecord,
+    version: Option<i64>,
+    fingerprint: Option<&str>,
+) -> Result<(), Error> {
+    let stale_version = version.is_some_and(|v| v != a.action_version);
+    let stale_fp = fingerprint.is_some_and(|f| f != a.fingerprint);
+    if !stale_version && !stale_fp {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::ActionChanged,
+        "the Action changed since it was read; re-read it, show the new content, and decide again",
+    )
+    .with_detail("action_version", a.action_version)
+    .with_detail("fingerprint", a.fingerprint.clone()))
+}
+
+/// Checks the chosen option or typed response; returns what is recorded.
+pub fn check_choice(
+    spec: &ActionSpec,
+    option_id: Option<&str>,
+    response: Option<&Value>,
+) -> Result<(Option<String>, Option<Value>), Error> {
+    if let Some(options) = &spec.options {
+        if response.is_some() {
+            return Err(Error::new(
+                Code::ResponseTypeMismatch,
+                "this Action has options: send option_id, not response",
+            ));
+        }
+        let Some(id) = option_id else {
+            return Err(Error::new(
+                Code::ResponseRequired,
+                "choose one of the Action's options with option_id",
+            )
+            .with_detail(
+                "option_ids",
+                options
+                    .iter()
+                    .filter_map(|o| o.id.clone())
+                    .collect::<Vec<_>>(),
+            ));
+        };
+        if spec.option(id).is_none() {
+            return Err(Error::new(
+                Code::OptionNotFound,
+                format!("`{id}` is not one of this Action's options"),
+            )
+            .with_detail(
+                "option_ids",
+                options
+                    .iter()
+                    .filter_map(|o| o.id.clone())
+                    .collect::<Vec<_>>(),
+            ));
+        }
+        return Ok((Some(id.to_owned()), None));
+    }
+    let Some(interaction) = &spec.interaction else {
+        return Err(Error::internal(anyhow::anyhow!(
+            "Action has neither options nor interaction"
+        )));
+    };
+    if option_id.is_some() {
+        return Err(Error::new(
+            Code::ResponseTypeMismatch,
+            "this Action takes a typed response ({\"value\": …}), not option_id",
+        ));
+    }
+    let Some(response) = response else {
+        return Err(Error::new(
+            Code::ResponseRequired,
+            "this Action needs a response: {\"response\": {\"value\": …}}",
+        ));
+    };
+    let Some(value) = response.as_object().and_then(|o| o.get("value")) else {
+        return Err(Error::new(
+            Code::ResponseTypeMismatch,
+            "response must be an object with a `value` member",
+        ));
+    };
+    check_value(interaction, value)?;
+    Ok((None, Some(serde_json::json!({ "value": value }))))
+}
+
+fn mismatch(expected: &str) -> Error {
+    Error::new(
+        Code::ResponseTypeMismatch,
+        format!("response.value must be {expected}"),
+    )
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(Code::InvalidResponse, msg)
+}
+
+fn check_value(i: &Interaction, v: &Value) -> Result<(), Error> {
+    match i {
+        Interaction::Boolean => v.as_bool().map(|_| ()).ok_or_else(|| mismatch("a boolean")),
+        Interaction::Text { max_length } => {
+            let s = v.as_str().ok_or_else(|| mismatch("a string"))?;
+            if s.trim().is_empty() {
+                return Err(invalid("response.value must not be blank"));
+            }
+            match max_length {
+                Some(m) if s.chars().count() as u64 > *m => Err(invalid(format!(
+                    "response.value is longer than {m} characters"
+                ))),
+                _ => Ok(()),
+            }
+        }
+        Interaction::Number { min, max } => {
+            let n = v.as_f64().ok_or_else(|| mismatch("a number"))?;
+            if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                return Err(invalid(format!(
+                    "response.value {n} is outside the allowed range"
+                )));
+            }
+            Ok(())
+        }
+        Interaction::Choice { choices, multiple } => {
+            let known = |id: &str| choices.iter().any(|c| c.id == id);
+            if *multiple {
+                let arr = v
+                    .as_array()
+                    .ok_or_else(|| mismatch("an array of choice ids"))?;
+                let ids: Vec<&str> = arr
+                    .iter()
+                    .map(|x| x.as_str().ok_or_else(|| mismatch("an array of choice ids")))
+                    .collect::<Result<_, _>>()?;
+                if ids.is_empty() {
+                    return Err(invalid("choose at least one choice"));
+                }
+                let mut seen = std::collections::HashSet::new();
+                for id in ids {
+                    if !known(id) || !seen.insert(id) {
+                        return Err(invalid(format!(
+                            "`{id}` is not a choice of this Action, or is repeated"
+                        )));
+                    }
+                }
+                Ok(())
+            } else {
+                let id = v.as_str().ok_or_else(|| mismatch("a choice id (string)"))?;
+                if known(id) {
+                    Ok(())
+                } else {
+                    Err(invalid(format!("`{id}` is not a choice of this Action")))
+                }
+            }
+        }
+        Interaction::Form { fields } => {
+            let obj = v
+                .as_object()
+                .ok_or_else(|| mismatch("an object of field values"))?;
+            if let Some(k) = obj.keys().find(|k| !fields.iter().any(|f| &f.key == *k)) {
+                return Err(invalid(format!("`{k}` is not a field of this form")));
+            }
+            for f in fields {
+                match obj.get(&f.key) {
+                    None | Some(Value::Null) if f.required => {
+                        return Err(invalid(format!("field `{}` is required", f.key)));
+                    }
+                    None | Some(Value::Null) => {}
+                    Some(x) => {
+                        let ok = match f.kind.as_str() {
+                            "number" => x.is_number(),
+                            "boolean" => x.is_boolean(),
+                            _ => x.is_string(),
+                        };
+                        if !ok {
+                            return Err(Error::new(
+                                Code::ResponseTypeMismatch,
+                                format!("field `{}` must be a {}", f.key, f.kind),
+                            ));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::action::{Choice, FormField};
+    use serde_json::json;
+
+    fn with(i: Interaction) -> ActionSpec {
+        ActionSpec {
+            title: "t".into(),
+            interaction: Some(i),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn typed_responses_map_to_the_three_codes() {
+        let b = with(Interaction::Boolean);
+        assert_eq!(
+            check_choice(&b, None, None).unwrap_err().code,
+            Code::ResponseRequired
+        );
+        assert_eq!(
+            check_choice(&b, None, Some(&json!({"value": "yes"})))
+                .unwrap_err()
+                .code,
+            Code::ResponseTypeMismatch
+        );
+        assert!(check_choice(&b, None, Some(&json!({"value": true}))).is_ok());
+        let n = with(Interaction::Number {
+            min: Some(1.0),
+            max: Some(5.0),
+        });
+        assert_eq!(
+            check_choice(&n, None, Some(&json!({"value": 9})))
+                .unwrap_err()
+                .code,
+            Code::InvalidResponse
+        );
+        let c = with(Interaction::Choice {
+            choices: vec![Choice {
+                id: "a".into(),
+                label: "A".into(),
+            }],
+            multiple: true,
+        });
+        assert_eq!(
+            check_choice(&c, None, Some(&json!({"value": ["b"]})))
+                .unwrap_err()
+                .code,
+            Code::InvalidResponse
+        );
+        let f = with(Interaction::Form {
+            fields: vec![FormField {
+                key: "n".into(),
+                label: "N".into(),
+                kind: "number".into(),
+                required: true,
+            }],
+        });
+        assert_eq!(
+            check_choice(&f, None, Some(&json!({"value": {}})))
+                .unwrap_err()
+                .code,
+            Code::InvalidResponse
+        );
+        assert_eq!(
+            check_choice(&f, None, Some(&json!({"value": {"n": "1"}})))
+                .unwrap_err()
+                .code,
+            Code::ResponseTypeMismatch
+        );
+    }
+}

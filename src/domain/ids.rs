@@ -1,0 +1,13 @@
+//! Prefixed, time-sortable identifiers (DESIGN §3): `act_`, `src_`, `usr_`, … + a ULID.
+
+/// A new id such as `act_01JD8X…`. ULIDs sort by creation time.
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", ulid::Ulid::new())
+}
+
+pub const ACTION: &str = "act";
+pub const SOURCE: &str = "src";
+pub const USER: &str = "usr";
+pub const WORKSPACE: &str = "ws";
+pub const RECEIPT: &str = "rcp";
+pub const TOKEN: &str = "tok";

@@ -1,0 +1,724 @@
+//! Validation of Action create and patch bodies: parses JSON into an
+//! `ActionSpec`, checks every rule of SPEC §2.1/§8 and DESIGN §3, and returns
+//! the normalised spec or every problem found, each with its field path.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use serde_json::{Map, Value};
+use time::Duration;
+
+use crate::domain::action::{ActionSpec, CREATE_FIELDS, ContextBlock, Interaction, PATCH_FIELDS};
+use crate::domain::time::{self as clock, Timestamp};
+use crate::error::{Code, Error, FieldError};
+
+pub const MAX_METADATA_BYTES: usize = 32 * 1024;
+pub const MAX_CONTROLS: usize = 12;
+pub const MAX_MUTATING_CONTROLS: usize = 3;
+pub const MAX_REVIEWERS: usize = 15;
+const MAX_OPTIONS: usize = 20;
+const MAX_CONTEXT_BLOCKS: usize = 100;
+const MAX_TITLE: usize = 200;
+const MAX_DESCRIPTION: usize = 20_000;
+const MAX_EXPIRY_DAYS: i64 = 366;
+
+/// What validation needs to know beyond the body itself.
+pub struct ValidationContext {
+    pub now: Timestamp,
+    /// `--allow-private-callbacks`: accept loopback/private callback hosts (tests, dev).
+    pub allow_private_callbacks: bool,
+    /// Approval policies need a team workspace (SPEC §2.1).
+    pub team_workspace: bool,
+}
+
+/// Parses a create body. Unknown fields are all reported at once; type errors
+/// name the path of the first offending field.
+pub fn parse_create(body: Value) -> Result<ActionSpec, Error> {
+    let Value::Object(map) = body else {
+        return Err(Error::field(
+            "body",
+            "the request body must be a JSON object",
+        ));
+    };
+    let unknown: Vec<FieldError> = map
+        .keys()
+        .filter(|k| !CREATE_FIELDS.contains(&k.as_str()))
+        .map(|k| FieldError::new(k.clone(), format!("unknown field `{k}`")))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::validation(unknown));
+    }
+    from_json(Value::Object(map))
+}
+
+/// Applies a PATCH body to the stored spec and re-parses the result, so a patch
+/// is held to exactly the rules of create.
+pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Error> {
+    let Value::Object(patch) = patch else {
+        return Err(Error::field(
+            "body",
+            "the request body must be a JSON object",
+        ));
+    };
+    let mut problems = Vec::new();
+    for k in patch.keys() {
+        if CREATE_FIELDS.contains(&k.as_str()) && !PATCH_FIELDS.contains(&k.as_str()) {
+            problems.push(FieldError::new(
+                k.clone(),
+                format!("`{k}` is set on create and cannot change"),
+            ));
+        } else if !PATCH_FIELDS.contains(&k.as_str()) {
+            problems.push(FieldError::new(k.clone(), format!("unknown field `{k}`")));
+        }
+    }
+    if patch.is_empty() {
+        problems.push(FieldError::new(
+            "body",
+            "a PATCH needs at least one field to change",
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(Error::validation(problems));
+    }
+    let mut merged = match serde_json::to_value(current)? {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    for (k, v) in patch {
+        if v.is_null() {
+            merged.remove(&k);
+        } else {
+            merged.insert(k, v);
+        }
+    }
+    from_json(Value::Object(merged))
+}
+
+fn from_json(v: Value) -> Result<ActionSpec, Error> {
+    serde_path_to_error::deserialize::<_, ActionSpec>(v).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "body".to_owned() } else { path };
+        let msg = e.into_inner().to_string();
+        Error::validation(vec![FieldError::new(
+            field.clone(),
+            format!("{field}: {msg}"),
+        )])
+    })
+}
+
+/// Checks every rule and normalises: trims, fills option ids/styles/sort
+/// orders, canonicalises `expires_at`.
+pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<ActionSpec, Error> {
+    let mut errs = Vec::new();
+
+    s.title = s.title.trim().to_owned();
+    if s.title.is_empty() {
+        errs.push(FieldError::new(
+            "title",
+            "title is required and must not be blank",
+        ));
+    } else if s.title.chars().count() > MAX_TITLE {
+        errs.push(FieldError::new(
+            "title",
+            format!("title is longer than {MAX_TITLE} characters"),
+        ));
+    }
+    if s.description
+        .as_ref()
+        .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION)
+    {
+        errs.push(FieldError::new(
+            "description",
+            format!("description is longer than {MAX_DESCRIPTION} characters"),
+        ));
+    }
+
+    match (&mut s.options, &s.interaction) {
+        (Some(_), Some(_)) => errs.push(FieldError::new(
+            "interaction",
+            "options and interaction are mutually exclusive; send one of them",
+        )),
+        (None, None) => errs.push(FieldError::new(
+            "options",
+            "an Action needs either `options` (single choice) or a typed `interaction`",
+        )),
+        (Some(options), None) => check_options(options, &mut errs),
+        (None, Some(i)) => check_interaction(i, &mut errs),
+    }
+
+    if let Some(u) = &s.open_url {
+        if !is_http_url(u) {
+            errs.push(FieldError::with_code(
+                "open_url",
+                Code::InvalidOpenUrl,
+                "open_url must be an absolute http or https URL",
+            ));
+        }
+    }
+
+    if let Some(raw) = s.expires_at.clone() {
+        match clock::parse(&raw) {
+            None => errs.push(FieldError::with_code(
+                "expires_at",
+                Code::InvalidExpiration,
+                "expires_at must be an RFC 3339 timestamp with an offset, e.g. 2026-12-01T09:00:00Z",
+            )),
+            Some(t) if t <= ctx.now => errs.push(FieldError::with_code(
+                "expires_at",
+                Code::InvalidExpiration,
+                "expires_at must be in the future",
+            )),
+            Some(t) if t > ctx.now + Duration::days(MAX_EXPIRY_DAYS) => errs.push(FieldError::with_code(
+                "expires_at",
+                Code::InvalidExpiration,
+                format!("expires_at must be within {MAX_EXPIRY_DAYS} days"),
+            )),
+            Some(t) => s.expires_at = Some(clock::format(t)),
+        }
+    }
+
+    if let Some(oe) = &s.on_expire {
+        match oe.action.as_str() {
+            "expire" | "cancel" if oe.option_id.is_none() => {}
+            "expire" | "cancel" => errs.push(FieldError::new(
+                "on_expire.option_id",
+                "option_id is only used with action `resolve`",
+            )),
+            "resolve" => match &oe.option_id {
+                Some(id) if s.option(id).is_some() => {}
+                Some(id) => errs.push(FieldError::new(
+                    "on_expire.option_id",
+                    format!("`{id}` is not one of this Action's options"),
+                )),
+                None => errs.push(FieldError::new(
+                    "on_expire.option_id",
+                    "action `resolve` needs the option_id to resolve with",
+                )),
+            },
+            other => errs.push(FieldError::new(
+                "on_expire.action",
+                format!("unknown on_expire action `{other}`; use expire, cancel or resolve"),
+            )),
+        }
+    }
+
+    match &s.callback_url {
+        Some(u) => {
+            if let Err(why) = check_callback_url(u, ctx.allow_private_callbacks) {
+                errs.push(FieldError::with_code(
+                    "callback_url",
+                    Code::InvalidCallbackUrl,
+                    why,
+                ));
+            }
+        }
+        None => {}
+    }
+    match s.context_request_mode.as_deref() {
+        None | Some("unsupported") | Some("poll") => {}
+        Some("callback") if s.callback_url.is_some() => {}
+        Some("callback") => errs.push(FieldError::new(
+            "context_request_mode",
+            "context_request_mode `callback` requires callback_url",
+        )),
+        Some(other) => errs.push(FieldError::new(
+            "context_request_mode",
+            format!("unknown mode `{other}`; use unsupported, poll or callback"),
+        )),
+    }
+
+    if let Some(controls) = &s.controls {
+        if controls.len() > MAX_CONTROLS {
+            errs.push(FieldError::new(
+                "controls",
+                format!("at most {MAX_CONTROLS} controls per Action"),
+            ));
+        }
+        if controls.iter().filter(|c| c.mutating == Some(true)).count() > MAX_MUTATING_CONTROLS {
+            errs.push(FieldError::new(
+                "controls",
+                format!("at most {MAX_MUTATING_CONTROLS} mutating controls per Action"),
+            ));
+        }
+        let mut keys = HashSet::new();
+        for (i, c) in controls.iter().enumerate() {
+            let at = |f: &str| format!("controls[{i}].{f}");
+            if !is_slug(&c.key) {
+                errs.push(FieldError::new(
+                    at("key"),
+                    "key must be 1-64 characters of a-z, 0-9, _ or -",
+                ));
+            } else if !keys.insert(c.key.as_str()) {
+                errs.push(FieldError::new(
+                    at("key"),
+                    format!("duplicate control key `{}`", c.key),
+                ));
+            }
+            if c.label.trim().is_empty() {
+                errs.push(FieldError::new(at("label"), "label must not be blank"));
+            }
+            match c.kind.as_str() {
+                "callback" => {
+                    if s.callback_url.is_none() {
+                        errs.push(FieldError::new(
+                            at("kind"),
+                            "a callback control needs the Action's callback_url",
+                        ));
+                    }
+                    if c.url.is_some() {
+                        errs.push(FieldError::new(at("url"), "only link controls have a url"));
+                    }
+                }
+                "link" => {
+                    if !c.url.as_deref().is_some_and(is_http_url) {
+                        errs.push(FieldError::new(
+                            at("url"),
+                            "a link control needs an absolute http or https url",
+                        ));
+                    }
+                    if c.mutating.is_some() {
+                        errs.push(FieldError::new(
+                            at("mutating"),
+                            "only callback controls can be mutating",
+                        ));
+                    }
+                }
+                other => errs.push(FieldError::new(
+                    at("kind"),
+                    format!("unknown control kind `{other}`; use callback or link"),
+                )),
+            }
+        }
+    }
+
+    if let Some(blocks) = &s.context {
+        if blocks.len() > MAX_CONTEXT_BLOCKS {
+            errs.push(FieldError::new(
+                "context",
+                format!("at most {MAX_CONTEXT_BLOCKS} context blocks"),
+            ));
+        }
+        for (i, b) in blocks.iter().enumerate() {
+            match b {
+                ContextBlock::Link { url, .. } | ContextBlock::Image { url, .. }
+                    if !is_http_url(url) =>
+                {
+                    errs.push(FieldError::new(
+                        format!("context[{i}].url"),
+                        "url must be an absolute http or https URL",
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    if s.decision_class
+        .as_ref()
+        .is_some_and(|c| c.is_empty() || c.len() > 100)
+    {
+        errs.push(FieldError::new(
+            "decision_class",
+            "decision_class must be 1-100 characters",
+        ));
+    }
+    if s.decision_context.as_ref().is_some_and(|c| !c.is_object()) {
+        errs.push(FieldError::new(
+            "decision_context",
+            "decision_context must be a JSON object",
+        ));
+    }
+    if let Some(m) = &s.metadata {
+        let size = serde_json::to_vec(m).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > MAX_METADATA_BYTES {
+            errs.push(FieldError::new(
+                "metadata",
+                format!("metadata is {size} bytes; the limit is {MAX_METADATA_BYTES} (32 KB)"),
+            ));
+        }
+    }
+
+    if let Some(e) = &s.assignee_email {
+        if !looks_like_email(e) {
+            errs.push(FieldError::new(
+                "assignee_email",
+                "assignee_email must be an e-mail address",
+            ));
+        }
+    }
+    check_visibility(&s, ctx, &mut errs);
+
+    if let Some(k) = &s.dedupe_key {
+        if k.is_empty() || k.len() > 255 {
+            errs.push(FieldError::new(
+                "dedupe_key",
+                "dedupe_key must be 1-255 characters",
+            ));
+        }
+    }
+
+    if errs.is_empty() {
+        Ok(s)
+    } else {
+        Err(Error::validation(errs))
+    }
+}
+
+fn check_options(options: &mut [crate::domain::action::ActionOption], errs: &mut Vec<FieldError>) {
+    if options.is_empty() || options.len() > MAX_OPTIONS {
+        errs.push(FieldError::new(
+            "options",
+            format!("options must hold 1 to {MAX_OPTIONS} entries"),
+        ));
+    }
+    let mut ids = HashSet::new();
+    for (i, o) in options.iter_mut().enumerate() {
+        o.label = o.label.trim().to_owned();
+        if o.label.is_empty() || o.label.chars().count() > 100 {
+            errs.push(FieldError::new(
+                format!("options[{i}].label"),
+                "label must be 1-100 characters",
+            ));
+        }
+        let id = o.id.clone().unwrap_or_else(|| slugify(&o.label, i));
+        if !is_option_id(&id) {
+            errs.push(FieldError::new(
+                format!("options[{i}].id"),
+                "id must be 1-64 characters of letters, digits, _ . : or -",
+            ));
+        } else if !ids.insert(id.clone()) {
+            errs.push(FieldError::new(
+                format!("options[{i}].id"),
+                format!("duplicate option id `{id}`"),
+            ));
+        }
+        o.id = Some(id);
+        let style = o.style.clone().unwrap_or_else(|| "secondary".into());
+        if !matches!(style.as_str(), "primary" | "secondary" | "destructive") {
+            errs.push(FieldError::new(
+                format!("options[{i}].style"),
+                "style must be primary, secondary or destructive",
+            ));
+        }
+        o.style = Some(style);
+        o.sort_order = Some(i as i64);
+    }
+}
+
+fn check_interaction(i: &Interaction, errs: &mut Vec<FieldError>) {
+    match i {
+        Interaction::Boolean => {}
+        Interaction::Text { max_length } => {
+            if max_length.is_some_and(|m| m == 0 || m > 100_000) {
+                errs.push(FieldError::new(
+                    "interaction.max_length",
+                    "max_length must be 1-100000",
+                ));
+            }
+        }
+        Interaction::Number { min, max } => {
+            if let (Some(a), Some(b)) = (min, max) {
+                if a > b {
+                    errs.push(FieldError::new(
+                        "interaction.min",
+                        "min must not exceed max",
+                    ));
+                }
+            }
+        }
+        Interaction::Choice { choices, .. } => {
+            if choices.is_empty() || choices.len() > 50 {
+                errs.push(FieldError::new(
+                    "interaction.choices",
+                    "choices must hold 1 to 50 entries",
+                ));
+            }
+            let mut ids = HashSet::new();
+            for (n, c) in choices.iter().enumerate() {
+                if !is_option_id(&c.id) || !ids.insert(c.id.as_str()) {
+                    errs.push(FieldError::new(
+                        format!("interaction.choices[{n}].id"),
+                        "choice ids must be unique, 1-64 characters of letters, digits, _ . : or -",
+                    ));
+                }
+                if c.label.trim().is_empty() {
+                    errs.push(FieldError::new(
+                        format!("interaction.choices[{n}].label"),
+                        "label must not be blank",
+                    ));
+                }
+            }
+        }
+        Interaction::Form { fields } => {
+            if fields.is_empty() || fields.len() > 50 {
+                errs.push(FieldError::new(
+                    "interaction.fields",
+                    "fields must hold 1 to 50 entries",
+                ));
+            }
+            let mut keys = HashSet::new();
+            for (n, f) in fields.iter().enumerate() {
+                if !is_slug(&f.key) || !keys.insert(f.key.as_str()) {
+                    errs.push(FieldError::new(
+                        format!("interaction.fields[{n}].key"),
+                        "field keys must be unique, 1-64 characters of a-z, 0-9, _ or -",
+                    ));
+                }
+                if !matches!(f.kind.as_str(), "text" | "number" | "boolean") {
+                    errs.push(FieldError::new(
+                        format!("interaction.fields[{n}].type"),
+                        "type must be text, number or boolean",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<FieldError>) {
+    let lists = [
+        ("reviewer_emails", &s.reviewer_emails),
+        ("reviewer_user_ids", &s.reviewer_user_ids),
+    ];
+    match s.visibility() {
+        "workspace" => {
+            for (name, list) in lists {
+                if list.is_some() {
+                    errs.push(FieldError::new(
+                        name,
+                        format!("{name} is only used with visibility `restricted`"),
+                    ));
+                }
+            }
+        }
+        "restricted" => {
+            let given: Vec<_> = lists
+                .iter()
+                .filter(|(_, l)| l.as_ref().is_some_and(|l| !l.is_empty()))
+                .collect();
+            if given.len() != 1 {
+                errs.push(FieldError::new("visibility", "visibility `restricted` needs exactly one non-empty list: reviewer_emails or reviewer_user_ids"));
+            }
+            for (name, list) in lists {
+                if let Some(l) = list {
+                    if l.len() > MAX_REVIEWERS {
+                        errs.push(FieldError::new(
+                            name,
+                            format!("at most {MAX_REVIEWERS} reviewers"),
+                        ));
+                    }
+                    if name == "reviewer_emails" && l.iter().any(|e| !looks_like_email(e)) {
+                        errs.push(FieldError::new(
+                            name,
+                            "every entry must be an e-mail address",
+                        ));
+                    }
+                }
+            }
+        }
+        other => errs.push(FieldError::new(
+            "visibility",
+            format!("unknown visibility `{other}`; use workspace or restricted"),
+        )),
+    }
+    if let Some(p) = &s.approval_policy {
+        if !ctx.team_workspace {
+            errs.push(FieldError::new(
+                "approval_policy",
+                "approval_policy is available to Sources of team workspaces only",
+            ));
+        }
+        let two_way = matches!(s.interaction, Some(Interaction::Boolean))
+            || s.options.as_ref().is_some_and(|o| o.len() == 2);
+        if s.visibility() != "restricted" || !two_way {
+            errs.push(FieldError::new(
+                "approval_policy",
+                "approval_policy needs visibility `restricted` and a boolean or two-option Action",
+            ));
+        }
+        let reviewers = s
+            .reviewer_emails
+            .as_ref()
+            .or(s.reviewer_user_ids.as_ref())
+            .map_or(0, Vec::len);
+        if p.required_approvals == 0 || p.required_approvals as usize > reviewers.max(1) {
+            errs.push(FieldError::new(
+                "approval_policy.required_approvals",
+                "required_approvals must be between 1 and the number of listed reviewers",
+            ));
+        }
+        if p.reject_threshold
+            .is_some_and(|r| r == 0 || r as usize > MAX_REVIEWERS)
+        {
+            errs.push(FieldError::new(
+                "approval_policy.reject_threshold",
+                "reject_threshold must be between 1 and 15",
+            ));
+        }
+    }
+}
+
+/// `callback_url` must be https and must not point at a loopback, private,
+/// link-local or otherwise internal host (no SSRF; DESIGN §6). Names are checked
+/// again after DNS resolution at delivery time.
+pub fn check_callback_url(raw: &str, allow_private: bool) -> Result<(), String> {
+    let u = url::Url::parse(raw).map_err(|e| format!("callback_url is not a valid URL: {e}"))?;
+    if u.scheme() != "https" && !(allow_private && u.scheme() == "http") {
+        return Err("callback_url must use https".into());
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("callback_url must not carry credentials".into());
+    }
+    let host = u.host_str().ok_or("callback_url needs a host")?;
+    if allow_private {
+        return Ok(());
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        if !is_public_ip(ip) {
+            return Err(format!("callback_url host {ip} is not a public address"));
+        }
+    } else if host == "localhost"
+        || host.ends_with(".localhost")
+        || host.ends_with(".local")
+        || host.ends_with(".internal")
+        || !host.contains('.')
+    {
+        return Err(format!(
+            "callback_url host `{host}` is not publicly reachable"
+        ));
+    }
+    Ok(())
+}
+
+/// True for addresses reachable on the public internet.
+pub fn is_public_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_broadcast()
+                || v4.is_unspecified() || v4.is_documentation() || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64/10 carrier-grade NAT
+                || (o[0] == 198 && (o[1] & 0xfe) == 18) // 198.18/15 benchmarking
+                || o[0] >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_ip(IpAddr::V4(v4));
+            }
+            let seg = v6.segments();
+            !(v6.is_loopback() || v6.is_unspecified() || v6.is_multicast()
+                || (seg[0] & 0xfe00) == 0xfc00 // unique local
+                || (seg[0] & 0xffc0) == 0xfe80) // link local
+        }
+    }
+}
+
+fn is_http_url(raw: &str) -> bool {
+    url::Url::parse(raw)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+}
+
+fn is_slug(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn is_option_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
+}
+
+fn looks_like_email(s: &str) -> bool {
+    let mut parts = s.split('@');
+    matches!((parts.next(), parts.next(), parts.next()), (Some(l), Some(d), None) if !l.is_empty() && d.contains('.') && !d.starts_with('.') && !d.ends_with('.') && s.len() <= 254)
+}
+
+/// `Ship it!` → `ship_it`; falls back to `option_N` when nothing is left.
+fn slugify(label: &str, index: usize) -> String {
+    let mut out = String::new();
+    for c in label.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out
+        .trim_end_matches('_')
+        .chars()
+        .take(64)
+        .collect::<String>();
+    if out.is_empty() {
+        format!("option_{}", index + 1)
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> ValidationContext {
+        ValidationContext {
+            now: clock::now(),
+            allow_private_callbacks: false,
+            team_workspace: true,
+        }
+    }
+
+    #[test]
+    fn options_get_ids_styles_and_positions() {
+        let s = parse_create(json!({"title": " Deploy ", "options": [{"label": "Ship it!"}, {"id": "no", "label": "No", "style": "destructive"}]})).unwrap();
+        let s = validate_spec(s, &ctx()).unwrap();
+        let o = s.options.unwrap();
+        assert_eq!(o[0].id.as_deref(), Some("ship_it"));
+        assert_eq!(o[0].style.as_deref(), Some("secondary"));
+        assert_eq!(o[1].sort_order, Some(1));
+    }
+
+    #[test]
+    fn every_unknown_field_is_listed() {
+        let e = parse_create(json!({"title": "x", "colour": 1, "size": 2})).unwrap_err();
+        assert_eq!(e.code, Code::ValidationError);
+        assert_eq!(e.details["errors"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn type_errors_name_the_field_path() {
+        let e = parse_create(json!({"title": "x", "options": [{"label": 5}]})).unwrap_err();
+        assert_eq!(e.details["errors"][0]["field"], "options[0].label");
+    }
+
+    #[test]
+    fn private_callback_hosts_are_refused() {
+        for bad in [
+            "http://example.com/h",
+            "https://127.0.0.1/h",
+            "https://10.1.2.3/",
+            "https://[::1]/",
+            "https://localhost/",
+            "https://169.254.169.254/",
+        ] {
+            assert!(check_callback_url(bad, false).is_err(), "{bad}");
+        }
+        assert!(check_callback_url("https://hooks.example.com/x", false).is_ok());
+        assert!(check_callback_url("http://127.0.0.1:9/x", true).is_ok());
+    }
+
+    #[test]
+    fn specific_codes_win_over_generic_validation() {
+        let s =
+            parse_create(json!({"title": "", "options": [{"label": "a"}], "open_url": "ftp://x"}))
+                .unwrap();
+        let e = validate_spec(s, &ctx()).unwrap_err();
+        assert_eq!(e.code, Code::InvalidOpenUrl);
+        assert_eq!(e.details["errors"].as_array().unwrap().len(), 2);
+    }
+}

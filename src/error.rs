@@ -1,0 +1,294 @@
+//! The one error type of hds: stable codes (SPEC §7), and the single place that
+//! turns a code into an HTTP status and the JSON envelope
+//! `{ "error": { "code", "message", "details" } }`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// Stable error codes. The names are the contract with clients; never rename one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    // 400
+    InvalidCallbackUrl,
+    InvalidExpiration,
+    InvalidOpenUrl,
+    InvalidResponse,
+    OptionNotFound,
+    ResponseRequired,
+    ResponseTypeMismatch,
+    InvalidIdempotencyKey,
+    // 401
+    AuthRequired,
+    InvalidApiKey,
+    SourceRevoked,
+    // 403 (SPEC leaves the code open)
+    Forbidden,
+    // 404
+    ActionNotFound,
+    SourceNotFound,
+    NotFound,
+    // 405
+    MethodNotAllowed,
+    // 409
+    ActionNotOpen,
+    ActionChanged,
+    ActionNotResolved,
+    OutcomeAlreadyReported,
+    IdempotencyKeyReused,
+    DedupeConflict,
+    IdempotencyConflict,
+    ApprovalVoteRequired,
+    // 413
+    ActionPayloadTooLarge,
+    PayloadTooLarge,
+    // 415
+    UnsupportedMediaType,
+    // 422
+    ValidationError,
+    // 429
+    RateLimited,
+    // 500 / 503
+    Internal,
+    Unavailable,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        use Code::*;
+        match self {
+            InvalidCallbackUrl => "INVALID_CALLBACK_URL",
+            InvalidExpiration => "INVALID_EXPIRATION",
+            InvalidOpenUrl => "INVALID_OPEN_URL",
+            InvalidResponse => "INVALID_RESPONSE",
+            OptionNotFound => "OPTION_NOT_FOUND",
+            ResponseRequired => "RESPONSE_REQUIRED",
+            ResponseTypeMismatch => "RESPONSE_TYPE_MISMATCH",
+            InvalidIdempotencyKey => "INVALID_IDEMPOTENCY_KEY",
+            AuthRequired => "AUTH_REQUIRED",
+            InvalidApiKey => "INVALID_API_KEY",
+            SourceRevoked => "SOURCE_REVOKED",
+            Forbidden => "FORBIDDEN",
+            ActionNotFound => "ACTION_NOT_FOUND",
+            SourceNotFound => "SOURCE_NOT_FOUND",
+            NotFound => "NOT_FOUND",
+            MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ActionNotOpen => "ACTION_NOT_OPEN",
+            ActionChanged => "ACTION_CHANGED",
+            ActionNotResolved => "ACTION_NOT_RESOLVED",
+            OutcomeAlreadyReported => "OUTCOME_ALREADY_REPORTED",
+            IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            DedupeConflict => "DEDUPE_CONFLICT",
+            IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            ApprovalVoteRequired => "APPROVAL_VOTE_REQUIRED",
+            ActionPayloadTooLarge => "ACTION_PAYLOAD_TOO_LARGE",
+            PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ValidationError => "VALIDATION_ERROR",
+            RateLimited => "RATE_LIMITED",
+            Internal => "INTERNAL_ERROR",
+            Unavailable => "SERVICE_UNAVAILABLE",
+        }
+    }
+
+    pub fn status(self) -> StatusCode {
+        use Code::*;
+        match self {
+            InvalidCallbackUrl
+            | InvalidExpiration
+            | InvalidOpenUrl
+            | InvalidResponse
+            | OptionNotFound
+            | ResponseRequired
+            | ResponseTypeMismatch
+            | InvalidIdempotencyKey => StatusCode::BAD_REQUEST,
+            AuthRequired | InvalidApiKey | SourceRevoked => StatusCode::UNAUTHORIZED,
+            Forbidden => StatusCode::FORBIDDEN,
+            ActionNotFound | SourceNotFound | NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ActionNotOpen
+            | ActionChanged
+            | ActionNotResolved
+            | OutcomeAlreadyReported
+            | IdempotencyKeyReused
+            | DedupeConflict
+            | IdempotencyConflict
+            | ApprovalVoteRequired => StatusCode::CONFLICT,
+            ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+/// One problem with one field of a request body or query, listed in
+/// `details.errors`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FieldError {
+    /// JSON path of the field, e.g. `options[1].label`.
+    pub field: String,
+    /// The error code this problem maps to (VALIDATION_ERROR or a specific one).
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::with_code(field, Code::ValidationError, message)
+    }
+    pub fn with_code(field: impl Into<String>, code: Code, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            code: code.as_str(),
+            message: message.into(),
+        }
+    }
+}
+
+/// An error that becomes an API response. Internal causes are kept for the log
+/// and never shown to the client.
+#[derive(Debug)]
+pub struct Error {
+    pub code: Code,
+    pub message: String,
+    pub details: Map<String, Value>,
+    pub retry_after: Option<u64>,
+    cause: Option<anyhow::Error>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            details: Map::new(),
+            retry_after: None,
+            cause: None,
+        }
+    }
+
+    pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// A validation failure. When one of the problems has a specific SPEC code
+    /// (INVALID_OPEN_URL, INVALID_EXPIRATION, …) the response carries the first
+    /// such code with status 400; otherwise VALIDATION_ERROR (422). Every problem
+    /// is listed in `details.errors` either way.
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let specific = errors
+            .iter()
+            .find(|e| e.code != Code::ValidationError.as_str());
+        let (code, message) = match specific {
+            Some(e) => (
+                code_from_str(e.code).unwrap_or(Code::ValidationError),
+                e.message.clone(),
+            ),
+            None if errors.len() == 1 => (Code::ValidationError, errors[0].message.clone()),
+            None => (
+                Code::ValidationError,
+                format!("{} fields are invalid; see details.errors", errors.len()),
+            ),
+        };
+        let listed = serde_json::to_value(&errors).unwrap_or(Value::Null);
+        Self::new(code, message).with_detail("errors", listed)
+    }
+
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        Self::validation(vec![FieldError::new(field, message)])
+    }
+
+    pub fn internal(cause: impl Into<anyhow::Error>) -> Self {
+        let mut e = Self::new(
+            Code::Internal,
+            "internal error; the request was not applied",
+        );
+        e.cause = Some(cause.into());
+        e
+    }
+
+    pub fn action_not_found() -> Self {
+        Self::new(
+            Code::ActionNotFound,
+            "no Action with that id is visible to this caller",
+        )
+    }
+}
+
+fn code_from_str(s: &str) -> Option<Code> {
+    use Code::*;
+    [
+        InvalidCallbackUrl,
+        InvalidExpiration,
+        InvalidOpenUrl,
+        InvalidResponse,
+        OptionNotFound,
+        ResponseRequired,
+        ResponseTypeMismatch,
+        InvalidIdempotencyKey,
+    ]
+    .into_iter()
+    .find(|c| c.as_str() == s)
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::internal(e)
+    }
+}
+impl From<r2d2::Error> for Error {
+    fn from(e: r2d2::Error) -> Self {
+        Self::internal(e)
+    }
+}
+impl From<anyhow::Error> for Error {
+    fn from(e: anyhow::Error) -> Self {
+        Self::internal(e)
+    }
+}
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Self::internal(e)
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        if let Some(cause) = &self.cause {
+            // Logged once, here, with the cause chain; the client sees an opaque 500.
+            tracing::error!(
+                error.code = self.code.as_str(),
+                error.cause = format!("{cause:#}"),
+                "request failed"
+            );
+        }
+        let body = json!({ "error": { "code": self.code.as_str(), "message": self.message, "details": self.details } });
+        let mut resp = (self.code.status(), axum::Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        resp
+    }
+}

@@ -1,0 +1,200 @@
+//! /v1/actions routes (SPEC §4.6).
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::IntoParams;
+
+use crate::app::AppState;
+use crate::domain::action::ActionSpec;
+use crate::error::{Error, Result};
+use crate::http::api::{header, reply};
+use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
+use crate::http::extract::{ActionJson, ApiJson, ApiQuery, OptionalJson};
+use crate::service::actions::{
+    self, CancelRequest, DecisionRequest, EnvFilter, OutcomeReport, ResolveRequest,
+};
+use crate::service::idempotency::parse_key;
+
+fn idempotency_key(h: &HeaderMap) -> Result<Option<String>> {
+    parse_key(header(h, "idempotency-key"))
+}
+
+fn blocking(h: &HeaderMap) -> Result<bool> {
+    match header(h, "x-service-blocking")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(_) => Err(Error::field(
+            "X-Service-Blocking",
+            "X-Service-Blocking must be true or false",
+        )),
+    }
+}
+
+/// Create an Action.
+#[utoipa::path(post, path = "/v1/actions", tag = "actions",
+    request_body = ActionSpec,
+    params(("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters"),
+           ("X-Service-Blocking" = Option<bool>, Header, description = "hold up to 30 s until the Action is decided")),
+    responses((status = 201, description = "created: {data: Action, idempotent_replay}"),
+              (status = 200, description = "an open Action with the same dedupe_key and content"),
+              (status = 400, description = "INVALID_OPEN_URL, INVALID_CALLBACK_URL, INVALID_EXPIRATION, INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_CONFLICT, DEDUPE_CONFLICT", body = crate::http::openapi::ErrorBody),
+              (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn create_action(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    headers: HeaderMap,
+    ActionJson(body): ActionJson,
+) -> Result<Response> {
+    let key = idempotency_key(&headers)?;
+    let hold = blocking(&headers)?;
+    let mut r = actions::create(&st.services, src.clone(), body, key).await?;
+    if hold {
+        r = actions::wait_for_close(&st.services, src, r, actions::MAX_WAIT).await?;
+    }
+    Ok(reply(r))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct WaitParams {
+    /// 0..30 seconds to hold while the Action is open.
+    pub wait_seconds: Option<u64>,
+}
+
+/// Read an Action as its Source, optionally long-polling for the decision.
+#[utoipa::path(get, path = "/v1/source/actions/{action_id}", tag = "actions", params(("action_id" = String, Path), WaitParams),
+    responses((status = 200, description = "{data: Action}"), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn get_source_action(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<WaitParams>,
+) -> Result<Json<Value>> {
+    let wait = p.wait_seconds.unwrap_or(0);
+    if wait > 30 {
+        return Err(Error::field(
+            "wait_seconds",
+            "wait_seconds must be between 0 and 30",
+        ));
+    }
+    Ok(Json(
+        actions::get_for_source(&st.services, src, id, Duration::from_secs(wait)).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EnvParams {
+    /// live (default), test or all; applies to user callers.
+    pub environment: Option<String>,
+}
+
+/// Read an Action with its history, as its Source or a workspace member.
+#[utoipa::path(get, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path), EnvParams),
+    responses((status = 200, description = "{data: Action with history}"), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = []), ("user_token" = [])))]
+pub async fn get_action(
+    State(st): State<AppState>,
+    AnyAuth(caller): AnyAuth,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<EnvParams>,
+) -> Result<Json<Value>> {
+    let env = EnvFilter::parse(p.environment.as_deref())?;
+    Ok(Json(actions::get(&st.services, caller, id, env).await?))
+}
+
+/// Change an open Action; material changes advance action_version.
+#[utoipa::path(patch, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path)),
+    request_body(content = Object, description = "any of title, description, priority, open_url, expires_at, on_expire, controls, context, decision_class, decision_context, metadata"),
+    responses((status = 200, description = "{data: Action}"), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
+              (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn patch_action(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    Path(id): Path<String>,
+    ActionJson(body): ActionJson,
+) -> Result<Json<Value>> {
+    Ok(Json(actions::patch(&st.services, src, id, body).await?))
+}
+
+/// Decide an open Action, bound to the version and fingerprint the person saw.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/decision", tag = "actions", params(("action_id" = String, Path)),
+    request_body = DecisionRequest,
+    responses((status = 200, description = "the resolved Action with its receipt"),
+              (status = 400, description = "OPTION_NOT_FOUND, RESPONSE_REQUIRED, RESPONSE_TYPE_MISMATCH, INVALID_RESPONSE", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, APPROVAL_VOTE_REQUIRED", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = [])))]
+pub async fn decide_action(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<DecisionRequest>,
+) -> Result<Json<Value>> {
+    Ok(Json(actions::decide(&st.services, user, id, req).await?))
+}
+
+/// Resolve an open Action as its Source (with a receipt).
+#[utoipa::path(post, path = "/v1/actions/{action_id}/resolve", tag = "actions", params(("action_id" = String, Path)),
+    request_body = ResolveRequest,
+    responses((status = 200, description = "the resolved Action with its receipt"), (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn resolve_action(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    OptionalJson(req): OptionalJson<ResolveRequest>,
+) -> Result<Response> {
+    Ok(reply(
+        actions::resolve(&st.services, src, id, req, idempotency_key(&headers)?).await?,
+    ))
+}
+
+/// Cancel an open Action as its Source.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/cancel", tag = "actions", params(("action_id" = String, Path)),
+    request_body = CancelRequest,
+    responses((status = 200, description = "the cancelled Action"), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn cancel_action(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    OptionalJson(req): OptionalJson<CancelRequest>,
+) -> Result<Response> {
+    Ok(reply(
+        actions::cancel(&st.services, src, id, req, idempotency_key(&headers)?).await?,
+    ))
+}
+
+/// Record what happened when the Source acted on the decision.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/outcome", tag = "actions", params(("action_id" = String, Path)),
+    request_body = OutcomeReport,
+    responses((status = 201, description = "the Action with its outcome"),
+              (status = 409, description = "ACTION_NOT_RESOLVED, OUTCOME_ALREADY_REPORTED, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn report_outcome(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<OutcomeReport>,
+) -> Result<Response> {
+    Ok(reply(
+        actions::report_outcome(&st.services, src, id, req, idempotency_key(&headers)?).await?,
+    ))
+}

@@ -1,0 +1,98 @@
+//! System routes (SPEC §4.1): service index, liveness, readiness, receipt keys,
+//! the public guide and the OpenAPI document.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::app::AppState;
+use crate::domain::receipt;
+use crate::error::Result;
+use crate::store::receipts;
+
+/// Service index.
+#[utoipa::path(get, path = "/", tag = "system", responses((status = 200, description = "name, API version and links")))]
+pub async fn index(State(st): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "name": "hds",
+        "description": "Human-Decision Service",
+        "api_version": crate::API_VERSION,
+        "base_url": st.services.config.base_url,
+        "links": { "docs": "/v1/docs", "openapi": "/v1/openapi.json", "receipt_keys": "/v1/receipts/keys", "health": "/health", "ready": "/ready" },
+    }))
+}
+
+/// Process liveness; says nothing about the deployment.
+#[utoipa::path(get, path = "/health", tag = "system", responses((status = 200, description = "{status: ok}")))]
+pub async fn health() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// Readiness: the database answers a read and the writer commits.
+#[utoipa::path(get, path = "/ready", tag = "system", responses((status = 200, description = "ready"), (status = 503, description = "not ready")))]
+pub async fn ready(State(st): State<AppState>) -> Response {
+    let db = &st.services.db;
+    let read = db
+        .read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        .await
+        .is_ok();
+    let write = db
+        .write(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        .await
+        .is_ok();
+    let ok = read && write;
+    let body = json!({
+        "status": if ok { "ready" } else { "unavailable" },
+        "checks": { "database_read": if read { "ok" } else { "failing" }, "database_write": if write { "ok" } else { "failing" } },
+    });
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
+}
+
+/// The JWKS of every key that ever signed a receipt.
+#[utoipa::path(get, path = "/v1/receipts/keys", tag = "receipts", responses((status = 200, description = "JWKS (RFC 7517)"), (status = 304, description = "not modified")))]
+pub async fn receipt_keys(State(st): State<AppState>, headers: HeaderMap) -> Result<Response> {
+    let keys = st.services.db.read(|c| receipts::keys(c)).await?;
+    let body = receipt::jwks(&keys).to_string();
+    let etag = format!(
+        "\"{}\"",
+        &hex::encode(Sha256::digest(body.as_bytes()))[..32]
+    );
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    let mut resp = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/jwk-set+json")], body).into_response()
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    Ok(resp)
+}
+
+/// The public user guide, as JSON sections of Markdown.
+#[utoipa::path(get, path = "/v1/docs", tag = "system", responses((status = 200, description = "{title, api_version, sections: [{id, title, markdown}]}")))]
+pub async fn docs() -> Json<Value> {
+    Json(crate::http::docs::guide())
+}
+
+/// This API's OpenAPI 3.1 document, generated from the route table.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "system", responses((status = 200, description = "OpenAPI document")))]
+pub async fn openapi(State(st): State<AppState>) -> Json<Value> {
+    Json((*st.openapi).clone())
+}

@@ -1,0 +1,113 @@
+//! Request extractors whose failures use the error envelope: JSON bodies (with
+//! the 256 KB Action limit), optional bodies, query strings.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Code, Error, FieldError};
+
+/// Largest request body of any route (SPEC §8: Action create/patch).
+pub const MAX_BODY: usize = 256 * 1024;
+
+fn too_large(rej: BytesRejection, action: bool) -> Error {
+    if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        let code = if action {
+            Code::ActionPayloadTooLarge
+        } else {
+            Code::PayloadTooLarge
+        };
+        return Error::new(
+            code,
+            format!("request body is larger than {} KB", MAX_BODY / 1024),
+        )
+        .with_detail("limit_bytes", MAX_BODY);
+    }
+    Error::new(
+        Code::ValidationError,
+        format!("could not read the request body: {rej}"),
+    )
+}
+
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        Error::validation(vec![FieldError::new(
+            "body",
+            format!("the body is not valid JSON: {e}"),
+        )])
+    })?;
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "body".to_owned() } else { path };
+        Error::validation(vec![FieldError::new(
+            field.clone(),
+            format!("{field}: {}", e.into_inner()),
+        )])
+    })
+}
+
+/// A JSON body deserialised into `T`; malformed or mistyped bodies give
+/// VALIDATION_ERROR naming the field.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = Error;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|r| too_large(r, false))?;
+        Ok(Self(parse(&bytes)?))
+    }
+}
+
+/// The raw JSON body of Action create and patch; over 256 KB gives 413
+/// ACTION_PAYLOAD_TOO_LARGE.
+pub struct ActionJson(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for ActionJson {
+    type Rejection = Error;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|r| too_large(r, true))?;
+        Ok(Self(parse(&bytes)?))
+    }
+}
+
+/// A JSON body that may be left out entirely (resolve, cancel, key rotation).
+pub struct OptionalJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
+    type Rejection = Error;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|r| too_large(r, false))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(T::default()));
+        }
+        Ok(Self(parse(&bytes)?))
+    }
+}
+
+/// A query string deserialised into `T`; bad values give VALIDATION_ERROR.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = Error;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
+        let q = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(q.as_bytes()));
+        serde_path_to_error::deserialize(de).map(Self).map_err(|e| {
+            let field = e.path().to_string();
+            Error::validation(vec![FieldError::new(
+                field.clone(),
+                format!("query parameter {field}: {}", e.into_inner()),
+            )])
+        })
+    }
+}

@@ -1,0 +1,138 @@
+//! The route table: every route of the service on one screen, plus the
+//! middleware every response passes through (request id, security headers,
+//! access log) and the envelope for unknown routes and methods.
+
+pub mod api;
+pub mod auth;
+pub mod docs;
+pub mod extract;
+pub mod openapi;
+pub mod rate_limit;
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{HeaderValue, Method, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use tracing::Instrument;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use crate::error::{Code, Error};
+use api::{actions, me, sources, system};
+
+/// Builds the router and the OpenAPI document from the same table.
+pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let _ = state;
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        // system (SPEC §4.1)
+        .routes(routes!(system::index))
+        .routes(routes!(system::health))
+        .routes(routes!(system::ready))
+        .routes(routes!(system::receipt_keys))
+        .routes(routes!(system::docs))
+        .routes(routes!(system::openapi))
+        // actions (SPEC §4.6)
+        .routes(routes!(actions::create_action))
+        .routes(routes!(actions::get_source_action))
+        .routes(routes!(actions::get_action, actions::patch_action))
+        .routes(routes!(actions::decide_action))
+        .routes(routes!(actions::resolve_action))
+        .routes(routes!(actions::cancel_action))
+        .routes(routes!(actions::report_outcome))
+        .routes(routes!(me::list_my_actions))
+        // sources (SPEC §4.8)
+        .routes(routes!(sources::list_sources, sources::create_source))
+        .routes(routes!(
+            sources::get_source,
+            sources::update_source,
+            sources::revoke_source
+        ))
+        .routes(routes!(sources::rotate_source_keys))
+        .split_for_parts()
+}
+
+/// Wraps the routes with the shared middleware and fallbacks.
+pub fn finish(router: Router<AppState>, state: AppState) -> Router {
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY))
+        .layer(middleware::from_fn(access_log))
+        .layer(middleware::from_fn(request_id))
+        .with_state(state)
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> Error {
+    Error::new(
+        Code::NotFound,
+        format!("no route for {method} {}; see GET /v1/docs", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Error {
+    Error::new(
+        Code::MethodNotAllowed,
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+/// Echoes a sane incoming `X-Request-ID`, otherwise assigns `req_<ULID>`, and
+/// sets it on the response together with the security headers.
+async fn request_id(mut req: Request, next: Next) -> Response {
+    let incoming = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 128
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        });
+    let id = incoming
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("req_{}", ulid::Ulid::new()));
+    let value =
+        HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("req_invalid"));
+    req.headers_mut().insert("x-request-id", value.clone());
+    let span = tracing::info_span!("request", request.id = %id);
+    let mut resp = next.run(req).instrument(span).await;
+    let h = resp.headers_mut();
+    h.insert("x-request-id", value);
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// One line per request: method, path (never the query or body), status, time.
+async fn access_log(req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let resp = next.run(req).await;
+    tracing::info!(
+        http.method = %method, http.path = %path, http.status = resp.status().as_u16(),
+        duration_ms = start.elapsed().as_secs_f64() * 1000.0, request.id = %request_id, "request"
+    );
+    resp
+}

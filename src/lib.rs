@@ -1,0 +1,24 @@
+//! hds — Human-Decision Service. Map of the crate:
+//!
+//! - `cli`      one file per subcommand (`serve`, `init`, `backup`, …)
+//! - `config`   the one typed configuration
+//! - `app`      `AppState`, `start`, `build_router`, `serve`
+//! - `http`     route table, extractors, auth, JSON handlers (`http::api`)
+//! - `service`  use cases: domain rules + store calls in one transaction
+//! - `domain`   rules without I/O: validation, fingerprints, receipts
+//! - `store`    SQLite: one module per aggregate, the group-commit writer
+//! - `workers`  background loops (expiry, housekeeping)
+//! - `error`    the error type and its HTTP mapping
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod service;
+pub mod store;
+pub mod workers;
+
+/// Version of the interface description (SPEC §9).
+pub const API_VERSION: &str = "0.1.7";

@@ -1,0 +1,15 @@
+//! The `hds` binary: parse the CLI, start tracing, dispatch.
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = hds::cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "hds=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    hds::cli::run(cli)
+}

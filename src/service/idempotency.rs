@@ -1,0 +1,145 @@
+//! Idempotency keys (DESIGN §7, after Stripe): a key is 1–255 printable ASCII
+//! characters, scoped to the Source and environment. An exact retry replays the
+//! stored response; the same key with another request is refused; a retry that
+//! arrives while the first is still running gets 409 + `Retry-After: 1`.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::domain::time;
+use crate::error::{Code, Error, Result};
+use crate::service::caller::SourceCaller;
+use crate::store::idempotency as store;
+
+/// Keys whose first request is still being processed by this process.
+#[derive(Default)]
+pub struct InFlight {
+    keys: Mutex<HashSet<(String, &'static str, String)>>,
+}
+
+/// Holds a key as in flight until dropped.
+pub struct InFlightGuard<'a> {
+    set: &'a InFlight,
+    entry: (String, &'static str, String),
+}
+
+impl InFlight {
+    pub fn acquire(&self, src: &SourceCaller, key: &str) -> Result<InFlightGuard<'_>> {
+        let entry = (
+            src.source_id.clone(),
+            src.environment.as_str(),
+            key.to_owned(),
+        );
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if !keys.insert(entry.clone()) {
+            return Err(Error::new(
+                Code::IdempotencyConflict,
+                "a request with this Idempotency-Key is still in progress; retry shortly",
+            )
+            .retry_after(1));
+        }
+        Ok(InFlightGuard { set: self, entry })
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.set
+            .keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.entry);
+    }
+}
+
+/// Checks the header value.
+pub fn parse_key(raw: Option<&str>) -> Result<Option<String>> {
+    match raw {
+        None => Ok(None),
+        Some(k)
+            if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| (0x20..0x7f).contains(&b)) =>
+        {
+            Ok(Some(k.to_owned()))
+        }
+        Some(_) => Err(Error::new(
+            Code::InvalidIdempotencyKey,
+            "Idempotency-Key must be 1-255 printable ASCII characters",
+        )),
+    }
+}
+
+/// Hash of what makes two requests "the same": route and canonical body.
+pub fn request_hash(route: &str, body: &Value) -> String {
+    let canonical = serde_json_canonicalizer::to_vec(body).unwrap_or_default();
+    let mut h = Sha256::new();
+    h.update(route.as_bytes());
+    h.update([0]);
+    h.update(&canonical);
+    hex::encode(h.finalize())
+}
+
+/// A response that may have been replayed.
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub replayed: bool,
+}
+
+/// Inside a write transaction: replays a stored response for `key`, or runs
+/// `work` and stores its response in the same transaction.
+pub fn run(
+    c: &Connection,
+    src: &SourceCaller,
+    key: Option<&str>,
+    request_hash: &str,
+    work: impl FnOnce(&Connection) -> Result<(u16, Value)>,
+) -> Result<Reply> {
+    let Some(key) = key else {
+        let (status, body) = work(c)?;
+        return Ok(Reply {
+            status,
+            body,
+            replayed: false,
+        });
+    };
+    if let Some(stored) = store::get(c, &src.source_id, src.environment, key)? {
+        if stored.request_hash != request_hash {
+            return Err(Error::new(
+                Code::IdempotencyKeyReused,
+                "this Idempotency-Key was already used for a different request; use a new key per logical operation",
+            ));
+        }
+        let mut body = stored.response;
+        if let Some(o) = body.as_object_mut() {
+            o.insert("idempotent_replay".into(), Value::Bool(true));
+        }
+        return Ok(Reply {
+            status: stored.status_code,
+            body,
+            replayed: true,
+        });
+    }
+    let (status, body) = work(c)?;
+    let stored = store::Stored {
+        request_hash: request_hash.to_owned(),
+        status_code: status,
+        response: body.clone(),
+    };
+    store::put(
+        c,
+        &src.source_id,
+        src.environment,
+        key,
+        &stored,
+        &time::format(time::now()),
+    )?;
+    Ok(Reply {
+        status,
+        body,
+        replayed: false,
+    })
+}

@@ -1,0 +1,136 @@
+//! GET /v1/me/actions: the reviewer's inbox, with every filter and bound of
+//! SPEC §4.6.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::IntoParams;
+
+use crate::domain::action::{Environment, Priority};
+use crate::domain::time;
+use crate::error::{Error, FieldError, Result};
+use crate::service::Services;
+use crate::service::caller::{UserCaller, is_admin};
+use crate::store::actions::{self as store, InboxQuery};
+
+pub const MAX_SEARCH: usize = 120;
+
+/// Query string of GET /v1/me/actions.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct InboxParams {
+    /// open (default), snoozed, resolved, cancelled, expired, all
+    pub status: Option<String>,
+    /// Matches the title; at most 120 characters.
+    pub search: Option<String>,
+    pub source_id: Option<String>,
+    /// low, normal, high, urgent
+    pub priority: Option<String>,
+    /// live (default), test, all
+    pub environment: Option<String>,
+    /// mine, unassigned, all (default)
+    pub scope: Option<String>,
+    /// Alias of `scope`, kept for SPEC compatibility; `scope` wins when both are given.
+    pub routing: Option<String>,
+    /// 1..200, default 100
+    pub limit: Option<i64>,
+}
+
+fn one_of(
+    field: &str,
+    value: Option<&str>,
+    allowed: &[&str],
+    default: &str,
+    errs: &mut Vec<FieldError>,
+) -> String {
+    let v = value.unwrap_or(default);
+    if !allowed.contains(&v) {
+        errs.push(FieldError::new(
+            field,
+            format!("`{v}` is not valid; use one of {}", allowed.join(", ")),
+        ));
+    }
+    v.to_owned()
+}
+
+pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Value> {
+    let mut errs = Vec::new();
+    let status = one_of(
+        "status",
+        p.status.as_deref(),
+        &["open", "snoozed", "resolved", "cancelled", "expired", "all"],
+        "open",
+        &mut errs,
+    );
+    let env = one_of(
+        "environment",
+        p.environment.as_deref(),
+        &["live", "test", "all"],
+        "live",
+        &mut errs,
+    );
+    let scope = one_of(
+        "scope",
+        p.scope.as_deref().or(p.routing.as_deref()),
+        &["mine", "unassigned", "all"],
+        "all",
+        &mut errs,
+    );
+    if let Some(r) = &p.routing {
+        one_of(
+            "routing",
+            Some(r),
+            &["mine", "unassigned", "all"],
+            "all",
+            &mut errs,
+        );
+    }
+    if p.search
+        .as_ref()
+        .is_some_and(|q| q.chars().count() > MAX_SEARCH)
+    {
+        errs.push(FieldError::new(
+            "search",
+            format!("search is longer than {MAX_SEARCH} characters"),
+        ));
+    }
+    if let Some(pr) = &p.priority {
+        if Priority::parse(pr).is_none() {
+            errs.push(FieldError::new(
+                "priority",
+                format!("`{pr}` is not valid; use one of low, normal, high, urgent"),
+            ));
+        }
+    }
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=200).contains(&limit) {
+        errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
+    }
+    if !errs.is_empty() {
+        return Err(Error::validation(errs));
+    }
+    let Some((workspace_id, role)) = user.active_workspace().cloned() else {
+        return Ok(json!({ "object": "list", "data": [], "has_more": false }));
+    };
+    let q = InboxQuery {
+        workspace_id,
+        user_id: user.user_id.clone(),
+        user_email: user.email.clone(),
+        sees_restricted: is_admin(&role),
+        status,
+        search: p.search.filter(|q| !q.trim().is_empty()),
+        source_id: p.source_id,
+        priority: p.priority,
+        environment: Environment::parse(&env),
+        scope,
+        limit,
+        now: time::format(time::now()),
+    };
+    let mut rows = s.db.read(move |c| store::inbox(c, &q)).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok(json!({
+        "object": "list",
+        "data": rows.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
+        "has_more": has_more,
+    }))
+}

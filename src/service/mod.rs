@@ -1,0 +1,40 @@
+//! Use cases: each public function is one thing a caller can do (create an
+//! Action, decide it, rotate a key…). They combine `domain` rules with `store`
+//! queries inside one writer transaction, so handlers stay a single call and the
+//! API and the dashboard share the same code.
+
+pub mod actions;
+pub mod caller;
+pub mod idempotency;
+pub mod inbox;
+pub mod keyring;
+pub mod sources;
+pub mod waiters;
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::store::Db;
+
+/// What every use case may need. Cheap to clone.
+#[derive(Clone)]
+pub struct Services {
+    pub db: Db,
+    pub config: Arc<Config>,
+    pub keyring: Arc<keyring::Keyring>,
+    pub waiters: Arc<waiters::Waiters>,
+    pub inflight: Arc<idempotency::InFlight>,
+}
+
+impl Services {
+    pub fn new(db: Db, config: Arc<Config>) -> Self {
+        let keyring = Arc::new(keyring::Keyring::new(config.data_dir.join("keys")));
+        Self {
+            db,
+            config,
+            keyring,
+            waiters: Arc::default(),
+            inflight: Arc::default(),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Source management (SPEC §4.8): members list and read; owners and admins
+//! create, update, rotate and revoke.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::domain::action::Environment;
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::caller::{UserCaller, is_admin};
+use crate::store::sources as store;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceCreate {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceUpdate {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `null` clears the description.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+}
+
+/// Distinguishes an absent field (None) from an explicit null (Some(None)).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Ok(Some(Option::deserialize(d)?))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRotate {
+    /// `live`, `test` or `both` (default).
+    #[serde(default)]
+    pub environment: Option<String>,
+}
+
+fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
+    let (ws, role) = user
+        .active_workspace()
+        .cloned()
+        .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
+    if admin && !is_admin(&role) {
+        return Err(Error::new(
+            Code::Forbidden,
+            "only workspace owners and admins manage Sources",
+        ));
+    }
+    Ok(ws)
+}
+
+fn check_name(name: &str) -> Result<String> {
+    let n = name.trim();
+    if n.is_empty() || n.chars().count() > 100 {
+        return Err(Error::field("name", "name must be 1-100 characters"));
+    }
+    Ok(n.to_owned())
+}
+
+fn not_found() -> Error {
+    Error::new(
+        Code::SourceNotFound,
+        "no Source with that id in this workspace",
+    )
+}
+
+pub async fn list(s: &Services, user: UserCaller) -> Result<Value> {
+    let ws = workspace(&user, false)?;
+    let list = s.db.read(move |c| store::list(c, &ws)).await?;
+    Ok(json!({ "object": "list", "data": list, "has_more": false }))
+}
+
+pub async fn get(s: &Services, user: UserCaller, id: String) -> Result<Value> {
+    let ws = workspace(&user, false)?;
+    let src =
+        s.db.read(move |c| store::get(c, &ws, &id))
+            .await?
+            .ok_or_else(not_found)?;
+    Ok(json!({ "data": src }))
+}
+
+/// Creates a Source; its keys and webhook secret are in this response only.
+pub async fn create(s: &Services, user: UserCaller, req: SourceCreate) -> Result<Value> {
+    let ws = workspace(&user, true)?;
+    let name = check_name(&req.name)?;
+    let (src, secrets) =
+        s.db.write(move |c| store::create(c, &ws, &name, req.description.as_deref()))
+            .await?;
+    Ok(json!({ "data": src, "secrets": secrets }))
+}
+
+pub async fn update(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: SourceUpdate,
+) -> Result<Value> {
+    let ws = workspace(&user, true)?;
+    let name = req.name.as_deref().map(check_name).transpose()?;
+    let src =
+        s.db.write(move |c| {
+            store::update(
+                c,
+                &ws,
+                &id,
+                name.as_deref(),
+                req.description.as_ref().map(|d| d.as_deref()),
+            )
+        })
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(json!({ "data": src }))
+}
+
+pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
+    let ws = workspace(&user, true)?;
+    if s.db.write(move |c| store::revoke(c, &ws, &id)).await? {
+        Ok(())
+    } else {
+        Err(not_found())
+    }
+}
+
+/// Replaces keys; the old ones stop working with this response.
+pub async fn rotate_keys(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: KeyRotate,
+) -> Result<Value> {
+    let ws = workspace(&user, true)?;
+    let envs = match req.environment.as_deref().unwrap_or("both") {
+        "both" => vec![Environment::Live, Environment::Test],
+        "live" => vec![Environment::Live],
+        "test" => vec![Environment::Test],
+        other => {
+            return Err(Error::field(
+                "environment",
+                format!("`{other}` is not valid; use live, test or both"),
+            ));
+        }
+    };
+    let (src, secrets) =
+        s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs))
+            .await?
+            .ok_or_else(not_found)?;
+    Ok(json!({ "data": src, "secrets": secrets }))
+}

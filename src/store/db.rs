@@ -1,0 +1,235 @@
+//! The database handle. Reads run on an r2d2 pool inside `spawn_blocking`;
+//! writes are closures sent to ONE writer thread, which runs everything queued in
+//! a single `BEGIN IMMEDIATE` transaction — each closure in its own savepoint, so
+//! one failure spoils nothing else — commits once, and only then answers each
+//! caller (group commit, STYLE.md §4). A reply therefore means "committed".
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use r2d2::Pool;
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+use tracing::Span;
+
+use crate::error::{Error, Result};
+
+/// `synchronous` setting of the writer (STYLE.md §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Durability {
+    /// fsync on every commit: a decision survives power loss. The default.
+    Full,
+    /// fsync at checkpoints only: survives a process crash, may lose the last
+    /// commits on power loss; about 2–3× the write throughput.
+    Normal,
+}
+
+/// Most closures one transaction carries; bounds commit latency under load.
+const MAX_BATCH: usize = 512;
+/// Queue depth before senders wait: back-pressure instead of unbounded memory.
+const QUEUE_DEPTH: usize = 4096;
+const READ_POOL_SIZE: u32 = 4;
+
+/// Runs after the batch's COMMIT (None) or its failure (Some).
+type Completion = Box<dyn FnOnce(Option<String>) + Send>;
+/// A write closure; gets None when the transaction could not even begin.
+type Job = Box<dyn FnOnce(Option<&Connection>) -> Completion + Send>;
+
+#[derive(Clone)]
+pub struct Db {
+    readers: Pool<SqliteConnectionManager>,
+    writer: mpsc::Sender<Job>,
+    path: PathBuf,
+}
+
+impl Db {
+    /// Opens (creating if needed) the database, applies migrations and starts
+    /// the writer thread.
+    pub fn open(path: &Path, durability: Durability) -> anyhow::Result<Self> {
+        let mut conn = Connection::open(path)?;
+        configure_writer(&conn, durability)?;
+        crate::store::migrate::apply(&mut conn)?;
+
+        let manager = SqliteConnectionManager::file(path).with_init(configure_reader);
+        let readers = Pool::builder().max_size(READ_POOL_SIZE).build(manager)?;
+
+        let (tx, rx) = mpsc::channel::<Job>(QUEUE_DEPTH);
+        std::thread::Builder::new()
+            .name("hds-writer".into())
+            .spawn(move || writer_loop(conn, rx))?;
+        Ok(Self {
+            readers,
+            writer: tx,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on a pooled read connection, off the async runtime.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let pool = self.readers.clone();
+        let span = Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _g = span.enter();
+            let conn = pool.get()?;
+            f(&conn)
+        })
+        .await
+        .map_err(Error::internal)?
+    }
+
+    /// Runs `f` inside the writer's transaction; resolves once it is committed.
+    /// An `Err` from `f` rolls back only `f`'s own savepoint.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel::<Result<T>>();
+        let span = Span::current();
+        let job: Job = Box::new(move |conn| {
+            let Some(conn) = conn else {
+                return Box::new(move |_| {
+                    let _ = reply.send(Err(Error::internal(anyhow::anyhow!(
+                        "write transaction could not begin"
+                    ))));
+                });
+            };
+            let _g = span.enter();
+            let result = in_savepoint(conn, f);
+            Box::new(move |commit_error: Option<String>| {
+                let out = match (result, commit_error) {
+                    (Ok(v), None) => Ok(v),
+                    (Ok(_), Some(e)) => Err(Error::internal(anyhow::anyhow!("commit failed: {e}"))),
+                    (Err(e), _) => Err(e),
+                };
+                let _ = reply.send(out);
+            })
+        });
+        self.writer
+            .send(job)
+            .await
+            .map_err(|_| Error::internal(anyhow::anyhow!("the writer thread has stopped")))?;
+        answer
+            .await
+            .map_err(|_| Error::internal(anyhow::anyhow!("the writer thread dropped a request")))?
+    }
+}
+
+fn in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    conn.execute_batch("SAVEPOINT job")?;
+    // A panic must not take the only writer down with it: treat it as an error.
+    let result = match catch_unwind(AssertUnwindSafe(|| f(conn))) {
+        Ok(r) => r,
+        Err(_) => Err(Error::internal(anyhow::anyhow!("write closure panicked"))),
+    };
+    match &result {
+        Ok(_) => conn.execute_batch("RELEASE job")?,
+        Err(_) => conn.execute_batch("ROLLBACK TO job; RELEASE job")?,
+    }
+    result
+}
+
+fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            tracing::error!(error = %e, "BEGIN IMMEDIATE failed; failing the batch");
+            for job in batch {
+                job(None)(Some(e.to_string()));
+            }
+            continue;
+        }
+        let completions: Vec<Completion> = batch.into_iter().map(|job| job(Some(&conn))).collect();
+        let commit_error = conn.execute_batch("COMMIT").err().map(|e| {
+            tracing::error!(error = %e, "COMMIT failed; rolling the batch back");
+            let _ = conn.execute_batch("ROLLBACK");
+            e.to_string()
+        });
+        for done in completions {
+            done(commit_error.clone());
+        }
+    }
+}
+
+/// The writer connection: WAL so readers never block it; `synchronous` per the
+/// chosen durability; foreign keys enforced; a busy timeout for the rare outside
+/// writer (the `hds keys rotate` CLI).
+fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;")?;
+    let sync = match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))
+}
+
+/// Read connections: `query_only` so a bug cannot write outside the writer.
+fn configure_reader(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;")
+}
+
+/// A standalone connection for CLI commands that run beside or without the server.
+pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
+    let mut conn = Connection::open(path)?;
+    configure_writer(&conn, Durability::Full)?;
+    crate::store::migrate::apply(&mut conn)?;
+    Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_failing_write_does_not_spoil_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("t.db"), Durability::Normal).unwrap();
+        db.write(|c| Ok(c.execute_batch("CREATE TABLE t(x INTEGER PRIMARY KEY)")?))
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..50i64 {
+            let db = db.clone();
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| {
+                    c.execute("INSERT INTO t(x) VALUES (?1)", [i])?;
+                    if i % 5 == 0 {
+                        Err(Error::field("x", "rejected"))
+                    } else {
+                        Ok(())
+                    }
+                })
+                .await
+            }));
+        }
+        let mut ok = 0;
+        for t in tasks {
+            if t.await.unwrap().is_ok() {
+                ok += 1;
+            }
+        }
+        let n: i64 = db
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!((ok, n), (40, 40));
+    }
+}

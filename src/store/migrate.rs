@@ -1,0 +1,23 @@
+//! Embedded, numbered migrations (`migrations/NNNN_*.sql`), applied at start in
+//! a transaction. A database from a newer hds is refused rather than guessed at.
+
+use rusqlite::Connection;
+use rusqlite_migration::{M, Migrations};
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(include_str!("../../migrations/0001_init.sql"))])
+}
+
+pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
+    migrations()
+        .to_latest(conn)
+        .map_err(|e| anyhow::anyhow!("database migration failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn migrations_are_valid() {
+        super::migrations().validate().unwrap();
+    }
+}

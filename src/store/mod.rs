@@ -1,0 +1,15 @@
+//! SQLite storage: one module per aggregate, plain sync functions over
+//! `&Connection`. `Db` owns the connections and keeps blocking work off the
+//! async runtime: reads on a small pool, writes through one group-committing
+//! writer thread.
+
+pub mod actions;
+pub mod db;
+pub mod idempotency;
+pub mod migrate;
+pub mod receipts;
+pub mod sources;
+pub mod users;
+pub mod workspaces;
+
+pub use db::{Db, Durability};

@@ -1,0 +1,246 @@
+//! Sources (machine callers) and their keys. Keys are stored as SHA-256 only;
+//! the clear key exists once, in the response that created it.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::domain::action::Environment;
+use crate::domain::credentials::{self, hashes_match};
+use crate::domain::{ids, time};
+use crate::error::Result;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyInfo {
+    pub environment: String,
+    /// The key's first characters, for telling keys apart; never the key.
+    pub hint: String,
+    pub created_at: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Source {
+    pub id: String,
+    pub object: &'static str,
+    pub workspace_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub status: &'static str,
+    pub keys: Vec<KeyInfo>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// Secrets shown once, when created or rotated.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Secrets {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<String>,
+}
+
+/// Who a presented Source key belongs to.
+#[derive(Clone, Debug)]
+pub struct KeyOwner {
+    pub source_id: String,
+    pub workspace_id: String,
+    pub workspace_kind: String,
+    pub environment: Environment,
+    pub source_revoked: bool,
+}
+
+pub fn create(
+    c: &Connection,
+    workspace_id: &str,
+    name: &str,
+    description: Option<&str>,
+) -> Result<(Source, Secrets)> {
+    let id = ids::new_id(ids::SOURCE);
+    let now = time::format(time::now());
+    let webhook_secret = credentials::new_webhook_secret();
+    c.execute(
+        "INSERT INTO sources(id, workspace_id, name, description, webhook_secret, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        params![id, workspace_id, name, description, webhook_secret, now],
+    )?;
+    let mut secrets = insert_keys(c, &id, &[Environment::Live, Environment::Test])?;
+    secrets.webhook_secret = Some(webhook_secret);
+    let source = get(c, workspace_id, &id)?
+        .ok_or_else(|| anyhow::anyhow!("source vanished after insert"))?;
+    Ok((source, secrets))
+}
+
+fn insert_keys(c: &Connection, source_id: &str, envs: &[Environment]) -> Result<Secrets> {
+    let now = time::format(time::now());
+    let mut secrets = Secrets::default();
+    for env in envs {
+        let key = credentials::new_source_key(*env);
+        c.execute(
+            "INSERT INTO source_keys(key_hash, source_id, environment, hint, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![credentials::hash_secret(&key), source_id, env.as_str(), credentials::key_hint(&key), now],
+        )?;
+        match env {
+            Environment::Live => secrets.live_key = Some(key),
+            Environment::Test => secrets.test_key = Some(key),
+        }
+    }
+    Ok(secrets)
+}
+
+/// Replaces the keys of the given environments; old keys stop working at once.
+pub fn rotate_keys(
+    c: &Connection,
+    workspace_id: &str,
+    id: &str,
+    envs: &[Environment],
+) -> Result<Option<(Source, Secrets)>> {
+    let Some(s) = get(c, workspace_id, id)? else {
+        return Ok(None);
+    };
+    if s.revoked_at.is_some() {
+        return Ok(None);
+    }
+    let now = time::format(time::now());
+    for env in envs {
+        c.execute(
+            "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND environment = ?3 AND revoked_at IS NULL",
+            params![now, id, env.as_str()],
+        )?;
+    }
+    let secrets = insert_keys(c, id, envs)?;
+    c.execute(
+        "UPDATE sources SET updated_at = ?1 WHERE id = ?2",
+        params![now, id],
+    )?;
+    Ok(get(c, workspace_id, id)?.map(|s| (s, secrets)))
+}
+
+const SELECT: &str =
+    "SELECT id, workspace_id, name, description, created_at, updated_at, revoked_at FROM sources";
+
+fn row(c: &Connection, r: &rusqlite::Row) -> Result<Source> {
+    let id: String = r.get(0)?;
+    let revoked_at: Option<String> = r.get(6)?;
+    let mut st = c.prepare_cached(
+        "SELECT environment, hint, created_at FROM source_keys WHERE source_id = ?1 AND revoked_at IS NULL ORDER BY environment",
+    )?;
+    let keys = st
+        .query_map([&id], |k| {
+            Ok(KeyInfo {
+                environment: k.get(0)?,
+                hint: k.get(1)?,
+                created_at: k.get(2)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Source {
+        id,
+        object: "source",
+        workspace_id: r.get(1)?,
+        name: r.get(2)?,
+        description: r.get(3)?,
+        status: if revoked_at.is_some() {
+            "revoked"
+        } else {
+            "active"
+        },
+        keys: if revoked_at.is_some() {
+            Vec::new()
+        } else {
+            keys
+        },
+        created_at: r.get(4)?,
+        updated_at: r.get(5)?,
+        revoked_at,
+    })
+}
+
+pub fn get(c: &Connection, workspace_id: &str, id: &str) -> Result<Option<Source>> {
+    let mut st = c.prepare_cached(&format!("{SELECT} WHERE id = ?1 AND workspace_id = ?2"))?;
+    let mut rows = st.query(params![id, workspace_id])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(row(c, r)?)),
+        None => Ok(None),
+    }
+}
+
+pub fn list(c: &Connection, workspace_id: &str) -> Result<Vec<Source>> {
+    let mut st = c.prepare_cached(&format!(
+        "{SELECT} WHERE workspace_id = ?1 ORDER BY created_at DESC"
+    ))?;
+    let mut rows = st.query([workspace_id])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(row(c, r)?);
+    }
+    Ok(out)
+}
+
+pub fn update(
+    c: &Connection,
+    workspace_id: &str,
+    id: &str,
+    name: Option<&str>,
+    description: Option<Option<&str>>,
+) -> Result<Option<Source>> {
+    let now = time::format(time::now());
+    let n = c.execute(
+        "UPDATE sources SET name = COALESCE(?1, name),
+                            description = CASE WHEN ?2 THEN ?3 ELSE description END,
+                            updated_at = ?4
+         WHERE id = ?5 AND workspace_id = ?6 AND revoked_at IS NULL",
+        params![
+            name,
+            description.is_some(),
+            description.flatten(),
+            now,
+            id,
+            workspace_id
+        ],
+    )?;
+    if n == 0 {
+        Ok(None)
+    } else {
+        get(c, workspace_id, id)
+    }
+}
+
+/// Revokes a Source; its Actions and their history stay.
+pub fn revoke(c: &Connection, workspace_id: &str, id: &str) -> Result<bool> {
+    let now = time::format(time::now());
+    let n = c.execute(
+        "UPDATE sources SET revoked_at = COALESCE(revoked_at, ?1), updated_at = ?1 WHERE id = ?2 AND workspace_id = ?3",
+        params![now, id, workspace_id],
+    )?;
+    Ok(n > 0)
+}
+
+/// Resolves a presented key. A rotated-out key finds nothing; a key of a
+/// revoked Source is found and flagged, so the caller can say SOURCE_REVOKED.
+pub fn by_key(c: &Connection, key: &str) -> Result<Option<KeyOwner>> {
+    let hash = credentials::hash_secret(key);
+    let found = c
+        .prepare_cached(
+            "SELECT k.key_hash, k.environment, s.id, s.workspace_id, w.kind, s.revoked_at IS NOT NULL
+             FROM source_keys k JOIN sources s ON s.id = k.source_id JOIN workspaces w ON w.id = s.workspace_id
+             WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
+        )?
+        .query_row([&hash], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })
+        .optional()?;
+    Ok(found.and_then(
+        |(stored, env, source_id, workspace_id, workspace_kind, source_revoked)| {
+            let environment = Environment::parse(&env)?;
+            hashes_match(&stored, &hash).then_some(KeyOwner {
+                source_id,
+                workspace_id,
+                workspace_kind,
+                environment,
+                source_revoked,
+            })
+        },
+    ))
+}
