@@ -27,58 +27,69 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&a.dir.data_dir)?;
-    let mut conn = open_cli_connection(&a.dir.db_path())?;
+/// What `hds init` creates; the secrets exist in clear only here.
+pub fn initialise(
+    data_dir: &std::path::Path,
+    admin_email: &str,
+    workspace: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let dir = DataDir {
+        data_dir: data_dir.to_owned(),
+    };
+    std::fs::create_dir_all(data_dir)?;
+    let mut conn = open_cli_connection(&dir.db_path())?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let has_users: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM users)", [], |r| r.get(0))?;
     if has_users {
-        bail!("{} is already initialised", a.dir.data_dir.display());
+        bail!("{} is already initialised", data_dir.display());
     }
     let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
     if receipts::active_kid(&tx).map_err(err)?.is_none() {
-        keyring::rotate(&a.dir.keys_dir(), &tx)?;
+        keyring::rotate(&dir.keys_dir(), &tx)?;
     }
-    let ws = workspaces::create(&tx, &a.workspace, "team").map_err(err)?;
-    let user = users::create(&tx, &a.admin_email, Some("Admin")).map_err(err)?;
+    let ws = workspaces::create(&tx, workspace, "team").map_err(err)?;
+    let user = users::create(&tx, admin_email, Some("Admin")).map_err(err)?;
     workspaces::add_member(&tx, &ws.id, &user.id, "owner").map_err(err)?;
     let (token, _) = users::issue_token(&tx, &user.id, "hds init", None).map_err(err)?;
     let (source, secrets) = sources::create(&tx, &ws.id, "Default Source", None).map_err(err)?;
     tx.commit()?;
-
-    let out = json!({
+    Ok(json!({
         "workspace_id": ws.id,
         "user_id": user.id,
         "user_token": token,
         // One-time browser sign-in links arrive with the dashboard; until then
-        // the user token above is the admin's credential.
+        // the user token is the admin's credential.
         "signin_url": null,
         "source_id": source.id,
         "source_key_live": secrets.live_key,
         "source_key_test": secrets.test_key,
         "webhook_secret": secrets.webhook_secret,
-    });
+    }))
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let out = initialise(&a.dir.data_dir, &a.admin_email, &a.workspace)?;
     if a.json {
         println!("{out}");
-    } else {
-        println!("Initialised {}", a.dir.data_dir.display());
-        println!("  workspace        {} ({})", ws.id, a.workspace);
-        println!("  admin            {} <{}>", user.id, a.admin_email);
-        println!("  user token       {token}");
-        println!("  source           {}", source.id);
-        println!(
-            "  live key         {}",
-            out["source_key_live"].as_str().unwrap_or("")
-        );
-        println!(
-            "  test key         {}",
-            out["source_key_test"].as_str().unwrap_or("")
-        );
-        println!(
-            "  webhook secret   {}",
-            out["webhook_secret"].as_str().unwrap_or("")
-        );
-        println!("These secrets are shown once. Store them now.");
+        return Ok(());
     }
+    let field = |k: &str| out[k].as_str().unwrap_or("").to_owned();
+    println!("Initialised {}", a.dir.data_dir.display());
+    println!(
+        "  workspace        {} ({})",
+        field("workspace_id"),
+        a.workspace
+    );
+    println!(
+        "  admin            {} <{}>",
+        field("user_id"),
+        a.admin_email
+    );
+    println!("  user token       {}", field("user_token"));
+    println!("  source           {}", field("source_id"));
+    println!("  live key         {}", field("source_key_live"));
+    println!("  test key         {}", field("source_key_test"));
+    println!("  webhook secret   {}", field("webhook_secret"));
+    println!("These secrets are shown once. Store them now.");
     Ok(())
 }

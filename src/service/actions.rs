@@ -134,12 +134,15 @@ fn check_reason(reason: &Option<String>) -> Result<()> {
     Ok(())
 }
 
-/// POST /v1/actions
+/// POST /v1/actions. With `hold` (X-Service-Blocking), waits up to that long for
+/// a decision; the idempotency key stays in flight meanwhile, so a retry gets
+/// IDEMPOTENCY_CONFLICT rather than a second answer.
 pub async fn create(
     s: &Services,
     src: SourceCaller,
     body: Value,
     key: Option<String>,
+    hold: Option<Duration>,
 ) -> Result<Reply> {
     let request_hash = idempotency::request_hash("POST /v1/actions", &body);
     let spec = validate_spec(parse_create(body)?, &validation_ctx(s, src.team_workspace))?;
@@ -147,8 +150,11 @@ pub async fn create(
         .as_deref()
         .map(|k| s.inflight.acquire(&src, k))
         .transpose()?;
-    s.db
+    let writer_src = src.clone();
+    let reply = s
+        .db
         .write(move |c| {
+            let src = writer_src;
             idempotency::run(c, &src, key.as_deref(), &request_hash, |c| {
                 check_people(c, &src.workspace_id, &spec)?;
                 let fp = fingerprint::fingerprint(&spec);
@@ -185,7 +191,11 @@ pub async fn create(
                 Ok((201, envelope(&a, false)))
             })
         })
-        .await
+        .await?;
+    match hold {
+        Some(wait) => wait_for_close(s, src, reply, wait).await,
+        None => Ok(reply),
+    }
 }
 
 /// Assignees and listed reviewers given by user id must be workspace members.
@@ -240,7 +250,7 @@ pub async fn get_for_source(
 }
 
 /// Holds until the Action is closed or `wait` passes (X-Service-Blocking).
-pub async fn wait_for_close(
+async fn wait_for_close(
     s: &Services,
     src: SourceCaller,
     reply: Reply,

@@ -58,12 +58,10 @@ pub async fn create_action(
     ActionJson(body): ActionJson,
 ) -> Result<Response> {
     let key = idempotency_key(&headers)?;
-    let hold = blocking(&headers)?;
-    let mut r = actions::create(&st.services, src.clone(), body, key).await?;
-    if hold {
-        r = actions::wait_for_close(&st.services, src, r, actions::MAX_WAIT).await?;
-    }
-    Ok(reply(r))
+    let hold = blocking(&headers)?.then_some(actions::MAX_WAIT);
+    Ok(reply(
+        actions::create(&st.services, src, body, key, hold).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

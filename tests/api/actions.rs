@@ -1,0 +1,458 @@
+//! The Action lifecycle through the API.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{TestApp, two_options};
+
+#[tokio::test]
+async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
+    let app = TestApp::spawn().await;
+    // An offset timestamp a month out; it comes back normalised to UTC `Z` form.
+    let later = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap()
+        + time::Duration::days(30);
+    let offset = later
+        .to_offset(time::macros::offset!(+2))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let utc = later
+        .format(&time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].000Z"
+        ))
+        .unwrap();
+    let a = app
+        .create_action(json!({
+            "title": "Deploy api v42", "description": "Rolls out **v42**", "priority": "high",
+            "options": [{"label": "Ship it"}, {"id": "hold", "label": "Hold", "style": "destructive"}],
+            "context": [{"type": "diff", "diff": "-a\n+b"}, {"type": "kv", "items": [{"key": "env", "value": "prod"}]}],
+            "decision_class": "deploy", "decision_context": {"service": "api"}, "metadata": {"run": 7},
+            "open_url": "https://ci.example.com/run/7", "expires_at": offset,
+            "on_expire": {"action": "resolve", "option_id": "hold"}, "dedupe_key": "deploy-api-42",
+            "assignee_email": "ops@example.com",
+        }))
+        .await;
+    assert_eq!(a["status"], "open");
+    assert_eq!(a["environment"], "live");
+    assert_eq!(a["priority"], "high");
+    assert_eq!(a["action_version"], 1);
+    assert_eq!(
+        a["options"][0],
+        json!({"id": "ship_it", "label": "Ship it", "style": "secondary", "sort_order": 0})
+    );
+    assert_eq!(a["options"][1]["sort_order"], 1);
+    assert_eq!(a["interaction"], serde_json::Value::Null);
+    assert_eq!(a["expires_at"], utc);
+    assert_eq!(a["metadata"], json!({"run": 7}));
+    assert_eq!(
+        a["on_expire"],
+        json!({"action": "resolve", "option_id": "hold"})
+    );
+    assert!(a["id"].as_str().unwrap().starts_with("act_"));
+    let fp = a["fingerprint"].as_str().unwrap();
+    assert!(fp.starts_with("sha256:") && fp.len() == 71);
+    assert!(a["created_at"].as_str().unwrap().ends_with('Z'));
+}
+
+#[tokio::test]
+async fn a_test_key_creates_test_actions_that_live_readers_do_not_see() {
+    let app = TestApp::spawn().await;
+    let a = app
+        .create_action_with(&app.test_key(), two_options("Test run"))
+        .await;
+    assert_eq!(a["environment"], "test");
+    let id = a["id"].as_str().unwrap();
+    app.get(&format!("/v1/actions/{id}"), &app.user_token())
+        .await
+        .error(404, "ACTION_NOT_FOUND");
+    app.get(
+        &format!("/v1/actions/{id}?environment=test"),
+        &app.user_token(),
+    )
+    .await
+    .ok(200);
+    app.get(
+        &format!("/v1/actions/{id}?environment=all"),
+        &app.user_token(),
+    )
+    .await
+    .ok(200);
+    app.get(&format!("/v1/source/actions/{id}"), &app.live_key())
+        .await
+        .error(404, "ACTION_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn long_poll_returns_the_decision_with_a_receipt_as_soon_as_it_is_made() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let id = a["id"].as_str().unwrap().to_owned();
+    let poll = {
+        let (http, base, key) = (app.http.clone(), app.base.clone(), app.live_key());
+        tokio::spawn(async move {
+            http.get(format!("{base}/v1/source/actions/{id}?wait_seconds=30"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        })
+    };
+    // The poll is held until the decision: it cannot have finished yet.
+    tokio::task::yield_now().await;
+    let decided = app
+        .decide(&a, json!({"option_id": "approve", "reason": "looks good"}))
+        .await;
+    decided.ok(200);
+    let polled = tokio::time::timeout(std::time::Duration::from_secs(10), poll)
+        .await
+        .unwrap()
+        .unwrap();
+    let d = &polled["data"];
+    assert_eq!(d["status"], "resolved");
+    assert_eq!(d["resolution_option_id"], "approve");
+    assert_eq!(d["resolution_reason"], "looks good");
+    assert_eq!(d["resolved_by"]["type"], "user");
+    assert_eq!(d["receipt"]["alg"], "EdDSA");
+    assert_eq!(d["receipt"]["payload"]["decision"]["option_id"], "approve");
+    assert!(
+        d["receipt"]["payload"]["decision"]["reason_sha256"]
+            .as_str()
+            .unwrap()
+            .len()
+            == 64
+    );
+}
+
+#[tokio::test]
+async fn an_open_action_is_returned_when_the_wait_times_out() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let r = app
+        .get(
+            &format!(
+                "/v1/source/actions/{}?wait_seconds=1",
+                a["id"].as_str().unwrap()
+            ),
+            &app.live_key(),
+        )
+        .await;
+    assert_eq!(r.ok(200)["data"]["status"], "open");
+    let r = app
+        .get(
+            &format!(
+                "/v1/source/actions/{}?wait_seconds=31",
+                a["id"].as_str().unwrap()
+            ),
+            &app.live_key(),
+        )
+        .await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "wait_seconds"
+    );
+}
+
+#[tokio::test]
+async fn a_blocking_create_returns_the_decided_action() {
+    let app = TestApp::spawn().await;
+    let (http, base, key) = (app.http.clone(), app.base.clone(), app.live_key());
+    let create = tokio::spawn(async move {
+        http.post(format!("{base}/v1/actions"))
+            .bearer_auth(key)
+            .header("x-service-blocking", "true")
+            .header("idempotency-key", "blocking-1")
+            .body(two_options("Blocking").to_string())
+            .send()
+            .await
+            .unwrap()
+    });
+    // Find it in the inbox, then decide it.
+    let mut listed = serde_json::Value::Null;
+    for _ in 0..200 {
+        let r = app.get("/v1/me/actions", &app.user_token()).await;
+        if let Some(a) = r.body["data"].as_array().and_then(|d| d.first()) {
+            listed = a.clone();
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(listed.is_object(), "the blocking create never committed");
+    // While the first request is still held, a retry with its key is "in progress".
+    let retry = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&app.live_key()),
+            Some(&two_options("Blocking")),
+            &[("idempotency-key", "blocking-1")],
+        )
+        .await;
+    retry.error(409, "IDEMPOTENCY_CONFLICT");
+    assert_eq!(retry.headers["retry-after"], "1");
+    app.decide(&listed, json!({"option_id": "reject"}))
+        .await
+        .ok(200);
+    let resp = create.await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["data"]["status"], "resolved");
+    assert_eq!(body["data"]["resolution_option_id"], "reject");
+}
+
+#[tokio::test]
+async fn patch_advances_the_version_only_for_material_changes() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let path = format!("/v1/actions/{}", a["id"].as_str().unwrap());
+    let same = app
+        .patch(
+            &path,
+            &app.live_key(),
+            json!({"priority": "urgent", "metadata": {"x": 1}}),
+        )
+        .await;
+    let same = &same.ok(200)["data"];
+    assert_eq!(
+        (same["action_version"].clone(), same["fingerprint"].clone()),
+        (a["action_version"].clone(), a["fingerprint"].clone())
+    );
+    assert_eq!(same["priority"], "urgent");
+    let changed = app.patch(&path, &app.live_key(), json!({"title": "Deploy v2", "context": [{"type": "text", "text": "now with migrations"}]})).await;
+    let changed = changed.ok(200)["data"].clone();
+    assert_eq!(changed["action_version"], 2);
+    assert_ne!(changed["fingerprint"], a["fingerprint"]);
+    // A decision bound to the old content is refused and names the current binding.
+    let stale = app.decide(&a, json!({"option_id": "approve"})).await;
+    let e = stale.error(409, "ACTION_CHANGED");
+    assert_eq!(e["details"]["action_version"], 2);
+    assert_eq!(e["details"]["fingerprint"], changed["fingerprint"]);
+    app.decide(&changed, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    // Only open Actions can be updated.
+    app.patch(&path, &app.live_key(), json!({"title": "late"}))
+        .await
+        .error(409, "ACTION_NOT_OPEN");
+    // History shows each step once.
+    let h = app.get(&path, &app.user_token()).await;
+    let kinds: Vec<&str> = h.body["data"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["created", "updated", "updated", "resolved"]);
+}
+
+#[tokio::test]
+async fn patch_refuses_create_only_and_unknown_fields() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let path = format!("/v1/actions/{}", a["id"].as_str().unwrap());
+    let r = app
+        .patch(
+            &path,
+            &app.live_key(),
+            json!({"options": [], "callback_url": "https://x.example.com", "colour": "red"}),
+        )
+        .await;
+    let errors = r.error(422, "VALIDATION_ERROR")["details"]["errors"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fields: Vec<&str> = errors
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["options", "callback_url", "colour"]);
+}
+
+#[tokio::test]
+async fn typed_interactions_record_the_response() {
+    let app = TestApp::spawn().await;
+    let cases = [
+        (json!({"type": "boolean"}), json!(true)),
+        (
+            json!({"type": "text", "max_length": 20}),
+            json!("ship on monday"),
+        ),
+        (json!({"type": "number", "min": 1, "max": 10}), json!(7)),
+        (
+            json!({"type": "choice", "multiple": true, "choices": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}),
+            json!(["a", "b"]),
+        ),
+        (
+            json!({"type": "form", "fields": [{"key": "ticket", "label": "Ticket", "type": "text", "required": true}, {"key": "risk", "label": "Risk", "type": "number"}]}),
+            json!({"ticket": "OPS-1", "risk": 2}),
+        ),
+    ];
+    for (interaction, value) in cases {
+        let a = app
+            .create_action(json!({"title": "Typed", "interaction": interaction}))
+            .await;
+        let r = app.decide(&a, json!({"response": {"value": value}})).await;
+        let d = &r.ok(200)["data"];
+        assert_eq!(d["response"], json!({"value": value}));
+        assert_eq!(
+            d["receipt"]["payload"]["decision"]["response"],
+            json!({"value": value})
+        );
+    }
+}
+
+#[tokio::test]
+async fn resolve_and_cancel_by_the_source() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let id = a["id"].as_str().unwrap();
+    let r = app.post(&format!("/v1/actions/{id}/resolve"), &app.live_key(), json!({"option_id": "reject", "reason": "superseded", "action_version": 1, "fingerprint": a["fingerprint"]})).await;
+    let d = &r.ok(200)["data"];
+    assert_eq!(d["status"], "resolved");
+    assert_eq!(
+        d["resolved_by"],
+        json!({"type": "source", "id": app.creds["source_id"]})
+    );
+    assert_eq!(d["receipt"]["payload"]["decided_by"]["type"], "source");
+
+    let b = app.create_action(two_options("Other")).await;
+    let id = b["id"].as_str().unwrap();
+    // An empty body is allowed on cancel.
+    let r = app
+        .call(
+            Method::POST,
+            &format!("/v1/actions/{id}/cancel"),
+            Some(&app.live_key()),
+            None,
+            &[],
+        )
+        .await;
+    let d = &r.ok(200)["data"];
+    assert_eq!(d["status"], "cancelled");
+    assert_eq!(d["receipt"], serde_json::Value::Null);
+    // The first terminal transition wins; history is not rewritten.
+    app.post(
+        &format!("/v1/actions/{id}/resolve"),
+        &app.live_key(),
+        json!({"option_id": "approve"}),
+    )
+    .await
+    .error(409, "ACTION_NOT_OPEN");
+    app.decide(&b, json!({"option_id": "approve"}))
+        .await
+        .error(409, "ACTION_NOT_OPEN");
+}
+
+#[tokio::test]
+async fn outcome_is_recorded_once_and_exact_retries_replay() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let path = format!("/v1/actions/{}/outcome", a["id"].as_str().unwrap());
+    let report = json!({"status": "success", "duration_ms": 1234, "rollback": false, "action_version": 1, "fingerprint": a["fingerprint"]});
+    app.post(&path, &app.live_key(), report.clone())
+        .await
+        .error(409, "ACTION_NOT_RESOLVED");
+    let decided = app.decide(&a, json!({"option_id": "approve"})).await;
+    let receipt = decided.ok(200)["data"]["receipt"].clone();
+    let r = app
+        .call(
+            Method::POST,
+            &path,
+            Some(&app.live_key()),
+            Some(&report),
+            &[("idempotency-key", "outcome-1")],
+        )
+        .await;
+    let d = r.ok(201)["data"].clone();
+    assert_eq!(d["outcome"]["status"], "success");
+    assert_eq!(d["outcome"]["duration_ms"], 1234);
+    // The outcome does not change the decision or its receipt.
+    assert_eq!(d["receipt"], receipt);
+    assert_eq!(d["resolution_option_id"], "approve");
+    // Exact retry, with and without the key: the same outcome, flagged as a replay.
+    let again = app
+        .call(
+            Method::POST,
+            &path,
+            Some(&app.live_key()),
+            Some(&report),
+            &[("idempotency-key", "outcome-1")],
+        )
+        .await;
+    assert_eq!(again.ok(201)["idempotent_replay"], true);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(
+        app.post(&path, &app.live_key(), report.clone())
+            .await
+            .ok(201)["idempotent_replay"],
+        true
+    );
+    let mut different = report.clone();
+    different["status"] = json!("failed");
+    app.post(&path, &app.live_key(), different)
+        .await
+        .error(409, "OUTCOME_ALREADY_REPORTED");
+}
+
+#[tokio::test]
+async fn dedupe_key_returns_the_open_action_or_conflicts() {
+    let app = TestApp::spawn().await;
+    let mut body = two_options("Rotate credentials");
+    body["dedupe_key"] = json!("rotate-db");
+    let first = app.create_action(body.clone()).await;
+    let again = app.post("/v1/actions", &app.live_key(), body.clone()).await;
+    assert_eq!(again.ok(200)["idempotent_replay"], true);
+    assert_eq!(again.body["data"]["id"], first["id"]);
+    let mut changed = body.clone();
+    changed["title"] = json!("Rotate other credentials");
+    let e = app
+        .post("/v1/actions", &app.live_key(), changed.clone())
+        .await;
+    assert_eq!(
+        e.error(409, "DEDUPE_CONFLICT")["details"]["action_id"],
+        first["id"]
+    );
+    // Once the first is closed, the key is free again.
+    app.post(
+        &format!("/v1/actions/{}/cancel", first["id"].as_str().unwrap()),
+        &app.live_key(),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let next = app.create_action(changed).await;
+    assert_ne!(next["id"], first["id"]);
+}
+
+#[tokio::test]
+async fn on_expire_resolve_closes_the_action_with_a_system_receipt() {
+    let app = TestApp::spawn().await;
+    let soon = time::OffsetDateTime::now_utc() + time::Duration::milliseconds(1200);
+    let soon = soon
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let mut body = two_options("Auto-reject when nobody answers");
+    body["expires_at"] = json!(soon);
+    body["on_expire"] = json!({"action": "resolve", "option_id": "reject"});
+    let a = app.create_action(body).await;
+    let r = app
+        .get(
+            &format!(
+                "/v1/source/actions/{}?wait_seconds=15",
+                a["id"].as_str().unwrap()
+            ),
+            &app.live_key(),
+        )
+        .await;
+    let d = &r.ok(200)["data"];
+    assert_eq!(d["status"], "resolved");
+    assert_eq!(d["resolution_option_id"], "reject");
+    assert_eq!(d["resolved_by"]["type"], "system");
+    assert_eq!(
+        d["receipt"]["payload"]["decided_by"],
+        json!({"type": "system", "id": null})
+    );
+}

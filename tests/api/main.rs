@@ -1,0 +1,11 @@
+//! HTTP tests: each starts the real router on 127.0.0.1:0 with a fresh SQLite
+//! data dir and talks HTTP to it.
+
+mod actions;
+mod concurrency;
+mod errors;
+mod helpers;
+mod inbox;
+mod receipts;
+mod sources;
+mod system;

@@ -1,0 +1,176 @@
+//! Receipts verify with an independent JOSE implementation (PyJWT), survive key
+//! rotation, form a chain, and fail `hds verify-receipt` when altered. The
+//! fingerprint is recomputed with an independent RFC 8785 implementation.
+
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::helpers::{TestApp, python, two_options};
+
+fn hds(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hds"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+async fn decided(app: &TestApp, title: &str) -> serde_json::Value {
+    let a = app.create_action(two_options(title)).await;
+    app.decide(&a, json!({"option_id": "approve", "reason": "ok"}))
+        .await
+        .ok(200)["data"]
+        .clone()
+}
+
+#[tokio::test]
+async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
+    let app = TestApp::spawn().await;
+    let old = decided(&app, "first").await;
+    let data_dir = app.data_dir();
+    let out = hds(&["keys", "rotate", "--data-dir", data_dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = decided(&app, "second").await;
+    assert_ne!(old["receipt"]["kid"], new["receipt"]["kid"]);
+
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    let statuses: Vec<&str> = jwks.body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["retired", "active"]);
+    let verified = python(
+        "verify_receipt.py",
+        &json!({
+            "jwks": jwks.body,
+            "receipts": [old["receipt"]["jws"], new["receipt"]["jws"]],
+        }),
+    );
+    let lines: Vec<serde_json::Value> = verified
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["sub"], old["id"]);
+    assert_eq!(lines[1]["sub"], new["id"]);
+    // The chain: seq 1, 2 and prev = sha256 of the previous compact JWS.
+    assert_eq!(
+        (lines[0]["seq"].clone(), lines[1]["seq"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(lines[0]["prev"], serde_json::Value::Null);
+    let prev = hex::encode(sha2::Sha256::digest(
+        old["receipt"]["jws"].as_str().unwrap().as_bytes(),
+    ));
+    assert_eq!(lines[1]["prev"], prev);
+
+    // hds verify-receipt: both valid offline against the published JWKS …
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.json");
+    std::fs::write(&keys, jwks.body.to_string()).unwrap();
+    for a in [&old, &new] {
+        let f = dir.path().join("action.json");
+        std::fs::write(&f, a.to_string()).unwrap();
+        let out = hds(&[
+            "verify-receipt",
+            f.to_str().unwrap(),
+            "--keys",
+            keys.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    // … and one changed character makes it invalid, exit 1, with the reason.
+    let jws = new["receipt"]["jws"].as_str().unwrap();
+    let dot = jws.find('.').unwrap() + 10;
+    let mut tampered = jws.to_owned().into_bytes();
+    tampered[dot] = if tampered[dot] == b'A' { b'B' } else { b'A' };
+    let f = dir.path().join("tampered.jws");
+    std::fs::write(&f, &tampered).unwrap();
+    let out = hds(&[
+        "verify-receipt",
+        f.to_str().unwrap(),
+        "--keys",
+        keys.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("invalid:"), "{said}");
+}
+
+use sha2::Digest;
+
+#[tokio::test]
+async fn fingerprint_recomputed_with_an_independent_jcs_matches() {
+    let app = TestApp::spawn().await;
+    let a = app
+        .create_action(json!({
+            "title": "Ünïcödé déploy 🚀", "description": "line1\nline2 \"quoted\"",
+            "interaction": {"type": "number", "min": 0.5, "max": 1e3},
+            "context": [{"type": "kv", "items": [{"key": "z", "value": "last"}, {"key": "a", "value": "first"}]}, {"type": "code", "code": "<b>&</b>", "language": "html"}],
+            "decision_class": "deploy", "decision_context": {"b": [3, 2.5, -0.0], "a": {"nested": true}},
+            "controls": [{"key": "logs", "label": "Logs", "kind": "link", "url": "https://logs.example.com"}],
+            "open_url": "https://ci.example.com/1", "metadata": {"not": "material"},
+        }))
+        .await;
+    assert_eq!(
+        python("fingerprint.py", &a),
+        a["fingerprint"].as_str().unwrap()
+    );
+    let patched = app
+        .patch(
+            &format!("/v1/actions/{}", a["id"].as_str().unwrap()),
+            &app.live_key(),
+            json!({"title": "Another"}),
+        )
+        .await;
+    let p = patched.ok(200)["data"].clone();
+    assert_eq!(
+        python("fingerprint.py", &p),
+        p["fingerprint"].as_str().unwrap()
+    );
+    let o = app.create_action(two_options("options form")).await;
+    assert_eq!(
+        python("fingerprint.py", &o),
+        o["fingerprint"].as_str().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn jwks_is_cacheable_with_an_etag() {
+    let app = TestApp::spawn().await;
+    let r = app
+        .call(reqwest::Method::GET, "/v1/receipts/keys", None, None, &[])
+        .await;
+    r.ok(200);
+    assert_eq!(r.headers["cache-control"], "public, max-age=300");
+    let k = &r.body["keys"][0];
+    assert_eq!(
+        (
+            k["kty"].as_str(),
+            k["crv"].as_str(),
+            k["alg"].as_str(),
+            k["use"].as_str()
+        ),
+        (Some("OKP"), Some("Ed25519"), Some("EdDSA"), Some("sig"))
+    );
+    let etag = r.headers["etag"].to_str().unwrap().to_owned();
+    let again = app
+        .call(
+            reqwest::Method::GET,
+            "/v1/receipts/keys",
+            None,
+            None,
+            &[("if-none-match", etag.as_str())],
+        )
+        .await;
+    assert_eq!(again.status.as_u16(), 304);
+}

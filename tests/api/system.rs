@@ -1,0 +1,135 @@
+//! System routes, the envelope on unknown routes, request ids, OpenAPI, docs.
+
+use reqwest::Method;
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn system_routes_answer() {
+    let app = TestApp::spawn().await;
+    let r = app.call(Method::GET, "/", None, None, &[]).await;
+    assert_eq!(r.ok(200)["api_version"], "0.1.7");
+    assert_eq!(
+        app.call(Method::GET, "/health", None, None, &[])
+            .await
+            .ok(200)["status"],
+        "ok"
+    );
+    let ready = app.call(Method::GET, "/ready", None, None, &[]).await;
+    assert_eq!(ready.ok(200)["checks"]["database_write"], "ok");
+    let docs = app.call(Method::GET, "/v1/docs", None, None, &[]).await;
+    let sections = docs.ok(200)["sections"].as_array().unwrap().clone();
+    assert!(
+        sections.len() >= 5,
+        "the guide has {} sections",
+        sections.len()
+    );
+    let all: String = sections
+        .iter()
+        .map(|s| s["markdown"].as_str().unwrap())
+        .collect();
+    for code in [
+        "ACTION_CHANGED",
+        "IDEMPOTENCY_KEY_REUSED",
+        "RATE_LIMITED",
+        "EdDSA",
+        "rfc8785",
+    ] {
+        assert!(all.contains(code), "the guide does not mention {code}");
+    }
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_use_the_envelope() {
+    let app = TestApp::spawn().await;
+    app.call(Method::GET, "/v1/nothing", None, None, &[])
+        .await
+        .error(404, "NOT_FOUND");
+    app.call(Method::PUT, "/v1/actions", None, None, &[])
+        .await
+        .error(405, "METHOD_NOT_ALLOWED");
+}
+
+#[tokio::test]
+async fn request_ids_are_echoed_or_assigned() {
+    let app = TestApp::spawn().await;
+    let r = app
+        .call(
+            Method::GET,
+            "/health",
+            None,
+            None,
+            &[("x-request-id", "client-123")],
+        )
+        .await;
+    assert_eq!(r.headers["x-request-id"], "client-123");
+    let r = app
+        .call(
+            Method::GET,
+            "/health",
+            None,
+            None,
+            &[("x-request-id", "bad id with spaces")],
+        )
+        .await;
+    assert!(
+        r.headers["x-request-id"]
+            .to_str()
+            .unwrap()
+            .starts_with("req_")
+    );
+    let r = app
+        .call(Method::GET, "/v1/me/actions", None, None, &[])
+        .await;
+    assert!(
+        r.headers["x-request-id"]
+            .to_str()
+            .unwrap()
+            .starts_with("req_")
+    );
+}
+
+#[tokio::test]
+async fn openapi_covers_every_route() {
+    let app = TestApp::spawn().await;
+    let doc = app
+        .call(Method::GET, "/v1/openapi.json", None, None, &[])
+        .await;
+    let paths = doc.ok(200)["paths"].as_object().unwrap().clone();
+    let expected = [
+        ("/", "get"),
+        ("/health", "get"),
+        ("/ready", "get"),
+        ("/v1/receipts/keys", "get"),
+        ("/v1/docs", "get"),
+        ("/v1/openapi.json", "get"),
+        ("/v1/actions", "post"),
+        ("/v1/source/actions/{action_id}", "get"),
+        ("/v1/actions/{action_id}", "get"),
+        ("/v1/actions/{action_id}", "patch"),
+        ("/v1/actions/{action_id}/decision", "post"),
+        ("/v1/actions/{action_id}/resolve", "post"),
+        ("/v1/actions/{action_id}/cancel", "post"),
+        ("/v1/actions/{action_id}/outcome", "post"),
+        ("/v1/me/actions", "get"),
+        ("/v1/sources", "get"),
+        ("/v1/sources", "post"),
+        ("/v1/sources/{source_id}", "get"),
+        ("/v1/sources/{source_id}", "patch"),
+        ("/v1/sources/{source_id}", "delete"),
+        ("/v1/sources/{source_id}/keys/rotate", "post"),
+    ];
+    for (path, method) in expected {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} missing from OpenAPI"
+        );
+    }
+    let counted: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(
+        counted,
+        expected.len(),
+        "OpenAPI lists a route the table does not have, or vice versa"
+    );
+    assert_eq!(doc.body["info"]["version"], "0.1.7");
+}

@@ -1,0 +1,255 @@
+//! Tests of the real `hds` binary as an operator runs it: crash durability
+//! (kill -9), online backup and restore, and the README quickstart verbatim.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const HDS: &str = env!("CARGO_BIN_EXE_hds");
+
+fn init(data: &Path) -> Value {
+    let out = Command::new(HDS)
+        .args(["init", "--json", "--data-dir"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Starts `hds serve` on an ephemeral port; returns the child and its base URL.
+fn serve(data: &Path) -> (Child, String) {
+    let mut child = Command::new(HDS)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--rate-limit",
+            "0",
+            "--data-dir",
+        ])
+        .arg(data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("hds listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"));
+    (child, addr.to_owned())
+}
+
+fn body(i: usize) -> Value {
+    json!({"title": format!("crash test {i}"), "options": [{"label": "Yes"}, {"label": "No"}], "metadata": {"i": i}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_create_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let creds = init(dir.path());
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(dir.path());
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let http = reqwest::Client::new();
+    let mut load = Vec::new();
+    for w in 0..8 {
+        let (http, base, key, acked) = (http.clone(), base.clone(), key.clone(), acked.clone());
+        load.push(tokio::spawn(async move {
+            for i in 0..10_000 {
+                let Ok(r) = http
+                    .post(format!("{base}/v1/actions"))
+                    .bearer_auth(&key)
+                    .body(body(w * 10_000 + i).to_string())
+                    .send()
+                    .await
+                else {
+                    return;
+                };
+                if r.status().as_u16() != 201 {
+                    return;
+                }
+                let Ok(v) = r.json::<Value>().await else {
+                    return;
+                };
+                acked
+                    .lock()
+                    .unwrap()
+                    .push(v["data"]["id"].as_str().unwrap().to_owned());
+            }
+        }));
+    }
+    // Kill mid-load, once a few hundred creates were acknowledged.
+    for _ in 0..2_000 {
+        if acked.lock().unwrap().len() >= 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    for t in load {
+        t.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() >= 300,
+        "only {} creates were acknowledged before the kill",
+        acked.len()
+    );
+
+    let (mut child, base) = serve(dir.path());
+    let mut missing = Vec::new();
+    for id in &acked {
+        let r = http
+            .get(format!("{base}/v1/source/actions/{id}"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        if r.status().as_u16() != 200 {
+            missing.push(id.clone());
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged Actions were lost: {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(5)]
+    );
+}
+
+#[tokio::test]
+async fn online_backup_restores_into_a_new_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = reqwest::Client::new();
+    let created: Value = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(&key)
+        .body(body(1).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let backup = dir.path().join("backup.db");
+    let out = Command::new(HDS)
+        .arg("backup")
+        .arg(&backup)
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 Actions"));
+    // Restore refuses a data dir in use.
+    let busy = Command::new(HDS)
+        .arg("restore")
+        .arg(&backup)
+        .arg("--force")
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!busy.status.success());
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let restored = dir.path().join("restored");
+    let out = Command::new(HDS)
+        .arg("restore")
+        .arg(&backup)
+        .arg("--data-dir")
+        .arg(&restored)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut child, base) = serve(&restored);
+    let r = http
+        .get(format!("{base}/v1/source/actions/{id}"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["data"]["title"], "crash test 1");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn readme_quickstart_runs_verbatim() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("<!-- quickstart -->")
+        .expect("README has a <!-- quickstart --> marker");
+    let rest = &readme[start..];
+    let open = rest
+        .find("```sh\n")
+        .expect("a ```sh block follows the marker")
+        + 6;
+    let close = rest[open..].find("\n```").unwrap();
+    let script = &rest[open..open + close];
+    // The text uses port 8080; run it on a port that is free here.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = script.replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"));
+    let work = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(HDS).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("timeout")
+        .args(["120", "bash", "-euo", "pipefail", "-c", &script])
+        .current_dir(work.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "quickstart failed ({:?})\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("valid: receipt"),
+        "the quickstart did not verify a receipt:\n{stdout}"
+    );
+}
