@@ -150,9 +150,12 @@ impl FieldError {
 }
 
 /// An error that becomes an API response. Internal causes are kept for the log
-/// and never shown to the client.
+/// and never shown to the client. Boxed so `Result<T>` stays one word wide.
 #[derive(Debug)]
-pub struct Error {
+pub struct Error(Box<ErrorInner>);
+
+#[derive(Debug)]
+pub struct ErrorInner {
     pub code: Code,
     pub message: String,
     pub details: Map<String, Value>,
@@ -164,22 +167,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(ErrorInner {
             code,
             message: message.into(),
             details: Map::new(),
             retry_after: None,
             cause: None,
-        }
+        }))
     }
 
     pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.details.insert(key.to_owned(), value.into());
+        self.0.details.insert(key.to_owned(), value.into());
         self
     }
 
     pub fn retry_after(mut self, seconds: u64) -> Self {
-        self.retry_after = Some(seconds);
+        self.0.retry_after = Some(seconds);
         self
     }
 
@@ -215,7 +218,7 @@ impl Error {
             Code::Internal,
             "internal error; the request was not applied",
         );
-        e.cause = Some(cause.into());
+        e.0.cause = Some(cause.into());
         e
     }
 
@@ -224,6 +227,13 @@ impl Error {
             Code::ActionNotFound,
             "no Action with that id is visible to this caller",
         )
+    }
+}
+
+impl std::ops::Deref for Error {
+    type Target = ErrorInner;
+    fn deref(&self) -> &ErrorInner {
+        &self.0
     }
 }
 
@@ -274,21 +284,21 @@ impl From<serde_json::Error> for Error {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        if let Some(cause) = &self.cause {
+        let ErrorInner { code, message, details, retry_after, cause } = *self.0;
+        if let Some(cause) = &cause {
             // Logged once, here, with the cause chain; the client sees an opaque 500.
             tracing::error!(
-                error.code = self.code.as_str(),
+                error.code = code.as_str(),
                 error.cause = format!("{cause:#}"),
                 "request failed"
             );
         }
-        let body = json!({ "error": { "code": self.code.as_str(), "message": self.message, "details": self.details } });
-        let mut resp = (self.code.status(), axum::Json(body)).into_response();
-        if let Some(secs) = self.retry_after {
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        let body = json!({ "error": { "code": code.as_str(), "message": message, "details": details } });
+        let mut resp = (code.status(), axum::Json(body)).into_response();
+        if let Some(secs) = retry_after
+            && let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);
             }
-        }
         resp
     }
 }

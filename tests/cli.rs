@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Tests of the real `hds` binary as an operator runs it: crash durability
 //! (kill -9), online backup and restore, and the README quickstart verbatim.
 

@@ -114,7 +114,7 @@ fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
     a.spec
         .reviewer_user_ids
         .as_ref()
-        .is_some_and(|l| l.iter().any(|id| *id == u.user_id))
+        .is_some_and(|l| l.contains(&u.user_id))
         || a.spec
             .reviewer_emails
             .as_ref()
@@ -158,8 +158,8 @@ pub async fn create(
             idempotency::run(c, &src, key.as_deref(), &request_hash, |c| {
                 check_people(c, &src.workspace_id, &spec)?;
                 let fp = fingerprint::fingerprint(&spec);
-                if let Some(dk) = &spec.dedupe_key {
-                    if let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)? {
+                if let Some(dk) = &spec.dedupe_key
+                    && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)? {
                         if open.fingerprint == fp {
                             return Ok((200, envelope(&open, true)));
                         }
@@ -167,7 +167,6 @@ pub async fn create(
                             .with_detail("action_id", open.id.clone())
                             .with_detail("fingerprint", open.fingerprint));
                     }
-                }
                 let now = time::format(time::now());
                 let a = ActionRecord {
                     id: ids::new_id(ids::ACTION),
@@ -205,14 +204,13 @@ fn check_people(
     spec: &crate::domain::action::ActionSpec,
 ) -> Result<()> {
     let mut errs = Vec::new();
-    if let Some(id) = &spec.assignee_user_id {
-        if workspaces::role_of(c, workspace_id, id)?.is_none() {
+    if let Some(id) = &spec.assignee_user_id
+        && workspaces::role_of(c, workspace_id, id)?.is_none() {
             errs.push(FieldError::new(
                 "assignee_user_id",
                 format!("`{id}` is not a member of this workspace"),
             ));
         }
-    }
     for (i, id) in spec.reviewer_user_ids.iter().flatten().enumerate() {
         if workspaces::role_of(c, workspace_id, id)?.is_none() {
             errs.push(FieldError::new(

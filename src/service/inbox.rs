@@ -93,14 +93,13 @@ pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Valu
             format!("search is longer than {MAX_SEARCH} characters"),
         ));
     }
-    if let Some(pr) = &p.priority {
-        if Priority::parse(pr).is_none() {
+    if let Some(pr) = &p.priority
+        && Priority::parse(pr).is_none() {
             errs.push(FieldError::new(
                 "priority",
                 format!("`{pr}` is not valid; use one of low, normal, high, urgent"),
             ));
         }
-    }
     let limit = p.limit.unwrap_or(100);
     if !(1..=200).contains(&limit) {
         errs.push(FieldError::new("limit", "limit must be between 1 and 200"));

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! HTTP tests: each starts the real router on 127.0.0.1:0 with a fresh SQLite
 //! data dir and talks HTTP to it.
 
