@@ -43,8 +43,6 @@ pub enum Code {
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
-    // 415
-    UnsupportedMediaType,
     // 422
     ValidationError,
     // 429
@@ -84,7 +82,6 @@ impl Code {
             ApprovalVoteRequired => "APPROVAL_VOTE_REQUIRED",
             ActionPayloadTooLarge => "ACTION_PAYLOAD_TOO_LARGE",
             PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ValidationError => "VALIDATION_ERROR",
             RateLimited => "RATE_LIMITED",
             Internal => "INTERNAL_ERROR",
@@ -116,7 +113,6 @@ impl Code {
             | IdempotencyConflict
             | ApprovalVoteRequired => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -284,7 +280,13 @@ impl From<serde_json::Error> for Error {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let ErrorInner { code, message, details, retry_after, cause } = *self.0;
+        let ErrorInner {
+            code,
+            message,
+            details,
+            retry_after,
+            cause,
+        } = *self.0;
         if let Some(cause) = &cause {
             // Logged once, here, with the cause chain; the client sees an opaque 500.
             tracing::error!(
@@ -293,12 +295,14 @@ impl IntoResponse for Error {
                 "request failed"
             );
         }
-        let body = json!({ "error": { "code": code.as_str(), "message": message, "details": details } });
+        let body =
+            json!({ "error": { "code": code.as_str(), "message": message, "details": details } });
         let mut resp = (code.status(), axum::Json(body)).into_response();
         if let Some(secs) = retry_after
-            && let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+        {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
         resp
     }
 }

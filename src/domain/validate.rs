@@ -147,13 +147,14 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     }
 
     if let Some(u) = &s.open_url
-        && !is_http_url(u) {
-            errs.push(FieldError::with_code(
-                "open_url",
-                Code::InvalidOpenUrl,
-                "open_url must be an absolute http or https URL",
-            ));
-        }
+        && !is_http_url(u)
+    {
+        errs.push(FieldError::with_code(
+            "open_url",
+            Code::InvalidOpenUrl,
+            "open_url must be an absolute http or https URL",
+        ));
+    }
 
     if let Some(raw) = s.expires_at.clone() {
         match clock::parse(&raw) {
@@ -202,13 +203,14 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     }
 
     if let Some(u) = &s.callback_url
-        && let Err(why) = check_callback_url(u, ctx.allow_private_callbacks) {
-            errs.push(FieldError::with_code(
-                "callback_url",
-                Code::InvalidCallbackUrl,
-                why,
-            ));
-        }
+        && let Err(why) = check_callback_url(u, ctx.allow_private_callbacks)
+    {
+        errs.push(FieldError::with_code(
+            "callback_url",
+            Code::InvalidCallbackUrl,
+            why,
+        ));
+    }
     match s.context_request_mode.as_deref() {
         None | Some("unsupported") | Some("poll") => {}
         Some("callback") if s.callback_url.is_some() => {}
@@ -334,21 +336,23 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     }
 
     if let Some(e) = &s.assignee_email
-        && !looks_like_email(e) {
-            errs.push(FieldError::new(
-                "assignee_email",
-                "assignee_email must be an e-mail address",
-            ));
-        }
+        && !looks_like_email(e)
+    {
+        errs.push(FieldError::new(
+            "assignee_email",
+            "assignee_email must be an e-mail address",
+        ));
+    }
     check_visibility(&s, ctx, &mut errs);
 
     if let Some(k) = &s.dedupe_key
-        && (k.is_empty() || k.len() > 255) {
-            errs.push(FieldError::new(
-                "dedupe_key",
-                "dedupe_key must be 1-255 characters",
-            ));
-        }
+        && (k.is_empty() || k.len() > 255)
+    {
+        errs.push(FieldError::new(
+            "dedupe_key",
+            "dedupe_key must be 1-255 characters",
+        ));
+    }
 
     if errs.is_empty() {
         Ok(s)
@@ -411,12 +415,13 @@ fn check_interaction(i: &Interaction, errs: &mut Vec<FieldError>) {
         }
         Interaction::Number { min, max } => {
             if let (Some(a), Some(b)) = (min, max)
-                && a > b {
-                    errs.push(FieldError::new(
-                        "interaction.min",
-                        "min must not exceed max",
-                    ));
-                }
+                && a > b
+            {
+                errs.push(FieldError::new(
+                    "interaction.min",
+                    "min must not exceed max",
+                ));
+            }
         }
         Interaction::Choice { choices, .. } => {
             if choices.is_empty() || choices.len() > 50 {

@@ -9,8 +9,17 @@ pub fn guide() -> Value {
     let mut title = "hds guide";
     let mut sections = Vec::new();
     let mut current: Option<(String, String)> = None;
+    let mut in_code = false;
     for line in GUIDE.lines() {
-        if let Some(t) = line.strip_prefix("# ") {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        if in_code || line.trim_start().starts_with("```") {
+            if let Some((_, body)) = current.as_mut() {
+                body.push_str(line);
+                body.push('\n');
+            }
+        } else if let Some(t) = line.strip_prefix("# ") {
             title = t.trim();
         } else if let Some(h) = line.strip_prefix("## ") {
             if let Some(s) = current.take() {
@@ -29,6 +38,20 @@ pub fn guide() -> Value {
         "format": "markdown",
         "sections": sections.into_iter().map(|(t, body)| json!({ "id": slug(&t), "title": t, "markdown": body.trim() })).collect::<Vec<_>>(),
     })
+}
+
+/// `## ` and `# ` inside fenced code (shell or Python comments) are code, not headings.
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn headings_inside_code_fences_are_not_sections() {
+        let g = super::guide();
+        assert_eq!(g["title"], "hds guide");
+        assert!(g["sections"].as_array().is_some_and(|s| {
+            s.iter()
+                .all(|s| !s["title"].as_str().unwrap_or("").starts_with('#'))
+        }));
+    }
 }
 
 fn slug(t: &str) -> String {

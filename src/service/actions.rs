@@ -205,12 +205,13 @@ fn check_people(
 ) -> Result<()> {
     let mut errs = Vec::new();
     if let Some(id) = &spec.assignee_user_id
-        && workspaces::role_of(c, workspace_id, id)?.is_none() {
-            errs.push(FieldError::new(
-                "assignee_user_id",
-                format!("`{id}` is not a member of this workspace"),
-            ));
-        }
+        && workspaces::role_of(c, workspace_id, id)?.is_none()
+    {
+        errs.push(FieldError::new(
+            "assignee_user_id",
+            format!("`{id}` is not a member of this workspace"),
+        ));
+    }
     for (i, id) in spec.reviewer_user_ids.iter().flatten().enumerate() {
         if workspaces::role_of(c, workspace_id, id)?.is_none() {
             errs.push(FieldError::new(

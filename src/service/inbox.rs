@@ -94,12 +94,13 @@ pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Valu
         ));
     }
     if let Some(pr) = &p.priority
-        && Priority::parse(pr).is_none() {
-            errs.push(FieldError::new(
-                "priority",
-                format!("`{pr}` is not valid; use one of low, normal, high, urgent"),
-            ));
-        }
+        && Priority::parse(pr).is_none()
+    {
+        errs.push(FieldError::new(
+            "priority",
+            format!("`{pr}` is not valid; use one of low, normal, high, urgent"),
+        ));
+    }
     let limit = p.limit.unwrap_or(100);
     if !(1..=200).contains(&limit) {
         errs.push(FieldError::new("limit", "limit must be between 1 and 200"));

@@ -14,7 +14,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Span;
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// `synchronous` setting of the writer (STYLE.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -115,10 +115,13 @@ impl Db {
                 let _ = reply.send(out);
             })
         });
-        self.writer
-            .send(job)
-            .await
-            .map_err(|_| Error::internal(anyhow::anyhow!("the writer thread has stopped")))?;
+        self.writer.send(job).await.map_err(|_| {
+            Error::new(
+                Code::Unavailable,
+                "the database writer has stopped; retry shortly",
+            )
+            .retry_after(1)
+        })?;
         answer
             .await
             .map_err(|_| Error::internal(anyhow::anyhow!("the writer thread dropped a request")))?
