@@ -40,6 +40,14 @@ pub fn guide() -> Value {
     })
 }
 
+fn slug(t: &str) -> String {
+    t.to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
 /// `## ` and `# ` inside fenced code (shell or Python comments) are code, not headings.
 #[cfg(test)]
 mod tests {
@@ -52,12 +60,4 @@ mod tests {
                 .all(|s| !s["title"].as_str().unwrap_or("").starts_with('#'))
         }));
     }
-}
-
-fn slug(t: &str) -> String {
-    t.to_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join("-")
 }
