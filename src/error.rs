@@ -40,6 +40,7 @@ pub enum Code {
     DedupeConflict,
     IdempotencyConflict,
     ApprovalVoteRequired,
+    VoteAlreadyCast,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -80,6 +81,7 @@ impl Code {
             DedupeConflict => "DEDUPE_CONFLICT",
             IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
             ApprovalVoteRequired => "APPROVAL_VOTE_REQUIRED",
+            VoteAlreadyCast => "VOTE_ALREADY_CAST",
             ActionPayloadTooLarge => "ACTION_PAYLOAD_TOO_LARGE",
             PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ValidationError => "VALIDATION_ERROR",
@@ -111,7 +113,8 @@ impl Code {
             | IdempotencyKeyReused
             | DedupeConflict
             | IdempotencyConflict
-            | ApprovalVoteRequired => StatusCode::CONFLICT,
+            | ApprovalVoteRequired
+            | VoteAlreadyCast => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

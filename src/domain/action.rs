@@ -380,6 +380,13 @@ impl Actor {
             id: None,
         }
     }
+    /// The approval policy, resolving an Action when its quorum is reached.
+    pub fn approval_policy() -> Self {
+        Self {
+            kind: ActorKind::System,
+            id: Some("approval_policy".to_owned()),
+        }
+    }
 }
 
 /// How a terminal Action ended.
@@ -393,6 +400,9 @@ pub struct Resolution {
     pub reason: Option<String>,
     pub decided_by: Actor,
     pub decided_at: String,
+    /// The votes that reached an approval policy's quorum, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub votes: Option<Value>,
 }
 
 /// A stored Action with everything the API shows of it.

@@ -75,6 +75,9 @@ pub fn claims(
     if let Some(resp) = &r.response {
         decision.insert("response".into(), resp.clone());
     }
+    if let Some(votes) = &r.votes {
+        decision.insert("votes".into(), votes.clone());
+    }
     if let Some(reason) = &r.reason {
         decision.insert(
             "reason_sha256".into(),

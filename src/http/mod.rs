@@ -41,6 +41,7 @@ pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(actions::get_source_action))
         .routes(routes!(actions::get_action, actions::patch_action))
         .routes(routes!(actions::decide_action))
+        .routes(routes!(actions::vote_on_action))
         .routes(routes!(actions::resolve_action))
         .routes(routes!(actions::cancel_action))
         .routes(routes!(actions::report_outcome))

@@ -88,7 +88,7 @@ fn validation_ctx(s: &Services, team: bool) -> ValidationContext {
     }
 }
 
-fn envelope(a: &ActionRecord, replay: bool) -> Value {
+pub(crate) fn envelope(a: &ActionRecord, replay: bool) -> Value {
     json!({ "data": a.to_json(), "idempotent_replay": replay })
 }
 
@@ -102,7 +102,7 @@ fn owned(c: &Connection, src: &SourceCaller, id: &str) -> Result<ActionRecord> {
 
 /// The caller's role when the user may see the Action; restricted Actions are
 /// visible to listed reviewers and to workspace owners and admins.
-fn user_role(a: &ActionRecord, u: &UserCaller) -> Option<String> {
+pub(crate) fn user_role(a: &ActionRecord, u: &UserCaller) -> Option<String> {
     let role = u.role_in(&a.workspace_id)?;
     if a.spec.visibility() == "restricted" && !is_admin(role) && !is_listed_reviewer(a, u) {
         return None;
@@ -110,7 +110,7 @@ fn user_role(a: &ActionRecord, u: &UserCaller) -> Option<String> {
     Some(role.to_owned())
 }
 
-fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
+pub(crate) fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
     a.spec
         .reviewer_user_ids
         .as_ref()
@@ -121,7 +121,7 @@ fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
             .is_some_and(|l| l.iter().any(|e| e.eq_ignore_ascii_case(&u.email)))
 }
 
-fn check_reason(reason: &Option<String>) -> Result<()> {
+pub(crate) fn check_reason(reason: &Option<String>) -> Result<()> {
     if reason
         .as_ref()
         .is_some_and(|r| r.chars().count() > MAX_REASON)
@@ -354,7 +354,7 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
 
 /// Closes an open Action as resolved and issues its receipt, in the caller's
 /// transaction. Fails with ACTION_NOT_OPEN when someone else closed it first.
-fn resolve_with_receipt(
+pub(crate) fn resolve_with_receipt(
     c: &Connection,
     s: &Services,
     a: &ActionRecord,
@@ -446,6 +446,7 @@ pub async fn decide(
                 reason: req.reason,
                 decided_by: Actor::user(&user.user_id),
                 decided_at: time::format(time::now()),
+                votes: None,
             };
             resolve_with_receipt(c, &svc, &a, resolution)
         })
@@ -489,6 +490,7 @@ pub async fn resolve(
                     reason: req.reason,
                     decided_by: Actor::source(&src.source_id),
                     decided_at: time::format(time::now()),
+                    votes: None,
                 };
                 Ok((
                     200,
@@ -530,6 +532,7 @@ pub async fn cancel(
                     reason: req.reason.clone(),
                     decided_by: actor.clone(),
                     decided_at: time::format(time::now()),
+                    votes: None,
                 };
                 if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
                     return Err(Error::new(
@@ -640,6 +643,7 @@ pub fn expire_due(c: &Connection, s: &Services, now: time::Timestamp) -> Result<
             reason: Some("expired".into()),
             decided_by: Actor::system(),
             decided_at: now_s.clone(),
+            votes: None,
         };
         match on_expire.as_ref().map(|o| o.action.as_str()) {
             Some("resolve") => {

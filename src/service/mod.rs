@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod inbox;
 pub mod keyring;
 pub mod sources;
+pub mod votes;
 pub mod waiters;
 
 use std::sync::Arc;

@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod receipts;
 pub mod sources;
 pub mod users;
+pub mod votes;
 pub mod workspaces;
 
 pub use db::{Db, Durability};

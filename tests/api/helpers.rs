@@ -170,6 +170,19 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Adds a workspace member straight in the database (invitations arrive
+    /// with the teams work); returns (user id, user token).
+    pub fn add_member(&self, email: &str, role: &str) -> (String, String) {
+        let conn = hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap();
+        let ws = self.creds["workspace_id"].as_str().unwrap();
+        let user = hds::store::users::create(&conn, email, None).unwrap();
+        hds::store::workspaces::add_member(&conn, ws, &user.id, role).unwrap();
+        let (token, _) = hds::store::users::issue_token(&conn, &user.id, "test", None).unwrap();
+        (user.id, token)
+    }
+}
+
 /// A two-option Action body.
 pub fn two_options(title: &str) -> Value {
     json!({ "title": title, "options": [{ "id": "approve", "label": "Approve", "style": "primary" }, { "id": "reject", "label": "Reject", "style": "destructive" }] })

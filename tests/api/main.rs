@@ -10,3 +10,4 @@ mod inbox;
 mod receipts;
 mod sources;
 mod system;
+mod votes;

@@ -196,3 +196,23 @@ pub async fn report_outcome(
         actions::report_outcome(&st.services, src, id, req, idempotency_key(&headers)?).await?,
     ))
 }
+
+/// Vote on an Action with an approval policy; the quorum resolves it.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/votes", tag = "actions", params(("action_id" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "validated; a vote is idempotent per reviewer and Action")),
+    request_body = crate::service::votes::VoteRequest,
+    responses((status = 200, description = "{data: Action, tally}"), (status = 403, description = "FORBIDDEN: not a listed reviewer", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, VOTE_ALREADY_CAST", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = [])))]
+pub async fn vote_on_action(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<crate::service::votes::VoteRequest>,
+) -> Result<Response> {
+    idempotency_key(&headers)?;
+    Ok(reply(
+        crate::service::votes::cast(&st.services, user, id, req).await?,
+    ))
+}
