@@ -124,10 +124,11 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
             Ok(Reply { status: 200, body, replayed: false })
         })
         .await?;
-    if reply.body["data"]["status"] != "open" {
-        if let Some(id) = reply.body["data"]["id"].as_str() {
-            s.waiters.wake(id);
-        }
+    if let Some(id) = reply.body["data"]["id"]
+        .as_str()
+        .filter(|_| reply.body["data"]["status"] != "open")
+    {
+        s.waiters.wake(id);
     }
     Ok(reply)
 }
