@@ -29,7 +29,9 @@ pub struct RestoreArgs {
 }
 
 fn copy(src: &Connection, dst: &mut Connection) -> anyhow::Result<()> {
-    Backup::new(src, dst)?.run_to_completion(256, Duration::from_millis(5), None)?;
+    // All pages in one step: a stepwise copy restarts whenever the server
+    // writes, and might never finish under load.
+    Backup::new(src, dst)?.run_to_completion(i32::MAX, Duration::from_millis(5), None)?;
     Ok(())
 }
 
@@ -40,6 +42,7 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
     let src = Connection::open_with_flags(a.dir.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", a.dir.db_path().display()))?;
     let mut dst = Connection::open(&a.path)?;
+    crate::store::db::restrict_permissions(&a.path)?;
     copy(&src, &mut dst)?;
     let n: i64 = dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?;
     println!(

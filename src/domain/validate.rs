@@ -29,6 +29,19 @@ pub struct ValidationContext {
     pub allow_private_callbacks: bool,
     /// Approval policies need a team workspace (SPEC §2.1).
     pub team_workspace: bool,
+    /// On PATCH: the fields the patch sets. Checks that depend on the time or on
+    /// the instance's settings (expiry in the future, callback host, team
+    /// workspace) then apply only to those fields, so an untouched field that
+    /// was valid when set does not block an unrelated change. None on create.
+    pub patched: Option<Vec<String>>,
+}
+
+impl ValidationContext {
+    fn checks(&self, field: &str) -> bool {
+        self.patched
+            .as_ref()
+            .is_none_or(|p| p.iter().any(|f| f == field))
+    }
 }
 
 /// Parses a create body. Unknown fields are all reported at once; type errors
@@ -48,7 +61,9 @@ pub fn parse_create(body: Value) -> Result<ActionSpec, Error> {
     if !unknown.is_empty() {
         return Err(Error::validation(unknown));
     }
-    from_json(Value::Object(map))
+    let body = Value::Object(map);
+    check_numbers(&body, "")?;
+    from_json(body)
 }
 
 /// Applies a PATCH body to the stored spec and re-parses the result, so a patch
@@ -80,6 +95,7 @@ pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Err
     if !problems.is_empty() {
         return Err(Error::validation(problems));
     }
+    check_numbers(&Value::Object(patch.clone()), "")?;
     let mut merged = match serde_json::to_value(current)? {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -92,6 +108,43 @@ pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Err
         }
     }
     from_json(Value::Object(merged))
+}
+
+/// Integers beyond ±2^53 lose precision in RFC 8785 canonical form, so two
+/// different values could share a fingerprint. I-JSON (RFC 7493) rules them out.
+fn check_numbers(v: &Value, path: &str) -> Result<(), Error> {
+    const LIMIT: u64 = 1 << 53;
+    match v {
+        Value::Number(n) => {
+            let too_big = n.as_u64().is_some_and(|u| u > LIMIT)
+                || n.as_i64().is_some_and(|i| i.unsigned_abs() > LIMIT);
+            if too_big {
+                let field = if path.is_empty() { "body" } else { path };
+                return Err(Error::field(
+                    field,
+                    format!(
+                        "{field}: integers must be within ±2^53 (I-JSON, RFC 7493); send larger values as strings"
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, x)| check_numbers(x, &format!("{path}[{i}]"))),
+        Value::Object(m) => m.iter().try_for_each(|(k, x)| {
+            check_numbers(
+                x,
+                &if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                },
+            )
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn from_json(v: Value) -> Result<ActionSpec, Error> {
@@ -156,7 +209,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         ));
     }
 
-    if let Some(raw) = s.expires_at.clone() {
+    if let Some(raw) = s.expires_at.clone().filter(|_| ctx.checks("expires_at")) {
         match clock::parse(&raw) {
             None => errs.push(FieldError::with_code(
                 "expires_at",
@@ -202,7 +255,10 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         }
     }
 
-    if let Some(u) = &s.callback_url
+    if let Some(u) = s
+        .callback_url
+        .as_ref()
+        .filter(|_| ctx.checks("callback_url"))
         && let Err(why) = check_callback_url(u, ctx.allow_private_callbacks)
     {
         errs.push(FieldError::with_code(
@@ -312,7 +368,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
 
     if s.decision_class
         .as_ref()
-        .is_some_and(|c| c.is_empty() || c.len() > 100)
+        .is_some_and(|c| c.is_empty() || c.chars().count() > 100)
     {
         errs.push(FieldError::new(
             "decision_class",
@@ -346,7 +402,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     check_visibility(&s, ctx, &mut errs);
 
     if let Some(k) = &s.dedupe_key
-        && (k.is_empty() || k.len() > 255)
+        && (k.is_empty() || k.chars().count() > 255)
     {
         errs.push(FieldError::new(
             "dedupe_key",
@@ -519,7 +575,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
         )),
     }
     if let Some(p) = &s.approval_policy {
-        if !ctx.team_workspace {
+        if !ctx.team_workspace && ctx.checks("approval_policy") {
             errs.push(FieldError::new(
                 "approval_policy",
                 "approval_policy is available to Sources of team workspaces only",
@@ -533,11 +589,12 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                 "approval_policy needs visibility `restricted` and a boolean or two-option Action",
             ));
         }
-        let reviewers = s
-            .reviewer_emails
-            .as_ref()
-            .or(s.reviewer_user_ids.as_ref())
-            .map_or(0, Vec::len);
+        let reviewers = [&s.reviewer_emails, &s.reviewer_user_ids]
+            .iter()
+            .filter_map(|l| l.as_ref())
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0);
         if p.required_approvals == 0 || p.required_approvals as usize > reviewers.max(1) {
             errs.push(FieldError::new(
                 "approval_policy.required_approvals",
@@ -545,11 +602,11 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
             ));
         }
         if p.reject_threshold
-            .is_some_and(|r| r == 0 || r as usize > MAX_REVIEWERS)
+            .is_some_and(|r| r == 0 || r as usize > reviewers.max(1))
         {
             errs.push(FieldError::new(
                 "approval_policy.reject_threshold",
-                "reject_threshold must be between 1 and 15",
+                "reject_threshold must be between 1 and the number of listed reviewers",
             ));
         }
     }
@@ -570,6 +627,8 @@ pub fn check_callback_url(raw: &str, allow_private: bool) -> Result<(), String> 
     if allow_private {
         return Ok(());
     }
+    // `localhost.` and `localhost` are the same name.
+    let host = host.trim_end_matches('.');
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<IpAddr>() {
         if !is_public_ip(ip) {
@@ -588,25 +647,51 @@ pub fn check_callback_url(raw: &str, allow_private: bool) -> Result<(), String> 
     Ok(())
 }
 
-/// True for addresses reachable on the public internet.
+/// True for addresses reachable on the public internet. IPv6 forms that embed
+/// an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by that address.
 pub fn is_public_ip(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
-            !(v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_broadcast()
-                || v4.is_unspecified() || v4.is_documentation() || o[0] == 0
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_broadcast()
+                || v4.is_unspecified()
+                || v4.is_documentation()
+                || v4.is_multicast()
+                || o[0] == 0
                 || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64/10 carrier-grade NAT
                 || (o[0] == 198 && (o[1] & 0xfe) == 18) // 198.18/15 benchmarking
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0/24 protocol assignments
                 || o[0] >= 240)
         }
         IpAddr::V6(v6) => {
+            let seg = v6.segments();
+            let v4_at = |hi: u16, lo: u16| {
+                IpAddr::V4(std::net::Ipv4Addr::from(
+                    (u32::from(hi) << 16) | u32::from(lo),
+                ))
+            };
+            if v6.is_loopback() || v6.is_unspecified() || v6.is_multicast() {
+                return false;
+            }
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_public_ip(IpAddr::V4(v4));
             }
-            let seg = v6.segments();
-            !(v6.is_loopback() || v6.is_unspecified() || v6.is_multicast()
-                || (seg[0] & 0xfe00) == 0xfc00 // unique local
-                || (seg[0] & 0xffc0) == 0xfe80) // link local
+            if seg[..6] == [0; 6] {
+                return is_public_ip(v4_at(seg[6], seg[7])); // ::a.b.c.d (IPv4-compatible)
+            }
+            if seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0; 4] {
+                return is_public_ip(v4_at(seg[6], seg[7])); // 64:ff9b::/96 NAT64
+            }
+            if seg[0] == 0x2002 {
+                return is_public_ip(v4_at(seg[1], seg[2])); // 2002::/16 6to4
+            }
+            !((seg[0] & 0xfe00) == 0xfc00 // unique local
+                || (seg[0] & 0xffc0) == 0xfe80 // link local
+                || (seg[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || (seg[0] == 0x2001 && seg[1] == 0x0db8)) // documentation
         }
     }
 }
@@ -667,6 +752,7 @@ mod tests {
             now: clock::now(),
             allow_private_callbacks: false,
             team_workspace: true,
+            patched: None,
         }
     }
 
@@ -702,6 +788,13 @@ mod tests {
             "https://[::1]/",
             "https://localhost/",
             "https://169.254.169.254/",
+            "https://[::127.0.0.1]/",
+            "https://[64:ff9b::a00:1]/",
+            "https://[2002:7f00:1::]/",
+            "https://[fec0::1]/",
+            "https://224.0.0.1/",
+            "https://localhost./",
+            "https://db.internal./",
         ] {
             assert!(check_callback_url(bad, false).is_err(), "{bad}");
         }
@@ -717,5 +810,18 @@ mod tests {
         let e = validate_spec(s, &ctx()).unwrap_err();
         assert_eq!(e.code, Code::InvalidOpenUrl);
         assert_eq!(e.details["errors"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn patch_checks_only_the_time_dependent_fields_it_sets() {
+        let s = parse_create(json!({"title": "x", "options": [{"label": "a"}], "expires_at": "2001-01-01T00:00:00Z"})).unwrap();
+        let mut c = ctx();
+        c.patched = Some(vec!["title".into()]);
+        assert!(validate_spec(s.clone(), &c).is_ok());
+        c.patched = Some(vec!["expires_at".into()]);
+        assert_eq!(
+            validate_spec(s, &c).unwrap_err().code,
+            Code::InvalidExpiration
+        );
     }
 }

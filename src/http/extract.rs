@@ -111,3 +111,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
         })
     }
 }
+
+/// A path parameter; an undecodable one gives VALIDATION_ERROR, not plain text.
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = Error;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| Self(p.0))
+            .map_err(|e| {
+                Error::validation(vec![FieldError::new(
+                    "path",
+                    format!("invalid path parameter: {e}"),
+                )])
+            })
+    }
+}

@@ -15,7 +15,8 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
 use tracing::Instrument;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -63,6 +64,10 @@ pub fn finish(router: Router<AppState>, state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(extract::MAX_BODY))
+        // A panicking handler answers 500 in the envelope instead of dropping the connection.
+        .layer(CatchPanicLayer::custom(|_| {
+            Error::internal(anyhow::anyhow!("handler panicked")).into_response()
+        }))
         .layer(middleware::from_fn(access_log))
         .layer(middleware::from_fn(request_id))
         .with_state(state)

@@ -80,11 +80,12 @@ pub struct OutcomeReport {
     pub message: Option<String>,
 }
 
-fn validation_ctx(s: &Services, team: bool) -> ValidationContext {
+fn validation_ctx(s: &Services, team: bool, patched: Option<Vec<String>>) -> ValidationContext {
     ValidationContext {
         now: time::now(),
         allow_private_callbacks: s.config.allow_private_callbacks,
         team_workspace: team,
+        patched,
     }
 }
 
@@ -145,11 +146,21 @@ pub async fn create(
     hold: Option<Duration>,
 ) -> Result<Reply> {
     let request_hash = idempotency::request_hash("POST /v1/actions", &body);
-    let spec = validate_spec(parse_create(body)?, &validation_ctx(s, src.team_workspace))?;
+    // Held from here until the answer is sent, the blocking hold included.
     let _guard = key
         .as_deref()
         .map(|k| s.inflight.acquire(&src, k))
         .transpose()?;
+    if let Some(earlier) = idempotency::lookup(&s.db, &src, key.as_deref(), &request_hash).await? {
+        return match hold {
+            Some(wait) => wait_for_close(s, src, earlier, wait).await,
+            None => Ok(earlier),
+        };
+    }
+    let spec = validate_spec(
+        parse_create(body)?,
+        &validation_ctx(s, src.team_workspace, None),
+    )?;
     let writer_src = src.clone();
     let reply = s
         .db
@@ -317,7 +328,8 @@ pub async fn get(s: &Services, caller: Caller, id: String, env: EnvFilter) -> Re
 
 /// PATCH /v1/actions/{id}: a material change advances the version (DESIGN §4).
 pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> Result<Value> {
-    let vctx = validation_ctx(s, src.team_workspace);
+    let fields = body.as_object().map(|o| o.keys().cloned().collect());
+    let vctx = validation_ctx(s, src.team_workspace, fields);
     s.db.write(move |c| {
         let mut a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;

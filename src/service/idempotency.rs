@@ -89,6 +89,49 @@ pub struct Reply {
     pub replayed: bool,
 }
 
+/// The stored answer for an exact retry; IDEMPOTENCY_KEY_REUSED for another request.
+pub fn replay(stored: store::Stored, request_hash: &str) -> Result<Reply> {
+    if stored.request_hash != request_hash {
+        return Err(Error::new(
+            Code::IdempotencyKeyReused,
+            "this Idempotency-Key was already used for a different request; use a new key per logical operation",
+        ));
+    }
+    let mut body = stored.response;
+    if let Some(o) = body.as_object_mut() {
+        o.insert("idempotent_replay".into(), Value::Bool(true));
+    }
+    Ok(Reply {
+        status: stored.status_code,
+        body,
+        replayed: true,
+    })
+}
+
+/// A stored answer for `key`, read before any validation: an exact retry gets
+/// the original response even when re-validating it now would fail (e.g. an
+/// `expires_at` that has passed since).
+pub async fn lookup(
+    db: &crate::store::Db,
+    src: &SourceCaller,
+    key: Option<&str>,
+    request_hash: &str,
+) -> Result<Option<Reply>> {
+    let Some(key) = key else { return Ok(None) };
+    let (source_id, env, key, hash) = (
+        src.source_id.clone(),
+        src.environment,
+        key.to_owned(),
+        request_hash.to_owned(),
+    );
+    db.read(move |c| {
+        store::get(c, &source_id, env, &key)?
+            .map(|s| replay(s, &hash))
+            .transpose()
+    })
+    .await
+}
+
 /// Inside a write transaction: replays a stored response for `key`, or runs
 /// `work` and stores its response in the same transaction.
 pub fn run(
@@ -107,21 +150,7 @@ pub fn run(
         });
     };
     if let Some(stored) = store::get(c, &src.source_id, src.environment, key)? {
-        if stored.request_hash != request_hash {
-            return Err(Error::new(
-                Code::IdempotencyKeyReused,
-                "this Idempotency-Key was already used for a different request; use a new key per logical operation",
-            ));
-        }
-        let mut body = stored.response;
-        if let Some(o) = body.as_object_mut() {
-            o.insert("idempotent_replay".into(), Value::Bool(true));
-        }
-        return Ok(Reply {
-            status: stored.status_code,
-            body,
-            replayed: true,
-        });
+        return replay(stored, request_hash);
     }
     let (status, body) = work(c)?;
     let stored = store::Stored {

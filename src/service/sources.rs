@@ -38,9 +38,12 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Strin
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRotate {
-    /// `live`, `test` or `both` (default).
+    /// Keys to replace: `live`, `test`, `both` (default) or `none`.
     #[serde(default)]
     pub environment: Option<String>,
+    /// Also replace the webhook signing secret.
+    #[serde(default)]
+    pub webhook_secret: bool,
 }
 
 fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
@@ -141,15 +144,23 @@ pub async fn rotate_keys(
         "both" => vec![Environment::Live, Environment::Test],
         "live" => vec![Environment::Live],
         "test" => vec![Environment::Test],
+        "none" => vec![],
         other => {
             return Err(Error::field(
                 "environment",
-                format!("`{other}` is not valid; use live, test or both"),
+                format!("`{other}` is not valid; use live, test, both or none"),
             ));
         }
     };
+    if envs.is_empty() && !req.webhook_secret {
+        return Err(Error::field(
+            "environment",
+            "nothing to rotate: choose keys (environment) and/or webhook_secret: true",
+        ));
+    }
+    let webhook = req.webhook_secret;
     let (src, secrets) =
-        s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs))
+        s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs, webhook))
             .await?
             .ok_or_else(not_found)?;
     Ok(json!({ "data": src, "secrets": secrets }))

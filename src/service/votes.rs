@@ -16,7 +16,7 @@ use crate::service::Services;
 use crate::service::actions::{
     check_reason, envelope, is_listed_reviewer, resolve_with_receipt, user_role,
 };
-use crate::service::caller::UserCaller;
+use crate::service::caller::{UserCaller, can_decide};
 use crate::service::idempotency::Reply;
 use crate::store::{actions as store, votes};
 
@@ -69,12 +69,12 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         .db
         .write(move |c| {
             let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-            user_role(&a, &user).ok_or_else(Error::action_not_found)?;
+            let role = user_role(&a, &user).ok_or_else(Error::action_not_found)?;
             let Some(policy) = a.spec.approval_policy.clone() else {
                 return Err(Error::field("vote", "this Action has no approval policy; decide it with POST /v1/actions/{id}/decision"));
             };
-            if !is_listed_reviewer(&a, &user) {
-                return Err(Error::new(Code::Forbidden, "only the Action's listed reviewers vote"));
+            if !is_listed_reviewer(&a, &user) || !can_decide(&role) {
+                return Err(Error::new(Code::Forbidden, "only the Action's listed reviewers with a deciding role vote"));
             }
             // A retried vote answers as before, even after it closed the Action.
             match votes::of_user(c, &a.id, &user.user_id)? {

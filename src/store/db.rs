@@ -49,6 +49,7 @@ impl Db {
     /// the writer thread.
     pub fn open(path: &Path, durability: Durability) -> anyhow::Result<Self> {
         let mut conn = Connection::open(path)?;
+        restrict_permissions(path)?;
         configure_writer(&conn, durability)?;
         crate::store::migrate::apply(&mut conn)?;
 
@@ -158,12 +159,32 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>) {
             }
             continue;
         }
-        let completions: Vec<Completion> = batch.into_iter().map(|job| job(Some(&conn))).collect();
-        let commit_error = conn.execute_batch("COMMIT").err().map(|e| {
-            tracing::error!(error = %e, "COMMIT failed; rolling the batch back");
-            let _ = conn.execute_batch("ROLLBACK");
-            e.to_string()
-        });
+        let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
+        let mut aborted = None;
+        for job in batch {
+            if aborted.is_some() {
+                completions.push(job(None));
+                continue;
+            }
+            completions.push(job(Some(&conn)));
+            // After SQLITE_FULL, IOERR or NOMEM SQLite may roll the whole
+            // transaction back by itself; running later jobs would then commit
+            // each on its own. Stop and fail the batch instead.
+            if conn.is_autocommit() {
+                tracing::error!(
+                    "the write transaction was rolled back by SQLite; failing the batch"
+                );
+                aborted = Some("the write transaction was rolled back".to_owned());
+            }
+        }
+        let commit_error = match aborted {
+            Some(e) => Some(e),
+            None => conn.execute_batch("COMMIT").err().map(|e| {
+                tracing::error!(error = %e, "COMMIT failed; rolling the batch back");
+                let _ = conn.execute_batch("ROLLBACK");
+                e.to_string()
+            }),
+        };
         for done in completions {
             done(commit_error.clone());
         }
@@ -189,9 +210,21 @@ fn configure_reader(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;")
 }
 
+/// The database holds webhook secrets: owner-only (0600), like the key files.
+pub fn restrict_permissions(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let _ = path;
+    Ok(())
+}
+
 /// A standalone connection for CLI commands that run beside or without the server.
 pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
     let mut conn = Connection::open(path)?;
+    restrict_permissions(path)?;
     configure_writer(&conn, Durability::Full)?;
     crate::store::migrate::apply(&mut conn)?;
     Ok(conn)

@@ -89,12 +89,14 @@ fn insert_keys(c: &Connection, source_id: &str, envs: &[Environment]) -> Result<
     Ok(secrets)
 }
 
-/// Replaces the keys of the given environments; old keys stop working at once.
+/// Replaces the keys of the given environments (and the webhook secret when
+/// asked); old keys stop working at once.
 pub fn rotate_keys(
     c: &Connection,
     workspace_id: &str,
     id: &str,
     envs: &[Environment],
+    webhook_secret: bool,
 ) -> Result<Option<(Source, Secrets)>> {
     let Some(s) = get(c, workspace_id, id)? else {
         return Ok(None);
@@ -109,7 +111,15 @@ pub fn rotate_keys(
             params![now, id, env.as_str()],
         )?;
     }
-    let secrets = insert_keys(c, id, envs)?;
+    let mut secrets = insert_keys(c, id, envs)?;
+    if webhook_secret {
+        let secret = credentials::new_webhook_secret();
+        c.execute(
+            "UPDATE sources SET webhook_secret = ?1 WHERE id = ?2",
+            params![secret, id],
+        )?;
+        secrets.webhook_secret = Some(secret);
+    }
     c.execute(
         "UPDATE sources SET updated_at = ?1 WHERE id = ?2",
         params![now, id],

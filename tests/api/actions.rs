@@ -30,9 +30,37 @@ async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
             "decision_class": "deploy", "decision_context": {"service": "api"}, "metadata": {"run": 7},
             "open_url": "https://ci.example.com/run/7", "expires_at": offset,
             "on_expire": {"action": "resolve", "option_id": "hold"}, "dedupe_key": "deploy-api-42",
-            "assignee_email": "ops@example.com",
+            "assignee_email": "ops@example.com", "assignee_user_id": app.creds["user_id"],
+            "callback_url": "https://hooks.example.com/hds", "context_request_mode": "callback",
+            "controls": [{"key": "rerun", "label": "Re-run", "kind": "callback", "mutating": true, "confirm": "Re-run the job?"},
+                         {"key": "logs", "label": "Logs", "kind": "link", "url": "https://ci.example.com/logs"}],
+            "visibility": "restricted", "reviewer_emails": ["admin@example.com", "ops@example.com"],
         }))
         .await;
+    assert_eq!(a["callback_url"], "https://hooks.example.com/hds");
+    assert_eq!(a["context_request_mode"], "callback");
+    assert_eq!(
+        a["controls"][0],
+        json!({"key": "rerun", "label": "Re-run", "kind": "callback", "mutating": true, "confirm": "Re-run the job?"})
+    );
+    assert_eq!(a["controls"][1]["url"], "https://ci.example.com/logs");
+    assert_eq!(a["visibility"], "restricted");
+    assert_eq!(
+        a["reviewer_emails"],
+        json!(["admin@example.com", "ops@example.com"])
+    );
+    assert_eq!(a["assignee_user_id"], app.creds["user_id"]);
+    assert_eq!(a["assignee_email"], "ops@example.com");
+    assert_eq!(a["decision_class"], "deploy");
+    assert_eq!(a["decision_context"], json!({"service": "api"}));
+    assert_eq!(a["dedupe_key"], "deploy-api-42");
+    assert_eq!(a["context"][0], json!({"type": "diff", "diff": "-a\n+b"}));
+    assert_eq!(
+        a["context"][1]["items"][0],
+        json!({"key": "env", "value": "prod"})
+    );
+    assert_eq!(a["open_url"], "https://ci.example.com/run/7");
+    assert_eq!(a["description"], "Rolls out **v42**");
     assert_eq!(a["status"], "open");
     assert_eq!(a["environment"], "live");
     assert_eq!(a["priority"], "high");
@@ -101,8 +129,9 @@ async fn long_poll_returns_the_decision_with_a_receipt_as_soon_as_it_is_made() {
                 .unwrap()
         })
     };
-    // The poll is held until the decision: it cannot have finished yet.
-    tokio::task::yield_now().await;
+    // The poll is held by the server before the decision is made …
+    app.until_polls_held(1).await;
+    assert!(!poll.is_finished());
     let decided = app
         .decide(&a, json!({"option_id": "approve", "reason": "looks good"}))
         .await;
@@ -405,6 +434,7 @@ async fn dedupe_key_returns_the_open_action_or_conflicts() {
     let first = app.create_action(body.clone()).await;
     let again = app.post("/v1/actions", &app.live_key(), body.clone()).await;
     assert_eq!(again.ok(200)["idempotent_replay"], true);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(again.body["data"]["id"], first["id"]);
     let mut changed = body.clone();
     changed["title"] = json!("Rotate other credentials");

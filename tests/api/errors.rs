@@ -399,3 +399,58 @@ impl TestApp {
         .await
     }
 }
+
+#[tokio::test]
+async fn odd_headers_paths_and_numbers_get_precise_errors() {
+    let app = TestApp::spawn().await;
+    // A non-ASCII Idempotency-Key is refused, never silently ignored.
+    let r = app
+        .http
+        .post(format!("{}/v1/actions", app.base))
+        .bearer_auth(app.live_key())
+        .header(
+            "idempotency-key",
+            reqwest::header::HeaderValue::from_bytes("clé-1".as_bytes()).unwrap(),
+        )
+        .body(two_options("x").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["error"]["code"],
+        "INVALID_IDEMPOTENCY_KEY"
+    );
+    let r = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&app.live_key()),
+            Some(&two_options("x")),
+            &[("x-service-blocking", "maybe")],
+        )
+        .await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "X-Service-Blocking"
+    );
+    // An undecodable path parameter gets the envelope.
+    app.get("/v1/actions/%FF%FE", &app.user_token())
+        .await
+        .error(422, "VALIDATION_ERROR");
+    // Integers beyond 2^53 would collide in the canonical form: refused.
+    let mut big = two_options("x");
+    big["decision_context"] = json!({"ticket": 9007199254740993u64});
+    let e = app.post("/v1/actions", &app.live_key(), big).await;
+    assert_eq!(
+        e.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "decision_context.ticket"
+    );
+    // Nothing was created.
+    assert_eq!(
+        app.get("/v1/me/actions?status=all", &app.user_token())
+            .await
+            .ok(200)["data"],
+        json!([])
+    );
+}

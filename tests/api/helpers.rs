@@ -7,6 +7,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 pub struct TestApp {
+    /// The running app's state, to observe what HTTP cannot (held long polls).
+    pub state: hds::app::AppState,
     pub base: String,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
@@ -58,8 +60,13 @@ impl TestApp {
         let base = format!("http://{}", listener.local_addr().unwrap());
         config.base_url = base.clone();
         let state = hds::app::start(config).await.unwrap();
-        tokio::spawn(hds::app::serve(listener, state, std::future::pending()));
+        tokio::spawn(hds::app::serve(
+            listener,
+            state.clone(),
+            std::future::pending(),
+        ));
         Self {
+            state,
             base,
             http: reqwest::Client::new(),
             dir,
@@ -171,6 +178,28 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// Waits (bounded) until `n` long polls are held by the server.
+    pub async fn until_polls_held(&self, n: usize) {
+        for _ in 0..2_000 {
+            if self.state.services.waiters.len() >= n {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        panic!("the long poll was never held");
+    }
+
+    /// A user of another workspace, with a token.
+    pub fn outsider(&self) -> String {
+        let conn = hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap();
+        let ws = hds::store::workspaces::create(&conn, "Elsewhere", "team").unwrap();
+        let user = hds::store::users::create(&conn, "mallory@example.com", None).unwrap();
+        hds::store::workspaces::add_member(&conn, &ws.id, &user.id, "owner").unwrap();
+        hds::store::users::issue_token(&conn, &user.id, "test", None)
+            .unwrap()
+            .0
+    }
+
     /// Adds a workspace member straight in the database (invitations arrive
     /// with the teams work); returns (user id, user token).
     pub fn add_member(&self, email: &str, role: &str) -> (String, String) {

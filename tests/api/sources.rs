@@ -184,3 +184,79 @@ async fn unknown_sources_are_404() {
         .await
         .error(422, "VALIDATION_ERROR");
 }
+
+#[tokio::test]
+async fn members_of_other_workspaces_and_viewers_cannot_decide() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Ours")).await;
+    let id = a["id"].as_str().unwrap();
+    let outsider = app.outsider();
+    app.get(&format!("/v1/actions/{id}"), &outsider)
+        .await
+        .error(404, "ACTION_NOT_FOUND");
+    let binding =
+        json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"});
+    app.post(
+        &format!("/v1/actions/{id}/decision"),
+        &outsider,
+        binding.clone(),
+    )
+    .await
+    .error(404, "ACTION_NOT_FOUND");
+    assert_eq!(
+        app.get("/v1/me/actions", &outsider).await.ok(200)["data"],
+        json!([])
+    );
+    app.get("/v1/sources", &outsider).await.ok(200);
+    app.get(
+        &format!("/v1/sources/{}", app.creds["source_id"].as_str().unwrap()),
+        &outsider,
+    )
+    .await
+    .error(404, "SOURCE_NOT_FOUND");
+    let (_, viewer) = app.add_member("viewer@example.com", "viewer");
+    app.get(&format!("/v1/actions/{id}"), &viewer).await.ok(200);
+    app.post(&format!("/v1/actions/{id}/decision"), &viewer, binding)
+        .await
+        .error(403, "FORBIDDEN");
+    app.post("/v1/sources", &viewer, json!({"name": "x"}))
+        .await
+        .error(403, "FORBIDDEN");
+    assert_eq!(
+        app.get(&format!("/v1/actions/{id}"), &app.user_token())
+            .await
+            .body["data"]["status"],
+        "open"
+    );
+}
+
+#[tokio::test]
+async fn the_webhook_secret_rotates_on_request() {
+    let app = TestApp::spawn().await;
+    let id = app.creds["source_id"].as_str().unwrap();
+    let r = app
+        .post(
+            &format!("/v1/sources/{id}/keys/rotate"),
+            &app.user_token(),
+            json!({"environment": "none", "webhook_secret": true}),
+        )
+        .await;
+    let secrets = &r.ok(200)["secrets"];
+    assert!(
+        secrets["webhook_secret"]
+            .as_str()
+            .unwrap()
+            .starts_with("whsec_")
+    );
+    assert_ne!(secrets["webhook_secret"], app.creds["webhook_secret"]);
+    assert!(secrets.get("live_key").is_none());
+    // Keys were untouched.
+    app.create_action(two_options("still works")).await;
+    app.post(
+        &format!("/v1/sources/{id}/keys/rotate"),
+        &app.user_token(),
+        json!({"environment": "none"}),
+    )
+    .await
+    .error(422, "VALIDATION_ERROR");
+}

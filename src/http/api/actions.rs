@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
@@ -13,26 +13,30 @@ use utoipa::IntoParams;
 use crate::app::AppState;
 use crate::domain::action::ActionSpec;
 use crate::error::{Error, Result};
-use crate::http::api::{header, reply};
+use crate::http::api::reply;
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
-use crate::http::extract::{ActionJson, ApiJson, ApiQuery, OptionalJson};
+use crate::http::extract::{ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::service::actions::{
     self, CancelRequest, DecisionRequest, EnvFilter, OutcomeReport, ResolveRequest,
 };
 use crate::service::idempotency::parse_key;
 
 fn idempotency_key(h: &HeaderMap) -> Result<Option<String>> {
-    parse_key(header(h, "idempotency-key"))
+    match h.get("idempotency-key") {
+        None => Ok(None),
+        // Present but not visible ASCII (e.g. UTF-8): refused, never ignored.
+        Some(v) => parse_key(Some(v.to_str().unwrap_or("\u{0}"))),
+    }
 }
 
 fn blocking(h: &HeaderMap) -> Result<bool> {
-    match header(h, "x-service-blocking")
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        None | Some("false") | Some("0") => Ok(false),
-        Some("true") | Some("1") => Ok(true),
-        Some(_) => Err(Error::field(
+    let Some(v) = h.get("x-service-blocking") else {
+        return Ok(false);
+    };
+    match v.to_str().map(str::to_ascii_lowercase).as_deref() {
+        Ok("false") | Ok("0") => Ok(false),
+        Ok("true") | Ok("1") => Ok(true),
+        _ => Err(Error::field(
             "X-Service-Blocking",
             "X-Service-Blocking must be true or false",
         )),
@@ -78,7 +82,7 @@ pub struct WaitParams {
 pub async fn get_source_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiQuery(p): ApiQuery<WaitParams>,
 ) -> Result<Json<Value>> {
     let wait = p.wait_seconds.unwrap_or(0);
@@ -107,7 +111,7 @@ pub struct EnvParams {
 pub async fn get_action(
     State(st): State<AppState>,
     AnyAuth(caller): AnyAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiQuery(p): ApiQuery<EnvParams>,
 ) -> Result<Json<Value>> {
     let env = EnvFilter::parse(p.environment.as_deref())?;
@@ -123,7 +127,7 @@ pub async fn get_action(
 pub async fn patch_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ActionJson(body): ActionJson,
 ) -> Result<Json<Value>> {
     Ok(Json(actions::patch(&st.services, src, id, body).await?))
@@ -139,7 +143,7 @@ pub async fn patch_action(
 pub async fn decide_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<DecisionRequest>,
 ) -> Result<Json<Value>> {
     Ok(Json(actions::decide(&st.services, user, id, req).await?))
@@ -154,7 +158,7 @@ pub async fn resolve_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     OptionalJson(req): OptionalJson<ResolveRequest>,
 ) -> Result<Response> {
     Ok(reply(
@@ -171,7 +175,7 @@ pub async fn cancel_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     OptionalJson(req): OptionalJson<CancelRequest>,
 ) -> Result<Response> {
     Ok(reply(
@@ -189,7 +193,7 @@ pub async fn report_outcome(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<OutcomeReport>,
 ) -> Result<Response> {
     Ok(reply(
@@ -208,7 +212,7 @@ pub async fn vote_on_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<crate::service::votes::VoteRequest>,
 ) -> Result<Response> {
     idempotency_key(&headers)?;

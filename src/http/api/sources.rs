@@ -1,14 +1,14 @@
 //! /v1/sources routes (SPEC §4.8).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::Value;
 
 use crate::app::AppState;
 use crate::error::Result;
 use crate::http::auth::UserAuth;
-use crate::http::extract::{ApiJson, OptionalJson};
+use crate::http::extract::{ApiJson, ApiPath, OptionalJson};
 use crate::service::sources::{self, KeyRotate, SourceCreate, SourceUpdate};
 
 /// List the workspace's Sources.
@@ -40,7 +40,7 @@ pub async fn create_source(
 pub async fn get_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>> {
     Ok(Json(sources::get(&st.services, user, id).await?))
 }
@@ -51,7 +51,7 @@ pub async fn get_source(
 pub async fn update_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<SourceUpdate>,
 ) -> Result<Json<Value>> {
     Ok(Json(sources::update(&st.services, user, id, req).await?))
@@ -63,7 +63,7 @@ pub async fn update_source(
 pub async fn revoke_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode> {
     sources::revoke(&st.services, user, id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -75,7 +75,7 @@ pub async fn revoke_source(
 pub async fn rotate_source_keys(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     OptionalJson(req): OptionalJson<KeyRotate>,
 ) -> Result<Json<Value>> {
     Ok(Json(
