@@ -60,7 +60,9 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, build_router(state))
+    // A make-service shares one router across connections; serving the Router
+    // directly rebuilds it per connection (~15 KiB per held long poll).
+    axum::serve(listener, build_router(state).into_make_service())
         .with_graceful_shutdown(shutdown)
         .await
 }

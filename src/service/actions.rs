@@ -145,12 +145,15 @@ pub async fn create(
     key: Option<String>,
     hold: Option<Duration>,
 ) -> Result<Reply> {
-    let request_hash = idempotency::request_hash("POST /v1/actions", &body);
     // Held from here until the answer is sent, the blocking hold included.
     let _guard = key
         .as_deref()
         .map(|k| s.inflight.acquire(&src, k))
         .transpose()?;
+    let request_hash = key
+        .as_ref()
+        .map(|_| idempotency::request_hash("POST /v1/actions", &body))
+        .unwrap_or_default();
     if let Some(earlier) = idempotency::lookup(&s.db, &src, key.as_deref(), &request_hash).await? {
         return match hold {
             Some(wait) => wait_for_close(s, src, earlier, wait).await,
@@ -161,44 +164,48 @@ pub async fn create(
         parse_create(body)?,
         &validation_ctx(s, src.team_workspace, None),
     )?;
+    // Everything that needs no database is prepared here, so the single writer
+    // thread only runs SQL: id, fingerprint, stored JSON and the response.
+    let now = time::format(time::now());
+    let a = ActionRecord {
+        id: ids::new_id(ids::ACTION),
+        workspace_id: src.workspace_id.clone(),
+        source_id: src.source_id.clone(),
+        environment: src.environment,
+        status: Status::Open,
+        action_version: 1,
+        fingerprint: fingerprint::fingerprint(&spec),
+        spec,
+        resolution: None,
+        receipt: None,
+        outcome: None,
+        snoozed_until: None,
+        created_at: now.clone(),
+        updated_at: now,
+        closed_at: None,
+    };
+    let spec_json = serde_json::to_string(&a.spec)?;
+    let created = envelope(&a, false);
     let writer_src = src.clone();
     let reply = s
         .db
         .write(move |c| {
             let src = writer_src;
             idempotency::run(c, &src, key.as_deref(), &request_hash, |c| {
-                check_people(c, &src.workspace_id, &spec)?;
-                let fp = fingerprint::fingerprint(&spec);
-                if let Some(dk) = &spec.dedupe_key
-                    && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)? {
-                        if open.fingerprint == fp {
-                            return Ok((200, envelope(&open, true)));
-                        }
-                        return Err(Error::new(Code::DedupeConflict, "an open Action with this dedupe_key has different content; cancel or resolve it first, or use another dedupe_key")
-                            .with_detail("action_id", open.id.clone())
-                            .with_detail("fingerprint", open.fingerprint));
+                check_people(c, &src.workspace_id, &a.spec)?;
+                if let Some(dk) = &a.spec.dedupe_key
+                    && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
+                {
+                    if open.fingerprint == a.fingerprint {
+                        return Ok((200, envelope(&open, true)));
                     }
-                let now = time::format(time::now());
-                let a = ActionRecord {
-                    id: ids::new_id(ids::ACTION),
-                    workspace_id: src.workspace_id.clone(),
-                    source_id: src.source_id.clone(),
-                    environment: src.environment,
-                    status: Status::Open,
-                    action_version: 1,
-                    fingerprint: fp,
-                    spec,
-                    resolution: None,
-                    receipt: None,
-                    outcome: None,
-                    snoozed_until: None,
-                    created_at: now.clone(),
-                    updated_at: now.clone(),
-                    closed_at: None,
-                };
-                store::insert(c, &a)?;
-                store::add_event(c, &a.id, "created", &Actor::source(&src.source_id), 1, &json!({ "fingerprint": a.fingerprint }), &now)?;
-                Ok((201, envelope(&a, false)))
+                    return Err(Error::new(Code::DedupeConflict, "an open Action with this dedupe_key has different content; cancel or resolve it first, or use another dedupe_key")
+                        .with_detail("action_id", open.id.clone())
+                        .with_detail("fingerprint", open.fingerprint));
+                }
+                store::insert(c, &a, &spec_json)?;
+                store::add_event(c, &a.id, "created", &Actor::source(&src.source_id), 1, &json!({ "fingerprint": a.fingerprint }), &a.created_at)?;
+                Ok((201, created))
             })
         })
         .await?;
@@ -214,6 +221,9 @@ fn check_people(
     workspace_id: &str,
     spec: &crate::domain::action::ActionSpec,
 ) -> Result<()> {
+    if spec.assignee_user_id.is_none() && spec.reviewer_user_ids.is_none() {
+        return Ok(());
+    }
     let mut errs = Vec::new();
     if let Some(id) = &spec.assignee_user_id
         && workspaces::role_of(c, workspace_id, id)?.is_none()

@@ -89,7 +89,9 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
     })
 }
 
-pub fn insert(c: &Connection, a: &ActionRecord) -> Result<()> {
+/// Inserts a new Action; `spec_json` is `a.spec` serialised by the caller, off
+/// the writer thread.
+pub fn insert(c: &Connection, a: &ActionRecord, spec_json: &str) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
             action_version, fingerprint, spec, dedupe_key, assignee_user_id, visibility, expires_at, created_at, updated_at)
@@ -98,7 +100,7 @@ pub fn insert(c: &Connection, a: &ActionRecord) -> Result<()> {
     .execute(params![
         a.id, a.workspace_id, a.source_id, a.environment.as_str(), a.status.as_str(),
         a.spec.priority.as_str(), a.spec.priority.rank(), a.spec.title, a.action_version, a.fingerprint,
-        serde_json::to_string(&a.spec)?, a.spec.dedupe_key, a.spec.assignee_user_id, a.spec.visibility(),
+        spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, a.spec.visibility(),
         a.spec.expires_at, a.created_at,
     ])?;
     Ok(())
