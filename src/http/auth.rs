@@ -7,7 +7,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
 use crate::app::AppState;
-use crate::domain::credentials::{USER_TOKEN_PREFIX, source_key_environment};
+use crate::domain::credentials::{USER_TOKEN_PREFIX, hash_secret, source_key_environment};
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
@@ -55,11 +55,23 @@ async fn source_from(state: &AppState, key: String) -> Result<SourceCaller> {
             "the key is not a Source key",
         ));
     };
-    let owner = state
-        .services
-        .db
-        .read(move |c| sources::by_key(c, &key))
-        .await?;
+    let hash = hash_secret(&key);
+    let cache = &state.services.key_cache;
+    let owner = match cache.get(&hash) {
+        Some(o) => Some(o),
+        None => {
+            let h = hash.clone();
+            let found = state
+                .services
+                .db
+                .read(move |c| sources::by_key_hash(c, &h))
+                .await?;
+            if let Some(o) = &found {
+                cache.put(hash, o.clone());
+            }
+            found
+        }
+    };
     let Some(owner) = owner.filter(|o| o.environment == env) else {
         return Err(Error::new(
             Code::InvalidApiKey,

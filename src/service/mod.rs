@@ -7,6 +7,7 @@ pub mod actions;
 pub mod caller;
 pub mod idempotency;
 pub mod inbox;
+pub mod key_cache;
 pub mod keyring;
 pub mod sources;
 pub mod votes;
@@ -25,6 +26,7 @@ pub struct Services {
     pub keyring: Arc<keyring::Keyring>,
     pub waiters: Arc<waiters::Waiters>,
     pub inflight: Arc<idempotency::InFlight>,
+    pub key_cache: Arc<key_cache::KeyCache>,
 }
 
 impl Services {
@@ -36,6 +38,7 @@ impl Services {
             keyring,
             waiters: Arc::default(),
             inflight: Arc::default(),
+            key_cache: Arc::default(),
         }
     }
 }

@@ -125,11 +125,9 @@ pub async fn update(
 
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
-    if s.db.write(move |c| store::revoke(c, &ws, &id)).await? {
-        Ok(())
-    } else {
-        Err(not_found())
-    }
+    let revoked = s.db.write(move |c| store::revoke(c, &ws, &id)).await?;
+    s.key_cache.clear();
+    if revoked { Ok(()) } else { Err(not_found()) }
 }
 
 /// Replaces keys; the old ones stop working with this response.
@@ -163,5 +161,6 @@ pub async fn rotate_keys(
         s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs, webhook))
             .await?
             .ok_or_else(not_found)?;
+    s.key_cache.clear();
     Ok(json!({ "data": src, "secrets": secrets }))
 }

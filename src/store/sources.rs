@@ -230,7 +230,11 @@ pub fn revoke(c: &Connection, workspace_id: &str, id: &str) -> Result<bool> {
 /// Resolves a presented key. A rotated-out key finds nothing; a key of a
 /// revoked Source is found and flagged, so the caller can say SOURCE_REVOKED.
 pub fn by_key(c: &Connection, key: &str) -> Result<Option<KeyOwner>> {
-    let hash = credentials::hash_secret(key);
+    by_key_hash(c, &credentials::hash_secret(key))
+}
+
+/// As `by_key`, for a key already hashed with `credentials::hash_secret`.
+pub fn by_key_hash(c: &Connection, hash: &str) -> Result<Option<KeyOwner>> {
     let found = c
         .prepare_cached(
             "SELECT k.key_hash, k.environment, s.id, s.workspace_id, w.kind, s.revoked_at IS NOT NULL
@@ -244,7 +248,7 @@ pub fn by_key(c: &Connection, key: &str) -> Result<Option<KeyOwner>> {
     Ok(found.and_then(
         |(stored, env, source_id, workspace_id, workspace_kind, source_revoked)| {
             let environment = Environment::parse(&env)?;
-            hashes_match(&stored, &hash).then_some(KeyOwner {
+            hashes_match(&stored, hash).then_some(KeyOwner {
                 source_id,
                 workspace_id,
                 workspace_kind,
