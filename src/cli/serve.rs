@@ -9,6 +9,9 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     }
     .lock()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
+        // Blocking work is SQLite reads on a pool of 4 connections: more threads
+        // than that only queue, and each costs memory (its allocator heap, stack).
+        .max_blocking_threads(8)
         .enable_all()
         .build()?;
     rt.block_on(async move {

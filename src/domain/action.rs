@@ -426,7 +426,7 @@ pub struct ActionRecord {
 }
 
 impl ActionRecord {
-    /// The Action as the API shows it (SPEC §2.1), in a stable field order.
+    /// The Action as the API shows it (SPEC §2.1).
     pub fn to_json(&self) -> Value {
         let s = &self.spec;
         let r = self.resolution.as_ref();

@@ -297,7 +297,7 @@ async fn patch_refuses_create_only_and_unknown_fields() {
         .iter()
         .map(|e| e["field"].as_str().unwrap())
         .collect();
-    assert_eq!(fields, ["options", "callback_url", "colour"]);
+    assert_eq!(fields, ["callback_url", "colour", "options"]);
 }
 
 #[tokio::test]
