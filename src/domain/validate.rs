@@ -66,6 +66,30 @@ pub fn parse_create(body: Value) -> Result<ActionSpec, Error> {
     from_json(body)
 }
 
+/// Parses a create body from its bytes. The common case (a valid body) goes
+/// straight into `ActionSpec`; only a failing body takes the slower route
+/// through `parse_create`, which names every problem.
+pub fn parse_create_bytes(bytes: &[u8]) -> Result<ActionSpec, Error> {
+    if let Ok(spec) = serde_json::from_slice::<ActionSpec>(bytes) {
+        // Typed fields are bounded by validation; free-form ones are checked here.
+        if let Some(v) = &spec.decision_context {
+            check_numbers(v, "decision_context")?;
+        }
+        if let Some(m) = &spec.metadata {
+            m.iter()
+                .try_for_each(|(k, v)| check_numbers(v, &format!("metadata.{k}")))?;
+        }
+        return Ok(spec);
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        Error::validation(vec![FieldError::new(
+            "body",
+            format!("the body is not valid JSON: {e}"),
+        )])
+    })?;
+    parse_create(value)
+}
+
 /// Applies a PATCH body to the stored spec and re-parses the result, so a patch
 /// is held to exactly the rules of create.
 pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Error> {

@@ -78,6 +78,21 @@ impl<S: Send + Sync> FromRequest<S> for ActionJson {
     }
 }
 
+/// The raw body of Action create, parsed later by the domain (fast path);
+/// over 256 KB gives 413 ACTION_PAYLOAD_TOO_LARGE.
+pub struct ActionBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ActionBytes {
+    type Rejection = Error;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        Ok(Self(
+            Bytes::from_request(req, state)
+                .await
+                .map_err(|r| too_large(r, true))?,
+        ))
+    }
+}
+
 /// A JSON body that may be left out entirely (resolve, cancel, key rotation).
 pub struct OptionalJson<T>(pub T);
 

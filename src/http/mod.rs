@@ -68,8 +68,7 @@ pub fn finish(router: Router<AppState>, state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             Error::internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
-        .layer(middleware::from_fn(access_log))
-        .layer(middleware::from_fn(request_id))
+        .layer(middleware::from_fn(observe))
         .with_state(state)
 }
 
@@ -87,9 +86,12 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Error {
     )
 }
 
-/// Echoes a sane incoming `X-Request-ID`, otherwise assigns `req_<ULID>`, and
-/// sets it on the response together with the security headers.
-async fn request_id(mut req: Request, next: Next) -> Response {
+/// Every request, once: echoes a sane incoming `X-Request-ID` or assigns
+/// `req_<ULID>`, runs the request inside a span carrying that id (so any log
+/// line of the request names it), sets the security headers, and writes one
+/// access-log line: method, path (never the query or body), status, time.
+async fn observe(mut req: Request, next: Next) -> Response {
+    let start = Instant::now();
     let incoming = req
         .headers()
         .get("x-request-id")
@@ -106,8 +108,16 @@ async fn request_id(mut req: Request, next: Next) -> Response {
     let value =
         HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("req_invalid"));
     req.headers_mut().insert("x-request-id", value.clone());
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
     let span = tracing::info_span!("request", request.id = %id);
-    let mut resp = next.run(req).instrument(span).await;
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    span.in_scope(|| {
+        tracing::info!(
+            http.method = %method, http.path = %path, http.status = resp.status().as_u16(),
+            duration_ms = start.elapsed().as_secs_f64() * 1000.0, "request"
+        )
+    });
     let h = resp.headers_mut();
     h.insert("x-request-id", value);
     h.insert(
@@ -121,24 +131,5 @@ async fn request_id(mut req: Request, next: Next) -> Response {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
-    resp
-}
-
-/// One line per request: method, path (never the query or body), status, time.
-async fn access_log(req: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let request_id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let resp = next.run(req).await;
-    tracing::info!(
-        http.method = %method, http.path = %path, http.status = resp.status().as_u16(),
-        duration_ms = start.elapsed().as_secs_f64() * 1000.0, request.id = %request_id, "request"
-    );
     resp
 }

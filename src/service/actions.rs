@@ -14,7 +14,7 @@ use crate::domain::action::{
 };
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::receipt::{self, ChainLink};
-use crate::domain::validate::{apply_patch, parse_create};
+use crate::domain::validate::{apply_patch, parse_create_bytes};
 use crate::domain::{fingerprint, ids, time};
 use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
@@ -141,7 +141,7 @@ pub(crate) fn check_reason(reason: &Option<String>) -> Result<()> {
 pub async fn create(
     s: &Services,
     src: SourceCaller,
-    body: Value,
+    body: &[u8],
     key: Option<String>,
     hold: Option<Duration>,
 ) -> Result<Reply> {
@@ -150,10 +150,16 @@ pub async fn create(
         .as_deref()
         .map(|k| s.inflight.acquire(&src, k))
         .transpose()?;
-    let request_hash = key
-        .as_ref()
-        .map(|_| idempotency::request_hash("POST /v1/actions", &body))
-        .unwrap_or_default();
+    // The canonical request hash is only needed with a key: the body is then
+    // parsed a second time, as a plain JSON value.
+    let request_hash = match &key {
+        Some(_) => {
+            let v: Value = serde_json::from_slice(body)
+                .map_err(|e| Error::field("body", format!("the body is not valid JSON: {e}")))?;
+            idempotency::request_hash("POST /v1/actions", &v)
+        }
+        None => String::new(),
+    };
     if let Some(earlier) = idempotency::lookup(&s.db, &src, key.as_deref(), &request_hash).await? {
         return match hold {
             Some(wait) => wait_for_close(s, src, earlier, wait).await,
@@ -161,7 +167,7 @@ pub async fn create(
         };
     }
     let spec = validate_spec(
-        parse_create(body)?,
+        parse_create_bytes(body)?,
         &validation_ctx(s, src.team_workspace, None),
     )?;
     // Everything that needs no database is prepared here, so the single writer

@@ -15,7 +15,7 @@ use crate::domain::action::ActionSpec;
 use crate::error::{Error, Result};
 use crate::http::api::reply;
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
-use crate::http::extract::{ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
+use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::service::actions::{
     self, CancelRequest, DecisionRequest, EnvFilter, OutcomeReport, ResolveRequest,
 };
@@ -59,12 +59,12 @@ pub async fn create_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     headers: HeaderMap,
-    ActionJson(body): ActionJson,
+    ActionBytes(body): ActionBytes,
 ) -> Result<Response> {
     let key = idempotency_key(&headers)?;
     let hold = blocking(&headers)?.then_some(actions::MAX_WAIT);
     Ok(reply(
-        actions::create(&st.services, src, body, key, hold).await?,
+        actions::create(&st.services, src, &body, key, hold).await?,
     ))
 }
 
