@@ -15,6 +15,8 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| "hds=info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, not in journald or files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     hds::cli::run(cli)
 }
