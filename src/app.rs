@@ -25,7 +25,7 @@ pub struct AppState {
 pub async fn start(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
-    crate::cli::restrict_dir(&config.data_dir)?;
+    crate::files::restrict_dir(&config.data_dir)?;
     let db = Db::open(&config.db_path(), config.durability)
         .with_context(|| format!("opening {}", config.db_path().display()))?;
     let limiter = Arc::new(Limiter::new(config.rate_limit));

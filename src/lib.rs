@@ -9,12 +9,14 @@
 //! - `store`    SQLite: one module per aggregate, the group-commit writer
 //! - `workers`  background loops (expiry, housekeeping)
 //! - `error`    the error type and its HTTP mapping
+//! - `files`    owner-only permissions for the data dir and secret files
 
 pub mod app;
 pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod files;
 pub mod http;
 pub mod service;
 pub mod store;

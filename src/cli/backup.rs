@@ -42,7 +42,7 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
     let src = Connection::open_with_flags(a.dir.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", a.dir.db_path().display()))?;
     let mut dst = Connection::open(&a.path)?;
-    crate::store::db::restrict_permissions(&a.path)?;
+    crate::files::restrict_file(&a.path)?;
     copy(&src, &mut dst)?;
     let n: i64 = dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?;
     println!(

@@ -37,7 +37,7 @@ pub fn initialise(
         data_dir: data_dir.to_owned(),
     };
     std::fs::create_dir_all(data_dir)?;
-    crate::cli::restrict_dir(data_dir)?;
+    crate::files::restrict_dir(data_dir)?;
     let mut conn = open_cli_connection(&dir.db_path())?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let has_users: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM users)", [], |r| r.get(0))?;

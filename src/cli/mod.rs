@@ -88,14 +88,3 @@ impl DataDir {
         Ok(f)
     }
 }
-
-/// The data dir holds keys and secrets: owner-only (0700).
-pub fn restrict_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    let _ = dir;
-    Ok(())
-}

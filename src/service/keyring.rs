@@ -74,7 +74,7 @@ fn load(dir: &Path, kid: &str) -> anyhow::Result<SigningKey> {
 /// transaction.
 pub fn rotate(dir: &Path, c: &Connection) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    crate::cli::restrict_dir(dir)?;
+    crate::files::restrict_dir(dir)?;
     let key = SigningKey::from_bytes(&random_bytes());
     let x = receipt::public_x(&key.verifying_key());
     let kid = receipt::thumbprint(&x);

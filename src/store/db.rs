@@ -49,7 +49,7 @@ impl Db {
     /// the writer thread.
     pub fn open(path: &Path, durability: Durability) -> anyhow::Result<Self> {
         let mut conn = Connection::open(path)?;
-        restrict_permissions(path)?;
+        crate::files::restrict_file(path)?;
         configure_writer(&conn, durability)?;
         crate::store::migrate::apply(&mut conn)?;
 
@@ -211,21 +211,10 @@ fn configure_reader(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;")
 }
 
-/// The database holds webhook secrets: owner-only (0600), like the key files.
-pub fn restrict_permissions(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    let _ = path;
-    Ok(())
-}
-
 /// A standalone connection for CLI commands that run beside or without the server.
 pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
     let mut conn = Connection::open(path)?;
-    restrict_permissions(path)?;
+    crate::files::restrict_file(path)?;
     configure_writer(&conn, Durability::Full)?;
     crate::store::migrate::apply(&mut conn)?;
     Ok(conn)
