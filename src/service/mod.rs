@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod caller;
+pub mod decisions;
 pub mod idempotency;
 pub mod inbox;
 pub mod key_cache;

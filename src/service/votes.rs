@@ -13,10 +13,9 @@ use crate::domain::decision;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{
-    check_reason, envelope, is_listed_reviewer, resolve_with_receipt, user_role,
-};
+use crate::service::actions::{check_reason, envelope, is_listed_reviewer, user_role};
 use crate::service::caller::{UserCaller, can_decide};
+use crate::service::decisions::resolve_with_receipt;
 use crate::service::idempotency::Reply;
 use crate::store::{actions as store, votes};
 

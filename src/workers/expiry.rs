@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::domain::time;
-use crate::service::{Services, actions};
+use crate::service::{Services, decisions};
 
 pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -14,7 +14,7 @@ pub async fn run(s: Services) {
         let svc = s.clone();
         match s
             .db
-            .write(move |c| actions::expire_due(c, &svc, time::now()))
+            .write(move |c| decisions::expire_due(c, &svc, time::now()))
             .await
         {
             Ok(ids) => {

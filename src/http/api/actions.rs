@@ -16,8 +16,9 @@ use crate::error::{Error, Result};
 use crate::http::api::reply;
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
 use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
-use crate::service::actions::{
-    self, CancelRequest, DecisionRequest, EnvFilter, OutcomeReport, ResolveRequest,
+use crate::service::actions::{self, EnvFilter};
+use crate::service::decisions::{
+    self, CancelRequest, DecisionRequest, OutcomeReport, ResolveRequest,
 };
 use crate::service::idempotency::parse_key;
 
@@ -146,7 +147,7 @@ pub async fn decide_action(
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<DecisionRequest>,
 ) -> Result<Json<Value>> {
-    Ok(Json(actions::decide(&st.services, user, id, req).await?))
+    Ok(Json(decisions::decide(&st.services, user, id, req).await?))
 }
 
 /// Resolve an open Action as its Source (with a receipt).
@@ -162,7 +163,7 @@ pub async fn resolve_action(
     OptionalJson(req): OptionalJson<ResolveRequest>,
 ) -> Result<Response> {
     Ok(reply(
-        actions::resolve(&st.services, src, id, req, idempotency_key(&headers)?).await?,
+        decisions::resolve(&st.services, src, id, req, idempotency_key(&headers)?).await?,
     ))
 }
 
@@ -179,7 +180,7 @@ pub async fn cancel_action(
     OptionalJson(req): OptionalJson<CancelRequest>,
 ) -> Result<Response> {
     Ok(reply(
-        actions::cancel(&st.services, src, id, req, idempotency_key(&headers)?).await?,
+        decisions::cancel(&st.services, src, id, req, idempotency_key(&headers)?).await?,
     ))
 }
 
@@ -197,7 +198,7 @@ pub async fn report_outcome(
     ApiJson(req): ApiJson<OutcomeReport>,
 ) -> Result<Response> {
     Ok(reply(
-        actions::report_outcome(&st.services, src, id, req, idempotency_key(&headers)?).await?,
+        decisions::report_outcome(&st.services, src, id, req, idempotency_key(&headers)?).await?,
     ))
 }
 

@@ -1,0 +1,397 @@
+//! Terminal transitions and what follows them: decide, resolve, cancel,
+//! expire (with receipts where something was decided) and the execution
+//! outcome. Each is one compare-and-set in the writer's transaction; the first
+//! wins, and long polls are woken only after the commit.
+
+use rusqlite::Connection;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::domain::action::{ActionRecord, Actor, Resolution, Status};
+use crate::domain::decision::{self, MAX_REASON};
+use crate::domain::receipt::{self, ChainLink};
+use crate::domain::{ids, time};
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::actions::{check_reason, envelope, is_listed_reviewer, owned, user_role};
+use crate::service::caller::{SourceCaller, UserCaller, can_decide};
+use crate::service::idempotency::{self, Reply};
+use crate::store::{actions as store, receipts as receipt_store};
+
+/// POST /v1/actions/{id}/decision
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    pub action_version: i64,
+    pub fingerprint: String,
+    #[serde(default)]
+    pub option_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub response: Option<Value>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// POST /v1/actions/{id}/resolve. The binding is optional for a Source.
+#[derive(Debug, Default, Deserialize, ToSchema, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveRequest {
+    #[serde(default)]
+    pub option_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub response: Option<Value>,
+    #[serde(default)]
+    pub action_version: Option<i64>,
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// POST /v1/actions/{id}/cancel
+#[derive(Debug, Default, Deserialize, ToSchema, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// POST /v1/actions/{id}/outcome
+#[derive(Debug, Deserialize, ToSchema, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeReport {
+    /// `success` or `failed`.
+    pub status: String,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub rollback: bool,
+    pub action_version: i64,
+    pub fingerprint: String,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// Closes an open Action as resolved and issues its receipt, in the caller's
+/// transaction. Fails with ACTION_NOT_OPEN when someone else closed it first.
+pub(crate) fn resolve_with_receipt(
+    c: &Connection,
+    s: &Services,
+    a: &ActionRecord,
+    resolution: Resolution,
+) -> Result<ActionRecord> {
+    if !store::close(c, &a.id, Status::Resolved, &resolution)? {
+        return Err(decision::ensure_open(
+            &store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
+        )
+        .err()
+        .unwrap_or_else(Error::action_not_found));
+    }
+    let mut closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
+    let (kid, key) = s.keyring.active(c)?;
+    let link = match receipt_store::chain_head(c)? {
+        Some((seq, jws)) => ChainLink {
+            seq: seq + 1,
+            prev: Some(receipt::chain_hash(&jws)),
+        },
+        None => ChainLink { seq: 1, prev: None },
+    };
+    let receipt_id = ids::new_id(ids::RECEIPT);
+    let claims = receipt::claims(
+        &s.config.base_url,
+        &receipt_id,
+        &closed,
+        &resolution,
+        time::now().unix_timestamp(),
+        &link,
+    );
+    let jws = receipt::sign(&key, &kid, &claims);
+    receipt_store::insert(
+        c,
+        &receipt_id,
+        link.seq,
+        &a.id,
+        &kid,
+        &jws,
+        &resolution.decided_at,
+    )?;
+    store::set_receipt(c, &a.id, &receipt_id)?;
+    store::add_event(
+        c,
+        &a.id,
+        "resolved",
+        &resolution.decided_by,
+        a.action_version,
+        &json!({ "option_id": resolution.option_id, "response": resolution.response, "receipt_id": receipt_id, "reason": resolution.reason }),
+        &resolution.decided_at,
+    )?;
+    closed.receipt = Some(receipt::receipt_object(&receipt_id, &kid, &jws, &claims));
+    Ok(closed)
+}
+
+/// POST /v1/actions/{id}/decision by a signed-in reviewer.
+pub async fn decide(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: DecisionRequest,
+) -> Result<Value> {
+    check_reason(&req.reason)?;
+    let svc = s.clone();
+    let a =
+        s.db.write(move |c| {
+            let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
+            let role = user_role(&a, &user).ok_or_else(Error::action_not_found)?;
+            if !can_decide(&role)
+                || (a.spec.visibility() == "restricted" && !is_listed_reviewer(&a, &user))
+            {
+                return Err(Error::new(
+                    Code::Forbidden,
+                    "you may see this Action but not decide it",
+                ));
+            }
+            decision::ensure_open(&a)?;
+            if a.spec.approval_policy.is_some() {
+                return Err(Error::new(
+                    Code::ApprovalVoteRequired,
+                    "this Action has an approval policy: vote with POST /v1/actions/{id}/votes",
+                ));
+            }
+            decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+            let (option_id, response) =
+                decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
+            let resolution = Resolution {
+                option_id,
+                response,
+                reason: req.reason,
+                decided_by: Actor::user(&user.user_id),
+                decided_at: time::format(time::now()),
+                votes: None,
+            };
+            resolve_with_receipt(c, &svc, &a, resolution)
+        })
+        .await?;
+    s.waiters.wake(&a.id);
+    Ok(envelope(&a, false))
+}
+
+/// POST /v1/actions/{id}/resolve by the owning Source.
+pub async fn resolve(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    req: ResolveRequest,
+    key: Option<String>,
+) -> Result<Reply> {
+    check_reason(&req.reason)?;
+    let hash = idempotency::request_hash(
+        &format!("POST /v1/actions/{id}/resolve"),
+        &serde_json::to_value(&req)?,
+    );
+    let _guard = key
+        .as_deref()
+        .map(|k| s.inflight.acquire(&src, k))
+        .transpose()?;
+    let svc = s.clone();
+    let reply =
+        s.db.write(move |c| {
+            idempotency::run(c, &src, key.as_deref(), &hash, |c| {
+                let a = owned(c, &src, &id)?;
+                decision::ensure_open(&a)?;
+                decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
+                let (option_id, response) = decision::check_choice(
+                    &a.spec,
+                    req.option_id.as_deref(),
+                    req.response.as_ref(),
+                )?;
+                let resolution = Resolution {
+                    option_id,
+                    response,
+                    reason: req.reason,
+                    decided_by: Actor::source(&src.source_id),
+                    decided_at: time::format(time::now()),
+                    votes: None,
+                };
+                Ok((
+                    200,
+                    envelope(&resolve_with_receipt(c, &svc, &a, resolution)?, false),
+                ))
+            })
+        })
+        .await?;
+    wake_from(s, &reply);
+    Ok(reply)
+}
+
+/// POST /v1/actions/{id}/cancel by the owning Source. No receipt: nothing was decided.
+pub async fn cancel(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    req: CancelRequest,
+    key: Option<String>,
+) -> Result<Reply> {
+    check_reason(&req.reason)?;
+    let hash = idempotency::request_hash(
+        &format!("POST /v1/actions/{id}/cancel"),
+        &serde_json::to_value(&req)?,
+    );
+    let _guard = key
+        .as_deref()
+        .map(|k| s.inflight.acquire(&src, k))
+        .transpose()?;
+    let reply =
+        s.db.write(move |c| {
+            idempotency::run(c, &src, key.as_deref(), &hash, |c| {
+                let a = owned(c, &src, &id)?;
+                decision::ensure_open(&a)?;
+                let actor = Actor::source(&src.source_id);
+                let resolution = Resolution {
+                    option_id: None,
+                    response: None,
+                    reason: req.reason.clone(),
+                    decided_by: actor.clone(),
+                    decided_at: time::format(time::now()),
+                    votes: None,
+                };
+                if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
+                    return Err(Error::new(
+                        Code::ActionNotOpen,
+                        "the Action was closed by another request",
+                    ));
+                }
+                store::add_event(
+                    c,
+                    &a.id,
+                    "cancelled",
+                    &actor,
+                    a.action_version,
+                    &json!({ "reason": req.reason }),
+                    &resolution.decided_at,
+                )?;
+                let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
+                Ok((200, envelope(&closed, false)))
+            })
+        })
+        .await?;
+    wake_from(s, &reply);
+    Ok(reply)
+}
+
+fn wake_from(s: &Services, reply: &Reply) {
+    if let Some(id) = reply.body["data"]["id"].as_str() {
+        s.waiters.wake(id);
+    }
+}
+
+/// POST /v1/actions/{id}/outcome: one immutable outcome per resolved Action. An
+/// exact retry returns the recorded outcome; a different one is refused.
+pub async fn report_outcome(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    req: OutcomeReport,
+    key: Option<String>,
+) -> Result<Reply> {
+    if !matches!(req.status.as_str(), "success" | "failed") {
+        return Err(Error::field(
+            "status",
+            "status must be `success` or `failed`",
+        ));
+    }
+    if req
+        .message
+        .as_ref()
+        .is_some_and(|m| m.chars().count() > MAX_REASON)
+    {
+        return Err(Error::field(
+            "message",
+            format!("message is longer than {MAX_REASON} characters"),
+        ));
+    }
+    let hash = idempotency::request_hash(
+        &format!("POST /v1/actions/{id}/outcome"),
+        &serde_json::to_value(&req)?,
+    );
+    let _guard = key
+        .as_deref()
+        .map(|k| s.inflight.acquire(&src, k))
+        .transpose()?;
+    s.db
+        .write(move |c| {
+            idempotency::run(c, &src, key.as_deref(), &hash, |c| {
+                let a = owned(c, &src, &id)?;
+                if a.status != Status::Resolved {
+                    return Err(Error::new(Code::ActionNotResolved, format!("Action {} is {}; an outcome can be reported only for a resolved Action", a.id, a.status.as_str())));
+                }
+                decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+                let fields = json!({
+                    "status": req.status, "duration_ms": req.duration_ms, "rollback": req.rollback,
+                    "action_version": req.action_version, "fingerprint": req.fingerprint, "message": req.message,
+                });
+                if let Some(existing) = &a.outcome {
+                    let same = existing.as_object().is_some_and(|e| fields.as_object().is_some_and(|f| f.iter().all(|(k, v)| e.get(k) == Some(v))));
+                    if same {
+                        return Ok((201, envelope(&a, true)));
+                    }
+                    return Err(Error::new(Code::OutcomeAlreadyReported, "a different outcome was already reported for this Action; outcomes are immutable")
+                        .with_detail("outcome", existing.clone()));
+                }
+                let now = time::format(time::now());
+                let mut outcome = fields;
+                outcome["reported_at"] = json!(now);
+                if !store::set_outcome(c, &a.id, &outcome, &now)? {
+                    return Err(Error::new(Code::OutcomeAlreadyReported, "an outcome was already reported for this Action"));
+                }
+                store::add_event(c, &a.id, "outcome_reported", &Actor::source(&src.source_id), a.action_version, &outcome, &now)?;
+                Ok((201, envelope(&store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?, false)))
+            })
+        })
+        .await
+}
+
+/// Closes every open Action whose `expires_at` has passed, per its `on_expire`.
+/// Returns the ids closed, for waking their long polls.
+pub fn expire_due(c: &Connection, s: &Services, now: time::Timestamp) -> Result<Vec<String>> {
+    let now_s = time::format(now);
+    let mut closed = Vec::new();
+    for a in store::due_for_expiry(c, &now_s, 200)? {
+        let on_expire = a.spec.on_expire.clone();
+        let mut resolution = Resolution {
+            option_id: None,
+            response: None,
+            reason: Some("expired".into()),
+            decided_by: Actor::system(),
+            decided_at: now_s.clone(),
+            votes: None,
+        };
+        match on_expire.as_ref().map(|o| o.action.as_str()) {
+            Some("resolve") => {
+                resolution.option_id = on_expire.and_then(|o| o.option_id);
+                resolve_with_receipt(c, s, &a, resolution)?;
+            }
+            other => {
+                let status = if other == Some("cancel") {
+                    Status::Cancelled
+                } else {
+                    Status::Expired
+                };
+                if store::close(c, &a.id, status, &resolution)? {
+                    store::add_event(
+                        c,
+                        &a.id,
+                        status.as_str(),
+                        &Actor::system(),
+                        a.action_version,
+                        &json!({ "reason": "expired" }),
+                        &now_s,
+                    )?;
+                }
+            }
+        }
+        closed.push(a.id);
+    }
+    Ok(closed)
+}
