@@ -9,4 +9,5 @@ pub mod fingerprint;
 pub mod ids;
 pub mod receipt;
 pub mod time;
+pub mod urls;
 pub mod validate;
