@@ -186,41 +186,30 @@ pub async fn resolve(
     key: Option<String>,
 ) -> Result<Reply> {
     check_reason(&req.reason)?;
-    let hash = idempotency::request_hash(
-        &format!("POST /v1/actions/{id}/resolve"),
-        &serde_json::to_value(&req)?,
-    );
-    let _guard = key
-        .as_deref()
-        .map(|k| s.inflight.acquire(&src, k))
-        .transpose()?;
+    let route = format!("POST /v1/actions/{id}/resolve");
     let svc = s.clone();
-    let reply =
-        s.db.write(move |c| {
-            idempotency::run(c, &src, key.as_deref(), &hash, |c| {
-                let a = owned(c, &src, &id)?;
-                decision::ensure_open(&a)?;
-                decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
-                let (option_id, response) = decision::check_choice(
-                    &a.spec,
-                    req.option_id.as_deref(),
-                    req.response.as_ref(),
-                )?;
-                let resolution = Resolution {
-                    option_id,
-                    response,
-                    reason: req.reason,
-                    decided_by: Actor::source(&src.source_id),
-                    decided_at: time::format(time::now()),
-                    votes: None,
-                };
-                Ok((
-                    200,
-                    envelope(&resolve_with_receipt(c, &svc, &a, resolution)?, false),
-                ))
-            })
-        })
-        .await?;
+    let owner = src.clone();
+    let request = serde_json::to_value(&req)?;
+    let reply = idempotency::write(s, &owner, key, &route, request, move |c| {
+        let a = owned(c, &src, &id)?;
+        decision::ensure_open(&a)?;
+        decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
+        let (option_id, response) =
+            decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
+        let resolution = Resolution {
+            option_id,
+            response,
+            reason: req.reason,
+            decided_by: Actor::source(&src.source_id),
+            decided_at: time::format(time::now()),
+            votes: None,
+        };
+        Ok((
+            200,
+            envelope(&resolve_with_receipt(c, &svc, &a, resolution)?, false),
+        ))
+    })
+    .await?;
     wake_from(s, &reply);
     Ok(reply)
 }
@@ -234,48 +223,40 @@ pub async fn cancel(
     key: Option<String>,
 ) -> Result<Reply> {
     check_reason(&req.reason)?;
-    let hash = idempotency::request_hash(
-        &format!("POST /v1/actions/{id}/cancel"),
-        &serde_json::to_value(&req)?,
-    );
-    let _guard = key
-        .as_deref()
-        .map(|k| s.inflight.acquire(&src, k))
-        .transpose()?;
-    let reply =
-        s.db.write(move |c| {
-            idempotency::run(c, &src, key.as_deref(), &hash, |c| {
-                let a = owned(c, &src, &id)?;
-                decision::ensure_open(&a)?;
-                let actor = Actor::source(&src.source_id);
-                let resolution = Resolution {
-                    option_id: None,
-                    response: None,
-                    reason: req.reason.clone(),
-                    decided_by: actor.clone(),
-                    decided_at: time::format(time::now()),
-                    votes: None,
-                };
-                if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
-                    return Err(Error::new(
-                        Code::ActionNotOpen,
-                        "the Action was closed by another request",
-                    ));
-                }
-                store::add_event(
-                    c,
-                    &a.id,
-                    "cancelled",
-                    &actor,
-                    a.action_version,
-                    &json!({ "reason": req.reason }),
-                    &resolution.decided_at,
-                )?;
-                let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
-                Ok((200, envelope(&closed, false)))
-            })
-        })
-        .await?;
+    let route = format!("POST /v1/actions/{id}/cancel");
+    let owner = src.clone();
+    let request = serde_json::to_value(&req)?;
+    let reply = idempotency::write(s, &owner, key, &route, request, move |c| {
+        let a = owned(c, &src, &id)?;
+        decision::ensure_open(&a)?;
+        let actor = Actor::source(&src.source_id);
+        let resolution = Resolution {
+            option_id: None,
+            response: None,
+            reason: req.reason.clone(),
+            decided_by: actor.clone(),
+            decided_at: time::format(time::now()),
+            votes: None,
+        };
+        if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
+            return Err(Error::new(
+                Code::ActionNotOpen,
+                "the Action was closed by another request",
+            ));
+        }
+        store::add_event(
+            c,
+            &a.id,
+            "cancelled",
+            &actor,
+            a.action_version,
+            &json!({ "reason": req.reason }),
+            &resolution.decided_at,
+        )?;
+        let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
+        Ok((200, envelope(&closed, false)))
+    })
+    .await?;
     wake_from(s, &reply);
     Ok(reply)
 }
@@ -311,17 +292,10 @@ pub async fn report_outcome(
             format!("message is longer than {MAX_REASON} characters"),
         ));
     }
-    let hash = idempotency::request_hash(
-        &format!("POST /v1/actions/{id}/outcome"),
-        &serde_json::to_value(&req)?,
-    );
-    let _guard = key
-        .as_deref()
-        .map(|k| s.inflight.acquire(&src, k))
-        .transpose()?;
-    s.db
-        .write(move |c| {
-            idempotency::run(c, &src, key.as_deref(), &hash, |c| {
+    let route = format!("POST /v1/actions/{id}/outcome");
+    let owner = src.clone();
+    let request = serde_json::to_value(&req)?;
+    idempotency::write(s, &owner, key, &route, request, move |c| {
                 let a = owned(c, &src, &id)?;
                 if a.status != Status::Resolved {
                     return Err(Error::new(Code::ActionNotResolved, format!("Action {} is {}; an outcome can be reported only for a resolved Action", a.id, a.status.as_str())));
@@ -347,9 +321,8 @@ pub async fn report_outcome(
                 }
                 store::add_event(c, &a.id, "outcome_reported", &Actor::source(&src.source_id), a.action_version, &outcome, &now)?;
                 Ok((201, envelope(&store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?, false)))
-            })
-        })
-        .await
+    })
+    .await
 }
 
 /// Closes every open Action whose `expires_at` has passed, per its `on_expire`.

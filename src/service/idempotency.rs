@@ -172,3 +172,27 @@ pub fn run(
         replayed: false,
     })
 }
+
+/// An idempotent Source write: holds the key in flight, then runs `work` in
+/// the writer's transaction through `run`. The request hash (route + canonical
+/// body) is computed only when a key was sent.
+pub async fn write(
+    s: &crate::service::Services,
+    src: &SourceCaller,
+    key: Option<String>,
+    route: &str,
+    request: Value,
+    work: impl FnOnce(&Connection) -> Result<(u16, Value)> + Send + 'static,
+) -> Result<Reply> {
+    let hash = match key {
+        Some(_) => request_hash(route, &request),
+        None => String::new(),
+    };
+    let _guard = key
+        .as_deref()
+        .map(|k| s.inflight.acquire(src, k))
+        .transpose()?;
+    let src = src.clone();
+    s.db.write(move |c| run(c, &src, key.as_deref(), &hash, work))
+        .await
+}
