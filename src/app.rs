@@ -23,6 +23,9 @@ pub struct AppState {
 
 /// Opens (or initialises) the data dir and starts the background workers.
 pub async fn start(config: Config) -> anyhow::Result<AppState> {
+    // TLS for outgoing calls (identity providers) uses ring; a second install
+    // (several servers in one test process) is refused harmlessly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     crate::files::restrict_dir(&config.data_dir)?;

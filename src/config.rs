@@ -1,8 +1,12 @@
 //! One typed configuration, loaded once in `main` from flags and `HDS_*`
 //! environment variables (clap reads both) and passed down. No globals.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::Deserialize;
 
 use crate::store::Durability;
 
@@ -27,6 +31,112 @@ pub struct Config {
     /// Requests per second per Source or user (burst: twice that); 0 disables.
     #[arg(long, env = "HDS_RATE_LIMIT", default_value_t = 100)]
     pub rate_limit: u32,
+    /// On the first start of an empty data dir, the admin to create.
+    #[arg(
+        long,
+        env = "HDS_ADMIN_EMAIL",
+        default_value = "admin@localhost.localdomain"
+    )]
+    pub admin_email: String,
+    /// The configuration file (sign-in providers); default `<data-dir>/hds.toml`.
+    #[arg(long = "config", env = "HDS_CONFIG")]
+    pub config_file: Option<PathBuf>,
+    /// Sign-in settings, read from the `[auth]` table of the configuration file.
+    #[arg(skip)]
+    pub auth: AuthConfig,
+}
+
+/// `[auth]` of hds.toml (DESIGN §8).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Verified e-mails in these domains may sign in without an invitation.
+    #[serde(default)]
+    pub allowed_email_domains: Vec<String>,
+    /// The role such a person gets in the first workspace: `reviewer` (default) or `viewer`.
+    #[serde(default = "default_domain_role")]
+    pub domain_role: String,
+    /// One table per provider: `[auth.providers.<name>]`.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+fn default_domain_role() -> String {
+    "reviewer".into()
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            allowed_email_domains: Vec::new(),
+            domain_role: default_domain_role(),
+            providers: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Google,
+    Apple,
+    Oidc,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// Overrides the kind's issuer (Google's, Apple's); required for `oidc`.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// Further audiences accepted in native ID tokens (iOS, Android client ids).
+    #[serde(default)]
+    pub client_ids: Vec<String>,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// The button label; defaults to "Google", "Apple" or the table name.
+    #[serde(default)]
+    pub display_name: Option<String>,
+}
+
+impl ProviderConfig {
+    pub fn issuer_url(&self) -> String {
+        match (&self.issuer, self.kind) {
+            (Some(i), _) => i.clone(),
+            (None, ProviderKind::Google) => "https://accounts.google.com".into(),
+            (None, ProviderKind::Apple) => "https://appleid.apple.com".into(),
+            (None, ProviderKind::Oidc) => String::new(),
+        }
+    }
+
+    /// Every accepted `aud`: `client_id` first, then `client_ids`.
+    pub fn audiences(&self) -> Vec<String> {
+        self.client_id
+            .iter()
+            .chain(self.client_ids.iter())
+            .cloned()
+            .collect()
+    }
+
+    pub fn label(&self, name: &str) -> String {
+        match (&self.display_name, self.kind) {
+            (Some(d), _) => d.clone(),
+            (None, ProviderKind::Google) => "Google".into(),
+            (None, ProviderKind::Apple) => "Apple".into(),
+            (None, ProviderKind::Oidc) => name.to_owned(),
+        }
+    }
+}
+
+/// The whole file; only `[auth]` for now.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    auth: AuthConfig,
 }
 
 impl Config {
@@ -43,6 +153,101 @@ impl Config {
             durability: Durability::Full,
             allow_private_callbacks: false,
             rate_limit: 100,
+            admin_email: "admin@localhost.localdomain".into(),
+            config_file: None,
+            auth: AuthConfig::default(),
         }
+    }
+
+    /// Reads the configuration file into `auth`. A missing default file means
+    /// "no identity providers"; a named file that is missing, or any file that
+    /// does not parse, stops the start with the reason.
+    pub fn load_file(&mut self) -> anyhow::Result<()> {
+        let (path, required) = match &self.config_file {
+            Some(p) => (p.clone(), true),
+            None => (self.data_dir.join("hds.toml"), false),
+        };
+        if !required && !path.exists() {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let file = parse_file(&text).with_context(|| format!("in {}", path.display()))?;
+        self.auth = file.auth;
+        Ok(())
+    }
+
+    /// Cookies get `Secure` when the public URL is https.
+    pub fn secure_cookies(&self) -> bool {
+        self.base_url.starts_with("https://")
+    }
+
+    /// `scheme://host[:port]` of the public URL, to compare with `Origin`.
+    pub fn origin(&self) -> String {
+        url::Url::parse(&self.base_url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default()
+    }
+}
+
+fn parse_file(text: &str) -> anyhow::Result<FileConfig> {
+    let file: FileConfig = toml::from_str(text)?;
+    anyhow::ensure!(
+        matches!(file.auth.domain_role.as_str(), "reviewer" | "viewer"),
+        "[auth] domain_role must be \"reviewer\" or \"viewer\""
+    );
+    for (name, p) in &file.auth.providers {
+        anyhow::ensure!(
+            name.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !name.is_empty(),
+            "provider name `{name}`: use lowercase letters, digits and '-' (it appears in URLs)"
+        );
+        anyhow::ensure!(
+            p.client_id.is_some() || !p.client_ids.is_empty(),
+            "[auth.providers.{name}] needs client_id (or client_ids)"
+        );
+        anyhow::ensure!(
+            !p.issuer_url().is_empty(),
+            "[auth.providers.{name}] of kind oidc needs issuer"
+        );
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_tables_parse_with_kind_defaults() {
+        let f = parse_file(
+            r#"
+[auth]
+allowed_email_domains = ["example.com"]
+[auth.providers.google]
+kind = "google"
+client_id = "web.apps.googleusercontent.com"
+client_ids = ["ios.apps.googleusercontent.com"]
+client_secret = "s"
+[auth.providers.corp]
+kind = "oidc"
+issuer = "https://sso.example.com/realms/main"
+client_id = "hds"
+"#,
+        )
+        .unwrap();
+        let g = &f.auth.providers["google"];
+        assert_eq!(g.issuer_url(), "https://accounts.google.com");
+        assert_eq!(g.audiences().len(), 2);
+        assert_eq!(f.auth.providers["corp"].label("corp"), "corp");
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = parse_file("[auth.providers.x]\nkind = \"oidc\"\nclient_id = \"a\"\n").unwrap_err();
+        assert!(e.to_string().contains("needs issuer"), "{e}");
+        let e = parse_file("[auth]\nallowed_domains = []\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
     }
 }

@@ -23,12 +23,16 @@ pub enum Code {
     AuthRequired,
     InvalidApiKey,
     SourceRevoked,
-    // 403 (SPEC leaves the code open)
+    InvalidIdToken,
+    // 403 (SPEC leaves the codes open)
     Forbidden,
+    SigninNotAllowed,
+    CsrfFailed,
     // 404
     ActionNotFound,
     SourceNotFound,
     NotFound,
+    ProviderNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -50,6 +54,7 @@ pub enum Code {
     RateLimited,
     // 500 / 503
     Internal,
+    ProviderUnavailable,
     Unavailable,
 }
 
@@ -68,7 +73,12 @@ impl Code {
             AuthRequired => "AUTH_REQUIRED",
             InvalidApiKey => "INVALID_API_KEY",
             SourceRevoked => "SOURCE_REVOKED",
+            InvalidIdToken => "INVALID_ID_TOKEN",
             Forbidden => "FORBIDDEN",
+            SigninNotAllowed => "SIGNIN_NOT_ALLOWED",
+            CsrfFailed => "CSRF_FAILED",
+            ProviderNotFound => "PROVIDER_NOT_FOUND",
+            ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ActionNotFound => "ACTION_NOT_FOUND",
             SourceNotFound => "SOURCE_NOT_FOUND",
             NotFound => "NOT_FOUND",
@@ -102,9 +112,11 @@ impl Code {
             | ResponseRequired
             | ResponseTypeMismatch
             | InvalidIdempotencyKey => StatusCode::BAD_REQUEST,
-            AuthRequired | InvalidApiKey | SourceRevoked => StatusCode::UNAUTHORIZED,
-            Forbidden => StatusCode::FORBIDDEN,
-            ActionNotFound | SourceNotFound | NotFound => StatusCode::NOT_FOUND,
+            AuthRequired | InvalidApiKey | SourceRevoked | InvalidIdToken => {
+                StatusCode::UNAUTHORIZED
+            }
+            Forbidden | SigninNotAllowed | CsrfFailed => StatusCode::FORBIDDEN,
+            ActionNotFound | SourceNotFound | NotFound | ProviderNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
             | ActionChanged
@@ -119,6 +131,7 @@ impl Code {
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ProviderUnavailable => StatusCode::BAD_GATEWAY,
             Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

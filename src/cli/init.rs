@@ -25,6 +25,9 @@ pub struct Args {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Public base URL the admin's sign-in link starts with.
+    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    pub base_url: String,
 }
 
 /// What `hds init` creates; the secrets exist in clear only here.
@@ -32,6 +35,16 @@ pub fn initialise(
     data_dir: &std::path::Path,
     admin_email: &str,
     workspace: &str,
+) -> anyhow::Result<serde_json::Value> {
+    initialise_at(data_dir, admin_email, workspace, "http://127.0.0.1:8080")
+}
+
+/// `initialise` with the public base URL of the admin's sign-in link.
+pub fn initialise_at(
+    data_dir: &std::path::Path,
+    admin_email: &str,
+    workspace: &str,
+    base_url: &str,
 ) -> anyhow::Result<serde_json::Value> {
     let dir = DataDir {
         data_dir: data_dir.to_owned(),
@@ -53,14 +66,13 @@ pub fn initialise(
     workspaces::add_member(&tx, &ws.id, &user.id, "owner").map_err(err)?;
     let (token, _) = users::issue_token(&tx, &user.id, "hds init", None).map_err(err)?;
     let (source, secrets) = sources::create(&tx, &ws.id, "Default Source", None).map_err(err)?;
+    let signin_url = crate::service::signin::new_link(&tx, base_url, &user.id).map_err(err)?;
     tx.commit()?;
     Ok(json!({
         "workspace_id": ws.id,
         "user_id": user.id,
         "user_token": token,
-        // One-time browser sign-in links arrive with the dashboard; until then
-        // the user token is the admin's credential.
-        "signin_url": null,
+        "signin_url": signin_url,
         "source_id": source.id,
         "source_key_live": secrets.live_key,
         "source_key_test": secrets.test_key,
@@ -69,7 +81,7 @@ pub fn initialise(
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let out = initialise(&a.dir.data_dir, &a.admin_email, &a.workspace)?;
+    let out = initialise_at(&a.dir.data_dir, &a.admin_email, &a.workspace, &a.base_url)?;
     if a.json {
         println!("{out}");
         return Ok(());
@@ -86,11 +98,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         field("user_id"),
         a.admin_email
     );
+    println!("  sign-in link     {}", field("signin_url"));
     println!("  user token       {}", field("user_token"));
     println!("  source           {}", field("source_id"));
     println!("  live key         {}", field("source_key_live"));
     println!("  test key         {}", field("source_key_test"));
     println!("  webhook secret   {}", field("webhook_secret"));
-    println!("These secrets are shown once. Store them now.");
+    println!(
+        "These secrets are shown once. Store them now. The sign-in link works once, within 24 hours;"
+    );
+    println!("`hds users link EMAIL` prints a new one.");
     Ok(())
 }

@@ -4,6 +4,7 @@ pub mod backup;
 pub mod init;
 pub mod keys;
 pub mod serve;
+pub mod users;
 pub mod verify_receipt;
 
 use std::process::ExitCode;
@@ -36,6 +37,9 @@ pub enum Command {
     Keys(keys::KeysCommand),
     /// Verify a receipt offline: exit 0 when valid, 1 when not.
     VerifyReceipt(verify_receipt::Args),
+    /// People: one-time sign-in links.
+    #[command(subcommand)]
+    Users(users::UsersCommand),
 }
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -46,6 +50,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Restore(a) => backup::restore(a),
         Command::Keys(k) => keys::run(k),
         Command::VerifyReceipt(a) => return verify_receipt::run(a),
+        Command::Users(u) => users::run(u),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,7 +3,8 @@
 use crate::cli::DataDir;
 use crate::config::Config;
 
-pub fn run(config: Config) -> anyhow::Result<()> {
+pub fn run(mut config: Config) -> anyhow::Result<()> {
+    config.load_file()?;
     let _lock = DataDir {
         data_dir: config.data_dir.clone(),
     }
@@ -14,22 +15,65 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         .max_blocking_threads(8)
         .enable_all()
         .build()?;
+    let first_start = first_start(&config)?;
     rt.block_on(async move {
         let listen = config.listen;
         let state = crate::app::start(config).await?;
-        let has_users = state.services.db.read(|c| Ok(c.query_row("SELECT EXISTS (SELECT 1 FROM users)", [], |r| r.get::<_, bool>(0))?)).await?;
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         // Tests and scripts read this line to learn the port when listening on :0.
         println!("hds listening on http://{addr}");
-        if !has_users {
-            println!("no users yet: run `hds init --data-dir {}` to create the admin, a workspace and the first Source", state.services.config.data_dir.display());
+        if let Some(created) = first_start {
+            print_first_start(&created);
         }
         tracing::info!(%addr, "hds started");
         crate::app::serve(listener, state, shutdown_signal()).await?;
         tracing::info!("hds stopped");
         Ok(())
     })
+}
+
+/// An empty data dir (no users) is initialised like `hds init`, so the first
+/// `hds serve` leads straight to the dashboard.
+fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
+    let db = config.db_path();
+    if db.exists() {
+        let conn = crate::store::db::open_cli_connection(&db)?;
+        let has_users: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT name FROM sqlite_master WHERE name = 'users') AND EXISTS (SELECT 1 FROM users)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(false);
+        if has_users {
+            return Ok(None);
+        }
+    }
+    let created = crate::cli::init::initialise_at(
+        &config.data_dir,
+        &config.admin_email,
+        "Default",
+        &config.base_url,
+    )?;
+    Ok(Some(created))
+}
+
+fn print_first_start(c: &serde_json::Value) {
+    let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+    println!(
+        "first start: created workspace {}, its admin and a Source.",
+        f("workspace_id")
+    );
+    println!("  sign in (once, within 24 h): {}", f("signin_url"));
+    println!(
+        "  Source {}: live key {}",
+        f("source_id"),
+        f("source_key_live")
+    );
+    println!("                 test key {}", f("source_key_test"));
+    println!("  webhook secret {}", f("webhook_secret"));
+    println!("These secrets are shown once. `hds users link EMAIL` prints a new sign-in link.");
 }
 
 async fn shutdown_signal() {

@@ -46,6 +46,11 @@ pub fn new_source_key(env: Environment) -> String {
     format!("{prefix}{}", base62_secret())
 }
 
+/// A random URL-safe secret for one-time links, nonces and CSRF tokens.
+pub fn new_secret() -> String {
+    base62_secret()
+}
+
 pub fn new_user_token() -> String {
     format!("{USER_TOKEN_PREFIX}{}", base62_secret())
 }

@@ -11,3 +11,5 @@ pub const USER: &str = "usr";
 pub const WORKSPACE: &str = "ws";
 pub const RECEIPT: &str = "rcp";
 pub const TOKEN: &str = "tok";
+pub const SESSION: &str = "ses";
+pub const INVITATION: &str = "inv";

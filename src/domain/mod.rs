@@ -8,6 +8,7 @@ pub mod decision;
 pub mod fingerprint;
 pub mod ids;
 pub mod receipt;
+pub mod session;
 pub mod time;
 pub mod urls;
 pub mod validate;

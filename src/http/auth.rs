@@ -3,19 +3,22 @@
 //! one is refused on the other.
 
 use axum::extract::FromRequestParts;
+use axum::http::Method;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use tower_sessions::Session;
 
 use crate::app::AppState;
 use crate::domain::credentials::{USER_TOKEN_PREFIX, hash_secret, source_key_environment};
-use crate::domain::time;
 use crate::error::{Code, Error, Result};
+use crate::http::session::{self, CredentialRef};
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
-use crate::store::{sources, users, workspaces};
+use crate::store::sources;
 
 /// A request authenticated with a Source key (`svc_live_…` / `svc_test_…`).
 pub struct SourceAuth(pub SourceCaller);
-/// A request authenticated as a person (`svc_usr_…` bearer token).
+/// A request authenticated as a person: a `svc_usr_…` bearer token, or the
+/// `service_session` cookie (with the CSRF checks for writes).
 pub struct UserAuth(pub UserCaller);
 /// Either; for routes open to both boundaries (GET /v1/actions/{id}).
 pub struct AnyAuth(pub Caller);
@@ -106,33 +109,51 @@ async fn user_from(state: &AppState, token: String) -> Result<UserCaller> {
             "the token is not a user token",
         ));
     }
-    let now = time::format(time::now());
-    let found = state
-        .services
-        .db
-        .read(move |c| {
-            let Some(user) = users::by_token(c, &token, &now)? else {
-                return Ok(None);
-            };
-            let memberships = workspaces::of_user(c, &user.id)?
-                .into_iter()
-                .map(|(w, role)| (w.id, role))
-                .collect();
-            Ok(Some(UserCaller {
-                user_id: user.id,
-                email: user.email,
-                memberships,
-            }))
-        })
-        .await?;
-    let user = found.ok_or_else(|| {
-        Error::new(
-            Code::InvalidApiKey,
-            "unknown, expired or revoked user token",
-        )
-    })?;
+    let user = session::load_user(state, CredentialRef::Token(token))
+        .await?
+        .ok_or_else(|| {
+            Error::new(
+                Code::InvalidApiKey,
+                "unknown, expired or revoked user token: sign in again",
+            )
+        })?;
     state.limiter.check(&user.user_id)?;
     Ok(user)
+}
+
+/// A person by the `service_session` cookie. Writes must also prove they come
+/// from our pages: same origin and the session's `X-CSRF-Token`.
+async fn cookie_user_from(state: &AppState, parts: &Parts) -> Result<Option<UserCaller>> {
+    let Some(sess) = parts.extensions.get::<Session>() else {
+        return Ok(None);
+    };
+    let Some((user, csrf)) = session::cookie_user(state, sess).await? else {
+        return Ok(None);
+    };
+    let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if !safe {
+        let presented = parts
+            .headers
+            .get(session::CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        session::check_csrf(&parts.headers, &state.services.config, &csrf, presented)?;
+    }
+    state.limiter.check(&user.user_id)?;
+    Ok(Some(user))
+}
+
+/// A user by bearer token, else by cookie.
+async fn person(parts: &Parts, state: &AppState) -> Result<UserCaller> {
+    if parts.headers.contains_key(AUTHORIZATION) {
+        return user_from(state, bearer(parts)?).await;
+    }
+    cookie_user_from(state, parts).await?.ok_or_else(|| {
+        Error::new(
+            Code::AuthRequired,
+            "authentication required: send Authorization: Bearer <user token>, or sign in at /app/signin",
+        )
+    })
 }
 
 impl FromRequestParts<AppState> for SourceAuth {
@@ -145,13 +166,16 @@ impl FromRequestParts<AppState> for SourceAuth {
 impl FromRequestParts<AppState> for UserAuth {
     type Rejection = Error;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        Ok(Self(user_from(state, bearer(parts)?).await?))
+        Ok(Self(person(parts, state).await?))
     }
 }
 
 impl FromRequestParts<AppState> for AnyAuth {
     type Rejection = Error;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        if !parts.headers.contains_key(AUTHORIZATION) {
+            return Ok(Self(Caller::User(person(parts, state).await?)));
+        }
         let token = bearer(parts)?;
         if token.starts_with(USER_TOKEN_PREFIX) {
             Ok(Self(Caller::User(user_from(state, token).await?)))

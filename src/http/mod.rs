@@ -8,6 +8,8 @@ pub mod docs;
 pub mod extract;
 pub mod openapi;
 pub mod rate_limit;
+pub mod session;
+pub mod ui;
 
 use std::time::Instant;
 
@@ -24,7 +26,7 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
-use api::{actions, me, sources, system};
+use api::{actions, me, session as auth_session, sources, system};
 
 /// Builds the router and the OpenAPI document from the same table.
 pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -55,12 +57,20 @@ pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
             sources::revoke_source
         ))
         .routes(routes!(sources::rotate_source_keys))
+        // sign-in and session (SPEC §4.2), bootstrap (§4.5)
+        .routes(routes!(auth_session::list_providers))
+        .routes(routes!(auth_session::get_session))
+        .routes(routes!(auth_session::logout))
+        .routes(routes!(auth_session::bootstrap))
+        .merge(api::auth::router())
         .split_for_parts()
 }
 
 /// Wraps the routes with the shared middleware and fallbacks.
 pub fn finish(router: Router<AppState>, state: AppState) -> Router {
     router
+        // The dashboard: HTML pages, not part of the OpenAPI document.
+        .merge(ui::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(extract::MAX_BODY))
@@ -68,6 +78,7 @@ pub fn finish(router: Router<AppState>, state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             Error::internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
+        .layer(session::layer(&state))
         .layer(middleware::from_fn(observe))
         .with_state(state)
 }
@@ -85,6 +96,10 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Error {
         format!("{method} is not allowed on {}", uri.path()),
     )
 }
+
+/// The Content-Security-Policy of every HTML page.
+pub const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
 
 /// Every request, once: echoes a sane incoming `X-Request-ID` or assigns
 /// `req_<ULID>`, runs the request inside a span carrying that id (so any log
@@ -131,5 +146,16 @@ async fn observe(mut req: Request, next: Next) -> Response {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
+    let html = h
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+    if html {
+        // Pages run only our own script and style files: no inline code, no
+        // framing, forms post only to us.
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(PAGE_CSP),
+        );
+    }
     resp
 }

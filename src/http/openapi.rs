@@ -2,7 +2,7 @@
 //! paths come from the handlers' `#[utoipa::path]` through the route table.
 
 use serde::Serialize;
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 #[derive(OpenApi)]
@@ -10,7 +10,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
     info(title = "hds — Human-Decision Service", version = "0.1.7", description = "Durable, signed human decisions for software. Guide: GET /v1/docs."),
     modifiers(&Security),
     components(schemas(ErrorBody, ErrorDetail)),
-    tags((name = "actions"), (name = "sources"), (name = "receipts"), (name = "system"))
+    tags((name = "actions"), (name = "sources"), (name = "auth"), (name = "receipts"), (name = "system"))
 )]
 pub struct ApiDoc;
 
@@ -42,5 +42,12 @@ impl Modify for Security {
         };
         c.add_security_scheme("source_key", bearer("Source key: svc_live_… or svc_test_…"));
         c.add_security_scheme("user_token", bearer("User token: svc_usr_…"));
+        c.add_security_scheme(
+            "session_cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::http::session::COOKIE_NAME,
+                "Browser session; writes also need the X-CSRF-Token header and a same-origin Origin",
+            ))),
+        );
     }
 }

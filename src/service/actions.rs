@@ -157,6 +157,9 @@ pub async fn create(
             })
         })
         .await?;
+    if reply.status == 201 {
+        s.changed();
+    }
     match hold {
         Some(wait) => wait_for_close(s, src, reply, wait).await,
         None => Ok(reply),
@@ -297,6 +300,18 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
         }
         let fp = fingerprint::fingerprint(&spec);
         let material = fp != a.fingerprint;
+        // What the reviewer saw before, so a stale decision can be shown the
+        // difference (only fields whose value changed).
+        let (old, new) = (serde_json::to_value(&a.spec)?, serde_json::to_value(&spec)?);
+        let before: serde_json::Map<String, Value> = body
+            .as_object()
+            .map(|o| {
+                o.keys()
+                    .filter(|k| old.get(k.as_str()) != new.get(k.as_str()))
+                    .map(|k| (k.clone(), old.get(k.as_str()).cloned().unwrap_or(Value::Null)))
+                    .collect()
+            })
+            .unwrap_or_default();
         if material {
             a.action_version += 1;
         }
@@ -314,10 +329,11 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
             "updated",
             &Actor::source(&src.source_id),
             a.action_version,
-            &json!({ "fields": fields, "material": material, "fingerprint": a.fingerprint }),
+            &json!({ "fields": fields, "material": material, "fingerprint": a.fingerprint, "before": before }),
             &a.updated_at,
         )?;
         Ok(envelope(&a, false))
     })
     .await
+    .inspect(|_| s.changed())
 }

@@ -15,6 +15,8 @@ pub struct SourceCaller {
 #[derive(Clone, Debug)]
 pub struct UserCaller {
     pub user_id: String,
+    /// The session or API token the request presented (`ses_…` / `tok_…`).
+    pub credential_id: String,
     pub email: String,
     /// (workspace id, role), oldest membership first.
     pub memberships: Vec<(String, String)>,

@@ -174,6 +174,7 @@ pub async fn decide(
         })
         .await?;
     s.waiters.wake(&a.id);
+    s.changed();
     Ok(envelope(&a, false))
 }
 
@@ -264,6 +265,7 @@ pub async fn cancel(
 fn wake_from(s: &Services, reply: &Reply) {
     if let Some(id) = reply.body["data"]["id"].as_str() {
         s.waiters.wake(id);
+        s.changed();
     }
 }
 

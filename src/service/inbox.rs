@@ -15,7 +15,7 @@ use crate::store::actions::{self as store, InboxQuery};
 pub const MAX_SEARCH: usize = 120;
 
 /// Query string of GET /v1/me/actions.
-#[derive(Debug, Default, Deserialize, IntoParams)]
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct InboxParams {
     /// open (default), snoozed, resolved, cancelled, expired, all
@@ -53,6 +53,32 @@ fn one_of(
 }
 
 pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Value> {
+    let Some(q) = query(&user, p)? else {
+        return Ok(json!({ "object": "list", "data": [], "has_more": false }));
+    };
+    let limit = q.limit;
+    let mut rows = s.db.read(move |c| store::inbox(c, &q)).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok(json!({
+        "object": "list",
+        "data": rows.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
+        "has_more": has_more,
+    }))
+}
+
+/// How many Actions each status tab holds under the same filters (the
+/// dashboard's tabs, `GET /v1/bootstrap`).
+pub async fn counts(s: &Services, user: &UserCaller, p: InboxParams) -> Result<store::InboxCounts> {
+    let Some(q) = query(user, p)? else {
+        return Ok(store::InboxCounts::default());
+    };
+    s.db.read(move |c| store::inbox_counts(c, &q)).await
+}
+
+/// Validates the filters into a query on the caller's active workspace;
+/// None when the caller belongs to no workspace.
+pub fn query(user: &UserCaller, p: InboxParams) -> Result<Option<InboxQuery>> {
     let mut errs = Vec::new();
     let status = one_of(
         "status",
@@ -109,7 +135,7 @@ pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Valu
         return Err(Error::validation(errs));
     }
     let Some((workspace_id, role)) = user.active_workspace().cloned() else {
-        return Ok(json!({ "object": "list", "data": [], "has_more": false }));
+        return Ok(None);
     };
     let q = InboxQuery {
         workspace_id,
@@ -125,12 +151,5 @@ pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Valu
         limit,
         now: time::format(time::now()),
     };
-    let mut rows = s.db.read(move |c| store::inbox(c, &q)).await?;
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    Ok(json!({
-        "object": "list",
-        "data": rows.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
-        "has_more": has_more,
-    }))
+    Ok(Some(q))
 }

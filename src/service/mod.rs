@@ -5,12 +5,16 @@
 
 pub mod actions;
 pub mod caller;
+pub mod dashboard;
 pub mod decisions;
 pub mod idempotency;
 pub mod inbox;
 pub mod key_cache;
 pub mod keyring;
+pub mod oidc;
+pub mod signin;
 pub mod sources;
+pub mod tokens;
 pub mod votes;
 pub mod waiters;
 
@@ -28,6 +32,11 @@ pub struct Services {
     pub waiters: Arc<waiters::Waiters>,
     pub inflight: Arc<idempotency::InFlight>,
     pub key_cache: Arc<key_cache::KeyCache>,
+    /// Bumped after every committed change to any Action, so open dashboards
+    /// refresh their inbox (the value itself means nothing).
+    pub changes: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Identity providers' discovery documents and keys, fetched on first use.
+    pub oidc: Arc<oidc::Providers>,
 }
 
 impl Services {
@@ -40,6 +49,13 @@ impl Services {
             waiters: Arc::default(),
             inflight: Arc::default(),
             key_cache: Arc::default(),
+            changes: Arc::new(tokio::sync::watch::Sender::new(0)),
+            oidc: Arc::default(),
         }
+    }
+
+    /// Tells open dashboards that some Action changed. Call after the commit.
+    pub fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }

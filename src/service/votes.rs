@@ -128,6 +128,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         .filter(|_| reply.body["data"]["status"] != "open")
     {
         s.waiters.wake(id);
+        s.changed();
     }
     Ok(reply)
 }

@@ -225,9 +225,10 @@ pub struct InboxQuery {
     pub now: String,
 }
 
-/// Lists the inbox; fetches one more than asked so the caller knows `has_more`.
-pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
-    let mut sql = format!("{SELECT} WHERE a.workspace_id = ?");
+/// The inbox's WHERE clause: workspace, visibility and every filter but
+/// `status` (which `inbox` adds and `inbox_counts` groups by).
+fn inbox_filter(q: &InboxQuery) -> (String, Vec<SqlValue>) {
+    let mut sql = String::from(" WHERE a.workspace_id = ?");
     let mut args: Vec<SqlValue> = vec![q.workspace_id.clone().into()];
     match q.environment {
         Some(env) => {
@@ -235,23 +236,6 @@ pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
             args.push(env.as_str().to_owned().into());
         }
         None => sql.push_str(" AND a.environment IN ('live', 'test')"),
-    }
-    match q.status.as_str() {
-        "all" => {}
-        "open" => {
-            sql.push_str(
-                " AND a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)",
-            );
-            args.push(q.now.clone().into());
-        }
-        "snoozed" => {
-            sql.push_str(" AND a.status = 'open' AND a.snoozed_until > ?");
-            args.push(q.now.clone().into());
-        }
-        other => {
-            sql.push_str(" AND a.status = ?");
-            args.push(other.to_owned().into());
-        }
     }
     if let Some(s) = &q.search {
         let escaped = s
@@ -289,6 +273,30 @@ pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
         args.push(q.user_id.clone().into());
         args.push(q.user_email.clone().into());
     }
+    (sql, args)
+}
+
+/// Lists the inbox; fetches one more than asked so the caller knows `has_more`.
+pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
+    let (filter, mut args) = inbox_filter(q);
+    let mut sql = format!("{SELECT}{filter}");
+    match q.status.as_str() {
+        "all" => {}
+        "open" => {
+            sql.push_str(
+                " AND a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)",
+            );
+            args.push(q.now.clone().into());
+        }
+        "snoozed" => {
+            sql.push_str(" AND a.status = 'open' AND a.snoozed_until > ?");
+            args.push(q.now.clone().into());
+        }
+        other => {
+            sql.push_str(" AND a.status = ?");
+            args.push(other.to_owned().into());
+        }
+    }
     if q.status == "open" || q.status == "snoozed" {
         sql.push_str(" ORDER BY a.priority_rank, a.created_at");
     } else {
@@ -299,4 +307,37 @@ pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
     let mut st = c.prepare_cached(&sql)?;
     let rows = st.query_map(params_from_iter(args), map_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// How many Actions each inbox tab holds under the same filters.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct InboxCounts {
+    pub open: i64,
+    pub snoozed: i64,
+    pub resolved: i64,
+    pub cancelled: i64,
+    pub expired: i64,
+}
+
+pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<InboxCounts> {
+    let (filter, mut args) = inbox_filter(q);
+    let sql = format!(
+        "SELECT
+           SUM(a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)),
+           SUM(a.status = 'open' AND a.snoozed_until > ?),
+           SUM(a.status = 'resolved'), SUM(a.status = 'cancelled'), SUM(a.status = 'expired')
+         FROM actions a{filter}"
+    );
+    args.insert(0, q.now.clone().into());
+    args.insert(0, q.now.clone().into());
+    let mut st = c.prepare_cached(&sql)?;
+    Ok(st.query_row(params_from_iter(args), |r| {
+        Ok(InboxCounts {
+            open: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+            snoozed: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+            resolved: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            cancelled: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+            expired: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+        })
+    })?)
 }

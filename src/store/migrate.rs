@@ -5,7 +5,10 @@ use rusqlite::Connection;
 use rusqlite_migration::{M, Migrations};
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(include_str!("../../migrations/0001_init.sql"))])
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/0001_init.sql")),
+        M::up(include_str!("../../migrations/0002_signin.sql")),
+    ])
 }
 
 pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {

@@ -1,9 +1,10 @@
-//! Users and their bearer tokens (`svc_usr_…`, stored hashed).
+//! Users and their credentials: `api` tokens and `session` rows (`user_tokens`,
+//! secrets stored as SHA-256).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::domain::credentials::{self, hashes_match};
-use crate::domain::{ids, time};
+use crate::domain::{ids, session, time};
 use crate::error::Result;
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -12,6 +13,75 @@ pub struct User {
     pub email: String,
     pub name: Option<String>,
     pub created_at: String,
+}
+
+/// A credential as listed on the account page; never its secret.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Credential {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    /// `api` or `session`.
+    pub kind: String,
+    pub method: Option<String>,
+    pub client: Option<String>,
+    pub user_agent: Option<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+impl Credential {
+    pub fn is_live(&self, now: time::Timestamp) -> bool {
+        session::is_live(
+            &self.kind,
+            &self.created_at,
+            self.expires_at.as_deref(),
+            self.last_used_at.as_deref(),
+            self.revoked_at.as_deref(),
+            now,
+        )
+    }
+}
+
+/// What a new credential records about itself.
+pub struct NewCredential<'a> {
+    pub user_id: &'a str,
+    pub name: &'a str,
+    pub kind: &'a str,
+    pub method: Option<&'a str>,
+    pub client: Option<&'a str>,
+    pub user_agent: Option<&'a str>,
+    pub expires_at: Option<&'a str>,
+}
+
+const USER_COLS: &str = "u.id, u.email, u.name, u.created_at";
+const CRED_COLS: &str = "t.id, t.user_id, t.name, t.kind, t.method, t.client, t.user_agent, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
+
+fn user_at(r: &Row, at: usize) -> rusqlite::Result<User> {
+    Ok(User {
+        id: r.get(at)?,
+        email: r.get(at + 1)?,
+        name: r.get(at + 2)?,
+        created_at: r.get(at + 3)?,
+    })
+}
+
+fn credential_at(r: &Row, at: usize) -> rusqlite::Result<Credential> {
+    Ok(Credential {
+        id: r.get(at)?,
+        user_id: r.get(at + 1)?,
+        name: r.get(at + 2)?,
+        kind: r.get(at + 3)?,
+        method: r.get(at + 4)?,
+        client: r.get(at + 5)?,
+        user_agent: r.get(at + 6)?,
+        created_at: r.get(at + 7)?,
+        expires_at: r.get(at + 8)?,
+        last_used_at: r.get(at + 9)?,
+        revoked_at: r.get(at + 10)?,
+    })
 }
 
 pub fn create(c: &Connection, email: &str, name: Option<&str>) -> Result<User> {
@@ -30,60 +100,140 @@ pub fn create(c: &Connection, email: &str, name: Option<&str>) -> Result<User> {
 
 pub fn by_email(c: &Connection, email: &str) -> Result<Option<User>> {
     Ok(c.query_row(
-        "SELECT id, email, name, created_at FROM users WHERE email = ?1",
+        &format!("SELECT {USER_COLS} FROM users u WHERE u.email = ?1"),
         [email],
-        |r| {
-            Ok(User {
-                id: r.get(0)?,
-                email: r.get(1)?,
-                name: r.get(2)?,
-                created_at: r.get(3)?,
-            })
-        },
+        |r| user_at(r, 0),
     )
     .optional()?)
 }
 
-/// Issues a new token; returns it in clear (shown once) and its id.
+pub fn by_id(c: &Connection, id: &str) -> Result<Option<User>> {
+    Ok(c.query_row(
+        &format!("SELECT {USER_COLS} FROM users u WHERE u.id = ?1"),
+        [id],
+        |r| user_at(r, 0),
+    )
+    .optional()?)
+}
+
+/// Fills in a missing display name (from the identity provider).
+pub fn set_name_if_missing(c: &Connection, id: &str, name: &str) -> Result<()> {
+    c.execute(
+        "UPDATE users SET name = ?2 WHERE id = ?1 AND name IS NULL",
+        params![id, name],
+    )?;
+    Ok(())
+}
+
+/// Issues a new API token; returns it in clear (shown once) and its id.
 pub fn issue_token(
     c: &Connection,
     user_id: &str,
     name: &str,
     expires_at: Option<&str>,
 ) -> Result<(String, String)> {
+    insert_credential(
+        c,
+        &NewCredential {
+            user_id,
+            name,
+            kind: "api",
+            method: None,
+            client: None,
+            user_agent: None,
+            expires_at,
+        },
+    )
+}
+
+/// Stores a credential; returns its secret (`svc_usr_…`, shown once) and id.
+pub fn insert_credential(c: &Connection, n: &NewCredential) -> Result<(String, String)> {
     let token = credentials::new_user_token();
-    let id = ids::new_id(ids::TOKEN);
+    let prefix = if n.kind == "session" {
+        ids::SESSION
+    } else {
+        ids::TOKEN
+    };
+    let id = ids::new_id(prefix);
     c.execute(
-        "INSERT INTO user_tokens(id, token_hash, user_id, name, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![id, credentials::hash_secret(&token), user_id, name, time::format(time::now()), expires_at],
+        "INSERT INTO user_tokens(id, token_hash, user_id, name, kind, method, client, user_agent, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            id,
+            credentials::hash_secret(&token),
+            n.user_id,
+            n.name,
+            n.kind,
+            n.method,
+            n.client,
+            n.user_agent,
+            time::format(time::now()),
+            n.expires_at
+        ],
     )?;
     Ok((token, id))
 }
 
-/// The user a token belongs to, if the token is known, unrevoked and unexpired.
-pub fn by_token(c: &Connection, token: &str, now: &str) -> Result<Option<User>> {
+/// The user and credential a bearer token belongs to, if it is live.
+pub fn by_token(
+    c: &Connection,
+    token: &str,
+    now: time::Timestamp,
+) -> Result<Option<(User, Credential)>> {
     let hash = credentials::hash_secret(token);
     let row = c
-        .prepare_cached(
-            "SELECT t.token_hash, t.expires_at, t.revoked_at, u.id, u.email, u.name, u.created_at
-             FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?1",
-        )?
+        .prepare_cached(&format!(
+            "SELECT t.token_hash, {USER_COLS}, {CRED_COLS}
+             FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?1"
+        ))?
         .query_row([&hash], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                User {
-                    id: r.get(3)?,
-                    email: r.get(4)?,
-                    name: r.get(5)?,
-                    created_at: r.get(6)?,
-                },
-            ))
+            Ok((r.get::<_, String>(0)?, user_at(r, 1)?, credential_at(r, 5)?))
         })
         .optional()?;
-    Ok(row.and_then(|(stored, expires, revoked, user)| {
-        let live = revoked.is_none() && expires.is_none_or(|e| e.as_str() > now);
-        (live && hashes_match(&stored, &hash)).then_some(user)
+    Ok(row.and_then(|(stored, user, cred)| {
+        (hashes_match(&stored, &hash) && cred.is_live(now)).then_some((user, cred))
     }))
+}
+
+/// The user and credential of a browser session's row, if it is live.
+pub fn by_credential_id(
+    c: &Connection,
+    id: &str,
+    now: time::Timestamp,
+) -> Result<Option<(User, Credential)>> {
+    let row = c
+        .prepare_cached(&format!(
+            "SELECT {USER_COLS}, {CRED_COLS}
+             FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = ?1"
+        ))?
+        .query_row([id], |r| Ok((user_at(r, 0)?, credential_at(r, 4)?)))
+        .optional()?;
+    Ok(row.filter(|(_, cred)| cred.is_live(now)))
+}
+
+/// Every credential of a user, newest first, live ones before ended ones.
+pub fn credentials_of(c: &Connection, user_id: &str) -> Result<Vec<Credential>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {CRED_COLS} FROM user_tokens t WHERE t.user_id = ?1
+         ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC LIMIT 200"
+    ))?;
+    let rows = stmt.query_map([user_id], |r| credential_at(r, 0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Revokes one of the user's credentials; false when it is not theirs or
+/// already revoked.
+pub fn revoke_credential(c: &Connection, user_id: &str, id: &str, now: &str) -> Result<bool> {
+    Ok(c.execute(
+        "UPDATE user_tokens SET revoked_at = ?3 WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
+        params![id, user_id, now],
+    )? == 1)
+}
+
+pub fn touch_credential(c: &Connection, id: &str, now: &str) -> Result<()> {
+    c.execute(
+        "UPDATE user_tokens SET last_used_at = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
+    Ok(())
 }

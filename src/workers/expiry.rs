@@ -22,6 +22,7 @@ pub async fn run(s: Services) {
                     s.waiters.wake(id);
                 }
                 if !ids.is_empty() {
+                    s.changed();
                     tracing::info!(count = ids.len(), "expired Actions closed");
                 }
             }

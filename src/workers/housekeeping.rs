@@ -1,12 +1,13 @@
 //! Hourly upkeep: forget idempotency keys older than 48 h (the promise is at
-//! least 24 h) and drop idle rate-limit buckets.
+//! least 24 h), expired browser sessions, sign-in links and nonces, and drop
+//! idle rate-limit buckets.
 
 use std::time::Duration;
 
 use crate::domain::time;
 use crate::http::rate_limit::Limiter;
 use crate::service::Services;
-use crate::store::idempotency;
+use crate::store::{idempotency, sessions, signin};
 
 pub async fn run(s: Services, limiter: std::sync::Arc<Limiter>) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
@@ -18,6 +19,20 @@ pub async fn run(s: Services, limiter: std::sync::Arc<Limiter>) {
             Ok(n) if n > 0 => tracing::info!(count = n, "expired idempotency keys removed"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "idempotency pruning failed"),
+        }
+        let now = time::now();
+        let pruned =
+            s.db.write(move |c| {
+                Ok(sessions::delete_expired(c, now.unix_timestamp())?
+                    + signin::prune(c, &time::format(now))?)
+            })
+            .await;
+        match pruned {
+            Ok(n) if n > 0 => {
+                tracing::info!(count = n, "expired sessions, links and nonces removed")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "session pruning failed"),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! one service call and maps the result to a response.
 
 pub mod actions;
+pub mod auth;
 pub mod me;
+pub mod session;
 pub mod sources;
 pub mod system;
 

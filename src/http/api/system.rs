@@ -13,16 +13,24 @@ use crate::domain::receipt;
 use crate::error::Result;
 use crate::store::receipts;
 
-/// Service index.
-#[utoipa::path(get, path = "/", tag = "system", responses((status = 200, description = "name, API version and links")))]
-pub async fn index(State(st): State<AppState>) -> Json<Value> {
+/// Service index: JSON for API clients; browsers (Accept: text/html) go to the dashboard.
+#[utoipa::path(get, path = "/", tag = "system", responses((status = 200, description = "name, API version and links"), (status = 303, description = "browsers: to /app")))]
+pub async fn index(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let browser = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    if browser {
+        return axum::response::Redirect::to("/app").into_response();
+    }
     Json(json!({
         "name": "hds",
         "description": "Human-Decision Service",
         "api_version": crate::API_VERSION,
         "base_url": st.services.config.base_url,
-        "links": { "docs": "/v1/docs", "openapi": "/v1/openapi.json", "receipt_keys": "/v1/receipts/keys", "health": "/health", "ready": "/ready" },
+        "links": { "docs": "/v1/docs", "openapi": "/v1/openapi.json", "receipt_keys": "/v1/receipts/keys", "health": "/health", "ready": "/ready", "dashboard": "/app", "signin_methods": "/v1/auth/providers" },
     }))
+    .into_response()
 }
 
 /// Process liveness; says nothing about the deployment.

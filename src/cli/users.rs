@@ -1,0 +1,80 @@
+//! `hds users link EMAIL`: a one-time sign-in link, for instances without an
+//! identity provider (and for the first sign-in of anyone an admin vouches for).
+
+use anyhow::bail;
+
+use crate::cli::DataDir;
+use crate::store::{db::open_cli_connection, users, workspaces};
+
+#[derive(clap::Subcommand)]
+pub enum UsersCommand {
+    /// Print a one-time sign-in link (valid 24 hours, usable once).
+    Link(LinkArgs),
+}
+
+#[derive(clap::Args)]
+pub struct LinkArgs {
+    /// The person's e-mail.
+    pub email: String,
+    /// Create the person when they do not exist yet, as a member of the first
+    /// workspace with this role (admin, reviewer or viewer).
+    #[arg(long)]
+    pub create_as: Option<String>,
+    #[command(flatten)]
+    pub dir: DataDir,
+    /// Public base URL the link starts with.
+    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    pub base_url: String,
+}
+
+pub fn run(cmd: UsersCommand) -> anyhow::Result<()> {
+    match cmd {
+        UsersCommand::Link(a) => {
+            println!("{}", link(&a)?);
+            eprintln!(
+                "This link signs {} in once, within 24 hours. Send it privately.",
+                a.email
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Works while the server runs: one short IMMEDIATE transaction on the database.
+pub fn link(a: &LinkArgs) -> anyhow::Result<String> {
+    if !a.dir.db_path().exists() {
+        bail!(
+            "{} has no database; run `hds init` first",
+            a.dir.data_dir.display()
+        );
+    }
+    let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
+    let mut conn = open_cli_connection(&a.dir.db_path())?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let user = match (users::by_email(&tx, &a.email).map_err(err)?, &a.create_as) {
+        (Some(u), _) => u,
+        (None, Some(role)) => {
+            if !matches!(role.as_str(), "admin" | "reviewer" | "viewer") {
+                bail!("--create-as takes admin, reviewer or viewer");
+            }
+            if !a.email.contains('@') {
+                bail!("`{}` is not an e-mail address", a.email);
+            }
+            let ws: String = tx.query_row(
+                "SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1",
+                [],
+                |r| r.get(0),
+            )?;
+            let u = users::create(&tx, &a.email, None).map_err(err)?;
+            workspaces::add_member(&tx, &ws, &u.id, role).map_err(err)?;
+            u
+        }
+        (None, None) => bail!(
+            "no user has the e-mail {}; pass --create-as reviewer to add them",
+            a.email
+        ),
+    };
+    let url = crate::service::signin::new_link(&tx, &a.base_url, &user.id).map_err(err)?;
+    tx.commit()?;
+    Ok(url)
+}

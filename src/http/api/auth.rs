@@ -1,0 +1,252 @@
+//! Sign-in with an identity provider (SPEC §4.2, DESIGN §8): the browser flow
+//! (start, callback), the native ID-token exchange and Apple's code exchange.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_sessions::Session;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use crate::error::{Error, FieldError, Result};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::http::session::local_next;
+use crate::service::oidc::{self, AppClient, Callback};
+use crate::service::signin::SignedIn;
+
+/// Ties a browser sign-in to the browser that started it (DESIGN §8). Scoped
+/// to /v1/auth/ and short-lived; SameSite=None on https so Apple's cross-site
+/// form POST still carries it.
+const BINDING_COOKIE: &str = "hds_oidc_binding";
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_signin))
+        .routes(routes!(finish_signin, finish_signin_form))
+        .routes(routes!(native_challenge))
+        .routes(routes!(native_signin))
+        .routes(routes!(apple_code_signin))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct StartParams {
+    /// Local path to continue to after sign-in (default `/app`); other sites are refused.
+    pub next: Option<String>,
+}
+
+/// Start the browser sign-in: redirects to the identity provider.
+#[utoipa::path(get, path = "/v1/auth/{provider}/start", tag = "auth",
+    params(("provider" = String, Path), StartParams),
+    responses((status = 303, description = "to the provider's authorization page; sets the hds_oidc_binding cookie"),
+        (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+        (status = 422, description = "VALIDATION_ERROR: `next` is not a local path", body = crate::http::openapi::ErrorBody),
+        (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
+pub async fn start_signin(
+    State(st): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+    ApiQuery(p): ApiQuery<StartParams>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let next = local_next(p.next.as_deref())?;
+    let binding = cookie(&headers, BINDING_COOKIE);
+    let started = oidc::start(&st.services, &provider, next, binding.as_deref()).await?;
+    let attributes = if st.services.config.secure_cookies() {
+        "SameSite=None; Secure"
+    } else {
+        "SameSite=Lax"
+    };
+    let set = format!(
+        "{BINDING_COOKIE}={}; HttpOnly; Path=/v1/auth/; Max-Age=600; {attributes}",
+        started.binding
+    );
+    let set = HeaderValue::from_str(&set).map_err(Error::internal)?;
+    Ok((
+        [(header::SET_COOKIE, set)],
+        Redirect::to(&started.authorize_url),
+    )
+        .into_response())
+}
+
+/// The provider's answer (query string). Signs the browser in, then redirects to `next`.
+#[utoipa::path(get, path = "/v1/auth/{provider}/callback", tag = "auth",
+    params(("provider" = String, Path), ("code" = Option<String>, Query), ("state" = String, Query),
+        ("iss" = Option<String>, Query, description = "RFC 9207 issuer; checked when present")),
+    responses((status = 303, description = "signed in: sets the service_session cookie, redirects to `next`"),
+        (status = 401, description = "INVALID_ID_TOKEN / AUTH_REQUIRED (the provider refused)", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "CSRF_FAILED (unknown state, other browser) / SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
+        (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
+pub async fn finish_signin(
+    State(st): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+    session: Session,
+    headers: HeaderMap,
+    ApiQuery(answer): ApiQuery<Callback>,
+) -> Result<Response> {
+    finish(&st, &provider, &session, &headers, answer).await
+}
+
+/// The provider's answer as a form POST (Apple's `response_mode=form_post`).
+#[utoipa::path(post, path = "/v1/auth/{provider}/callback", tag = "auth",
+    params(("provider" = String, Path)),
+    request_body(content_type = "application/x-www-form-urlencoded", description = "code, state, user? (Apple), iss?"),
+    responses((status = 303, description = "signed in: sets the service_session cookie, redirects to `next`"),
+        (status = 403, description = "CSRF_FAILED / SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody)))]
+pub async fn finish_signin_form(
+    State(st): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let answer: Callback = serde_urlencoded::from_bytes(&body).map_err(|e| {
+        Error::validation(vec![FieldError::new(
+            "body",
+            format!("unreadable form: {e}"),
+        )])
+    })?;
+    finish(&st, &provider, &session, &headers, answer).await
+}
+
+async fn finish(
+    st: &AppState,
+    provider: &str,
+    session: &Session,
+    headers: &HeaderMap,
+    answer: Callback,
+) -> Result<Response> {
+    let binding = cookie(headers, BINDING_COOKIE);
+    let (signed_in, next) = oidc::finish(
+        &st.services,
+        provider,
+        answer,
+        binding.as_deref(),
+        header_text(headers, header::USER_AGENT.as_str(), 256),
+    )
+    .await?;
+    crate::http::session::begin(session, &signed_in).await?;
+    Ok(Redirect::to(&next).into_response())
+}
+
+/// Get a nonce for the native sign-in: single attempt, valid 5 minutes.
+#[utoipa::path(post, path = "/v1/auth/{provider}/native/challenge", tag = "auth",
+    params(("provider" = String, Path)),
+    responses((status = 200, description = "{nonce, expires_at}: pass the nonce to the provider's SDK (Apple: raw or hex SHA-256)"),
+        (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody)))]
+pub async fn native_challenge(
+    State(st): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+) -> Result<Json<Value>> {
+    let (nonce, expires_at) = oidc::challenge(&st.services, &provider).await?;
+    Ok(Json(json!({ "nonce": nonce, "expires_at": expires_at })))
+}
+
+/// The body of the native exchange: NativeGoogleLoginRequest and
+/// NativeAppleLoginRequest of SPEC §4.2 have this one shape.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NativeLoginRequest {
+    /// The ID token the provider's SDK returned (a JWT).
+    pub id_token: String,
+    /// The nonce from the challenge route, as issued (Apple: not the hash).
+    pub nonce: String,
+}
+
+/// Exchange a provider ID token (Google, Apple) for a bearer session.
+#[utoipa::path(post, path = "/v1/auth/{provider}/native", tag = "auth",
+    params(("provider" = String, Path), ("X-Service-Client" = Option<String>, Header, description = "the app's name and version, recorded on the session")),
+    request_body = NativeLoginRequest,
+    responses((status = 200, description = "{token: svc_usr_…, expires_at, user}"),
+        (status = 401, description = "INVALID_ID_TOKEN: names the failed check (signature, iss, aud, exp, nonce)", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
+        (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+        (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
+pub async fn native_signin(
+    State(st): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<NativeLoginRequest>,
+) -> Result<Json<Value>> {
+    let signed_in = oidc::native(
+        &st.services,
+        &provider,
+        &req.id_token,
+        &req.nonce,
+        app_client(&headers),
+    )
+    .await?;
+    Ok(Json(bearer_json(signed_in)))
+}
+
+/// AppleAuthorizationCodeLoginRequest of SPEC §4.2.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppleAuthorizationCodeLoginRequest {
+    /// The authorization code Apple's web flow gave the app.
+    pub code: String,
+    /// The challenge nonce the app passed to Apple, if it used one.
+    #[serde(default)]
+    pub nonce: Option<String>,
+}
+
+/// Exchange an Apple web-flow authorization code (Android apps) for a bearer session.
+#[utoipa::path(post, path = "/v1/auth/{provider}/android", tag = "auth",
+    params(("provider" = String, Path, description = "an Apple provider, e.g. `apple`"),
+        ("X-Service-Client" = Option<String>, Header, description = "the app's name and version, recorded on the session")),
+    request_body = AppleAuthorizationCodeLoginRequest,
+    responses((status = 200, description = "{token: svc_usr_…, expires_at, user}"),
+        (status = 401, description = "INVALID_ID_TOKEN", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
+        (status = 404, description = "PROVIDER_NOT_FOUND (also: not an Apple provider)", body = crate::http::openapi::ErrorBody),
+        (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
+pub async fn apple_code_signin(
+    State(st): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<AppleAuthorizationCodeLoginRequest>,
+) -> Result<Json<Value>> {
+    let signed_in = oidc::apple_code(
+        &st.services,
+        &provider,
+        &req.code,
+        req.nonce.as_deref(),
+        app_client(&headers),
+    )
+    .await?;
+    Ok(Json(bearer_json(signed_in)))
+}
+
+fn bearer_json(s: SignedIn) -> Value {
+    json!({ "token": s.token, "expires_at": s.expires_at, "user": s.user })
+}
+
+fn app_client(headers: &HeaderMap) -> AppClient {
+    AppClient {
+        client: header_text(headers, "x-service-client", 128),
+        user_agent: header_text(headers, header::USER_AGENT.as_str(), 256),
+    }
+}
+
+/// A header's printable text, cut to `max` characters; None when absent or empty.
+fn header_text(headers: &HeaderMap, name: &str, max: usize) -> Option<String> {
+    let v = headers.get(name)?.to_str().ok()?.trim();
+    let v: String = v.chars().filter(|c| !c.is_control()).take(max).collect();
+    (!v.is_empty()).then_some(v)
+}
+
+/// One cookie's value from the Cookie header(s).
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}

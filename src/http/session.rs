@@ -1,0 +1,288 @@
+//! Browser sessions: the `service_session` cookie (tower-sessions over our
+//! SQLite store), CSRF checks for cookie-authenticated writes, and safe `next`
+//! destinations. The session record only points at a `user_tokens` row; that
+//! row decides whether the session is live, so revoking it (logout, the
+//! account page) ends the cookie too.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Redirect, Response};
+use subtle::ConstantTimeEq;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+
+use crate::app::AppState;
+use crate::config::Config;
+use crate::domain::credentials;
+use crate::domain::session::{SESSION_IDLE, TOUCH_EVERY};
+use crate::domain::time;
+use crate::error::{Code, Error, FieldError, Result};
+use crate::service::caller::UserCaller;
+use crate::service::signin::SignedIn;
+use crate::store::sessions::SqliteSessionStore;
+use crate::store::{users, workspaces};
+
+pub const COOKIE_NAME: &str = "service_session";
+const TOKEN_ID: &str = "token_id";
+const CSRF: &str = "csrf";
+/// The header a script sends with cookie-authenticated writes to `/v1`.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The cookie: HttpOnly, SameSite=Lax (Strict would drop it on the redirect
+/// back from an identity provider), Secure when the public URL is https, kept
+/// while the browser is used at least weekly.
+pub fn layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore> {
+    let config = &state.services.config;
+    SessionManagerLayer::new(SqliteSessionStore::new(state.services.db.clone()))
+        .with_name(COOKIE_NAME)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(config.secure_cookies())
+        .with_path("/")
+        .with_expiry(Expiry::OnInactivity(SESSION_IDLE))
+}
+
+fn session_error(e: tower_sessions::session::Error) -> Error {
+    Error::internal(anyhow::anyhow!("session store: {e}"))
+}
+
+/// After a browser sign-in: a fresh session id (no fixation), pointing at the
+/// new session row, with its own CSRF token.
+pub async fn begin(session: &Session, signed_in: &SignedIn) -> Result<()> {
+    session.cycle_id().await.map_err(session_error)?;
+    session
+        .insert(TOKEN_ID, &signed_in.token_id)
+        .await
+        .map_err(session_error)?;
+    session
+        .insert(CSRF, credentials::new_secret())
+        .await
+        .map_err(session_error)?;
+    Ok(())
+}
+
+/// Ends the browser session: deletes the record and expires the cookie.
+pub async fn end(session: &Session) -> Result<()> {
+    session.flush().await.map_err(session_error)
+}
+
+/// The signed-in person of a cookie session, with the session's CSRF token;
+/// None when there is no cookie or its session row is no longer live.
+pub async fn cookie_user(
+    state: &AppState,
+    session: &Session,
+) -> Result<Option<(UserCaller, String)>> {
+    let token_id: Option<String> = session.get(TOKEN_ID).await.map_err(session_error)?;
+    let Some(token_id) = token_id else {
+        return Ok(None);
+    };
+    let csrf: String = session
+        .get(CSRF)
+        .await
+        .map_err(session_error)?
+        .unwrap_or_default();
+    let Some(user) = load_user(state, CredentialRef::Id(token_id)).await? else {
+        return Ok(None);
+    };
+    Ok(Some((user, csrf)))
+}
+
+pub enum CredentialRef {
+    Id(String),
+    Token(String),
+}
+
+/// Loads the person behind a credential (bearer token or session row) with
+/// their memberships, refreshing `last_used_at` now and then.
+pub async fn load_user(state: &AppState, by: CredentialRef) -> Result<Option<UserCaller>> {
+    let now = time::now();
+    let found = state
+        .services
+        .db
+        .read(move |c| {
+            let row = match &by {
+                CredentialRef::Id(id) => users::by_credential_id(c, id, now)?,
+                CredentialRef::Token(t) => users::by_token(c, t, now)?,
+            };
+            let Some((user, cred)) = row else {
+                return Ok(None);
+            };
+            let memberships = workspaces::of_user(c, &user.id)?
+                .into_iter()
+                .map(|(w, role)| (w.id, role))
+                .collect();
+            Ok(Some((
+                UserCaller {
+                    user_id: user.id,
+                    credential_id: cred.id,
+                    email: user.email,
+                    memberships,
+                },
+                cred.last_used_at.unwrap_or(cred.created_at),
+            )))
+        })
+        .await?;
+    let Some((user, last_used)) = found else {
+        return Ok(None);
+    };
+    if last_used < time::format(now - TOUCH_EVERY) {
+        // Bookkeeping for the idle timeout; the request does not wait for it.
+        let (db, id, at) = (
+            state.services.db.clone(),
+            user.credential_id.clone(),
+            time::format(now),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = db
+                .write(move |c| users::touch_credential(c, &id, &at))
+                .await
+            {
+                tracing::warn!(error = %e, "could not record session use");
+            }
+        });
+    }
+    Ok(Some(user))
+}
+
+/// Whether a browser request comes from our own pages: `Origin` (sent on
+/// every cross-site POST) must be our public origin; without it,
+/// `Sec-Fetch-Site` must not say cross-site. Requests with neither are not
+/// from a modern browser and rely on the CSRF token alone.
+pub fn same_origin(headers: &HeaderMap, config: &Config) -> bool {
+    if let Some(origin) = headers.get("origin") {
+        return origin.to_str().is_ok_and(|o| o == config.origin());
+    }
+    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        Some(site) => matches!(site, "same-origin" | "none"),
+        None => true,
+    }
+}
+
+fn csrf_refused(why: &str) -> Error {
+    Error::new(
+        Code::CsrfFailed,
+        format!("refused: {why}. Reload the page and try again"),
+    )
+}
+
+/// CSRF check for a cookie-authenticated write: same origin and the
+/// session's token (a form's `_csrf` field or the `X-CSRF-Token` header).
+pub fn check_csrf(
+    headers: &HeaderMap,
+    config: &Config,
+    expected: &str,
+    presented: &str,
+) -> Result<()> {
+    if !same_origin(headers, config) {
+        return Err(csrf_refused("the request came from another site"));
+    }
+    if expected.is_empty() || !bool::from(expected.as_bytes().ct_eq(presented.as_bytes())) {
+        return Err(csrf_refused(
+            "the form's security token is missing or stale",
+        ));
+    }
+    Ok(())
+}
+
+/// A dashboard page's signed-in person. Without a live cookie session the
+/// page redirects to the sign-in page, which brings the person back here.
+pub struct PageUser {
+    pub user: UserCaller,
+    pub csrf: String,
+    pub session: Session,
+}
+
+impl PageUser {
+    /// For UI POST handlers: the form's `_csrf` field must match.
+    pub fn check_form(&self, headers: &HeaderMap, config: &Config, form_csrf: &str) -> Result<()> {
+        check_csrf(headers, config, &self.csrf, form_csrf)
+    }
+}
+
+/// Sends a signed-out browser to the sign-in page.
+pub struct SignInFirst(String);
+
+impl IntoResponse for SignInFirst {
+    fn into_response(self) -> Response {
+        let next: String = form_urlencoded::byte_serialize(self.0.as_bytes()).collect();
+        Redirect::to(&format!("/app/signin?next={next}")).into_response()
+    }
+}
+
+impl FromRequestParts<AppState> for PageUser {
+    type Rejection = Response;
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> std::result::Result<Self, Response> {
+        let back = if parts.method == Method::GET {
+            parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_else(|| "/app".into())
+        } else {
+            "/app".into()
+        };
+        let Some(session) = parts.extensions.get::<Session>().cloned() else {
+            return Err(SignInFirst(back).into_response());
+        };
+        match cookie_user(state, &session).await {
+            Ok(Some((user, csrf))) => Ok(Self {
+                user,
+                csrf,
+                session,
+            }),
+            Ok(None) => Err(SignInFirst(back).into_response()),
+            Err(e) => Err(e.into_response()),
+        }
+    }
+}
+
+/// A safe place to go after sign-in: a path on this site. Refuses absolute
+/// URLs, scheme-relative `//host` and `/\host` (browsers treat `\` as `/`),
+/// and control characters, so sign-in can never be an open redirect.
+pub fn local_next(next: Option<&str>) -> Result<String> {
+    let Some(next) = next.filter(|n| !n.is_empty()) else {
+        return Ok("/app".into());
+    };
+    let bad = !next.starts_with('/')
+        || next.starts_with("//")
+        || next.starts_with("/\\")
+        || next.len() > 2048
+        || next.chars().any(|ch| ch.is_control() || ch == '\\');
+    if bad {
+        return Err(Error::validation(vec![FieldError::new(
+            "next",
+            "`next` must be a path on this site, such as /app/actions/act_…; \
+             other sites and //host forms are refused",
+        )]));
+    }
+    Ok(next.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_next;
+
+    #[test]
+    fn next_is_local_only() {
+        assert_eq!(local_next(None).unwrap(), "/app");
+        assert_eq!(
+            local_next(Some("/app/actions/act_1?x=1")).unwrap(),
+            "/app/actions/act_1?x=1"
+        );
+        for bad in [
+            "https://evil.example",
+            "//evil.example",
+            "/\\evil.example",
+            "javascript:alert(1)",
+            "evil.example",
+            "/app\n",
+            "/\tevil",
+        ] {
+            assert!(local_next(Some(bad)).is_err(), "{bad:?} accepted");
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The Action page: `GET /app/actions/{id}` shows it, `POST …/decide` decides
+//! it (or votes, under an approval policy) with the version and fingerprint
+//! the page was rendered with, `GET …/receipt.json` downloads its receipt.
+//! A refused decision re-renders the page with the reason in words; a stale
+//! one also shows what changed and a fresh form bound to the new version.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::app::AppState;
+use crate::domain::action::{ActionRecord, Interaction};
+use crate::domain::time;
+use crate::error::{Code, Error, Result};
+use crate::http::session::PageUser;
+use crate::http::ui::action_view::{ActionVm, plain};
+use crate::http::ui::view::{ConfirmPage, FormData, Layout, UiError, check_csrf, see_other};
+use crate::service::dashboard::{self, ActionView};
+use crate::service::decisions::{self, DecisionRequest};
+use crate::service::votes::{self, VoteRequest};
+
+/// One field the Source changed since the reviewer's version.
+pub struct ChangeVm {
+    pub field: String,
+    pub old: String,
+    pub new: String,
+    /// False for changes recorded before old values were kept.
+    pub known: bool,
+}
+
+pub struct StaleVm {
+    pub from: i64,
+    pub to: i64,
+    pub changes: Vec<ChangeVm>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "action.html")]
+pub struct ActionPage {
+    layout: Layout,
+    a: ActionVm,
+    base_url: String,
+    flash: Option<&'static str>,
+    error: Option<String>,
+    stale: Option<StaleVm>,
+    /// What the reviewer had typed, kept when the page comes back.
+    reason: String,
+    value: String,
+}
+
+async fn page_for(
+    st: &AppState,
+    page: &PageUser,
+    view: &ActionView,
+) -> Result<ActionPage, UiError> {
+    Ok(ActionPage {
+        layout: Layout::signed_in(st, page, view.action.spec.title.clone(), "inbox").await?,
+        a: ActionVm::new(view, &page.user, time::now()),
+        base_url: st.services.config.base_url.clone(),
+        flash: None,
+        error: None,
+        stale: None,
+        reason: String::new(),
+        value: String::new(),
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ActionQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+/// GET /app/actions/{id}
+pub async fn action_page(
+    State(st): State<AppState>,
+    page: PageUser,
+    Path(id): Path<String>,
+    Query(q): Query<ActionQuery>,
+) -> Result<ActionPage, UiError> {
+    let view = dashboard::action(&st.services, &page.user, id).await?;
+    let mut out = page_for(&st, &page, &view).await?;
+    out.flash = match q.done.as_deref() {
+        Some("decided") => Some("Decision recorded. The Source has been told; the receipt below is its proof."),
+        Some("voted") => Some("Vote recorded."),
+        _ => None,
+    };
+    Ok(out)
+}
+
+enum Submission {
+    Decide(DecisionRequest),
+    Vote(VoteRequest),
+}
+
+/// POST /app/actions/{id}/decide
+pub async fn decide_action(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let s = &st.services;
+    let view = dashboard::action(s, &page.user, id.clone()).await?;
+    if let Some(label) = unconfirmed_destructive(&view.action, &form) {
+        return Ok(ConfirmPage {
+            layout: Layout::signed_in(&st, &page, "Confirm", "inbox").await?,
+            heading: "This is destructive".into(),
+            message: format!("This is destructive: {label}. Confirm?"),
+            post_to: format!("/app/actions/{}/decide", view.action.id),
+            hidden: ConfirmPage::resend(&form),
+            confirm_label: format!("Yes, {label}"),
+            cancel_url: format!("/app/actions/{}", view.action.id),
+        }
+        .into_response());
+    }
+    let outcome = match submission(&view.action, &form) {
+        Ok(Submission::Decide(req)) => decisions::decide(s, page.user.clone(), id.clone(), req)
+            .await
+            .map(|_| "decided"),
+        Ok(Submission::Vote(req)) => votes::cast(s, page.user.clone(), id.clone(), req)
+            .await
+            .map(|_| "voted"),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(done) => Ok(see_other(&format!("/app/actions/{}?done={done}", view.action.id))),
+        // Everything the reviewer can act on is said on the page itself.
+        Err(e) if e.code.status().is_client_error() && e.code != Code::ActionNotFound => {
+            refused(&st, &page, &id, &form, e).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The option chosen, when it is destructive and not yet confirmed.
+fn unconfirmed_destructive(a: &ActionRecord, form: &FormData) -> Option<String> {
+    let o = a.spec.option(form.get("option_id")?)?;
+    (o.style.as_deref() == Some("destructive") && form.get("confirmed") != Some("yes"))
+        .then(|| o.label.clone())
+}
+
+/// The page again, after a refusal: the current Action, the reason in words,
+/// and for a stale decision what changed since the reviewer's version.
+async fn refused(
+    st: &AppState,
+    page: &PageUser,
+    id: &str,
+    form: &FormData,
+    e: Error,
+) -> Result<Response, UiError> {
+    let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
+    let mut out = page_for(st, page, &view).await?;
+    out.reason = form.get("reason").unwrap_or_default().to_owned();
+    out.value = form.get("value").unwrap_or_default().to_owned();
+    out.error = Some(in_words(&e, &view.action));
+    if e.code == Code::ActionChanged {
+        let seen = form
+            .get("action_version")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(view.action.action_version);
+        out.stale = Some(changes_since(&view, seen));
+    }
+    Ok((e.code.status(), out).into_response())
+}
+
+fn in_words(e: &Error, a: &ActionRecord) -> String {
+    match e.code {
+        Code::ActionChanged => "Nothing was decided. Read the new version below and decide again if you still agree.".into(),
+        Code::ActionNotOpen => format!("Nothing was decided: this request is already {}.", a.status.as_str()),
+        Code::ResponseRequired => "Choose an answer before submitting.".into(),
+        Code::InvalidResponse
+        | Code::ResponseTypeMismatch
+        | Code::OptionNotFound
+        | Code::ValidationError => format!("Your answer was not accepted: {}.", e.message.trim_end_matches('.')),
+        _ => format!("Nothing was decided: {}.", e.message.trim_end_matches('.')),
+    }
+}
+
+/// Fields changed by material updates after version `seen`: the value the
+/// reviewer saw (the first `before` recorded) and the value now.
+fn changes_since(view: &ActionView, seen: i64) -> StaleVm {
+    let now = serde_json::to_value(&view.action.spec).unwrap_or(Value::Null);
+    let mut changes: Vec<ChangeVm> = Vec::new();
+    let later = view.history.iter().filter(|ev| {
+        ev["type"] == "updated"
+            && ev["data"]["material"] == true
+            && ev["action_version"].as_i64().is_some_and(|v| v > seen)
+    });
+    for ev in later {
+        let before = ev["data"]["before"].as_object();
+        for field in ev["data"]["fields"].as_array().into_iter().flatten() {
+            let Some(field) = field.as_str() else { continue };
+            if changes.iter().any(|c| c.field == field) {
+                continue;
+            }
+            let old = before.and_then(|b| b.get(field));
+            let new = now.get(field).unwrap_or(&Value::Null);
+            if old.is_some_and(|o| o == new) || (before.is_some() && old.is_none()) {
+                continue;
+            }
+            changes.push(ChangeVm {
+                field: field.to_owned(),
+                old: old.map(plain).unwrap_or_default(),
+                new: plain(new),
+                known: old.is_some(),
+            });
+        }
+    }
+    StaleVm {
+        from: seen,
+        to: view.action.action_version,
+        changes,
+    }
+}
+
+/// The form as the service's request, typed by the Action's interaction.
+fn submission(a: &ActionRecord, f: &FormData) -> Result<Submission> {
+    let action_version = f
+        .get("action_version")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error::field("action_version", "the form lost the version it was shown; reload the page"))?;
+    let fingerprint = f.get("fingerprint").unwrap_or_default().to_owned();
+    let reason = f.text("reason").map(|r| r.replace("\r\n", "\n"));
+    if a.spec.approval_policy.is_some() {
+        return Ok(Submission::Vote(VoteRequest {
+            vote: f.get("vote").unwrap_or_default().to_owned(),
+            action_version,
+            fingerprint,
+            reason,
+        }));
+    }
+    let (option_id, response) = if a.spec.options.is_some() {
+        (f.text("option_id"), None)
+    } else {
+        (None, response(a, f)?.map(|v| json!({ "value": v })))
+    };
+    Ok(Submission::Decide(DecisionRequest {
+        action_version,
+        fingerprint,
+        option_id,
+        response,
+        reason,
+    }))
+}
+
+/// The typed value a form sent; None when it sent nothing (the service then
+/// says an answer is required).
+fn response(a: &ActionRecord, f: &FormData) -> Result<Option<Value>> {
+    Ok(match &a.spec.interaction {
+        None => None,
+        Some(Interaction::Boolean) => match f.get("value") {
+            Some("true") => Some(json!(true)),
+            Some("false") => Some(json!(false)),
+            _ => None,
+        },
+        Some(Interaction::Text { .. }) => f
+            .get("value")
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| json!(v.replace("\r\n", "\n"))),
+        Some(Interaction::Number { .. }) => f.text("value").map(|v| number(&v)).transpose()?,
+        Some(Interaction::Choice { multiple: true, .. }) => {
+            let ids: Vec<&str> = f.all("value").collect();
+            (!ids.is_empty()).then(|| json!(ids))
+        }
+        Some(Interaction::Choice { .. }) => f.text("value").map(Value::String),
+        Some(Interaction::Form { fields }) => {
+            let mut obj = Map::new();
+            for field in fields {
+                let Some(raw) = f.text(&format!("field.{}", field.key)) else {
+                    continue;
+                };
+                let v = match field.kind.as_str() {
+                    "number" => number(&raw)?,
+                    "boolean" => json!(raw == "true"),
+                    _ => json!(raw),
+                };
+                obj.insert(field.key.clone(), v);
+            }
+            Some(Value::Object(obj))
+        }
+    })
+}
+
+fn number(raw: &str) -> Result<Value> {
+    if let Ok(i) = raw.parse::<i64>() {
+        return Ok(json!(i));
+    }
+    raw.parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map(Value::Number)
+        .ok_or_else(|| Error::new(Code::InvalidResponse, format!("`{raw}` is not a number")))
+}
+
+/// GET /app/actions/{id}/receipt.json: the receipt object, as a download.
+/// `hds verify-receipt` and any JOSE library check it offline.
+pub async fn download_receipt(
+    State(st): State<AppState>,
+    page: PageUser,
+    Path(id): Path<String>,
+) -> Result<Response, UiError> {
+    let view = dashboard::action(&st.services, &page.user, id).await?;
+    let Some(receipt) = &view.action.receipt else {
+        return Err(Error::new(
+            Code::NotFound,
+            "this Action has no receipt: only decided (resolved) Actions have one",
+        )
+        .into());
+    };
+    let body = serde_json::to_string_pretty(receipt).map_err(Error::from)?;
+    let disposition = format!("attachment; filename=\"receipt-{}.json\"", view.action.id);
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
+}

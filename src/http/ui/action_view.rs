@@ -1,0 +1,488 @@
+//! An Action turned into what its page prints: every value already in words,
+//! Markdown already made safe, so the template only lays things out.
+
+use serde_json::Value;
+
+use crate::domain::action::{ActionRecord, ContextBlock, Interaction, Status};
+use crate::domain::time::Timestamp;
+use crate::http::ui::markdown::{self, safe_url};
+use crate::http::ui::view::When;
+use crate::service::caller::UserCaller;
+use crate::service::dashboard::ActionView;
+
+pub struct OptionVm {
+    pub id: String,
+    pub label: String,
+    /// CSS class of the button.
+    pub class: &'static str,
+    pub destructive: bool,
+}
+
+pub struct ChoiceVm {
+    pub id: String,
+    pub label: String,
+}
+
+pub struct FieldVm {
+    pub key: String,
+    pub label: String,
+    pub kind: String,
+    pub required: bool,
+}
+
+/// How the reviewer answers: `options`, `vote`, `boolean`, `text`, `number`,
+/// `choice`, `form`, or `none` (an Action with nothing to choose).
+pub struct AnswerVm {
+    pub kind: &'static str,
+    pub options: Vec<OptionVm>,
+    pub max_length: Option<u64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub choices: Vec<ChoiceVm>,
+    pub multiple: bool,
+    pub fields: Vec<FieldVm>,
+}
+
+pub struct DiffLine {
+    pub class: &'static str,
+    pub text: String,
+}
+
+/// One evidence block; `kind` picks the fields the template reads.
+pub struct BlockVm {
+    pub kind: &'static str,
+    pub text: String,
+    pub html: String,
+    pub label: String,
+    pub url: Option<String>,
+    pub lines: Vec<DiffLine>,
+    pub items: Vec<(String, String)>,
+}
+
+pub struct EventVm {
+    pub kind: String,
+    pub what: String,
+    pub detail: Option<String>,
+    pub when: When,
+}
+
+pub struct ReceiptVm {
+    pub id: String,
+    pub kid: String,
+    pub alg: String,
+    pub seq: String,
+    pub verified: bool,
+    pub problem: String,
+}
+
+pub struct OutcomeVm {
+    pub status: String,
+    pub duration: String,
+    pub rollback: bool,
+    pub message: Option<String>,
+    pub reported: Option<When>,
+}
+
+pub struct ResolutionVm {
+    pub answer: String,
+    pub by: String,
+    pub at: When,
+    pub reason: Option<String>,
+}
+
+pub struct ApprovalVm {
+    pub required: u32,
+    pub reject_threshold: u32,
+    pub approvals: usize,
+    pub rejections: usize,
+    pub my_vote: Option<String>,
+}
+
+pub struct LinkVm {
+    pub label: String,
+    pub url: String,
+}
+
+pub struct ActionVm {
+    pub id: String,
+    pub title: String,
+    pub description_html: Option<String>,
+    pub status: &'static str,
+    pub open: bool,
+    pub priority: &'static str,
+    pub test: bool,
+    pub source: String,
+    pub created: When,
+    pub expires: Option<When>,
+    pub version: i64,
+    pub fingerprint: String,
+    pub answer: AnswerVm,
+    pub context: Vec<BlockVm>,
+    pub links: Vec<LinkVm>,
+    pub history: Vec<EventVm>,
+    pub receipt: Option<ReceiptVm>,
+    pub outcome: Option<OutcomeVm>,
+    pub resolution: Option<ResolutionVm>,
+    pub approval: Option<ApprovalVm>,
+    pub may_decide: bool,
+}
+
+impl ActionVm {
+    pub fn new(v: &ActionView, me: &UserCaller, now: Timestamp) -> Self {
+        let a = &v.action;
+        let source = v.source_name.clone().unwrap_or_else(|| a.source_id.clone());
+        let who = |actor: &Value| actor_name(actor, me, v, &source);
+        Self {
+            id: a.id.clone(),
+            title: a.spec.title.clone(),
+            description_html: a.spec.description.as_deref().map(markdown::render),
+            status: a.status.as_str(),
+            open: a.status == Status::Open,
+            priority: a.spec.priority.as_str(),
+            test: a.environment.as_str() == "test",
+            created: When::new(&a.created_at, now),
+            expires: When::opt(a.spec.expires_at.as_deref(), now),
+            version: a.action_version,
+            fingerprint: a.fingerprint.clone(),
+            answer: answer(a),
+            context: a.spec.context.iter().flatten().map(block).collect(),
+            links: links(a, &source),
+            history: v.history.iter().map(|e| event(e, a, &who, now)).collect(),
+            receipt: receipt(a, v),
+            outcome: a.outcome.as_ref().map(|o| outcome(o, now)),
+            resolution: a.resolution.as_ref().map(|r| ResolutionVm {
+                answer: answer_text(a, r.option_id.as_deref(), r.response.as_ref()),
+                by: who(&serde_json::to_value(&r.decided_by).unwrap_or(Value::Null)),
+                at: When::new(&r.decided_at, now),
+                reason: r.reason.clone(),
+            }),
+            approval: a.spec.approval_policy.as_ref().map(|p| ApprovalVm {
+                required: p.required_approvals,
+                reject_threshold: p.reject_threshold.unwrap_or(1),
+                approvals: v.votes.iter().filter(|(_, x)| x == "approve").count(),
+                rejections: v.votes.iter().filter(|(_, x)| x == "reject").count(),
+                my_vote: v
+                    .votes
+                    .iter()
+                    .find(|(u, _)| *u == me.user_id)
+                    .map(|(_, x)| x.clone()),
+            }),
+            may_decide: v.may_decide,
+            source,
+        }
+    }
+}
+
+fn actor_name(actor: &Value, me: &UserCaller, v: &ActionView, source: &str) -> String {
+    let id = actor["id"].as_str().unwrap_or_default();
+    match actor["type"].as_str() {
+        Some("user") if id == me.user_id => "you".into(),
+        Some("user") => v.people.get(id).cloned().unwrap_or_else(|| id.to_owned()),
+        Some("source") => source.to_owned(),
+        _ if id == "approval_policy" => "the approval policy".into(),
+        _ => "hds".into(),
+    }
+}
+
+fn answer(a: &ActionRecord) -> AnswerVm {
+    let mut vm = AnswerVm {
+        kind: "none",
+        options: Vec::new(),
+        max_length: None,
+        min: None,
+        max: None,
+        choices: Vec::new(),
+        multiple: false,
+        fields: Vec::new(),
+    };
+    if a.spec.approval_policy.is_some() {
+        vm.kind = "vote";
+        return vm;
+    }
+    if let Some(options) = &a.spec.options {
+        vm.kind = "options";
+        vm.options = options
+            .iter()
+            .map(|o| {
+                let style = o.style.as_deref().unwrap_or("secondary");
+                OptionVm {
+                    id: o.id.clone().unwrap_or_default(),
+                    label: o.label.clone(),
+                    class: match style {
+                        "primary" => "btn btn-primary",
+                        "destructive" => "btn btn-danger",
+                        _ => "btn",
+                    },
+                    destructive: style == "destructive",
+                }
+            })
+            .collect();
+        return vm;
+    }
+    match &a.spec.interaction {
+        Some(Interaction::Boolean) => vm.kind = "boolean",
+        Some(Interaction::Text { max_length }) => {
+            vm.kind = "text";
+            vm.max_length = *max_length;
+        }
+        Some(Interaction::Number { min, max }) => {
+            vm.kind = "number";
+            (vm.min, vm.max) = (*min, *max);
+        }
+        Some(Interaction::Choice { choices, multiple }) => {
+            vm.kind = "choice";
+            vm.multiple = *multiple;
+            vm.choices = choices
+                .iter()
+                .map(|c| ChoiceVm {
+                    id: c.id.clone(),
+                    label: c.label.clone(),
+                })
+                .collect();
+        }
+        Some(Interaction::Form { fields }) => {
+            vm.kind = "form";
+            vm.fields = fields
+                .iter()
+                .map(|f| FieldVm {
+                    key: f.key.clone(),
+                    label: f.label.clone(),
+                    kind: f.kind.clone(),
+                    required: f.required,
+                })
+                .collect();
+        }
+        None => {}
+    }
+    vm
+}
+
+/// A decision in words: the option's label, "Yes"/"No", the choices' labels…
+pub fn answer_text(a: &ActionRecord, option_id: Option<&str>, response: Option<&Value>) -> String {
+    if let Some(id) = option_id {
+        return a
+            .spec
+            .option(id)
+            .map(|o| o.label.clone())
+            .unwrap_or_else(|| id.to_owned());
+    }
+    let Some(value) = response.map(|r| &r["value"]) else {
+        return "no answer".into();
+    };
+    let label = |id: &str| match &a.spec.interaction {
+        Some(Interaction::Choice { choices, .. }) => choices
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.label.clone())
+            .unwrap_or_else(|| id.to_owned()),
+        _ => id.to_owned(),
+    };
+    match value {
+        Value::Bool(true) => "Yes".into(),
+        Value::Bool(false) => "No".into(),
+        Value::String(s) => label(s),
+        Value::Array(ids) => ids
+            .iter()
+            .map(|i| label(i.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", plain(v)))
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    }
+}
+
+/// A JSON value as a person reads it: strings bare, nothing as "(none)".
+pub fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "(none)".into(),
+        Value::Bool(true) => "yes".into(),
+        Value::Bool(false) => "no".into(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+fn empty_block(kind: &'static str) -> BlockVm {
+    BlockVm {
+        kind,
+        text: String::new(),
+        html: String::new(),
+        label: String::new(),
+        url: None,
+        lines: Vec::new(),
+        items: Vec::new(),
+    }
+}
+
+/// Image data a page may show inline (the CSP allows `data:` images); other
+/// images are links, so opening the page contacts no remote host.
+fn inline_image(url: &str) -> bool {
+    ["png", "jpeg", "gif", "webp"]
+        .iter()
+        .any(|t| url.starts_with(&format!("data:image/{t};base64,")))
+}
+
+fn block(b: &ContextBlock) -> BlockVm {
+    match b {
+        ContextBlock::Text { text } => BlockVm {
+            text: text.clone(),
+            ..empty_block("text")
+        },
+        ContextBlock::Markdown { markdown: md } => BlockVm {
+            html: markdown::render(md),
+            ..empty_block("markdown")
+        },
+        ContextBlock::Code { code, language } => BlockVm {
+            text: code.clone(),
+            label: language.clone().unwrap_or_default(),
+            ..empty_block("code")
+        },
+        ContextBlock::Diff { diff } => BlockVm {
+            lines: diff
+                .lines()
+                .map(|l| DiffLine {
+                    class: if l.starts_with("+++") || l.starts_with("---") {
+                        "line"
+                    } else if l.starts_with('+') {
+                        "add"
+                    } else if l.starts_with('-') {
+                        "del"
+                    } else if l.starts_with("@@") {
+                        "hunk"
+                    } else {
+                        "line"
+                    },
+                    text: l.to_owned(),
+                })
+                .collect(),
+            ..empty_block("diff")
+        },
+        ContextBlock::Link { url, label } => BlockVm {
+            label: label.clone().unwrap_or_else(|| url.clone()),
+            url: safe_url(url).then(|| url.clone()),
+            ..empty_block("link")
+        },
+        ContextBlock::Kv { items } => BlockVm {
+            items: items
+                .iter()
+                .map(|i| (i.key.clone(), i.value.clone()))
+                .collect(),
+            ..empty_block("kv")
+        },
+        ContextBlock::Image { url, alt } => BlockVm {
+            label: alt.clone(),
+            url: (inline_image(url) || safe_url(url)).then(|| url.clone()),
+            ..empty_block(if inline_image(url) {
+                "image"
+            } else {
+                "image_link"
+            })
+        },
+    }
+}
+
+fn links(a: &ActionRecord, source: &str) -> Vec<LinkVm> {
+    let open = a.spec.open_url.iter().filter(|u| safe_url(u)).map(|u| LinkVm {
+        label: format!("Open in {source}"),
+        url: u.clone(),
+    });
+    let controls = a
+        .spec
+        .controls
+        .iter()
+        .flatten()
+        .filter(|c| c.kind == "link")
+        .filter_map(|c| {
+            let url = c.url.as_ref().filter(|u| safe_url(u))?;
+            Some(LinkVm {
+                label: c.label.clone(),
+                url: url.clone(),
+            })
+        });
+    open.chain(controls).collect()
+}
+
+fn event(e: &Value, a: &ActionRecord, who: &dyn Fn(&Value) -> String, now: Timestamp) -> EventVm {
+    let kind = e["type"].as_str().unwrap_or_default().to_owned();
+    let by = who(&e["actor"]);
+    let data = &e["data"];
+    let (what, detail) = match kind.as_str() {
+        "created" => (format!("Sent by {by}"), None),
+        "updated" => {
+            let fields = data["fields"]
+                .as_array()
+                .map(|f| f.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            let what = if data["material"] == true {
+                format!("Changed by {by}: now version {}", e["action_version"])
+            } else {
+                format!("Updated by {by}")
+            };
+            (what, (!fields.is_empty()).then(|| format!("Fields: {fields}")))
+        }
+        "resolved" => (
+            format!(
+                "Decided by {by}: {}",
+                answer_text(a, data["option_id"].as_str(), data.get("response").filter(|r| !r.is_null()))
+            ),
+            data["reason"].as_str().map(|r| format!("Reason: {r}")),
+        ),
+        "vote_cast" => (
+            format!("{by} voted to {}", data["vote"].as_str().unwrap_or("?")),
+            None,
+        ),
+        "cancelled" => (
+            format!("Cancelled by {by}"),
+            data["reason"].as_str().map(|r| format!("Reason: {r}")),
+        ),
+        "expired" => ("Expired without a decision".into(), None),
+        "outcome_reported" => (
+            format!("Outcome reported by {by}: {}", data["status"].as_str().unwrap_or("?")),
+            data["message"].as_str().map(str::to_owned),
+        ),
+        other => (format!("{other} by {by}"), None),
+    };
+    EventVm {
+        when: When::new(e["created_at"].as_str().unwrap_or_default(), now),
+        kind,
+        what,
+        detail,
+    }
+}
+
+fn receipt(a: &ActionRecord, v: &ActionView) -> Option<ReceiptVm> {
+    let r = a.receipt.as_ref()?;
+    let text = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+    let (verified, problem) = match &v.receipt_check {
+        Some(Ok(())) => (true, String::new()),
+        Some(Err(why)) => (false, why.clone()),
+        None => (false, "not checked".into()),
+    };
+    Some(ReceiptVm {
+        id: text("id"),
+        kid: text("kid"),
+        alg: text("alg"),
+        seq: r["payload"]["seq"].to_string(),
+        verified,
+        problem,
+    })
+}
+
+fn outcome(o: &Value, now: Timestamp) -> OutcomeVm {
+    let ms = o["duration_ms"].as_u64().unwrap_or(0);
+    OutcomeVm {
+        status: o["status"].as_str().unwrap_or_default().to_owned(),
+        duration: if ms < 10_000 {
+            format!("{ms} ms")
+        } else {
+            format!("{:.1} s", ms as f64 / 1000.0)
+        },
+        rollback: o["rollback"] == true,
+        message: o["message"].as_str().map(str::to_owned),
+        reported: When::opt(o["reported_at"].as_str(), now),
+    }
+}

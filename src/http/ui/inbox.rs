@@ -1,0 +1,314 @@
+//! The inbox: `GET /app` (the page), `GET /app/inbox/rows` (the same list as
+//! an HTML fragment, for the script to swap in) and `GET /app/events` (a
+//! server-sent event each time an Action changes). Without JavaScript the page
+//! is an ordinary GET form; a reload shows new Actions.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::app::AppState;
+use crate::domain::time;
+use crate::error::{Code, Result};
+use crate::http::session::PageUser;
+use crate::http::ui::view::{Layout, UiError, When};
+use crate::service::actions::MAX_WAIT;
+use crate::service::caller::UserCaller;
+use crate::service::dashboard;
+use crate::service::inbox::{self, InboxParams};
+use crate::service::{Services, sources};
+
+/// The inbox's query string. Empty fields (an untouched select) mean "any".
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Filters {
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub q: String,
+    #[serde(default)]
+    pub source_id: String,
+    #[serde(default)]
+    pub priority: String,
+    #[serde(default)]
+    pub environment: String,
+    #[serde(default)]
+    pub scope: String,
+}
+
+fn some(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+impl Filters {
+    fn status(&self) -> &str {
+        if self.status.is_empty() { "open" } else { &self.status }
+    }
+    fn environment(&self) -> &str {
+        if self.environment.is_empty() { "live" } else { &self.environment }
+    }
+    fn scope(&self) -> &str {
+        if self.scope.is_empty() { "all" } else { &self.scope }
+    }
+    fn params(&self) -> InboxParams {
+        InboxParams {
+            status: Some(self.status().to_owned()),
+            search: some(&self.q),
+            source_id: some(&self.source_id),
+            priority: some(&self.priority),
+            environment: Some(self.environment().to_owned()),
+            scope: Some(self.scope().to_owned()),
+            routing: None,
+            limit: Some(100),
+        }
+    }
+    /// The query string of these filters with another status.
+    fn query(&self, status: &str) -> String {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in [
+            ("status", status),
+            ("q", self.q.trim()),
+            ("source_id", &self.source_id),
+            ("priority", &self.priority),
+            ("environment", &self.environment),
+            ("scope", &self.scope),
+        ] {
+            if !v.is_empty() {
+                q.append_pair(k, v);
+            }
+        }
+        q.finish()
+    }
+}
+
+/// One line of the list.
+pub struct Row {
+    pub id: String,
+    pub title: String,
+    pub source: String,
+    pub priority: String,
+    pub status: String,
+    pub test: bool,
+    pub created: When,
+    pub assignee: Option<String>,
+}
+
+pub struct Tab {
+    pub label: &'static str,
+    pub count: i64,
+    pub query: String,
+    pub current: bool,
+}
+
+/// The part of the page the script refreshes.
+pub struct InboxList {
+    pub tabs: Vec<Tab>,
+    pub rows: Vec<Row>,
+    pub has_more: bool,
+    /// `services.changes` when the list was read, so the script knows whether
+    /// an event is news.
+    pub version: u64,
+    pub open_count: i64,
+    /// Why the filters matched nothing usable, in words.
+    pub error: Option<String>,
+    pub filtered: bool,
+}
+
+pub struct SourceChoice {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "inbox.html")]
+pub struct InboxPage {
+    layout: Layout,
+    filters: Filters,
+    sources: Vec<SourceChoice>,
+    list: InboxList,
+    rows_url: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "inbox_list.html")]
+pub struct InboxFragment {
+    list: InboxList,
+}
+
+/// Source ids → names, for the rows and the filter.
+async fn source_names(s: &Services, user: &UserCaller) -> Result<Vec<SourceChoice>> {
+    let listed = sources::list(s, user.clone()).await?;
+    Ok(listed["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|src| SourceChoice {
+            id: src["id"].as_str().unwrap_or_default().to_owned(),
+            name: src["name"].as_str().unwrap_or_default().to_owned(),
+        })
+        .collect())
+}
+
+async fn read_list(
+    s: &Services,
+    user: &UserCaller,
+    f: &Filters,
+    names: &HashMap<String, String>,
+) -> Result<InboxList> {
+    // Read the version first: a change committed during the read bumps it
+    // again, so the script refreshes once more rather than missing it.
+    let version = *s.changes.borrow();
+    let now = time::now();
+    let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
+        || f.environment() != "live"
+        || f.scope() != "all";
+    let listed = match inbox::list(s, user.clone(), f.params()).await {
+        Ok(v) => v,
+        Err(e) if e.code == Code::ValidationError => {
+            return Ok(InboxList {
+                tabs: Vec::new(),
+                rows: Vec::new(),
+                has_more: false,
+                version,
+                open_count: dashboard::open_count(s, user).await?,
+                error: Some(e.message.clone()),
+                filtered,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let rows: Vec<Row> = listed["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| row(a, names, now))
+        .collect();
+    let counts = inbox::counts(s, user, f.params()).await?;
+    let tabs = [
+        ("open", "Open", counts.open),
+        ("snoozed", "Snoozed", counts.snoozed),
+        ("resolved", "Resolved", counts.resolved),
+        ("cancelled", "Cancelled", counts.cancelled),
+        ("expired", "Expired", counts.expired),
+    ]
+    .into_iter()
+    .map(|(status, label, count)| Tab {
+        label,
+        count,
+        query: f.query(status),
+        current: f.status() == status,
+    })
+    .collect();
+    // Unfiltered, the Open tab is the nav's number; otherwise count again.
+    let open_count = if filtered {
+        dashboard::open_count(s, user).await?
+    } else {
+        counts.open
+    };
+    Ok(InboxList {
+        tabs,
+        rows,
+        has_more: listed["has_more"] == true,
+        version,
+        open_count,
+        error: None,
+        filtered,
+    })
+}
+
+fn row(a: &Value, names: &HashMap<String, String>, now: time::Timestamp) -> Row {
+    let text = |k: &str| a[k].as_str().unwrap_or_default().to_owned();
+    let source_id = text("source_id");
+    Row {
+        id: text("id"),
+        title: text("title"),
+        source: names.get(&source_id).cloned().unwrap_or(source_id),
+        priority: text("priority"),
+        status: text("status"),
+        test: a["environment"] == "test",
+        created: When::new(a["created_at"].as_str().unwrap_or_default(), now),
+        assignee: a["assignee_email"].as_str().map(str::to_owned),
+    }
+}
+
+/// GET /app
+pub async fn inbox_page(
+    State(st): State<AppState>,
+    page: PageUser,
+    Query(filters): Query<Filters>,
+) -> Result<InboxPage, UiError> {
+    let s = &st.services;
+    let sources = source_names(s, &page.user).await?;
+    let names = sources.iter().map(|c| (c.id.clone(), c.name.clone())).collect();
+    let list = read_list(s, &page.user, &filters, &names).await?;
+    let layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count);
+    Ok(InboxPage {
+        rows_url: format!("/app/inbox/rows?{}", filters.query(filters.status())),
+        layout,
+        filters,
+        sources,
+        list,
+    })
+}
+
+/// GET /app/inbox/rows: the list part of the page, for the script.
+pub async fn inbox_rows(
+    State(st): State<AppState>,
+    page: PageUser,
+    Query(filters): Query<Filters>,
+) -> Result<InboxFragment, UiError> {
+    let s = &st.services;
+    let names = source_names(s, &page.user)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.name))
+        .collect();
+    Ok(InboxFragment {
+        list: read_list(s, &page.user, &filters, &names).await?,
+    })
+}
+
+#[derive(Deserialize)]
+pub struct Since {
+    since: Option<u64>,
+}
+
+/// GET /app/events: server-sent events saying "an Action changed". Each
+/// response carries at most one event and ends; EventSource reconnects by
+/// itself (`retry`) and sends the last event's id back as `Last-Event-ID`, so
+/// a change made between two connections is reported at once rather than
+/// missed, and no connection outlives the long-poll ceiling (a server
+/// shutdown never waits on an open dashboard).
+pub async fn inbox_events(
+    State(st): State<AppState>,
+    _page: PageUser,
+    headers: HeaderMap,
+    Query(q): Query<Since>,
+) -> Response {
+    let mut rx = st.services.changes.subscribe();
+    let seen = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .or(q.since);
+    let current = *rx.borrow_and_update();
+    let changed = if seen != Some(current) {
+        Some(current)
+    } else {
+        match tokio::time::timeout(MAX_WAIT, rx.changed()).await {
+            Ok(Ok(())) => Some(*rx.borrow_and_update()),
+            _ => None,
+        }
+    };
+    let body = match changed {
+        Some(v) => format!("retry: 500\nid: {v}\nevent: changed\ndata: {v}\n\n"),
+        None => "retry: 500\n: nothing changed\n\n".to_owned(),
+    };
+    ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+}

@@ -1,0 +1,226 @@
+//! Signing in and out of the dashboard: the sign-in page (every enabled
+//! method; refusals explained), the one-time link's confirmation step, and
+//! sign-out.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use crate::app::AppState;
+use crate::error::{Code, Error};
+use crate::http::session::{self, PageUser};
+use crate::http::ui::view::{FormData, Layout, UiError, check_csrf, see_other};
+use crate::service::signin::{self, SessionKind, SessionMeta};
+use crate::service::tokens;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct SigninQuery {
+    #[serde(default)]
+    next: Option<String>,
+    /// An error code from a failed sign-in (the identity-provider callback
+    /// sends people here with one), or `signed_out`.
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    done: Option<String>,
+}
+
+pub struct Method {
+    pub label: String,
+    pub url: String,
+}
+
+/// A message on the sign-in page. Only known codes are shown, in our words:
+/// the query string is never echoed, so a crafted link cannot put text here.
+pub struct Notice {
+    pub title: &'static str,
+    pub text: String,
+    pub kind: &'static str,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "signin.html")]
+pub struct SigninPage {
+    layout: Layout,
+    methods: Vec<Method>,
+    notice: Option<Notice>,
+    /// Who may sign in, shown with a refusal.
+    domains: Vec<String>,
+    refused: bool,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "signin_link.html")]
+pub struct LinkPage {
+    layout: Layout,
+    action: String,
+    next: String,
+}
+
+fn methods(st: &AppState, next: &str) -> Vec<Method> {
+    let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+    st.services
+        .config
+        .auth
+        .providers
+        .iter()
+        .map(|(name, p)| Method {
+            label: format!("Continue with {}", p.label(name)),
+            url: format!("/v1/auth/{name}/start?next={next}"),
+        })
+        .collect()
+}
+
+fn notice(code: &str) -> Option<Notice> {
+    let (title, text, kind) = match code.to_ascii_uppercase().as_str() {
+        "SIGNIN_NOT_ALLOWED" => (
+            "This account may not sign in here",
+            "Your identity provider vouched for you, but this hds instance does not admit that account.",
+            "banner-error",
+        ),
+        "INVALID_ID_TOKEN" | "INVALID_STATE" => (
+            "Sign-in did not complete",
+            "The answer from the identity provider could not be verified, or the sign-in took too long. Start again.",
+            "banner-error",
+        ),
+        "PROVIDER_UNAVAILABLE" => (
+            "The identity provider did not answer",
+            "hds could not reach your identity provider. Try again in a moment.",
+            "banner-error",
+        ),
+        "PROVIDER_NOT_FOUND" => (
+            "Unknown sign-in method",
+            "That sign-in method is not configured on this instance.",
+            "banner-error",
+        ),
+        "ACCESS_DENIED" => (
+            "Sign-in cancelled",
+            "The identity provider reported that sign-in was cancelled.",
+            "banner-warn",
+        ),
+        "LINK_INVALID" | "AUTH_REQUIRED" => (
+            "This sign-in link no longer works",
+            "It was already used or has expired. Ask an admin for a new one.",
+            "banner-error",
+        ),
+        "SIGNED_OUT" => ("You are signed out", "", "banner-ok"),
+        _ => (
+            "Sign-in did not complete",
+            "Something went wrong while signing you in. Start again.",
+            "banner-error",
+        ),
+    };
+    Some(Notice {
+        title,
+        text: text.to_owned(),
+        kind,
+    })
+}
+
+fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
+    let notice = code.and_then(notice);
+    let refused = code.is_some_and(|c| c.eq_ignore_ascii_case("SIGNIN_NOT_ALLOWED"));
+    SigninPage {
+        layout: Layout::public(if refused { "Not allowed" } else { "Sign in" }),
+        methods: methods(st, next),
+        notice,
+        domains: st.services.config.auth.allowed_email_domains.clone(),
+        refused,
+    }
+}
+
+/// GET /app/signin
+pub async fn signin_form(State(st): State<AppState>, Query(q): Query<SigninQuery>) -> Response {
+    // An unsafe `next` is dropped here; the start route refuses it outright.
+    let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
+    let code = q.error.as_deref().or(q.done.as_deref());
+    let page = signin_page(&st, &next, code);
+    let status = if page.refused {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    };
+    (status, page).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct NextQuery {
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// GET /app/signin/link/{token}: a page with one button. Opening the link
+/// does not use it, so a mail scanner fetching it burns nothing.
+pub async fn link_form(
+    State(st): State<AppState>,
+    Path(token): Path<String>,
+    Query(q): Query<NextQuery>,
+) -> Result<Response, UiError> {
+    let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
+    if !signin::link_is_live(&st.services, &token).await? {
+        let page = signin_page(&st, &next, Some("LINK_INVALID"));
+        return Ok((StatusCode::GONE, page).into_response());
+    }
+    Ok(LinkPage {
+        layout: Layout::public("Sign in"),
+        action: format!("/app/signin/link/{token}"),
+        next,
+    }
+    .into_response())
+}
+
+/// POST /app/signin/link/{token}: uses the link, starts the browser session.
+pub async fn redeem_link(
+    State(st): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    // No session exists yet, so no form token: the origin check is what stops
+    // another site from signing a visitor into someone else's account.
+    if !session::same_origin(&headers, &st.services.config) {
+        return Err(Error::new(Code::CsrfFailed, "sign-in from another site refused").into());
+    }
+    let next = session::local_next(form.get("next"))?;
+    let header_text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(300).collect::<String>())
+    };
+    let meta = SessionMeta {
+        method: "link".into(),
+        kind: SessionKind::Browser,
+        client: header_text("x-service-client"),
+        user_agent: header_text(header::USER_AGENT.as_str()),
+    };
+    match signin::redeem_link(&st.services, &token, meta).await {
+        Ok(signed_in) => {
+            session::begin(&session, &signed_in).await?;
+            Ok(see_other(&next))
+        }
+        Err(e) if e.code == Code::AuthRequired => {
+            let page = signin_page(&st, &next, Some("LINK_INVALID"));
+            Ok((StatusCode::GONE, page).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// POST /app/signout: ends this session (the cookie and its row).
+pub async fn sign_out(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    tokens::revoke(&st.services, &page.user, &page.user.credential_id).await?;
+    session::end(&page.session).await?;
+    Ok(see_other("/app/signin?done=signed_out"))
+}

@@ -1,0 +1,286 @@
+//! What every page shares: the layout context (nav, CSRF token, asset URLs),
+//! times as people read them ("3 min ago" with the exact time beside), the
+//! HTML error page, and urlencoded form bodies.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::domain::time::{self, Timestamp};
+use crate::error::{Code, Error};
+use crate::http::extract::MAX_BODY;
+use crate::http::session::PageUser;
+use crate::http::ui::assets;
+use crate::service::dashboard;
+
+/// The frame of every page: `templates/base.html` reads it.
+pub struct Layout {
+    pub title: String,
+    /// The signed-in person's e-mail; None on the sign-in pages.
+    pub user: Option<String>,
+    pub csrf: String,
+    /// Open live Actions, shown beside "Inbox".
+    pub open_count: i64,
+    /// Which nav entry is current: `inbox`, `sources`, `account` or empty.
+    pub active: &'static str,
+    pub css: String,
+    pub js: String,
+}
+
+impl Layout {
+    pub async fn signed_in(
+        st: &AppState,
+        page: &PageUser,
+        title: impl Into<String>,
+        active: &'static str,
+    ) -> Result<Self, UiError> {
+        let open_count = dashboard::open_count(&st.services, &page.user).await?;
+        Ok(Self::with_count(page, title, active, open_count))
+    }
+
+    /// As `signed_in`, when the page has counted open Actions already.
+    pub fn with_count(
+        page: &PageUser,
+        title: impl Into<String>,
+        active: &'static str,
+        open_count: i64,
+    ) -> Self {
+        Self {
+            title: title.into(),
+            user: Some(page.user.email.clone()),
+            csrf: page.csrf.clone(),
+            open_count,
+            active,
+            ..Self::public("")
+        }
+    }
+
+    pub fn public(title: impl Into<String>) -> Self {
+        Self {
+            title: title.into(),
+            user: None,
+            csrf: String::new(),
+            open_count: 0,
+            active: "",
+            css: assets::url("app.css"),
+            js: assets::url("app.js"),
+        }
+    }
+}
+
+/// A stored timestamp as a page shows it: `<time datetime="{iso}" title="{exact}">{ago}</time>`.
+#[derive(Clone, Debug)]
+pub struct When {
+    pub iso: String,
+    pub ago: String,
+    pub exact: String,
+}
+
+impl When {
+    pub fn new(ts: &str, now: Timestamp) -> Self {
+        match time::parse(ts) {
+            Some(t) => Self {
+                iso: ts.to_owned(),
+                ago: ago((now - t).whole_seconds()),
+                exact: format!(
+                    "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+                    t.year(),
+                    u8::from(t.month()),
+                    t.day(),
+                    t.hour(),
+                    t.minute()
+                ),
+            },
+            None => Self {
+                iso: ts.to_owned(),
+                ago: ts.to_owned(),
+                exact: ts.to_owned(),
+            },
+        }
+    }
+    pub fn opt(ts: Option<&str>, now: Timestamp) -> Option<Self> {
+        ts.map(|t| Self::new(t, now))
+    }
+}
+
+/// "just now", "4 min ago", "3 h ago", "2 days ago"; negative = the future.
+pub fn ago(secs: i64) -> String {
+    let (n, future) = (secs.unsigned_abs(), secs < 0);
+    let span = match n {
+        0..45 => return "just now".into(),
+        45..5_400 => format!("{} min", (n + 30) / 60),
+        5_400..129_600 => format!("{} h", (n + 1_800) / 3_600),
+        _ => match (n + 43_200) / 86_400 {
+            1 => "1 day".to_owned(),
+            d => format!("{d} days"),
+        },
+    };
+    if future {
+        format!("in {span}")
+    } else {
+        format!("{span} ago")
+    }
+}
+
+/// A dashboard failure: the error's status with an HTML page in words.
+#[derive(Debug)]
+pub struct UiError(pub Error);
+
+impl From<Error> for UiError {
+    fn from(e: Error) -> Self {
+        Self(e)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    layout: Layout,
+    heading: &'static str,
+    message: String,
+    code: &'static str,
+}
+
+impl IntoResponse for UiError {
+    fn into_response(self) -> Response {
+        let (code, message) = (self.0.code, self.0.message.clone());
+        // The API rendering logs an internal cause once and picks the status
+        // and Retry-After; only the body is replaced by the page.
+        let mut resp = self.0.into_response();
+        let heading = match code {
+            Code::Forbidden | Code::CsrfFailed | Code::SigninNotAllowed => "Not allowed",
+            Code::ActionNotFound | Code::SourceNotFound | Code::NotFound => "Not found",
+            Code::Internal | Code::Unavailable => "Something went wrong",
+            _ => "That did not work",
+        };
+        let message = match code {
+            Code::CsrfFailed => "This form expired or was sent from another site. Go back, reload the page and try again.".to_owned(),
+            _ => message,
+        };
+        let page = ErrorPage {
+            layout: Layout::public(heading),
+            heading,
+            message,
+            code: code.as_str(),
+        };
+        let body = page.render().unwrap_or_else(|_| heading.to_owned());
+        resp.headers_mut().remove(header::CONTENT_TYPE);
+        let (parts, _) = resp.into_parts();
+        (parts, Html(body)).into_response()
+    }
+}
+
+/// An `application/x-www-form-urlencoded` body, keeping repeated keys (a
+/// multiple-choice answer sends one `value` per box ticked).
+pub struct FormData(Vec<(String, String)>);
+
+impl FormData {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+    /// A trimmed, non-empty value.
+    pub fn text(&self, key: &str) -> Option<String> {
+        self.get(key)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for FormData {
+    type Rejection = UiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, UiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
+            let e = if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Error::new(
+                    Code::PayloadTooLarge,
+                    format!("the form is larger than {} KB", MAX_BODY / 1024),
+                )
+            } else {
+                Error::field("body", format!("could not read the form: {r}"))
+            };
+            UiError(e)
+        })?;
+        Ok(Self(
+            form_urlencoded::parse(&bytes).into_owned().collect(),
+        ))
+    }
+}
+
+/// Every unsafe dashboard request: same origin and the session's form token.
+pub fn check_csrf(
+    st: &AppState,
+    headers: &HeaderMap,
+    page: &PageUser,
+    form: &FormData,
+) -> Result<(), UiError> {
+    page.check_form(headers, &st.services.config, form.get("_csrf").unwrap_or(""))?;
+    Ok(())
+}
+
+/// "Are you sure?" for a destructive step, as its own page so it works
+/// without JavaScript: the same form again, plus `confirmed=yes`.
+#[derive(Template, WebTemplate)]
+#[template(path = "confirm.html")]
+pub struct ConfirmPage {
+    pub layout: Layout,
+    pub heading: String,
+    pub message: String,
+    pub post_to: String,
+    /// The fields of the original form, sent again (the CSRF token comes
+    /// from the layout).
+    pub hidden: Vec<(String, String)>,
+    pub confirm_label: String,
+    pub cancel_url: String,
+}
+
+impl ConfirmPage {
+    /// Carries `form` over, minus its token, plus the confirmation.
+    pub fn resend(form: &FormData) -> Vec<(String, String)> {
+        form.pairs()
+            .iter()
+            .filter(|(k, _)| k != "_csrf" && k != "confirmed")
+            .cloned()
+            .chain([("confirmed".to_owned(), "yes".to_owned())])
+            .collect()
+    }
+}
+
+/// 303 See Other: after a POST, the browser GETs the next page.
+pub fn see_other(location: &str) -> Response {
+    (
+        StatusCode::SEE_OTHER,
+        [(header::LOCATION, location.to_owned())],
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ago;
+
+    #[test]
+    fn ages_read_like_people_say_them() {
+        assert_eq!(ago(3), "just now");
+        assert_eq!(ago(200), "3 min ago");
+        assert_eq!(ago(3 * 3_600 + 100), "3 h ago");
+        assert_eq!(ago(86_400 * 2), "2 days ago");
+        assert_eq!(ago(-120), "in 2 min");
+    }
+}

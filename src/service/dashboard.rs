@@ -1,0 +1,105 @@
+//! Reads the dashboard needs beyond the API's: one Action with what its page
+//! shows (history, who may decide, whether its receipt verifies). Pure reads;
+//! every rule comes from `actions`, `caller` and `domain`, so the page offers
+//! what the API would allow.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::domain::action::ActionRecord;
+use crate::domain::receipt;
+use crate::error::{Error, Result};
+use crate::service::Services;
+use crate::service::actions::{is_listed_reviewer, user_role};
+use crate::service::caller::{UserCaller, can_decide};
+use crate::service::inbox::{self, InboxParams};
+use crate::store::actions as store;
+use crate::store::{receipts, sources, users, votes};
+
+/// One Action as its page shows it.
+pub struct ActionView {
+    pub action: ActionRecord,
+    /// Oldest first, as `store::actions::history` returns it.
+    pub history: Vec<Value>,
+    /// Whether this user may decide (or vote on) it while it is open; the
+    /// service checks again when they do.
+    pub may_decide: bool,
+    pub source_name: Option<String>,
+    /// Outcome of verifying the receipt's signature against the published
+    /// keys, when there is a receipt.
+    pub receipt_check: Option<Result<(), String>>,
+    /// (user id, vote) of an Action with an approval policy.
+    pub votes: Vec<(String, String)>,
+    /// E-mail of every user named in the history.
+    pub people: HashMap<String, String>,
+}
+
+/// The Action `id` if this user may see it (the same rule as GET
+/// /v1/actions/{id} for a user, in either environment).
+pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<ActionView> {
+    let user = user.clone();
+    s.db.read(move |c| {
+        let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
+        let role = user_role(&a, &user).ok_or_else(Error::action_not_found)?;
+        let restricted = a.spec.visibility() == "restricted";
+        let may_decide = can_decide(&role)
+            && if a.spec.approval_policy.is_some() {
+                is_listed_reviewer(&a, &user)
+            } else {
+                !restricted || is_listed_reviewer(&a, &user)
+            };
+        let history = store::history(c, &a.id)?;
+        let receipt_check = match a.receipt.as_ref().and_then(|r| r["jws"].as_str()) {
+            Some(jws) => Some(check_receipt(c, jws, &a.id)?),
+            None => None,
+        };
+        let people = people_in(c, &history)?;
+        Ok(ActionView {
+            source_name: sources::get(c, &a.workspace_id, &a.source_id)?.map(|s| s.name),
+            votes: votes::all(c, &a.id)?,
+            action: a,
+            history,
+            may_decide,
+            receipt_check,
+            people,
+        })
+    })
+    .await
+}
+
+/// Verifies a receipt with the keys this server publishes (any JOSE library
+/// given GET /v1/receipts/keys reaches the same answer) and that it is about
+/// this Action.
+fn check_receipt(c: &Connection, jws: &str, action_id: &str) -> Result<Result<(), String>> {
+    let keys = receipts::keys(c)?;
+    Ok(receipt::verify(jws, &keys).and_then(|claims| {
+        if claims["sub"] == action_id {
+            Ok(())
+        } else {
+            Err("the receipt names another Action".to_owned())
+        }
+    }))
+}
+
+fn people_in(c: &Connection, history: &[Value]) -> Result<HashMap<String, String>> {
+    let mut people = HashMap::new();
+    for ev in history {
+        if ev["actor"]["type"] != "user" {
+            continue;
+        }
+        if let Some(id) = ev["actor"]["id"].as_str()
+            && !people.contains_key(id)
+            && let Some(u) = users::by_id(c, id)?
+        {
+            people.insert(u.id, u.email);
+        }
+    }
+    Ok(people)
+}
+
+/// Open live Actions of the active workspace: the number beside "Inbox".
+pub async fn open_count(s: &Services, user: &UserCaller) -> Result<i64> {
+    Ok(inbox::counts(s, user, InboxParams::default()).await?.open)
+}

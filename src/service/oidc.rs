@@ -1,0 +1,641 @@
+//! Sign-in with identity providers (SPEC §4.2, DESIGN §8): the browser flow
+//! (authorization code + PKCE + state + nonce), the native ID-token exchange
+//! for apps, and Apple's code exchange. Providers come from
+//! `[auth.providers.*]`; their discovery documents and JWKS are fetched over
+//! loopback-or-internet HTTP and kept for an hour. Who may sign in, and the
+//! session that follows, is `service::signin`'s business.
+
+mod id_token;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use openidconnect::core::{
+    CoreAuthenticationFlow, CoreClient, CoreClientAuthMethod, CoreJsonWebKeySet,
+    CoreProviderMetadata,
+};
+use openidconnect::{
+    AsyncHttpClient, AuthType, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, HttpRequest, HttpResponse, IssuerUrl, Nonce,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, TokenResponse,
+};
+
+use crate::config::{ProviderConfig, ProviderKind};
+use crate::domain::credentials::{self, hash_secret, hashes_match};
+use crate::domain::time;
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::signin::{self, Identity, SessionKind, SessionMeta, SignedIn};
+use crate::store::oidc::{self as store, Login};
+use id_token::{Expect, NonceRule, Refusal};
+
+/// Discovery documents and JWKS are re-read after this long.
+const METADATA_TTL: Duration = Duration::from_secs(3600);
+/// A token signed by an unknown key refetches the JWKS, at most this often
+/// (so forged `kid`s cannot turn hds into a load generator against the issuer).
+const JWKS_REFETCH_MIN_INTERVAL: Duration = Duration::from_secs(5);
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// A browser has this long to come back from the provider.
+const LOGIN_LIFETIME: ::time::Duration = ::time::Duration::minutes(10);
+
+/// Per-process cache of each provider's discovery document and JWKS. One
+/// lives in `Services`; cheap to share.
+#[derive(Default)]
+pub struct Providers {
+    http: OnceLock<std::result::Result<Http, String>>,
+    issuers: RwLock<HashMap<String, Arc<Issuer>>>,
+}
+
+struct Issuer {
+    metadata: CoreProviderMetadata,
+    fetched_at: Instant,
+    jwks_refetched_at: Option<Instant>,
+}
+
+/// reqwest 0.13 behind openidconnect's HTTP trait (the crate's own `reqwest`
+/// feature would pull in reqwest 0.12). Redirects are not followed: a
+/// discovery or token endpoint that redirects is refused rather than letting
+/// it point hds at another host (openidconnect's UPGRADE.md, SSRF).
+#[derive(Clone)]
+struct Http(reqwest::Client);
+
+impl<'c> AsyncHttpClient<'c> for Http {
+    type Error = reqwest::Error;
+    type Future = Pin<
+        Box<dyn Future<Output = std::result::Result<HttpResponse, reqwest::Error>> + Send + 'c>,
+    >;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(async move {
+            let response = self.0.execute(reqwest::Request::try_from(request)?).await?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let mut out = HttpResponse::new(response.bytes().await?.to_vec());
+            *out.status_mut() = status;
+            *out.headers_mut() = headers;
+            Ok(out)
+        })
+    }
+}
+
+type Client = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
+
+impl Providers {
+    fn http(&self) -> Result<&Http> {
+        let built = self.http.get_or_init(|| {
+            // reqwest is built without a default TLS provider; installing ring
+            // is a no-op when `main` already did.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(HTTP_TIMEOUT)
+                .user_agent(concat!("hds/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map(Http)
+                .map_err(|e| e.to_string())
+        });
+        built
+            .as_ref()
+            .map_err(|e| Error::internal(anyhow::anyhow!("building the HTTP client: {e}")))
+    }
+
+    /// The provider's discovery document and keys, from cache while fresh.
+    async fn issuer(&self, name: &str, cfg: &ProviderConfig) -> Result<Arc<Issuer>> {
+        if let Some(found) = self.cached(name)
+            && found.fetched_at.elapsed() < METADATA_TTL
+        {
+            return Ok(found);
+        }
+        let issuer_url = cfg.issuer_url();
+        let url = IssuerUrl::new(issuer_url.clone()).map_err(|e| {
+            unavailable(
+                name,
+                &issuer_url,
+                format!("the configured issuer is not a URL: {e}"),
+            )
+        })?;
+        let metadata = CoreProviderMetadata::discover_async(url, self.http()?)
+            .await
+            .map_err(|e| unavailable(name, &issuer_url, format!("{e:#}")))?;
+        let fresh = Arc::new(Issuer {
+            metadata,
+            fetched_at: Instant::now(),
+            jwks_refetched_at: None,
+        });
+        self.store(name, fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Re-reads the JWKS after a token named a key we do not have (the
+    /// issuer rotated keys). None when a refetch happened moments ago.
+    async fn refetch_jwks(&self, name: &str, current: &Issuer) -> Result<Option<Arc<Issuer>>> {
+        if current
+            .jwks_refetched_at
+            .is_some_and(|at| at.elapsed() < JWKS_REFETCH_MIN_INTERVAL)
+        {
+            return Ok(None);
+        }
+        let jwks_uri = current.metadata.jwks_uri();
+        let jwks = CoreJsonWebKeySet::fetch_async(jwks_uri, self.http()?)
+            .await
+            .map_err(|e| unavailable(name, jwks_uri.as_str(), format!("{e:#}")))?;
+        let fresh = Arc::new(Issuer {
+            metadata: current.metadata.clone().set_jwks(jwks),
+            fetched_at: current.fetched_at,
+            jwks_refetched_at: Some(Instant::now()),
+        });
+        self.store(name, fresh.clone());
+        Ok(Some(fresh))
+    }
+
+    fn cached(&self, name: &str) -> Option<Arc<Issuer>> {
+        // A poisoned lock only means another request panicked mid-insert; the
+        // map itself is still whole.
+        let map = self.issuers.read().unwrap_or_else(|p| p.into_inner());
+        map.get(name).cloned()
+    }
+
+    fn store(&self, name: &str, issuer: Arc<Issuer>) {
+        let mut map = self.issuers.write().unwrap_or_else(|p| p.into_inner());
+        map.insert(name.to_owned(), issuer);
+    }
+
+    /// Verifies an ID token with the issuer's keys, refetching them once when
+    /// the token names a key the cached set lacks.
+    async fn verify(
+        &self,
+        name: &str,
+        issuer: Arc<Issuer>,
+        raw: &str,
+        expect: &Expect<'_>,
+    ) -> Result<id_token::Claims> {
+        let token = id_token::parse(raw).map_err(refused)?;
+        match token.verify(issuer.metadata.jwks(), expect) {
+            Err(Refusal::UnknownKey(kid)) => match self.refetch_jwks(name, &issuer).await? {
+                Some(fresh) => token.verify(fresh.metadata.jwks(), expect).map_err(refused),
+                None => Err(refused(Refusal::UnknownKey(kid))),
+            },
+            other => other.map_err(refused),
+        }
+    }
+}
+
+fn unavailable(name: &str, url: &str, cause: String) -> Error {
+    tracing::warn!(
+        provider = name,
+        url,
+        error = cause,
+        "identity provider unavailable"
+    );
+    Error::new(
+        Code::ProviderUnavailable,
+        format!(
+            "the identity provider {name} ({url}) could not be reached or answered nonsense; try again shortly"
+        ),
+    )
+}
+
+fn refused(r: Refusal) -> Error {
+    let message = match r {
+        Refusal::UnknownKey(kid) => {
+            format!("the ID token is signed with key {kid}, which the issuer does not publish")
+        }
+        Refusal::Invalid(m) => m,
+    };
+    Error::new(Code::InvalidIdToken, message)
+}
+
+/// The configured provider called `name`.
+pub fn provider<'a>(s: &'a Services, name: &str) -> Result<&'a ProviderConfig> {
+    s.config.auth.providers.get(name).ok_or_else(|| {
+        Error::new(
+            Code::ProviderNotFound,
+            format!("no sign-in provider is named {name:?}; GET /v1/auth/providers lists them"),
+        )
+    })
+}
+
+fn redirect_uri(s: &Services, name: &str) -> String {
+    format!(
+        "{}/v1/auth/{name}/callback",
+        s.config.base_url.trim_end_matches('/')
+    )
+}
+
+/// The browser client: our client id and secret, our callback, and the
+/// token-endpoint authentication the provider supports (Apple: only
+/// client_secret_post; OIDC's default: client_secret_basic).
+fn client(s: &Services, name: &str, cfg: &ProviderConfig, issuer: &Issuer) -> Result<Client> {
+    let client_id = cfg.client_id.clone().ok_or_else(|| {
+        Error::new(
+            Code::ProviderNotFound,
+            format!("provider {name} has no client_id, so it only accepts native sign-in"),
+        )
+    })?;
+    let redirect = RedirectUrl::new(redirect_uri(s, name))
+        .map_err(|e| Error::internal(anyhow::anyhow!("base_url makes a bad callback URL: {e}")))?;
+    let methods = issuer.metadata.token_endpoint_auth_methods_supported();
+    let post_only = methods.is_some_and(|m| {
+        m.contains(&CoreClientAuthMethod::ClientSecretPost)
+            && !m.contains(&CoreClientAuthMethod::ClientSecretBasic)
+    });
+    Ok(CoreClient::from_provider_metadata(
+        issuer.metadata.clone(),
+        ClientId::new(client_id),
+        cfg.client_secret.clone().map(ClientSecret::new),
+    )
+    .set_redirect_uri(redirect)
+    .set_auth_type(if post_only {
+        AuthType::RequestBody
+    } else {
+        AuthType::BasicAuth
+    }))
+}
+
+/// `iss` values accepted for this provider: the discovered issuer, and for
+/// Google also its scheme-less spelling (`accounts.google.com`), which Google
+/// documents as valid in its ID tokens.
+fn accepted_issuers(cfg: &ProviderConfig, issuer: &Issuer) -> Vec<String> {
+    let canonical = issuer.metadata.issuer().as_str().to_owned();
+    let bare = canonical.split_once("://").map(|(_, rest)| rest.to_owned());
+    match (cfg.kind, bare) {
+        (ProviderKind::Google, Some(bare)) => vec![canonical, bare],
+        _ => vec![canonical],
+    }
+}
+
+fn now_unix() -> f64 {
+    let now = time::now();
+    now.unix_timestamp() as f64 + f64::from(now.millisecond()) / 1000.0
+}
+
+/// The person as hds records them. The issuer is the discovered one, not the
+/// token's spelling, so Google's two spellings are one identity.
+fn identity(issuer: &Issuer, claims: id_token::Claims, fallback_name: Option<String>) -> Identity {
+    Identity {
+        issuer: issuer.metadata.issuer().as_str().to_owned(),
+        subject: claims.sub,
+        email: claims.email,
+        email_verified: claims.email_verified,
+        name: claims.name.or(fallback_name),
+    }
+}
+
+/// Where to send the browser, and the binding cookie to set.
+pub struct Started {
+    pub authorize_url: String,
+    pub binding: String,
+}
+
+/// Whether a binding cookie value is one hds could have issued.
+fn plausible_binding(v: &str) -> bool {
+    (32..=64).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Starts the browser flow: records the login (state hashed, nonce, PKCE
+/// verifier, `next`, browser binding) and returns the provider's authorize
+/// URL. A browser that already holds a binding keeps it, so two tabs signing
+/// in at once both succeed. `next` must already be checked as a local path.
+pub async fn start(
+    s: &Services,
+    name: &str,
+    next: String,
+    binding: Option<&str>,
+) -> Result<Started> {
+    let cfg = provider(s, name)?;
+    let issuer = s.oidc.issuer(name, cfg).await?;
+    let client = client(s, name, cfg, &issuer)?;
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let scopes: &[&str] = match cfg.kind {
+        ProviderKind::Apple => &["name", "email"],
+        _ => &["email", "profile"],
+    };
+    let mut request = client
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_scopes(scopes.iter().map(|sc| Scope::new((*sc).to_owned())))
+        .set_pkce_challenge(challenge);
+    if cfg.kind == ProviderKind::Apple {
+        // Apple refuses the name/email scopes unless the answer is a form POST.
+        request = request.add_extra_param("response_mode", "form_post");
+    }
+    let (url, state, nonce) = request.url();
+    let binding = binding
+        .filter(|b| plausible_binding(b))
+        .map(str::to_owned)
+        .unwrap_or_else(credentials::new_secret);
+    let now = time::now();
+    let login = Login {
+        provider: name.to_owned(),
+        nonce: nonce.secret().clone(),
+        pkce_verifier: verifier.secret().clone(),
+        next,
+        binding_hash: hash_secret(&binding),
+        expires_at: time::format(now + LOGIN_LIFETIME),
+    };
+    let state = state.secret().clone();
+    s.db.write(move |c| {
+        let now = time::format(now);
+        // Abandoned logins go here rather than in a worker: the table stays tiny.
+        store::purge_expired(c, &now)?;
+        store::insert(c, &state, &login, &now)
+    })
+    .await?;
+    Ok(Started {
+        authorize_url: url.to_string(),
+        binding,
+    })
+}
+
+/// The provider's answer at the callback (query string, or Apple's form POST).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Callback {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    /// RFC 9207: the issuer that answered; checked when present.
+    pub iss: Option<String>,
+    pub error: Option<String>,
+    pub error_description: Option<String>,
+    /// Apple, first sign-in only: `{"name":{"firstName","lastName"},"email"}`.
+    pub user: Option<String>,
+}
+
+fn binding_refused(why: &str) -> Error {
+    Error::new(
+        Code::CsrfFailed,
+        format!("this sign-in cannot be finished: {why}; start it again from the sign-in page"),
+    )
+}
+
+/// Finishes the browser flow: takes the login (once), checks the browser
+/// binding and the answering issuer, exchanges the code with the PKCE
+/// verifier, verifies the ID token and signs the person in. Returns the
+/// session and the local path to continue to.
+pub async fn finish(
+    s: &Services,
+    name: &str,
+    answer: Callback,
+    binding: Option<&str>,
+    user_agent: Option<String>,
+) -> Result<(SignedIn, String)> {
+    let cfg = provider(s, name)?;
+    let state = answer
+        .state
+        .clone()
+        .ok_or_else(|| Error::field("state", "the callback carries no state"))?;
+    let now = time::format(time::now());
+    let login = s
+        .db
+        .write(move |c| store::take(c, &state, &now))
+        .await?
+        .ok_or_else(|| binding_refused("it is unknown, older than 10 minutes, or already used"))?;
+    if login.provider != name {
+        return Err(binding_refused("it was started with another provider"));
+    }
+    let bound = binding.is_some_and(|b| hashes_match(&hash_secret(b), &login.binding_hash));
+    if !bound {
+        return Err(binding_refused(
+            "it was started in another browser (no binding cookie)",
+        ));
+    }
+    if let Some(error) = &answer.error {
+        let description = answer.error_description.as_deref().unwrap_or("");
+        return Err(Error::new(
+            Code::AuthRequired,
+            format!(
+                "the identity provider did not sign you in: {} {}",
+                truncate(error, 64),
+                truncate(description, 200)
+            ),
+        ));
+    }
+    let issuer = s.oidc.issuer(name, cfg).await?;
+    if let Some(iss) = &answer.iss
+        && iss != issuer.metadata.issuer().as_str()
+    {
+        return Err(binding_refused(
+            "the answer came from another issuer (RFC 9207 iss)",
+        ));
+    }
+    let code = answer
+        .code
+        .as_deref()
+        .ok_or_else(|| Error::field("code", "the callback carries no authorization code"))?;
+    let raw = exchange(s, name, cfg, &issuer, code, Some(login.pkce_verifier)).await?;
+    let audiences = cfg.client_id.iter().cloned().collect::<Vec<_>>();
+    let issuers = accepted_issuers(cfg, &issuer);
+    let expect = Expect {
+        issuers: &issuers,
+        audiences: &audiences,
+        nonce: NonceRule::Equals(&login.nonce),
+        now: now_unix(),
+    };
+    let claims = s.oidc.verify(name, issuer.clone(), &raw, &expect).await?;
+    let apple_name = answer.user.as_deref().and_then(apple_user_name);
+    let meta = SessionMeta {
+        method: name.to_owned(),
+        kind: SessionKind::Browser,
+        client: None,
+        user_agent,
+    };
+    let signed_in = signin::complete(s, identity(&issuer, claims, apple_name), meta).await?;
+    Ok((signed_in, login.next))
+}
+
+/// Exchanges an authorization code at the provider's token endpoint; returns
+/// the raw ID token.
+async fn exchange(
+    s: &Services,
+    name: &str,
+    cfg: &ProviderConfig,
+    issuer: &Issuer,
+    code: &str,
+    pkce_verifier: Option<String>,
+) -> Result<String> {
+    let client = client(s, name, cfg, issuer)?;
+    let mut request = client
+        .exchange_code(AuthorizationCode::new(code.to_owned()))
+        .map_err(|_| {
+            unavailable(
+                name,
+                &cfg.issuer_url(),
+                "the discovery document names no token endpoint".into(),
+            )
+        })?;
+    if let Some(v) = pkce_verifier {
+        request = request.set_pkce_verifier(PkceCodeVerifier::new(v));
+    }
+    let response = request
+        .request_async(s.oidc.http()?)
+        .await
+        .map_err(|e| match e {
+            RequestTokenError::ServerResponse(r) => Error::new(
+                Code::InvalidIdToken,
+                format!("the identity provider refused the authorization code ({r})"),
+            ),
+            other => unavailable(
+                name,
+                &cfg.issuer_url(),
+                format!("token endpoint: {other:#}"),
+            ),
+        })?;
+    // The access token is not kept: everything hds needs is in the ID token.
+    response.id_token().map(|t| t.to_string()).ok_or_else(|| {
+        Error::new(
+            Code::InvalidIdToken,
+            "the identity provider's token response carries no ID token (is the openid scope allowed?)",
+        )
+    })
+}
+
+/// Apple's `user` form field: the name, sent on the first sign-in only.
+fn apple_user_name(user: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(user).ok()?;
+    let part = |k: &str| {
+        v["name"][k]
+            .as_str()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+    };
+    let full = [part("firstName"), part("lastName")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!full.is_empty()).then(|| truncate(&full, 200).to_owned())
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// A native-flow challenge: a single-attempt nonce for this provider.
+pub async fn challenge(s: &Services, name: &str) -> Result<(String, String)> {
+    provider(s, name)?;
+    signin::issue_nonce(s, name).await
+}
+
+/// Who is signing in from an app, for the session record.
+pub struct AppClient {
+    /// `X-Service-Client`.
+    pub client: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// The native exchange: spends the nonce first (one attempt per nonce), then
+/// verifies the app's ID token — signature from the issuer's JWKS, `iss`
+/// (both of Google's spellings), `aud` among the configured client ids,
+/// `exp`/`iat`, and the nonce (Apple: raw or SHA-256 hex) — and opens a
+/// bearer session.
+pub async fn native(
+    s: &Services,
+    name: &str,
+    raw_id_token: &str,
+    nonce: &str,
+    app: AppClient,
+) -> Result<SignedIn> {
+    let cfg = provider(s, name)?;
+    signin::consume_nonce(s, name, nonce).await?;
+    let issuer = s.oidc.issuer(name, cfg).await?;
+    let rule = match cfg.kind {
+        ProviderKind::Apple => NonceRule::EqualsOrSha256Hex(nonce),
+        _ => NonceRule::Equals(nonce),
+    };
+    let (issuers, audiences) = (accepted_issuers(cfg, &issuer), cfg.audiences());
+    let expect = Expect {
+        issuers: &issuers,
+        audiences: &audiences,
+        nonce: rule,
+        now: now_unix(),
+    };
+    let claims = s
+        .oidc
+        .verify(name, issuer.clone(), raw_id_token, &expect)
+        .await?;
+    bearer_session(s, name, identity(&issuer, claims, None), app).await
+}
+
+/// Apple's web-flow code sent by an Android app: exchanged at Apple's token
+/// endpoint with our callback as redirect URI (the one the app's web flow
+/// used), then treated like a native ID token. The nonce, when the app used
+/// one, is spent and checked.
+pub async fn apple_code(
+    s: &Services,
+    name: &str,
+    code: &str,
+    nonce: Option<&str>,
+    app: AppClient,
+) -> Result<SignedIn> {
+    let cfg = provider(s, name)?;
+    if cfg.kind != ProviderKind::Apple {
+        return Err(Error::new(
+            Code::ProviderNotFound,
+            format!("provider {name} is not an Apple provider; the code exchange is Apple's"),
+        ));
+    }
+    if let Some(n) = nonce {
+        signin::consume_nonce(s, name, n).await?;
+    }
+    let issuer = s.oidc.issuer(name, cfg).await?;
+    let raw = exchange(s, name, cfg, &issuer, code, None).await?;
+    let (issuers, audiences) = (accepted_issuers(cfg, &issuer), cfg.audiences());
+    let expect = Expect {
+        issuers: &issuers,
+        audiences: &audiences,
+        nonce: nonce.map_or(NonceRule::Unchecked, NonceRule::EqualsOrSha256Hex),
+        now: now_unix(),
+    };
+    let claims = s.oidc.verify(name, issuer.clone(), &raw, &expect).await?;
+    bearer_session(s, name, identity(&issuer, claims, None), app).await
+}
+
+async fn bearer_session(
+    s: &Services,
+    name: &str,
+    id: Identity,
+    app: AppClient,
+) -> Result<SignedIn> {
+    let meta = SessionMeta {
+        method: name.to_owned(),
+        kind: SessionKind::Bearer,
+        client: app.client,
+        user_agent: app.user_agent,
+    };
+    signin::complete(s, id, meta).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apple_user_field_gives_the_name() {
+        let user = r#"{"name":{"firstName":"Ada","lastName":"Lovelace"},"email":"a@example.com"}"#;
+        assert_eq!(apple_user_name(user).as_deref(), Some("Ada Lovelace"));
+        assert_eq!(apple_user_name(r#"{"email":"a@example.com"}"#), None);
+        assert_eq!(apple_user_name("not json"), None);
+    }
+
+    #[test]
+    fn only_issued_looking_bindings_are_reused() {
+        assert!(plausible_binding(&credentials::new_secret()));
+        assert!(!plausible_binding("short"));
+        assert!(!plausible_binding(&"a;b".repeat(20)));
+    }
+}

@@ -1,0 +1,239 @@
+//! Signing in (DESIGN §8): who may, how a person is recognised, and the
+//! session every successful sign-in ends with. The identity-provider flows
+//! (service::oidc) and one-time links both finish here.
+
+use crate::config::AuthConfig;
+use crate::domain::credentials;
+use crate::domain::session::{LINK_LIFETIME, NONCE_LIFETIME, SESSION_LIFETIME};
+use crate::domain::time;
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::store::users::{self, NewCredential, User};
+use crate::store::{signin, workspaces};
+
+/// Who the identity provider says the person is.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub issuer: String,
+    pub subject: String,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKind {
+    /// A cookie session in a browser; the token is never handed out.
+    Browser,
+    /// A bearer session for an app (`svc_usr_…`).
+    Bearer,
+}
+
+/// How the session began, recorded on it (the account page lists it).
+#[derive(Clone, Debug)]
+pub struct SessionMeta {
+    /// `link` or the provider's name.
+    pub method: String,
+    pub kind: SessionKind,
+    /// The `X-Service-Client` header of the sign-in request.
+    pub client: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    pub token: String,
+    pub token_id: String,
+    pub expires_at: String,
+    pub user: User,
+}
+
+fn refused(message: impl Into<String>) -> Error {
+    Error::new(Code::SigninNotAllowed, message)
+}
+
+fn domain_allowed(auth: &AuthConfig, email: &str) -> bool {
+    let Some((_, domain)) = email.rsplit_once('@') else {
+        return false;
+    };
+    auth.allowed_email_domains
+        .iter()
+        .any(|d| d.trim_start_matches('@').eq_ignore_ascii_case(domain))
+}
+
+/// Finds the person by (issuer, subject), or links/creates them when they may
+/// sign in, and opens a session. One transaction: a refused sign-in leaves
+/// nothing behind.
+pub async fn complete(s: &Services, id: Identity, meta: SessionMeta) -> Result<SignedIn> {
+    let auth = s.config.auth.clone();
+    s.db.write(move |c| {
+        let now = time::format(time::now());
+        let user_id = match signin::user_of_identity(c, &id.issuer, &id.subject, &now)? {
+            Some(u) => u,
+            None => admit(c, &auth, &id, &now)?,
+        };
+        if let Some(name) = id.name.as_deref().filter(|n| !n.trim().is_empty()) {
+            users::set_name_if_missing(c, &user_id, name)?;
+        }
+        open_session(c, &user_id, &meta)
+    })
+    .await
+}
+
+/// The first sign-in of an identity: links it to the user with that verified
+/// e-mail (the init admin, an invited person), or creates the user when an
+/// invitation or an allowed domain admits them.
+fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) -> Result<String> {
+    let Some(email) = id.email.as_deref().filter(|_| id.email_verified) else {
+        return Err(refused(
+            "your identity provider did not share a verified e-mail address, so hds cannot tell \
+             whether you may sign in; verify your e-mail with the provider and try again",
+        ));
+    };
+    if let Some(user) = users::by_email(c, email)? {
+        if signin::has_identity_at(c, &user.id, &id.issuer)? {
+            return Err(refused(format!(
+                "{email} is already linked to a different account at {}; sign in with that account",
+                id.issuer
+            )));
+        }
+        signin::link_identity(c, &id.issuer, &id.subject, &user.id, Some(email), now)?;
+        return Ok(user.id);
+    }
+    let invited = signin::has_pending_invitation(c, email, now)?;
+    let by_domain = domain_allowed(auth, email);
+    if !invited && !by_domain {
+        return Err(refused(format!(
+            "{email} may not sign in to this hds: ask an admin of your workspace for an invitation"
+        )));
+    }
+    let user = users::create(c, email, id.name.as_deref())?;
+    signin::link_identity(c, &id.issuer, &id.subject, &user.id, Some(email), now)?;
+    if by_domain && !invited {
+        // An allowed domain joins the oldest workspace; an invitation says
+        // where (and is accepted explicitly).
+        let first: Option<String> = rusqlite::OptionalExtension::optional(c.query_row(
+            "SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1",
+            [],
+            |r| r.get(0),
+        ))?;
+        if let Some(ws) = first {
+            workspaces::add_member(c, &ws, &user.id, &auth.domain_role)?;
+        }
+    }
+    Ok(user.id)
+}
+
+fn open_session(c: &rusqlite::Connection, user_id: &str, meta: &SessionMeta) -> Result<SignedIn> {
+    let expires_at = time::format(time::now() + SESSION_LIFETIME);
+    let name = match meta.kind {
+        SessionKind::Browser => "browser session".to_owned(),
+        SessionKind::Bearer => format!("app session ({})", meta.method),
+    };
+    let (token, token_id) = users::insert_credential(
+        c,
+        &NewCredential {
+            user_id,
+            name: &name,
+            kind: "session",
+            method: Some(&meta.method),
+            client: meta.client.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+            expires_at: Some(&expires_at),
+        },
+    )?;
+    let user = users::by_id(c, user_id)?
+        .ok_or_else(|| Error::internal(anyhow::anyhow!("user {user_id} vanished")))?;
+    Ok(SignedIn {
+        token,
+        token_id,
+        expires_at,
+        user,
+    })
+}
+
+/// A one-time sign-in link for an existing user, inside the caller's
+/// transaction (the CLI's connection or the writer).
+pub fn new_link(c: &rusqlite::Connection, base_url: &str, user_id: &str) -> Result<String> {
+    let secret = credentials::new_secret();
+    let now = time::now();
+    signin::insert_link(
+        c,
+        &secret,
+        user_id,
+        &time::format(now),
+        &time::format(now + LINK_LIFETIME),
+    )?;
+    Ok(format!(
+        "{}/app/signin/link/{secret}",
+        base_url.trim_end_matches('/')
+    ))
+}
+
+/// `hds users link` for a running server's tests: a link for the user with this e-mail.
+pub async fn create_link(s: &Services, email: &str) -> Result<String> {
+    let email = email.to_owned();
+    let base = s.config.base_url.clone();
+    s.db.write(move |c| {
+        let user = users::by_email(c, &email)?
+            .ok_or_else(|| Error::new(Code::NotFound, format!("no user has the e-mail {email}")))?;
+        new_link(c, &base, &user.id)
+    })
+    .await
+}
+
+fn link_refused() -> Error {
+    Error::new(
+        Code::AuthRequired,
+        "this sign-in link was already used or has expired; ask an admin for a new one \
+         (`hds users link you@example.com`)",
+    )
+}
+
+/// Whether a link can still be used (the confirmation page; does not use it).
+pub async fn link_is_live(s: &Services, secret: &str) -> Result<bool> {
+    let secret = secret.to_owned();
+    s.db.read(move |c| signin::link_is_live(c, &secret, &time::format(time::now())))
+        .await
+}
+
+/// Uses a one-time link: the first use opens a session, every later one is refused.
+pub async fn redeem_link(s: &Services, secret: &str, meta: SessionMeta) -> Result<SignedIn> {
+    let secret = secret.to_owned();
+    s.db.write(move |c| {
+        let user_id = signin::redeem_link(c, &secret, &time::format(time::now()))?
+            .ok_or_else(link_refused)?;
+        open_session(c, &user_id, &meta)
+    })
+    .await
+}
+
+/// A native-flow challenge: the app passes the nonce to the provider, then
+/// sends the ID token back within a few minutes.
+pub async fn issue_nonce(s: &Services, provider: &str) -> Result<(String, String)> {
+    let provider = provider.to_owned();
+    let nonce = credentials::new_secret();
+    let now = time::now();
+    let expires_at = time::format(now + NONCE_LIFETIME);
+    let (n, e) = (nonce.clone(), expires_at.clone());
+    s.db.write(move |c| signin::insert_nonce(c, &n, &provider, &time::format(now), &e))
+        .await?;
+    Ok((nonce, expires_at))
+}
+
+/// Spends a challenge nonce. Any attempt spends it, successful or not.
+pub async fn consume_nonce(s: &Services, provider: &str, nonce: &str) -> Result<()> {
+    let (provider, nonce) = (provider.to_owned(), nonce.to_owned());
+    let ok = s
+        .db
+        .write(move |c| signin::consume_nonce(c, &nonce, &provider, &time::format(time::now())))
+        .await?;
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            Code::InvalidIdToken,
+            "the nonce is unknown, expired or already used: get a new one from the challenge route",
+        ))
+    }
+}

@@ -1,0 +1,81 @@
+//! A person's credentials (account page): sessions and API tokens, listed,
+//! created and revoked. Ending the current session is logout.
+
+use crate::domain::time;
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::caller::UserCaller;
+use crate::store::users::{self, Credential, NewCredential};
+
+/// Longest lifetime of a personal API token, in days.
+pub const MAX_TOKEN_DAYS: u32 = 366;
+
+/// Every credential of the caller, newest first, live ones first.
+pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<Credential>> {
+    let uid = user.user_id.clone();
+    s.db.read(move |c| users::credentials_of(c, &uid)).await
+}
+
+/// A new API token; the secret is returned once.
+pub async fn create_api_token(
+    s: &Services,
+    user: &UserCaller,
+    name: &str,
+    expires_in_days: Option<u32>,
+) -> Result<(String, Credential)> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(Error::validation(vec![crate::error::FieldError::new(
+            "name",
+            "give the token a name of 1 to 100 characters, e.g. where it is used",
+        )]));
+    }
+    if let Some(d) = expires_in_days
+        && !(1..=MAX_TOKEN_DAYS).contains(&d)
+    {
+        return Err(Error::validation(vec![crate::error::FieldError::new(
+            "expires_in_days",
+            format!("between 1 and {MAX_TOKEN_DAYS} days, or leave empty for no expiry"),
+        )]));
+    }
+    let (uid, name) = (user.user_id.clone(), name.to_owned());
+    s.db.write(move |c| {
+        let expires =
+            expires_in_days.map(|d| time::format(time::now() + ::time::Duration::days(d.into())));
+        let (token, id) = users::insert_credential(
+            c,
+            &NewCredential {
+                user_id: &uid,
+                name: &name,
+                kind: "api",
+                method: None,
+                client: None,
+                user_agent: None,
+                expires_at: expires.as_deref(),
+            },
+        )?;
+        let cred = users::credentials_of(c, &uid)?
+            .into_iter()
+            .find(|x| x.id == id)
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("new token {id} not found")))?;
+        Ok((token, cred))
+    })
+    .await
+}
+
+/// Revokes one of the caller's sessions or tokens. Takes effect on the next
+/// request that presents it: every lookup checks `revoked_at`.
+pub async fn revoke(s: &Services, user: &UserCaller, id: &str) -> Result<()> {
+    let (uid, id) = (user.user_id.clone(), id.to_owned());
+    let done =
+        s.db.write(move |c| users::revoke_credential(c, &uid, &id, &time::format(time::now())))
+            .await?;
+    if done {
+        Ok(())
+    } else {
+        Err(Error::new(
+            Code::NotFound,
+            "no live session or token with that id belongs to you",
+        ))
+    }
+}

@@ -1,0 +1,130 @@
+//! Sign-in records: identities (issuer, subject) → user, one-time links,
+//! native-flow nonces, pending invitations. Secrets are stored as SHA-256.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::domain::credentials::hash_secret;
+use crate::error::Result;
+
+/// The user an identity was linked to, if any; refreshes `last_seen_at`.
+pub fn user_of_identity(
+    c: &Connection,
+    issuer: &str,
+    subject: &str,
+    now: &str,
+) -> Result<Option<String>> {
+    let user: Option<String> = c
+        .query_row(
+            "SELECT user_id FROM identities WHERE issuer = ?1 AND subject = ?2",
+            params![issuer, subject],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if user.is_some() {
+        c.execute(
+            "UPDATE identities SET last_seen_at = ?3 WHERE issuer = ?1 AND subject = ?2",
+            params![issuer, subject, now],
+        )?;
+    }
+    Ok(user)
+}
+
+/// Whether the user already has another identity at this issuer.
+pub fn has_identity_at(c: &Connection, user_id: &str, issuer: &str) -> Result<bool> {
+    Ok(c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM identities WHERE user_id = ?1 AND issuer = ?2)",
+        params![user_id, issuer],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn link_identity(
+    c: &Connection,
+    issuer: &str,
+    subject: &str,
+    user_id: &str,
+    email: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    c.execute(
+        "INSERT INTO identities(issuer, subject, user_id, email, created_at, last_seen_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![issuer, subject, user_id, email, now],
+    )?;
+    Ok(())
+}
+
+/// Whether a pending (unaccepted, unrevoked, unexpired) invitation names this e-mail.
+pub fn has_pending_invitation(c: &Connection, email: &str, now: &str) -> Result<bool> {
+    Ok(c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM invitations WHERE email = ?1 AND accepted_at IS NULL
+           AND revoked_at IS NULL AND expires_at > ?2)",
+        params![email, now],
+        |r| r.get(0),
+    )?)
+}
+
+/// Stores a one-time link secret for `user_id`.
+pub fn insert_link(
+    c: &Connection,
+    secret: &str,
+    user_id: &str,
+    now: &str,
+    expires_at: &str,
+) -> Result<()> {
+    c.execute(
+        "INSERT INTO signin_links(token_hash, user_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)",
+        params![hash_secret(secret), user_id, now, expires_at],
+    )?;
+    Ok(())
+}
+
+/// Uses the link once: returns its user when it was unused and unexpired.
+pub fn redeem_link(c: &Connection, secret: &str, now: &str) -> Result<Option<String>> {
+    Ok(c.query_row(
+        "UPDATE signin_links SET used_at = ?2
+         WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2 RETURNING user_id",
+        params![hash_secret(secret), now],
+        |r| r.get(0),
+    )
+    .optional()?)
+}
+
+/// Whether a link is still usable, without using it (the confirmation page).
+pub fn link_is_live(c: &Connection, secret: &str, now: &str) -> Result<bool> {
+    Ok(c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM signin_links WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2)",
+        params![hash_secret(secret), now],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn insert_nonce(
+    c: &Connection,
+    nonce: &str,
+    provider: &str,
+    now: &str,
+    expires_at: &str,
+) -> Result<()> {
+    c.execute(
+        "INSERT INTO auth_nonces(nonce_hash, provider, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)",
+        params![hash_secret(nonce), provider, now, expires_at],
+    )?;
+    Ok(())
+}
+
+/// Spends a nonce: true when it was issued for this provider, unused and unexpired.
+pub fn consume_nonce(c: &Connection, nonce: &str, provider: &str, now: &str) -> Result<bool> {
+    Ok(c.execute(
+        "UPDATE auth_nonces SET used_at = ?3
+         WHERE nonce_hash = ?1 AND provider = ?2 AND used_at IS NULL AND expires_at > ?3",
+        params![hash_secret(nonce), provider, now],
+    )? == 1)
+}
+
+/// Housekeeping: spent or expired links, nonces and login transactions.
+pub fn prune(c: &Connection, now: &str) -> Result<usize> {
+    let mut n = c.execute("DELETE FROM signin_links WHERE expires_at <= ?1", [now])?;
+    n += c.execute("DELETE FROM auth_nonces WHERE expires_at <= ?1", [now])?;
+    n += c.execute("DELETE FROM oidc_logins WHERE expires_at <= ?1", [now])?;
+    Ok(n)
+}
