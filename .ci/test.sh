@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite (README: "The two commands"). Needs python3 with the
-# packages in tests/py/requirements.txt: the receipt and fingerprint checks use
-# them as implementations independent of hds.
+# packages in tests/py/requirements.txt (independent receipt and fingerprint
+# checks), Debian's chromium and `npm ci --prefix tests/node` (browser and
+# identity-provider tests); .ci/run installs all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! python3 -c 'import jwt, rfc8785, cryptography' 2>/dev/null; then
     echo "missing Python test dependencies: pip install -r tests/py/requirements.txt" >&2
+    exit 2
+fi
+if ! command -v chromium > /dev/null || [ ! -d tests/node/node_modules/playwright-core ]; then
+    echo "missing browser test dependencies: apt-get install chromium; npm ci --prefix tests/node" >&2
     exit 2
 fi
 log=$(mktemp)

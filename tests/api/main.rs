@@ -3,11 +3,14 @@
 //! data dir and talks HTTP to it.
 
 mod actions;
+mod browser;
 mod concurrency;
 mod errors;
 mod helpers;
 mod inbox;
 mod receipts;
+mod sessions;
+mod signin_oidc;
 mod sources;
 mod system;
 mod votes;

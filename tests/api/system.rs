@@ -119,6 +119,16 @@ async fn openapi_covers_every_route() {
         ("/v1/sources/{source_id}", "patch"),
         ("/v1/sources/{source_id}", "delete"),
         ("/v1/sources/{source_id}/keys/rotate", "post"),
+        ("/v1/auth/providers", "get"),
+        ("/v1/auth/session", "get"),
+        ("/v1/auth/logout", "post"),
+        ("/v1/bootstrap", "get"),
+        ("/v1/auth/{provider}/start", "get"),
+        ("/v1/auth/{provider}/callback", "get"),
+        ("/v1/auth/{provider}/callback", "post"),
+        ("/v1/auth/{provider}/native/challenge", "post"),
+        ("/v1/auth/{provider}/native", "post"),
+        ("/v1/auth/{provider}/android", "post"),
     ];
     for (path, method) in expected {
         assert!(

@@ -24,6 +24,13 @@ import { parseArgs } from 'node:util';
 
 import { SignJWT, UnsecuredJWT, exportJWK, generateKeyPair } from 'jose';
 
+// stdout carries exactly one line, the JSON below; the reader may stop
+// listening after it, so everything else (oidc-provider's notices use
+// console.log) goes to stderr.
+console.log = console.error;
+console.info = console.error;
+process.stdout.on('error', () => {});
+
 const { values: args } = parseArgs({ options: { port: { type: 'string', default: '0' } } });
 
 const server = http.createServer();

@@ -1,10 +1,57 @@
 //! The server-rendered dashboard: askama pages under `/app`, embedded assets
-//! under `/static`. Every page works without JavaScript.
+//! under `/static`. Every page works without JavaScript; `static/app.js` only
+//! adds live inbox updates, keyboard navigation and an in-page confirm dialog.
+//! Handlers call the same services as `/v1`, so both surfaces apply one set of
+//! rules. Not part of the OpenAPI document.
+
+mod account;
+mod action;
+mod action_view;
+mod assets;
+mod inbox;
+pub mod markdown;
+mod signin;
+mod sources;
+mod view;
 
 use axum::Router;
+use axum::routing::{get, post};
 
 use crate::app::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/static/{*path}", get(assets::serve_asset))
+        // signing in and out
+        .route("/app/signin", get(signin::signin_form))
+        .route(
+            "/app/signin/link/{token}",
+            get(signin::link_form).post(signin::redeem_link),
+        )
+        .route("/app/signout", post(signin::sign_out))
+        // inbox
+        .route("/app", get(inbox::inbox_page))
+        .route("/app/inbox/rows", get(inbox::inbox_rows))
+        .route("/app/events", get(inbox::inbox_events))
+        // one Action
+        .route("/app/actions/{id}", get(action::action_page))
+        .route("/app/actions/{id}/decide", post(action::decide_action))
+        .route(
+            "/app/actions/{id}/receipt.json",
+            get(action::download_receipt),
+        )
+        // Sources
+        .route(
+            "/app/sources",
+            get(sources::sources_page).post(sources::create_source),
+        )
+        .route("/app/sources/{id}/rotate", post(sources::rotate_source))
+        .route("/app/sources/{id}/revoke", post(sources::revoke_source))
+        // account
+        .route("/app/account", get(account::account_page))
+        .route("/app/account/tokens", post(account::create_token))
+        .route(
+            "/app/account/credentials/{id}/revoke",
+            post(account::revoke_credential),
+        )
 }

@@ -1,0 +1,204 @@
+//! The account page: the signed-in person's sessions and API tokens, with
+//! create (the token shown once) and revoke. Revoking this session signs out.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::domain::time;
+use crate::error::{Error, FieldError};
+use crate::http::session::{self, PageUser};
+use crate::http::ui::view::{FormData, Layout, UiError, When, check_csrf, see_other};
+use crate::service::tokens::{self, MAX_TOKEN_DAYS};
+use crate::store::users::Credential;
+
+pub struct CredVm {
+    pub id: String,
+    pub name: String,
+    pub method: String,
+    pub client: Option<String>,
+    pub agent: Option<String>,
+    pub created: When,
+    pub last_used: Option<When>,
+    pub expires: Option<When>,
+    pub current: bool,
+}
+
+pub struct NewToken {
+    pub name: String,
+    pub token: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "account.html")]
+pub struct AccountPage {
+    layout: Layout,
+    email: String,
+    sessions: Vec<CredVm>,
+    tokens: Vec<CredVm>,
+    new_token: Option<NewToken>,
+    max_days: u32,
+    flash: Option<&'static str>,
+    error: Option<String>,
+}
+
+/// "Chrome on Linux" from a User-Agent header; None when unrecognised.
+fn browser(ua: &str) -> Option<String> {
+    let name = [
+        ("Edg/", "Edge"),
+        ("Firefox/", "Firefox"),
+        ("Chrome/", "Chrome"),
+        ("Safari/", "Safari"),
+    ]
+    .iter()
+    .find(|(m, _)| ua.contains(m))
+    .map(|(_, n)| *n);
+    let os = [
+        ("Android", "Android"),
+        ("iPhone", "iOS"),
+        ("iPad", "iPadOS"),
+        ("Windows", "Windows"),
+        ("Mac OS X", "macOS"),
+        ("Linux", "Linux"),
+    ]
+    .iter()
+    .find(|(m, _)| ua.contains(m))
+    .map(|(_, n)| *n);
+    match (name, os) {
+        (Some(n), Some(o)) => Some(format!("{n} on {o}")),
+        (Some(n), None) => Some(n.to_owned()),
+        (None, Some(o)) => Some(o.to_owned()),
+        (None, None) => None,
+    }
+}
+
+fn cred_vm(c: &Credential, current: &str, now: time::Timestamp) -> CredVm {
+    CredVm {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        method: match c.method.as_deref() {
+            Some("link") => "one-time link".to_owned(),
+            Some(m) => m.to_owned(),
+            None => "created here".to_owned(),
+        },
+        client: c.client.clone(),
+        agent: c.user_agent.as_deref().and_then(browser),
+        created: When::new(&c.created_at, now),
+        last_used: When::opt(c.last_used_at.as_deref(), now),
+        expires: When::opt(c.expires_at.as_deref(), now),
+        current: c.id == current,
+    }
+}
+
+async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
+    let now = time::now();
+    let creds = tokens::list(&st.services, &p.user).await?;
+    let live = creds.iter().filter(|c| c.is_live(now));
+    let (sessions, api): (Vec<&Credential>, Vec<&Credential>) =
+        live.partition(|c| c.kind == "session");
+    let vm = |list: Vec<&Credential>| {
+        list.into_iter()
+            .map(|c| cred_vm(c, &p.user.credential_id, now))
+            .collect()
+    };
+    Ok(AccountPage {
+        layout: Layout::signed_in(st, p, "Account", "account").await?,
+        email: p.user.email.clone(),
+        sessions: vm(sessions),
+        tokens: vm(api),
+        new_token: None,
+        max_days: MAX_TOKEN_DAYS,
+        flash: None,
+        error: None,
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct AccountQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+/// GET /app/account
+pub async fn account_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    Query(q): Query<AccountQuery>,
+) -> Result<AccountPage, UiError> {
+    let mut out = page(&st, &p).await?;
+    out.flash = (q.done.as_deref() == Some("revoked")).then_some("Revoked. It stopped working at once.");
+    Ok(out)
+}
+
+/// POST /app/account/tokens
+pub async fn create_token(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let name = form.get("name").unwrap_or_default().to_owned();
+    let days = match form.text("expires_in_days").map(|d| d.parse::<u32>()) {
+        None => Ok(None),
+        Some(Ok(d)) => Ok(Some(d)),
+        Some(Err(_)) => Err(Error::validation(vec![FieldError::new(
+            "expires_in_days",
+            "the expiry must be a whole number of days",
+        )])),
+    };
+    let made = match days {
+        Ok(days) => tokens::create_api_token(&st.services, &p.user, &name, days).await,
+        Err(e) => Err(e),
+    };
+    let mut out = page(&st, &p).await?;
+    match made {
+        Ok((token, cred)) => {
+            out.new_token = Some(NewToken {
+                name: cred.name,
+                token,
+            });
+            Ok((StatusCode::CREATED, out).into_response())
+        }
+        Err(e) if e.code.status().is_client_error() => {
+            out.error = Some(e.message.clone());
+            Ok((e.code.status(), out).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// POST /app/account/credentials/{id}/revoke: a session or an API token.
+pub async fn revoke_credential(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    tokens::revoke(&st.services, &p.user, &id).await?;
+    if id == p.user.credential_id {
+        session::end(&p.session).await?;
+        return Ok(see_other("/app/signin?done=signed_out"));
+    }
+    Ok(see_other("/app/account?done=revoked"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::browser;
+
+    #[test]
+    fn user_agents_read_as_browser_and_system() {
+        let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36";
+        assert_eq!(browser(chrome).as_deref(), Some("Chrome on Linux"));
+        let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1";
+        assert_eq!(browser(iphone).as_deref(), Some("Safari on iOS"));
+        assert_eq!(browser("curl/8.0"), None);
+    }
+}

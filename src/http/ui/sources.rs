@@ -1,0 +1,226 @@
+//! The Sources page: list, create (keys and webhook secret shown once),
+//! rotate and revoke (each behind a confirmation). The service decides who may
+//! manage Sources; the page only hides what a member could not do anyway.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::app::AppState;
+use crate::domain::time;
+use crate::error::{Error, Result};
+use crate::http::session::PageUser;
+use crate::http::ui::view::{ConfirmPage, FormData, Layout, UiError, When, check_csrf, see_other};
+use crate::service::caller::is_admin;
+use crate::service::sources::{self, KeyRotate, SourceCreate};
+
+pub struct KeyVm {
+    pub environment: String,
+    /// The key's first characters and a mask; never the key.
+    pub masked: String,
+}
+
+pub struct SourceVm {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub active: bool,
+    pub keys: Vec<KeyVm>,
+    pub created: When,
+}
+
+/// Secrets just made: on this response and never again.
+pub struct SecretsVm {
+    pub title: String,
+    pub live_key: Option<String>,
+    pub test_key: Option<String>,
+    pub webhook_secret: Option<String>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "sources.html")]
+pub struct SourcesPage {
+    layout: Layout,
+    sources: Vec<SourceVm>,
+    admin: bool,
+    secrets: Option<SecretsVm>,
+    flash: Option<&'static str>,
+    error: Option<String>,
+}
+
+fn source_vm(v: &Value, now: time::Timestamp) -> SourceVm {
+    let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    SourceVm {
+        id: text("id"),
+        name: text("name"),
+        description: v["description"].as_str().map(str::to_owned),
+        active: v["status"] == "active",
+        keys: v["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|k| KeyVm {
+                environment: k["environment"].as_str().unwrap_or_default().to_owned(),
+                masked: format!("{}••••••••", k["hint"].as_str().unwrap_or_default()),
+            })
+            .collect(),
+        created: When::new(v["created_at"].as_str().unwrap_or_default(), now),
+    }
+}
+
+fn secrets_vm(title: String, v: &Value) -> SecretsVm {
+    let text = |k: &str| v[k].as_str().map(str::to_owned);
+    SecretsVm {
+        title,
+        live_key: text("live_key"),
+        test_key: text("test_key"),
+        webhook_secret: text("webhook_secret"),
+    }
+}
+
+async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
+    let listed = sources::list(&st.services, page.user.clone()).await?;
+    let now = time::now();
+    Ok(SourcesPage {
+        layout: Layout::signed_in(st, page, "Sources", "sources").await?,
+        sources: listed["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| source_vm(v, now))
+            .collect(),
+        admin: page
+            .user
+            .active_workspace()
+            .is_some_and(|(_, role)| is_admin(role)),
+        secrets: None,
+        flash: None,
+        error: None,
+    })
+}
+
+/// The page with an error in words and the error's status; anything the
+/// person cannot act on becomes the error page.
+async fn with_error(st: &AppState, p: &PageUser, e: Error) -> Result<Response, UiError> {
+    if !e.code.status().is_client_error() {
+        return Err(e.into());
+    }
+    let mut out = page(st, p).await?;
+    out.error = Some(e.message.clone());
+    Ok((e.code.status(), out).into_response())
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct SourcesQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+/// GET /app/sources
+pub async fn sources_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    Query(q): Query<SourcesQuery>,
+) -> Result<SourcesPage, UiError> {
+    let mut out = page(&st, &p).await?;
+    out.flash = (q.done.as_deref() == Some("revoked"))
+        .then_some("Source revoked. Its keys stopped working; its Actions and receipts are kept.");
+    Ok(out)
+}
+
+/// POST /app/sources
+pub async fn create_source(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let req = SourceCreate {
+        name: form.get("name").unwrap_or_default().to_owned(),
+        description: form.text("description"),
+    };
+    match sources::create(&st.services, p.user.clone(), req).await {
+        Ok(made) => {
+            let mut out = page(&st, &p).await?;
+            let name = made["data"]["name"].as_str().unwrap_or_default();
+            out.secrets = Some(secrets_vm(format!("Source “{name}” created"), &made["secrets"]));
+            Ok((StatusCode::CREATED, out).into_response())
+        }
+        Err(e) => with_error(&st, &p, e).await,
+    }
+}
+
+async fn source_name(st: &AppState, p: &PageUser, id: &str) -> Result<String, UiError> {
+    let got = sources::get(&st.services, p.user.clone(), id.to_owned()).await?;
+    Ok(got["data"]["name"].as_str().unwrap_or(id).to_owned())
+}
+
+/// POST /app/sources/{id}/rotate: new live and test keys (and, if asked, a
+/// new webhook secret); the old ones stop working at once.
+pub async fn rotate_source(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let name = source_name(&st, &p, &id).await?;
+    if form.get("confirmed") != Some("yes") {
+        return Ok(ConfirmPage {
+            layout: Layout::signed_in(&st, &p, "Confirm", "sources").await?,
+            heading: "Replace this Source's keys?".into(),
+            message: format!("The live and test keys of “{name}” stop working at once. Whatever uses them fails until it is given the new keys."),
+            post_to: format!("/app/sources/{id}/rotate"),
+            hidden: ConfirmPage::resend(&form),
+            confirm_label: "Replace the keys".into(),
+            cancel_url: "/app/sources".into(),
+        }
+        .into_response());
+    }
+    let req = KeyRotate {
+        environment: Some("both".into()),
+        webhook_secret: form.get("webhook_secret") == Some("yes"),
+    };
+    match sources::rotate_keys(&st.services, p.user.clone(), id, req).await {
+        Ok(made) => {
+            let mut out = page(&st, &p).await?;
+            out.secrets = Some(secrets_vm(format!("New keys for “{name}”"), &made["secrets"]));
+            Ok(out.into_response())
+        }
+        Err(e) => with_error(&st, &p, e).await,
+    }
+}
+
+/// POST /app/sources/{id}/revoke
+pub async fn revoke_source(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let name = source_name(&st, &p, &id).await?;
+    if form.get("confirmed") != Some("yes") {
+        return Ok(ConfirmPage {
+            layout: Layout::signed_in(&st, &p, "Confirm", "sources").await?,
+            heading: "Revoke this Source?".into(),
+            message: format!("“{name}” can no longer send or read anything; its keys stop working for good. Its Actions, history and receipts are kept."),
+            post_to: format!("/app/sources/{id}/revoke"),
+            hidden: ConfirmPage::resend(&form),
+            confirm_label: "Revoke the Source".into(),
+            cancel_url: "/app/sources".into(),
+        }
+        .into_response());
+    }
+    match sources::revoke(&st.services, p.user.clone(), id).await {
+        Ok(()) => Ok(see_other("/app/sources?done=revoked")),
+        Err(e) => with_error(&st, &p, e).await,
+    }
+}

@@ -1,0 +1,185 @@
+// hds dashboard: progressive enhancement only. Every page works without this
+// file; with it the inbox updates itself, j/k move through the list, times
+// stay fresh, and destructive choices are confirmed in a dialog instead of a
+// second page.
+"use strict";
+
+(function () {
+  // ---- relative times ("3 min ago"), the same words as the server's ----
+  function ago(iso) {
+    var t = Date.parse(iso);
+    if (isNaN(t)) return null;
+    var secs = Math.round((Date.now() - t) / 1000);
+    var n = Math.abs(secs);
+    var span;
+    if (n < 45) return "just now";
+    if (n < 5400) span = Math.round(n / 60) + " min";
+    else if (n < 129600) span = Math.round(n / 3600) + " h";
+    else {
+      var d = Math.round(n / 86400);
+      span = d === 1 ? "1 day" : d + " days";
+    }
+    return secs < 0 ? "in " + span : span + " ago";
+  }
+
+  function refreshTimes(root) {
+    (root || document).querySelectorAll("time[datetime]").forEach(function (el) {
+      var text = ago(el.getAttribute("datetime"));
+      if (text && el.textContent !== text) el.textContent = text;
+    });
+  }
+
+  // ---- inbox: live list ----
+  function liveInbox() {
+    var live = document.getElementById("inbox-live");
+    if (!live) return;
+    var url = live.getAttribute("data-rows-url");
+    var announce = document.getElementById("inbox-announce");
+    var busy = false;
+    var again = false;
+
+    function ids(root) {
+      var out = {};
+      root.querySelectorAll("li[data-id]").forEach(function (li) {
+        out[li.getAttribute("data-id")] = true;
+      });
+      return out;
+    }
+
+    function swap(html) {
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      var fresh = doc.querySelector(".inbox-list");
+      if (!fresh) return;
+      var before = ids(live);
+      var focused = document.activeElement && document.activeElement.closest
+        ? document.activeElement.closest("li[data-id]")
+        : null;
+      var focusedId = focused ? focused.getAttribute("data-id") : null;
+      var added = 0;
+      fresh.querySelectorAll("li[data-id]").forEach(function (li) {
+        if (!before[li.getAttribute("data-id")]) {
+          li.classList.add("is-new");
+          added++;
+        }
+      });
+      live.replaceChildren(document.adoptNode(fresh));
+      var count = document.getElementById("nav-open-count");
+      if (count) count.textContent = fresh.getAttribute("data-open-count");
+      if (focusedId) {
+        var target = live.querySelector('li[data-id="' + CSS.escape(focusedId) + '"] .row-link');
+        if (target) target.focus({ preventScroll: true });
+      }
+      if (added && announce) {
+        announce.textContent = added === 1 ? "1 new request" : added + " new requests";
+      }
+    }
+
+    function refresh() {
+      if (busy) {
+        again = true;
+        return;
+      }
+      busy = true;
+      fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (r) {
+          // A redirect to the sign-in page means the session ended.
+          if (!r.ok || r.url.indexOf("/app/signin") !== -1) throw new Error("inbox " + r.status);
+          return r.text();
+        })
+        .then(swap)
+        .catch(function () {})
+        .then(function () {
+          busy = false;
+          if (again) {
+            again = false;
+            setTimeout(refresh, 300);
+          }
+        });
+    }
+
+    if (window.EventSource) {
+      var since = live.getAttribute("data-version") || "";
+      var events = new EventSource("/app/events?since=" + encodeURIComponent(since));
+      events.addEventListener("changed", refresh);
+    }
+    // A fallback for proxies that buffer event streams.
+    setInterval(refresh, 15000);
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "visible") refresh();
+    });
+  }
+
+  // ---- inbox: j / k / Enter ----
+  function keyboard() {
+    if (!document.getElementById("inbox-live")) return;
+    document.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey) return;
+      var t = e.target;
+      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      if (e.key !== "j" && e.key !== "k") return;
+      var links = Array.prototype.slice.call(document.querySelectorAll("#inbox-live .row-link"));
+      if (!links.length) return;
+      var i = links.indexOf(document.activeElement);
+      var next = e.key === "j" ? (i < 0 ? 0 : Math.min(i + 1, links.length - 1)) : (i < 0 ? 0 : Math.max(i - 1, 0));
+      links[next].focus();
+      links[next].scrollIntoView({ block: "nearest" });
+      e.preventDefault();
+      // Enter on a focused link opens it: the browser does that already.
+    });
+  }
+
+  // ---- Action page: confirm destructive choices in a dialog ----
+  function confirmDestructive() {
+    var dialog = document.getElementById("confirm-dialog");
+    if (!dialog || typeof dialog.showModal !== "function") return;
+    var text = document.getElementById("confirm-dialog-text");
+    var yes = document.getElementById("confirm-dialog-yes");
+    var no = document.getElementById("confirm-dialog-no");
+    var pending = null;
+
+    document.addEventListener("submit", function (e) {
+      var button = e.submitter;
+      var form = e.target;
+      if (!button || !button.hasAttribute("data-confirm")) return;
+      if (form.querySelector('input[name="confirmed"]')) return;
+      e.preventDefault();
+      pending = { form: form, button: button };
+      text.textContent = button.getAttribute("data-confirm");
+      yes.textContent = button.textContent.trim() ? "Yes, " + button.textContent.trim() : "Confirm";
+      dialog.showModal();
+      no.focus();
+    });
+
+    yes.addEventListener("click", function () {
+      if (!pending) return;
+      var mark = document.createElement("input");
+      mark.type = "hidden";
+      mark.name = "confirmed";
+      mark.value = "yes";
+      pending.form.appendChild(mark);
+      dialog.close();
+      pending.form.requestSubmit(pending.button);
+      pending = null;
+    });
+    no.addEventListener("click", function () {
+      pending = null;
+      dialog.close();
+    });
+    dialog.addEventListener("cancel", function () {
+      pending = null;
+    });
+  }
+
+  function start() {
+    liveInbox();
+    keyboard();
+    confirmDestructive();
+    setInterval(refreshTimes, 30000);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

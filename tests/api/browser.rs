@@ -1,0 +1,203 @@
+//! The dashboard in real headless Chromium (playwright-core, tests/node) against
+//! the real server, plus form-level HTTP checks that need no browser: deciding
+//! without JavaScript, and CSRF refusals.
+//!
+//! A scenario script prints one JSON object as its last stdout line. Before
+//! that it may print `{"ask": {...}}` lines: the test waits for what only it
+//! can observe (a long poll held by the server) and answers `ok` on stdin.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, python, two_options};
+
+/// Longest a scenario may run; Chromium starts in about a second here.
+const SCRIPT_LIMIT: Duration = Duration::from_secs(90);
+
+fn node_dir() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node").to_owned()
+}
+
+/// Runs `tests/node/<script>` with `env`; answers its asks; returns its result.
+async fn run_script(app: &TestApp, script: &str, env: &[(&str, String)]) -> Value {
+    let mut cmd = Command::new("node");
+    cmd.arg(format!("{}/{script}", node_dir()))
+        .current_dir(node_dir())
+        .env("BASE_URL", &app.base)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .spawn()
+        .expect("node is needed for the browser tests (see .ci/run)");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let errors = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let deadline = tokio::time::Instant::now() + SCRIPT_LIMIT;
+    let mut last = String::new();
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(line)) => {
+                let parsed: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if let Some(n) = parsed["ask"]["polls_held"].as_u64() {
+                    app.until_polls_held(n as usize).await;
+                    writeln!(stdin, "ok").unwrap();
+                } else {
+                    last = line;
+                }
+            }
+            Ok(None) => break,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{script} ran longer than {SCRIPT_LIMIT:?}; stderr:\n{}",
+                    errors.join().unwrap_or_default()
+                );
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    let stderr = errors.join().unwrap_or_default();
+    let result: Value = serde_json::from_str(&last)
+        .unwrap_or_else(|_| panic!("{script} exited {status} without a result; stderr:\n{stderr}"));
+    assert_eq!(
+        result["ok"], true,
+        "{script} failed: {}\nstderr:\n{stderr}",
+        result["error"].as_str().unwrap_or_default()
+    );
+    assert_eq!(result["csp_violations"], json!([]), "{script}: CSP violations");
+    assert_eq!(result["script_errors"], json!([]), "{script}: script errors");
+    result
+}
+
+async fn signin_link(app: &TestApp) -> String {
+    hds::service::signin::create_link(&app.state.services, "admin@example.com")
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_new_action_appears_live_is_decided_in_chromium_and_the_long_poll_gets_a_verifying_receipt()
+ {
+    let app = TestApp::spawn().await;
+    let env = [("LINK", signin_link(&app).await), ("SOURCE_KEY", app.live_key())];
+    let r = run_script(&app, "browser-decide.mjs", &env).await;
+
+    assert_eq!(r["appeared_without_reload"], true);
+    assert_eq!(r["nav_count"], "1");
+    assert_eq!(r["shown_fingerprint"], r["fingerprint"]);
+    assert_eq!(r["page_status"], "resolved");
+    assert_eq!(r["page_verified"], true);
+    // The long poll started before the decision and returned it.
+    assert_eq!(r["poll_status"], 200);
+    let polled = &r["poll"];
+    assert_eq!(polled["status"], "resolved");
+    assert_eq!(polled["resolution_option_id"], "approve");
+    assert_eq!(polled["resolution_reason"], "Checked the changelog");
+    assert_eq!(polled["receipt"]["kid"], r["page_kid"]);
+    // An implementation independent of hds verifies the receipt.
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    let out = python(
+        "verify_receipt.py",
+        &json!({ "jwks": jwks.body, "receipts": [polled["receipt"]["jws"]] }),
+    );
+    let claims: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(claims["sub"], r["action_id"]);
+}
+
+#[tokio::test]
+async fn a_decision_on_a_changed_action_is_refused_with_old_and_new_shown_and_then_succeeds() {
+    let app = TestApp::spawn().await;
+    let env = [("LINK", signin_link(&app).await), ("SOURCE_KEY", app.live_key())];
+    let r = run_script(&app, "browser-stale.mjs", &env).await;
+
+    assert_eq!(r["description_before"], "Scale to 12 replicas for the sale.");
+    let stale = &r["stale"];
+    assert_eq!(stale["status"], 409);
+    assert!(
+        stale["heading"]
+            .as_str()
+            .unwrap()
+            .contains("version 1 → 2"),
+        "{stale}"
+    );
+    assert_eq!(stale["field"], "description");
+    assert!(stale["old"].as_str().unwrap().contains("Scale to **12** replicas"), "{stale}");
+    assert!(stale["new"].as_str().unwrap().contains("Scale to **40** replicas"), "{stale}");
+    // The page shows the new content, bound to the new version.
+    assert_eq!(stale["description"], "Scale to 40 replicas for the sale.");
+    assert_eq!(stale["version"], "2");
+    assert_eq!(stale["form_version"], "2");
+    assert_eq!(r["status_after_refusal"], "open");
+    assert_eq!(r["final"]["status"], "resolved");
+    assert_eq!(r["final"]["option"], "approve");
+    assert_eq!(r["final"]["receipt_version"], 2);
+}
+
+#[tokio::test]
+async fn a_destructive_option_asks_first_with_and_without_javascript() {
+    let app = TestApp::spawn().await;
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("LINK2", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
+    let r = run_script(&app, "browser-destructive.mjs", &env).await;
+
+    let js = &r["js"];
+    assert_eq!(js["dialog_text"], "This is destructive: Delete the branch. Confirm?");
+    assert_eq!(js["after_cancel"], "open");
+    assert_eq!(js["stayed_on_page"], true);
+    assert_eq!(js["final_status"], "resolved");
+    assert_eq!(js["final_option"], "reject");
+    let plain = &r["no_js"];
+    assert_eq!(plain["confirm_heading"], "This is destructive");
+    assert_eq!(
+        plain["confirm_text"],
+        "This is destructive: Delete the branch. Confirm?"
+    );
+    assert_eq!(plain["after_first_post"], "open");
+    assert_eq!(plain["after_cancel"], "open");
+    assert_eq!(plain["final_status"], "resolved");
+    assert_eq!(plain["final_option"], "reject");
+}
+
+#[tokio::test]
+async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
+    let app = TestApp::spawn().await;
+    let out = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/screenshots");
+    std::fs::create_dir_all(out).unwrap();
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("LINK2", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+        ("TEST_KEY", app.test_key()),
+        ("USER_TOKEN", app.user_token()),
+        ("SOURCE_ID", app.creds["source_id"].as_str().unwrap().to_owned()),
+        ("OUT_DIR", out.to_owned()),
+    ];
+    let r = run_script(&app, "browser-screenshots.mjs", &env).await;
+    // Nothing scrolls sideways at a phone's width.
+    assert_eq!(r["phone_horizontal_overflow"], 0);
+    for f in r["files"].as_array().unwrap() {
+        let png = std::fs::read(format!("{out}/{}", f.as_str().unwrap())).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
+    }
+}

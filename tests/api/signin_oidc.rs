@@ -1,0 +1,354 @@
+//! Sign-in with identity providers against real issuers on loopback: npm
+//! `oidc-provider` for the browser flow (this file), a jose-based minting
+//! issuer for the native exchanges (`native`). Each test starts its own
+//! issuer and hds server and talks HTTP to both.
+
+mod idp;
+mod native;
+
+use hds::config::ProviderKind;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::TestApp;
+use idp::{Idp, browser, location, provider};
+
+async fn start_op() -> (Idp, TestApp) {
+    start_op_as("op", ProviderKind::Oidc, &[]).await
+}
+
+/// oidc-provider configured in hds as provider `name` of `kind`.
+async fn start_op_as(name: &str, kind: ProviderKind, domains: &[&str]) -> (Idp, TestApp) {
+    let redirect = format!("http://127.0.0.1/v1/auth/{name}/callback");
+    let op = Idp::spawn("idp-oidc-provider.mjs", &["--redirect-uri", &redirect]).await;
+    let (issuer, secret) = (
+        op.issuer(),
+        op.info["client_secret"].as_str().unwrap().to_owned(),
+    );
+    let (name, domains) = (name.to_owned(), domains.iter().map(|d| d.to_string()));
+    let domains: Vec<String> = domains.collect();
+    let app = TestApp::spawn_with(move |c| {
+        let mut p = provider(kind, &issuer, "hds-test");
+        p.client_secret = Some(secret);
+        c.auth.providers.insert(name, p);
+        c.auth.allowed_email_domains = domains;
+    })
+    .await;
+    (op, app)
+}
+
+/// How the provider hands the browser back to hds.
+enum Answer {
+    /// A redirect to the callback (query string).
+    Redirect(String),
+    /// `response_mode=form_post`: a self-submitting form to the callback.
+    FormPost(String, Vec<(String, String)>),
+}
+
+impl Answer {
+    fn redirect(self) -> String {
+        match self {
+            Answer::Redirect(url) => url,
+            Answer::FormPost(url, _) => panic!("expected a redirect, got a form post to {url}"),
+        }
+    }
+}
+
+/// The hidden inputs of oidc-provider's form_post page (values HTML-escaped).
+fn hidden_inputs(page: &str) -> Vec<(String, String)> {
+    let unescape = |v: &str| {
+        v.replace("&#x2F;", "/")
+            .replace("&#x3D;", "=")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&#x27;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    page.split(r#"<input type="hidden" name=""#)
+        .skip(1)
+        .map(|rest| {
+            let (name, rest) = rest.split_once('"').unwrap();
+            let value = rest
+                .split_once(r#"value=""#)
+                .unwrap()
+                .1
+                .split_once('"')
+                .unwrap()
+                .0;
+            (name.to_owned(), unescape(value))
+        })
+        .collect()
+}
+
+/// Starts at hds, signs in at the provider's own login and consent pages as
+/// `login`, and returns how the provider sends the browser back to hds.
+async fn sign_in_at_provider(
+    browser: &reqwest::Client,
+    app: &TestApp,
+    op: &Idp,
+    provider: &str,
+    login: &str,
+    next: &str,
+) -> Answer {
+    let r = browser
+        .get(format!("{}/v1/auth/{provider}/start?next={next}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let binding = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .find(|v| v.starts_with("hds_oidc_binding="))
+        .expect("start sets the binding cookie")
+        .to_owned();
+    for attribute in ["HttpOnly", "Path=/v1/auth/", "Max-Age=600", "SameSite=Lax"] {
+        assert!(binding.contains(attribute), "{binding}");
+    }
+    let mut url = location(&r, &app.base);
+    assert!(url.starts_with(&op.issuer()), "{url}");
+    assert!(
+        url.contains("code_challenge_method=S256") && url.contains("nonce="),
+        "{url}"
+    );
+    // Bounded walk: authorize → login page → authorize → consent → callback.
+    for _ in 0..12 {
+        if url.starts_with(&app.base) {
+            return Answer::Redirect(url);
+        }
+        let r = browser.get(&url).send().await.unwrap();
+        if r.status().is_redirection() {
+            url = location(&r, &op.issuer());
+            continue;
+        }
+        assert_eq!(r.status(), StatusCode::OK, "{url}");
+        let page = r.text().await.unwrap();
+        let callback = format!("{}/v1/auth/{provider}/callback", app.base);
+        if page.contains(&format!(r#"<form method="post" action="{callback}">"#)) {
+            return Answer::FormPost(callback, hidden_inputs(&page));
+        }
+        let form: Vec<(&str, &str)> = if page.contains(r#"name="prompt" value="login""#) {
+            vec![("prompt", "login"), ("login", login), ("password", "any")]
+        } else {
+            vec![("prompt", "consent")]
+        };
+        let r = browser.post(&url).form(&form).send().await.unwrap();
+        assert!(r.status().is_redirection(), "{} on {url}", r.status());
+        url = location(&r, &op.issuer());
+    }
+    panic!("the provider never sent the browser back to hds; last at {url}");
+}
+
+#[tokio::test]
+async fn browser_signin_with_a_real_provider_ends_in_a_cookie_session() {
+    let (op, app) = start_op().await;
+    let browser = browser();
+    let callback = sign_in_at_provider(
+        &browser,
+        &app,
+        &op,
+        "op",
+        "admin",
+        "/app/actions?status=open",
+    )
+    .await
+    .redirect();
+    assert!(
+        callback.starts_with(&format!("{}/v1/auth/op/callback?", app.base)),
+        "{callback}"
+    );
+    // The provider names itself (RFC 9207); hds checks and tolerates it.
+    assert!(callback.contains("iss="), "{callback}");
+
+    let r = browser.get(&callback).send().await.unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        r.text().await.unwrap()
+    );
+    assert_eq!(r.headers()["location"], "/app/actions?status=open");
+    assert!(
+        r.headers()
+            .get_all("set-cookie")
+            .iter()
+            .any(|v| v.to_str().unwrap().starts_with("service_session="))
+    );
+
+    let r = browser
+        .get(format!("{}/v1/auth/session", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let session: Value = r.json().await.unwrap();
+    assert_eq!(session["data"]["user"]["email"], "admin@example.com");
+    assert_eq!(session["data"]["method"], "op");
+    assert_eq!(session["data"]["auth"], "cookie");
+
+    // The callback is single use: replaying it finds no login to finish.
+    let r = browser.get(&callback).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "CSRF_FAILED");
+}
+
+#[tokio::test]
+async fn a_callback_in_another_browser_or_from_another_issuer_is_refused() {
+    let (op, app) = start_op().await;
+    let victim = browser();
+    let callback = sign_in_at_provider(&victim, &app, &op, "op", "admin", "/app")
+        .await
+        .redirect();
+    // Login CSRF: the same answer delivered to a browser that did not start it.
+    let r = browser().get(&callback).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "CSRF_FAILED");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another browser"),
+        "{body}"
+    );
+
+    // Mix-up: the answer claims another issuer (RFC 9207).
+    let callback = sign_in_at_provider(&victim, &app, &op, "op", "admin", "/app")
+        .await
+        .redirect();
+    let mut url = reqwest::Url::parse(&callback).unwrap();
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(k, v)| match k.as_ref() {
+            "iss" => (k.into_owned(), "https://evil.example".to_owned()),
+            _ => (k.into_owned(), v.into_owned()),
+        })
+        .collect();
+    url.query_pairs_mut().clear().extend_pairs(pairs);
+    let r = victim.get(url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("RFC 9207"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_person_the_rules_do_not_admit_is_refused_after_the_provider_login() {
+    let (op, app) = start_op().await;
+    let browser = browser();
+    // bob@example.com: not the init admin, not invited, no allowed domain.
+    let callback = sign_in_at_provider(&browser, &app, &op, "op", "bob", "/app")
+        .await
+        .redirect();
+    let r = browser.get(&callback).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "SIGNIN_NOT_ALLOWED");
+    let r = browser
+        .get(format!("{}/v1/auth/session", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn apple_browser_flow_answers_by_form_post_and_names_the_person() {
+    let (op, app) = start_op_as("apple", ProviderKind::Apple, &["example.com"]).await;
+    let browser = browser();
+    let Answer::FormPost(callback, mut fields) =
+        sign_in_at_provider(&browser, &app, &op, "apple", "ada", "/app").await
+    else {
+        panic!("an Apple provider must ask for response_mode=form_post");
+    };
+    assert!(fields.iter().any(|(k, _)| k == "code") && fields.iter().any(|(k, _)| k == "iss"));
+    // Apple sends the name only here, on the first sign-in.
+    fields.push((
+        "user".into(),
+        json!({ "name": { "firstName": "Ada", "lastName": "Lovelace" }, "email": "ada@example.com" })
+            .to_string(),
+    ));
+    let r = browser.post(&callback).form(&fields).send().await.unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        r.text().await.unwrap()
+    );
+    assert_eq!(r.headers()["location"], "/app");
+    let session: Value = browser
+        .get(format!("{}/v1/auth/session", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["data"]["user"]["email"], "ada@example.com");
+    assert_eq!(session["data"]["user"]["name"], "Ada Lovelace");
+    assert_eq!(session["data"]["method"], "apple");
+}
+
+#[tokio::test]
+async fn next_must_be_a_local_path() {
+    // Nothing listens at this issuer: a refused `next` must not even reach it.
+    let app = TestApp::spawn_with(|c| {
+        c.auth.providers.insert(
+            "op".into(),
+            provider(ProviderKind::Oidc, "http://127.0.0.1:9", "hds"),
+        );
+    })
+    .await;
+    let browser = browser();
+    for next in [
+        "https://evil.example",
+        "//evil.example",
+        "/%5Cevil.example",
+        "javascript:alert(1)",
+    ] {
+        let r = browser
+            .get(format!("{}/v1/auth/op/start?next={next}", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY, "{next}");
+        assert!(r.headers().get("location").is_none(), "{next}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{next}");
+        assert_eq!(
+            body["error"]["details"]["errors"][0]["field"], "next",
+            "{next}"
+        );
+    }
+    let r = app
+        .call(
+            reqwest::Method::GET,
+            "/v1/auth/nobody/start",
+            None,
+            None,
+            &[],
+        )
+        .await;
+    r.error(404, "PROVIDER_NOT_FOUND");
+    // A provider that cannot be reached is a gateway problem, not the person's.
+    let r = app
+        .call(
+            reqwest::Method::GET,
+            "/v1/auth/op/start?next=/app",
+            None,
+            None,
+            &[],
+        )
+        .await;
+    r.error(502, "PROVIDER_UNAVAILABLE");
+}

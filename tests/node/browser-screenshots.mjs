@@ -1,0 +1,118 @@
+// Screenshots for the README, taken from a realistic inbox: several Sources,
+// priorities, a test-key request, typed interactions, and an Action page with
+// Markdown and context blocks.
+import { BASE, api, createAction, newPage, requireEnv, run, signIn } from "./browser-lib.mjs";
+
+const OUT = requireEnv("OUT_DIR");
+const USER_TOKEN = requireEnv("USER_TOKEN");
+const SOURCE_KEY = requireEnv("SOURCE_KEY");
+const TEST_KEY = requireEnv("TEST_KEY");
+
+async function ok(r, what) {
+  if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+run(async (browser) => {
+  await ok(
+    await api("PATCH", `/v1/sources/${requireEnv("SOURCE_ID")}`, USER_TOKEN, { name: "Deploy pipeline" }),
+    "rename source",
+  );
+  const billing = await ok(await api("POST", "/v1/sources", USER_TOKEN, { name: "Billing assistant" }), "source");
+  const access = await ok(await api("POST", "/v1/sources", USER_TOKEN, { name: "Access requests" }), "source");
+
+  const deploy = await createAction(SOURCE_KEY, {
+    title: "Deploy api v2.4.1 to production",
+    priority: "high",
+    description: [
+      "Rolls out **v2.4.1** of the public API to all three regions, one region at a time.",
+      "",
+      "- 14 commits since v2.4.0, all green in CI",
+      "- Database migration `0042_add_refund_reason` is additive",
+      "- Rollback: `deploy rollback api --to v2.4.0` (about 4 minutes)",
+      "",
+      "[Full changelog](https://example.com/api/releases/v2.4.1)",
+    ].join("\n"),
+    context: [
+      {
+        type: "kv",
+        items: [
+          { key: "Service", value: "api" },
+          { key: "Version", value: "v2.4.0 → v2.4.1" },
+          { key: "Regions", value: "eu-west-1, us-east-1, ap-south-1" },
+          { key: "Requested by", value: "release bot, pipeline #8812" },
+        ],
+      },
+      {
+        type: "diff",
+        diff: [
+          "@@ deploy/api.yaml @@",
+          "-  image: registry.example.com/api:v2.4.0",
+          "+  image: registry.example.com/api:v2.4.1",
+          "   replicas: 6",
+        ].join("\n"),
+      },
+    ],
+    open_url: "https://ci.example.com/pipelines/8812",
+    options: [
+      { id: "approve", label: "Approve deploy", style: "primary" },
+      { id: "hold", label: "Hold until tomorrow" },
+      { id: "reject", label: "Reject", style: "destructive" },
+    ],
+  });
+  await createAction(billing.secrets.live_key, {
+    title: "Refund order #48213 ($1,240.00) to Northwind Ltd",
+    priority: "urgent",
+    context: [{ type: "kv", items: [{ key: "Customer", value: "Northwind Ltd" }, { key: "Reason", value: "Double charge" }] }],
+    interaction: { type: "boolean" },
+  });
+  await createAction(access.secrets.live_key, {
+    title: "Grant Dana Kim read access to the analytics warehouse",
+    interaction: {
+      type: "choice",
+      choices: [
+        { id: "30d", label: "Grant for 30 days" },
+        { id: "7d", label: "Grant for 7 days" },
+        { id: "no", label: "Do not grant" },
+      ],
+    },
+  });
+  await createAction(SOURCE_KEY, {
+    title: "How many checkout replicas should run during tonight's sale?",
+    interaction: { type: "number", min: 2, max: 60 },
+  });
+  await createAction(SOURCE_KEY, {
+    title: "Rotate the database credentials for eu-west-1",
+    priority: "low",
+    options: [{ id: "go", label: "Rotate now", style: "primary" }, { id: "later", label: "Next maintenance window" }],
+  });
+  await createAction(TEST_KEY, {
+    title: "Send the weekly digest to 12,480 subscribers",
+    options: [{ id: "send", label: "Send", style: "primary" }, { id: "skip", label: "Skip this week" }],
+  });
+
+  const wide = await newPage(browser, { width: 1280, height: 800 });
+  await signIn(wide, requireEnv("LINK"));
+  // Live and test together, so the TEST badge shows.
+  await wide.goto(`${BASE}/app?environment=all`);
+  await wide.locator("#inbox-rows li").nth(5).waitFor();
+  await wide.screenshot({ path: `${OUT}/inbox.png` });
+  await wide.goto(`${BASE}/app/actions/${deploy.id}`);
+  await wide.screenshot({ path: `${OUT}/action.png` });
+
+  const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  await signIn(phone, requireEnv("LINK2"));
+  await phone.goto(`${BASE}/app?environment=all`);
+  await phone.locator("#inbox-rows li").nth(5).waitFor();
+  await phone.screenshot({ path: `${OUT}/inbox-phone.png` });
+  await phone.goto(`${BASE}/app/actions/${deploy.id}`);
+  await phone.screenshot({ path: `${OUT}/action-phone.png` });
+  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+  return {
+    files: ["inbox.png", "action.png", "inbox-phone.png", "action-phone.png"],
+    phone_horizontal_overflow: overflow,
+    csp_violations: [...wide.violations, ...phone.violations],
+    script_errors: [...wide.errors, ...phone.errors],
+  };
+});
