@@ -15,7 +15,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer};
 use crate::app::AppState;
 use crate::config::Config;
 use crate::domain::credentials;
-use crate::domain::session::{SESSION_IDLE, TOUCH_EVERY};
+use crate::domain::session::{SESSION_LIFETIME, TOUCH_EVERY};
 use crate::domain::time;
 use crate::error::{Code, Error, FieldError, Result};
 use crate::service::caller::UserCaller;
@@ -30,8 +30,9 @@ const CSRF: &str = "csrf";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// The cookie: HttpOnly, SameSite=Lax (Strict would drop it on the redirect
-/// back from an identity provider), Secure when the public URL is https, kept
-/// while the browser is used at least weekly.
+/// back from an identity provider), Secure when the public URL is https. The
+/// record is written once at sign-in, so cookie and record last the session's
+/// absolute lifetime; the idle timeout is enforced on the session row.
 pub fn layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore> {
     let config = &state.services.config;
     SessionManagerLayer::new(SqliteSessionStore::new(state.services.db.clone()))
@@ -40,7 +41,7 @@ pub fn layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore> {
         .with_same_site(SameSite::Lax)
         .with_secure(config.secure_cookies())
         .with_path("/")
-        .with_expiry(Expiry::OnInactivity(SESSION_IDLE))
+        .with_expiry(Expiry::OnInactivity(SESSION_LIFETIME))
 }
 
 fn session_error(e: tower_sessions::session::Error) -> Error {

@@ -231,7 +231,7 @@ pub async fn finish(
     let bound = binding.is_some_and(|b| hashes_match(&hash_secret(b), &login.binding_hash));
     if !bound {
         return Err(binding_refused(
-            "it was started in another browser (no binding cookie)",
+            "it was started in another browser (its binding cookie is missing or different)",
         ));
     }
     if let Some(error) = &answer.error {
@@ -243,7 +243,9 @@ pub async fn finish(
                 truncate(error, 64),
                 truncate(description, 200)
             ),
-        ));
+        )
+        // RFC 6749 §4.1.2.1 code, e.g. access_denied when the person cancelled.
+        .with_detail("provider_error", truncate(error, 64)));
     }
     let issuer = s.oidc.issuer(name, cfg).await?;
     if let Some(iss) = &answer.iss

@@ -11,7 +11,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::TestApp;
-use idp::{Idp, browser, location, provider};
+use idp::{Idp, browser, location, provider, run_node};
+
+/// What Chromium sends when it navigates.
+const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
 async fn start_op() -> (Idp, TestApp) {
     start_op_as("op", ProviderKind::Oidc, &[]).await
@@ -195,6 +198,13 @@ async fn browser_signin_with_a_real_provider_ends_in_a_cookie_session() {
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "CSRF_FAILED");
+    let r = browser
+        .get(&callback)
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["location"], "/app/signin?error=INVALID_STATE");
 }
 
 #[tokio::test]
@@ -254,6 +264,30 @@ async fn a_person_the_rules_do_not_admit_is_refused_after_the_provider_login() {
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "SIGNIN_NOT_ALLOWED");
+
+    // A person's browser is shown the refusal page instead of JSON.
+    let callback = sign_in_at_provider(&browser, &app, &op, "op", "bob", "/app")
+        .await
+        .redirect();
+    let r = browser
+        .get(&callback)
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        "/app/signin?error=SIGNIN_NOT_ALLOWED"
+    );
+    let page = browser
+        .get(format!("{}/app/signin?error=SIGNIN_NOT_ALLOWED", app.base))
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::FORBIDDEN);
+    assert!(page.text().await.unwrap().contains("may not sign in"));
     let r = browser
         .get(format!("{}/v1/auth/session", app.base))
         .send()
@@ -297,6 +331,31 @@ async fn apple_browser_flow_answers_by_form_post_and_names_the_person() {
     assert_eq!(session["data"]["user"]["email"], "ada@example.com");
     assert_eq!(session["data"]["user"]["name"], "Ada Lovelace");
     assert_eq!(session["data"]["method"], "apple");
+}
+
+#[tokio::test]
+async fn chromium_signs_in_through_the_provider_and_evil_next_is_refused() {
+    let (_op, app) = start_op().await;
+    let env = [
+        ("BASE_URL", app.base.as_str()),
+        ("PROVIDER_LABEL", "op"),
+        ("LOGIN", "admin"),
+    ];
+    let out = run_node("browser-oidc.mjs", &env, std::time::Duration::from_secs(90)).await;
+    assert_eq!(out["landed"], format!("{}/app", app.base), "{out}");
+    assert_eq!(out["session_status"], 200, "{out}");
+    assert_eq!(out["email"], "admin@example.com", "{out}");
+    assert_eq!(out["method"], "op", "{out}");
+    let cookie = &out["session_cookie"];
+    assert_eq!(cookie["httpOnly"], true, "{out}");
+    assert_eq!(cookie["sameSite"], "Lax", "{out}");
+    for attempt in out["evil"].as_array().unwrap() {
+        assert_eq!(attempt["status"], 422, "{out}");
+        assert!(
+            attempt["url"].as_str().unwrap().starts_with(&app.base),
+            "{out}"
+        );
+    }
 }
 
 #[tokio::test]

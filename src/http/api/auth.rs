@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::app::AppState;
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Code, Error, FieldError, Result};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::session::local_next;
 use crate::service::oidc::{self, AppClient, Callback};
@@ -53,9 +53,13 @@ pub async fn start_signin(
     ApiQuery(p): ApiQuery<StartParams>,
     headers: HeaderMap,
 ) -> Result<Response> {
+    // A `next` pointing elsewhere is refused outright, never redirected.
     let next = local_next(p.next.as_deref())?;
     let binding = cookie(&headers, BINDING_COOKIE);
-    let started = oidc::start(&st.services, &provider, next, binding.as_deref()).await?;
+    let started = match oidc::start(&st.services, &provider, next, binding.as_deref()).await {
+        Ok(started) => started,
+        Err(e) => return Ok(refusal(&headers, e)),
+    };
     let attributes = if st.services.config.secure_cookies() {
         "SameSite=None; Secure"
     } else {
@@ -121,16 +125,44 @@ async fn finish(
     answer: Callback,
 ) -> Result<Response> {
     let binding = cookie(headers, BINDING_COOKIE);
-    let (signed_in, next) = oidc::finish(
+    let user_agent = header_text(headers, header::USER_AGENT.as_str(), 256);
+    match oidc::finish(
         &st.services,
         provider,
         answer,
         binding.as_deref(),
-        header_text(headers, header::USER_AGENT.as_str(), 256),
+        user_agent,
     )
-    .await?;
-    crate::http::session::begin(session, &signed_in).await?;
-    Ok(Redirect::to(&next).into_response())
+    .await
+    {
+        Ok((signed_in, next)) => {
+            crate::http::session::begin(session, &signed_in).await?;
+            Ok(Redirect::to(&next).into_response())
+        }
+        Err(e) => Ok(refusal(headers, e)),
+    }
+}
+
+/// A failed browser sign-in. A person's browser (a navigation accepts HTML)
+/// lands on the sign-in page, which explains the code (a refusal gets its own
+/// page); API clients get the JSON error. Internal errors stay opaque 500s.
+fn refusal(headers: &HeaderMap, e: Error) -> Response {
+    let navigation = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    if !navigation || e.code == Code::Internal {
+        return e.into_response();
+    }
+    tracing::info!(error.code = e.code.as_str(), error.message = %e.message, "browser sign-in failed");
+    let code = match e.code {
+        Code::CsrfFailed => "INVALID_STATE",
+        _ if e.details.get("provider_error").and_then(Value::as_str) == Some("access_denied") => {
+            "ACCESS_DENIED"
+        }
+        other => other.as_str(),
+    };
+    Redirect::to(&format!("/app/signin?error={code}")).into_response()
 }
 
 /// Get a nonce for the native sign-in: single attempt, valid 5 minutes.
