@@ -4,7 +4,7 @@
 -- and `session` rows, one per sign-in (a bearer session for apps, or the row a
 -- browser's cookie session points at). Revoking the row ends either.
 ALTER TABLE user_tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'api' CHECK (kind IN ('api', 'session'));
--- How the session began: 'link', a provider name, or 'cli' (hds init).
+-- How the session began: 'link' or a provider name (NULL for API tokens).
 ALTER TABLE user_tokens ADD COLUMN method TEXT;
 ALTER TABLE user_tokens ADD COLUMN user_agent TEXT;
 ALTER TABLE user_tokens ADD COLUMN last_used_at TEXT;

@@ -156,6 +156,13 @@ async fn observe(mut req: Request, next: Next) -> Response {
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(PAGE_CSP),
         );
+        // Our pages post forms to us; under no-referrer Chromium sends
+        // `Origin: null` on them, which the CSRF check must refuse.
+        // same-origin still tells other sites nothing.
+        h.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        );
     }
     resp
 }

@@ -78,12 +78,21 @@ async fn run_script(app: &TestApp, script: &str, env: &[(&str, String)]) -> Valu
     let result: Value = serde_json::from_str(&last)
         .unwrap_or_else(|_| panic!("{script} exited {status} without a result; stderr:\n{stderr}"));
     assert_eq!(
-        result["ok"], true,
+        result["ok"],
+        true,
         "{script} failed: {}\nstderr:\n{stderr}",
         result["error"].as_str().unwrap_or_default()
     );
-    assert_eq!(result["csp_violations"], json!([]), "{script}: CSP violations");
-    assert_eq!(result["script_errors"], json!([]), "{script}: script errors");
+    assert_eq!(
+        result["csp_violations"],
+        json!([]),
+        "{script}: CSP violations"
+    );
+    assert_eq!(
+        result["script_errors"],
+        json!([]),
+        "{script}: script errors"
+    );
     result
 }
 
@@ -97,7 +106,10 @@ async fn signin_link(app: &TestApp) -> String {
 async fn a_new_action_appears_live_is_decided_in_chromium_and_the_long_poll_gets_a_verifying_receipt()
  {
     let app = TestApp::spawn().await;
-    let env = [("LINK", signin_link(&app).await), ("SOURCE_KEY", app.live_key())];
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
     let r = run_script(&app, "browser-decide.mjs", &env).await;
 
     assert_eq!(r["appeared_without_reload"], true);
@@ -125,22 +137,37 @@ async fn a_new_action_appears_live_is_decided_in_chromium_and_the_long_poll_gets
 #[tokio::test]
 async fn a_decision_on_a_changed_action_is_refused_with_old_and_new_shown_and_then_succeeds() {
     let app = TestApp::spawn().await;
-    let env = [("LINK", signin_link(&app).await), ("SOURCE_KEY", app.live_key())];
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
     let r = run_script(&app, "browser-stale.mjs", &env).await;
 
-    assert_eq!(r["description_before"], "Scale to 12 replicas for the sale.");
+    assert_eq!(
+        r["description_before"],
+        "Scale to 12 replicas for the sale."
+    );
     let stale = &r["stale"];
     assert_eq!(stale["status"], 409);
     assert!(
-        stale["heading"]
-            .as_str()
-            .unwrap()
-            .contains("version 1 → 2"),
+        stale["heading"].as_str().unwrap().contains("version 1 → 2"),
         "{stale}"
     );
     assert_eq!(stale["field"], "description");
-    assert!(stale["old"].as_str().unwrap().contains("Scale to **12** replicas"), "{stale}");
-    assert!(stale["new"].as_str().unwrap().contains("Scale to **40** replicas"), "{stale}");
+    assert!(
+        stale["old"]
+            .as_str()
+            .unwrap()
+            .contains("Scale to **12** replicas"),
+        "{stale}"
+    );
+    assert!(
+        stale["new"]
+            .as_str()
+            .unwrap()
+            .contains("Scale to **40** replicas"),
+        "{stale}"
+    );
     // The page shows the new content, bound to the new version.
     assert_eq!(stale["description"], "Scale to 40 replicas for the sale.");
     assert_eq!(stale["version"], "2");
@@ -162,7 +189,10 @@ async fn a_destructive_option_asks_first_with_and_without_javascript() {
     let r = run_script(&app, "browser-destructive.mjs", &env).await;
 
     let js = &r["js"];
-    assert_eq!(js["dialog_text"], "This is destructive: Delete the branch. Confirm?");
+    assert_eq!(
+        js["dialog_text"],
+        "This is destructive: Delete the branch. Confirm?"
+    );
     assert_eq!(js["after_cancel"], "open");
     assert_eq!(js["stayed_on_page"], true);
     assert_eq!(js["final_status"], "resolved");
@@ -190,7 +220,10 @@ async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
         ("SOURCE_KEY", app.live_key()),
         ("TEST_KEY", app.test_key()),
         ("USER_TOKEN", app.user_token()),
-        ("SOURCE_ID", app.creds["source_id"].as_str().unwrap().to_owned()),
+        (
+            "SOURCE_ID",
+            app.creds["source_id"].as_str().unwrap().to_owned(),
+        ),
         ("OUT_DIR", out.to_owned()),
     ];
     let r = run_script(&app, "browser-screenshots.mjs", &env).await;
@@ -200,4 +233,235 @@ async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
         let png = std::fs::read(format!("{out}/{}", f.as_str().unwrap())).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
     }
+}
+
+#[tokio::test]
+async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation() {
+    let app = TestApp::spawn().await;
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
+    let r = run_script(&app, "browser-csp.mjs", &env).await;
+
+    let pages = r["pages"].as_object().unwrap();
+    assert_eq!(pages.len(), 5);
+    for (name, p) in pages {
+        assert_eq!(p["status"], 200, "{name}");
+        let csp = p["csp"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: no CSP"));
+        assert!(csp.contains("script-src 'self'"), "{name}: {csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{name}: {csp}");
+        for what in [
+            "inline_scripts",
+            "style_elements",
+            "style_attributes",
+            "handler_attributes",
+        ] {
+            assert_eq!(p[what], 0, "{name}: {what}");
+        }
+    }
+    // Raw HTML in Markdown is shown as text; nothing ran or loaded.
+    let d = &r["description"];
+    assert_eq!(d["pwned"], Value::Null);
+    assert_eq!(d["pwned_after_click"], Value::Null);
+    assert_eq!(d["images"], 0);
+    assert_eq!(d["iframes"], 0);
+    assert_eq!(d["javascript_links"], 0);
+    assert!(d["text"].as_str().unwrap().contains("<script>"), "{d}");
+}
+
+/// A cookie session as a browser without JavaScript gets it: the link's
+/// confirmation page, then its form.
+async fn form_session(app: &TestApp) -> reqwest::Client {
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let link = signin_link(app).await;
+    assert_eq!(
+        client.get(&link).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    let r = client
+        .post(&link)
+        .header("origin", &app.base)
+        .form(&[("next", "/app")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/app");
+    client
+}
+
+/// The page's form token, as a browser would submit it.
+fn csrf_of(html: &str) -> String {
+    let at = html.find(r#"name="_csrf" value=""#).expect("a form token") + 20;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+async fn page(client: &reqwest::Client, url: &str) -> String {
+    let r = client.get(url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{url}");
+    r.text().await.unwrap()
+}
+
+async fn post_form(
+    client: &reqwest::Client,
+    url: &str,
+    origin: Option<&str>,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = client.post(url).form(form);
+    if let Some(o) = origin {
+        req = req.header("origin", o);
+    }
+    req.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_plain_form_post_decides_without_javascript() {
+    let app = TestApp::spawn().await;
+    let client = form_session(&app).await;
+    let a = app.create_action(two_options("Ship it")).await;
+    let id = a["id"].as_str().unwrap();
+    let url = format!("{}/app/actions/{id}", app.base);
+    let html = page(&client, &url).await;
+    let version = a["action_version"].to_string();
+    let fields = [
+        ("_csrf", csrf_of(&html)),
+        ("action_version", version),
+        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
+        ("option_id", "approve".to_owned()),
+        ("reason", "looks right".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    let r = post_form(&client, &format!("{url}/decide"), Some(&app.base), &fields).await;
+
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        format!("/app/actions/{id}?done=decided")
+    );
+    let now = app
+        .get(&format!("/v1/actions/{id}"), &app.user_token())
+        .await;
+    assert_eq!(now.body["data"]["status"], "resolved");
+    assert_eq!(now.body["data"]["resolution_option_id"], "approve");
+    assert_eq!(now.body["data"]["resolution_reason"], "looks right");
+    let after = page(&client, &format!("{url}?done=decided")).await;
+    assert!(after.contains("Signature verified by this server"));
+    // The receipt downloads as a file that `hds verify-receipt` accepts.
+    let receipt = client
+        .get(format!("{url}/receipt.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        receipt.headers()["content-disposition"],
+        format!("attachment; filename=\"receipt-{id}.json\"")
+    );
+    let receipt: Value = receipt.json().await.unwrap();
+    assert_eq!(receipt["jws"], now.body["data"]["receipt"]["jws"]);
+}
+
+#[tokio::test]
+async fn form_posts_without_the_token_or_from_another_origin_are_refused_and_decide_nothing() {
+    let app = TestApp::spawn().await;
+    let client = form_session(&app).await;
+    let a = app.create_action(two_options("Ship it")).await;
+    let id = a["id"].as_str().unwrap();
+    let url = format!("{}/app/actions/{id}", app.base);
+    let token = csrf_of(&page(&client, &url).await);
+    let version = a["action_version"].to_string();
+    let fp = a["fingerprint"].as_str().unwrap();
+    let decide = format!("{url}/decide");
+    let binding = [
+        ("action_version", version.as_str()),
+        ("fingerprint", fp),
+        ("option_id", "approve"),
+    ];
+
+    // No token.
+    let r = post_form(&client, &decide, Some(&app.base), &binding).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.text().await.unwrap().contains("CSRF_FAILED"));
+    // A wrong token.
+    let mut wrong = binding.to_vec();
+    wrong.push(("_csrf", "not-the-token"));
+    let r = post_form(&client, &decide, Some(&app.base), &wrong).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // The right token, sent by another site.
+    let mut right = binding.to_vec();
+    right.push(("_csrf", token.as_str()));
+    let r = post_form(&client, &decide, Some("https://evil.example"), &right).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // Sign-out is a form too.
+    let r = post_form(
+        &client,
+        &format!("{}/app/signout", app.base),
+        Some("https://evil.example"),
+        &[("_csrf", token.as_str())],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    let now = app
+        .get(&format!("/v1/actions/{id}"), &app.user_token())
+        .await;
+    assert_eq!(now.body["data"]["status"], "open");
+    // The session still works, and the same form from our origin decides.
+    let r = post_form(&client, &decide, Some(&app.base), &right).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn a_signed_out_browser_is_sent_to_sign_in_and_comes_back() {
+    let app = TestApp::spawn().await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = client
+        .get(format!("{}/app/sources?x=1", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_redirection());
+    assert_eq!(
+        r.headers()["location"],
+        "/app/signin?next=%2Fapp%2Fsources%3Fx%3D1"
+    );
+    let signin = client
+        .get(format!("{}/app/signin?error=SIGNIN_NOT_ALLOWED", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signin.status(), StatusCode::FORBIDDEN);
+    assert!(signin.text().await.unwrap().contains("Who may sign in"));
+    // A used link is refused on its confirmation page and when posted.
+    let link = signin_link(&app).await;
+    let first = form_session_with(&app, &link).await;
+    assert_eq!(first, StatusCode::SEE_OTHER);
+    assert_eq!(form_session_with(&app, &link).await, StatusCode::GONE);
+    let again = client.get(&link).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::GONE);
+}
+
+async fn form_session_with(app: &TestApp, link: &str) -> StatusCode {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(link)
+        .header("origin", &app.base)
+        .form(&[("next", "/app")])
+        .send()
+        .await
+        .unwrap()
+        .status()
 }

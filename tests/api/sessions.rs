@@ -328,7 +328,8 @@ async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     }
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(h["x-content-type-options"], "nosniff");
-    assert_eq!(h["referrer-policy"], "no-referrer");
+    // Pages post forms to us, so they send their origin to us (and only to us).
+    assert_eq!(h["referrer-policy"], "same-origin");
     assert_eq!(h["x-frame-options"], "DENY");
 
     // Signed out, a page sends the browser to sign in and back.
@@ -351,4 +352,5 @@ async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     // API clients still get JSON.
     let j = app.call(Method::GET, "/", None, None, &[]).await;
     assert_eq!(j.ok(200)["name"], "hds");
+    assert_eq!(j.headers["referrer-policy"], "no-referrer");
 }

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::http::auth::UserAuth;
 use crate::service::caller::UserCaller;
 use crate::service::{inbox, tokens};
+
 use crate::store::{users, workspaces};
 
 /// The enabled sign-in methods, link sign-in included; a client checks this
@@ -26,11 +27,16 @@ pub fn methods(st: &AppState) -> Vec<Value> {
         .iter()
         .map(|(name, p)| {
             let kind = serde_json::to_value(p.kind).unwrap_or(Value::Null);
+            // A provider with only native client ids has no browser flow.
+            let start_url = p
+                .client_id
+                .as_ref()
+                .map(|_| format!("/v1/auth/{name}/start"));
             json!({
                 "id": name,
                 "kind": kind,
                 "name": p.label(name),
-                "start_url": format!("/v1/auth/{name}/start"),
+                "start_url": start_url,
                 "native": {
                     "challenge_url": format!("/v1/auth/{name}/native/challenge"),
                     "exchange_url": format!("/v1/auth/{name}/native"),
@@ -69,7 +75,7 @@ fn credential_json(c: &users::Credential) -> Value {
 
 /// The current session (or API token) and its person.
 #[utoipa::path(get, path = "/v1/auth/session", tag = "auth",
-    responses((status = 200, description = "{data: {id, kind, method, client, created_at, expires_at, last_used_at, auth, user, csrf_token?}}"),
+    responses((status = 200, description = "{data: {id, kind, name, method, client, created_at, expires_at, last_used_at, auth, user: {id, email, name, workspaces}, csrf_token?}}"),
         (status = 401, description = "AUTH_REQUIRED / INVALID_API_KEY", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn get_session(
@@ -78,10 +84,18 @@ pub async fn get_session(
     session: Session,
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
-    let creds = tokens::list(&st.services, &user).await?;
-    let current = creds.iter().find(|c| c.id == user.credential_id);
+    let id = user.credential_id.clone();
+    let current = st
+        .services
+        .db
+        .read(move |c| users::by_credential_id(c, &id, crate::domain::time::now()))
+        .await?
+        .map(|(_, cred)| cred);
     let by_cookie = !headers.contains_key(axum::http::header::AUTHORIZATION);
-    let mut data = current.map(credential_json).unwrap_or_else(|| json!({}));
+    let mut data = current
+        .as_ref()
+        .map(credential_json)
+        .unwrap_or_else(|| json!({}));
     data["auth"] = json!(if by_cookie { "cookie" } else { "bearer" });
     data["user"] = user_json(&st, &user).await?;
     if by_cookie && let Some((_, csrf)) = crate::http::session::cookie_user(&st, &session).await? {
@@ -133,7 +147,7 @@ pub async fn logout(
 
 /// What the dashboard's script needs in one request.
 #[utoipa::path(get, path = "/v1/bootstrap", tag = "auth",
-    responses((status = 200, description = "{data: {user, workspaces, active_workspace, inbox_counts, signin_methods}}"),
+    responses((status = 200, description = "{data: {user, workspaces, active_workspace, inbox_counts, signin_methods, api_version}}"),
         (status = 401, description = "AUTH_REQUIRED / INVALID_API_KEY", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn bootstrap(

@@ -130,7 +130,8 @@ pub async fn account_page(
     Query(q): Query<AccountQuery>,
 ) -> Result<AccountPage, UiError> {
     let mut out = page(&st, &p).await?;
-    out.flash = (q.done.as_deref() == Some("revoked")).then_some("Revoked. It stopped working at once.");
+    out.flash =
+        (q.done.as_deref() == Some("revoked")).then_some("Revoked. It stopped working at once.");
     Ok(out)
 }
 

@@ -85,7 +85,9 @@ pub async fn action_page(
     let view = dashboard::action(&st.services, &page.user, id).await?;
     let mut out = page_for(&st, &page, &view).await?;
     out.flash = match q.done.as_deref() {
-        Some("decided") => Some("Decision recorded. The Source has been told; the receipt below is its proof."),
+        Some("decided") => {
+            Some("Decision recorded. The Source has been told; the receipt below is its proof.")
+        }
         Some("voted") => Some("Vote recorded."),
         _ => None,
     };
@@ -130,7 +132,10 @@ pub async fn decide_action(
         Err(e) => Err(e),
     };
     match outcome {
-        Ok(done) => Ok(see_other(&format!("/app/actions/{}?done={done}", view.action.id))),
+        Ok(done) => Ok(see_other(&format!(
+            "/app/actions/{}?done={done}",
+            view.action.id
+        ))),
         // Everything the reviewer can act on is said on the page itself.
         Err(e) if e.code.status().is_client_error() && e.code != Code::ActionNotFound => {
             refused(&st, &page, &id, &form, e).await
@@ -159,26 +164,32 @@ async fn refused(
     let mut out = page_for(st, page, &view).await?;
     out.reason = form.get("reason").unwrap_or_default().to_owned();
     out.value = form.get("value").unwrap_or_default().to_owned();
-    out.error = Some(in_words(&e, &view.action));
     if e.code == Code::ActionChanged {
         let seen = form
             .get("action_version")
             .and_then(|v| v.parse().ok())
             .unwrap_or(view.action.action_version);
         out.stale = Some(changes_since(&view, seen));
+    } else {
+        out.error = Some(in_words(&e, &view.action));
     }
     Ok((e.code.status(), out).into_response())
 }
 
 fn in_words(e: &Error, a: &ActionRecord) -> String {
     match e.code {
-        Code::ActionChanged => "Nothing was decided. Read the new version below and decide again if you still agree.".into(),
-        Code::ActionNotOpen => format!("Nothing was decided: this request is already {}.", a.status.as_str()),
+        Code::ActionNotOpen => format!(
+            "Nothing was decided: this request is already {}.",
+            a.status.as_str()
+        ),
         Code::ResponseRequired => "Choose an answer before submitting.".into(),
         Code::InvalidResponse
         | Code::ResponseTypeMismatch
         | Code::OptionNotFound
-        | Code::ValidationError => format!("Your answer was not accepted: {}.", e.message.trim_end_matches('.')),
+        | Code::ValidationError => format!(
+            "Your answer was not accepted: {}.",
+            e.message.trim_end_matches('.')
+        ),
         _ => format!("Nothing was decided: {}.", e.message.trim_end_matches('.')),
     }
 }
@@ -196,7 +207,9 @@ fn changes_since(view: &ActionView, seen: i64) -> StaleVm {
     for ev in later {
         let before = ev["data"]["before"].as_object();
         for field in ev["data"]["fields"].as_array().into_iter().flatten() {
-            let Some(field) = field.as_str() else { continue };
+            let Some(field) = field.as_str() else {
+                continue;
+            };
             if changes.iter().any(|c| c.field == field) {
                 continue;
             }
@@ -225,7 +238,12 @@ fn submission(a: &ActionRecord, f: &FormData) -> Result<Submission> {
     let action_version = f
         .get("action_version")
         .and_then(|v| v.parse().ok())
-        .ok_or_else(|| Error::field("action_version", "the form lost the version it was shown; reload the page"))?;
+        .ok_or_else(|| {
+            Error::field(
+                "action_version",
+                "the form lost the version it was shown; reload the page",
+            )
+        })?;
     let fingerprint = f.get("fingerprint").unwrap_or_default().to_owned();
     let reason = f.text("reason").map(|r| r.replace("\r\n", "\n"));
     if a.spec.approval_policy.is_some() {

@@ -386,10 +386,15 @@ fn block(b: &ContextBlock) -> BlockVm {
 }
 
 fn links(a: &ActionRecord, source: &str) -> Vec<LinkVm> {
-    let open = a.spec.open_url.iter().filter(|u| safe_url(u)).map(|u| LinkVm {
-        label: format!("Open in {source}"),
-        url: u.clone(),
-    });
+    let open = a
+        .spec
+        .open_url
+        .iter()
+        .filter(|u| safe_url(u))
+        .map(|u| LinkVm {
+            label: format!("Open in {source}"),
+            url: u.clone(),
+        });
     let controls = a
         .spec
         .controls
@@ -415,19 +420,31 @@ fn event(e: &Value, a: &ActionRecord, who: &dyn Fn(&Value) -> String, now: Times
         "updated" => {
             let fields = data["fields"]
                 .as_array()
-                .map(|f| f.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .map(|f| {
+                    f.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
                 .unwrap_or_default();
             let what = if data["material"] == true {
                 format!("Changed by {by}: now version {}", e["action_version"])
             } else {
                 format!("Updated by {by}")
             };
-            (what, (!fields.is_empty()).then(|| format!("Fields: {fields}")))
+            (
+                what,
+                (!fields.is_empty()).then(|| format!("Fields: {fields}")),
+            )
         }
         "resolved" => (
             format!(
                 "Decided by {by}: {}",
-                answer_text(a, data["option_id"].as_str(), data.get("response").filter(|r| !r.is_null()))
+                answer_text(
+                    a,
+                    data["option_id"].as_str(),
+                    data.get("response").filter(|r| !r.is_null())
+                )
             ),
             data["reason"].as_str().map(|r| format!("Reason: {r}")),
         ),
@@ -441,7 +458,10 @@ fn event(e: &Value, a: &ActionRecord, who: &dyn Fn(&Value) -> String, now: Times
         ),
         "expired" => ("Expired without a decision".into(), None),
         "outcome_reported" => (
-            format!("Outcome reported by {by}: {}", data["status"].as_str().unwrap_or("?")),
+            format!(
+                "Outcome reported by {by}: {}",
+                data["status"].as_str().unwrap_or("?")
+            ),
             data["message"].as_str().map(str::to_owned),
         ),
         other => (format!("{other} by {by}"), None),

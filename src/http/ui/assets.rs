@@ -33,7 +33,10 @@ pub struct AssetQuery {
 
 /// GET /static/{*path}
 pub async fn serve_asset(Path(path): Path<String>, Query(q): Query<AssetQuery>) -> Response {
-    if path.split('/').any(|seg| seg.is_empty() || seg.starts_with('.')) {
+    if path
+        .split('/')
+        .any(|seg| seg.is_empty() || seg.starts_with('.'))
+    {
         return StatusCode::NOT_FOUND.into_response();
     }
     let Some(file) = Static::get(&path) else {

@@ -48,13 +48,25 @@ fn some(s: &str) -> Option<String> {
 
 impl Filters {
     fn status(&self) -> &str {
-        if self.status.is_empty() { "open" } else { &self.status }
+        if self.status.is_empty() {
+            "open"
+        } else {
+            &self.status
+        }
     }
     fn environment(&self) -> &str {
-        if self.environment.is_empty() { "live" } else { &self.environment }
+        if self.environment.is_empty() {
+            "live"
+        } else {
+            &self.environment
+        }
     }
     fn scope(&self) -> &str {
-        if self.scope.is_empty() { "all" } else { &self.scope }
+        if self.scope.is_empty() {
+            "all"
+        } else {
+            &self.scope
+        }
     }
     fn params(&self) -> InboxParams {
         InboxParams {
@@ -97,6 +109,8 @@ pub struct Row {
     pub test: bool,
     pub created: When,
     pub assignee: Option<String>,
+    /// How it is answered: "3 options", "Yes / No", "Approval vote"…
+    pub kind: String,
 }
 
 pub struct Tab {
@@ -234,7 +248,26 @@ fn row(a: &Value, names: &HashMap<String, String>, now: time::Timestamp) -> Row 
         test: a["environment"] == "test",
         created: When::new(a["created_at"].as_str().unwrap_or_default(), now),
         assignee: a["assignee_email"].as_str().map(str::to_owned),
+        kind: answer_kind(a),
     }
+}
+
+fn answer_kind(a: &Value) -> String {
+    if !a["approval_policy"].is_null() {
+        return "Approval vote".into();
+    }
+    if let Some(options) = a["options"].as_array() {
+        return format!("{} options", options.len());
+    }
+    match a["interaction"]["type"].as_str() {
+        Some("boolean") => "Yes / No",
+        Some("text") => "Written answer",
+        Some("number") => "Number",
+        Some("choice") => "Choice",
+        Some("form") => "Form",
+        _ => "",
+    }
+    .into()
 }
 
 /// GET /app
@@ -245,7 +278,10 @@ pub async fn inbox_page(
 ) -> Result<InboxPage, UiError> {
     let s = &st.services;
     let sources = source_names(s, &page.user).await?;
-    let names = sources.iter().map(|c| (c.id.clone(), c.name.clone())).collect();
+    let names = sources
+        .iter()
+        .map(|c| (c.id.clone(), c.name.clone()))
+        .collect();
     let list = read_list(s, &page.user, &filters, &names).await?;
     let layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count);
     Ok(InboxPage {

@@ -75,8 +75,13 @@ mod tests {
 
     #[test]
     fn only_web_and_mail_links_survive() {
-        let out = render("[a](https://example.com) [b](javascript:alert(1)) [c](mailto:x@y.z) [d](/local) <javascript:alert(2)>");
-        assert!(out.contains(r#"<a href="https://example.com">a</a>"#), "{out}");
+        let out = render(
+            "[a](https://example.com) [b](javascript:alert(1)) [c](mailto:x@y.z) [d](/local) <javascript:alert(2)>",
+        );
+        assert!(
+            out.contains(r#"<a href="https://example.com">a</a>"#),
+            "{out}"
+        );
         assert!(out.contains(r#"<a href="mailto:x@y.z">c</a>"#), "{out}");
         assert!(!out.contains("javascript:alert(1)\""), "{out}");
         assert!(!out.contains(r#"href="javascript"#), "{out}");

@@ -68,6 +68,8 @@ fn methods(st: &AppState, next: &str) -> Vec<Method> {
         .auth
         .providers
         .iter()
+        // Providers with only native (app) client ids have no browser flow.
+        .filter(|(_, p)| p.client_id.is_some())
         .map(|(name, p)| Method {
             label: format!("Continue with {}", p.label(name)),
             url: format!("/v1/auth/{name}/start?next={next}"),
@@ -102,7 +104,12 @@ fn notice(code: &str) -> Option<Notice> {
             "The identity provider reported that sign-in was cancelled.",
             "banner-warn",
         ),
-        "LINK_INVALID" | "AUTH_REQUIRED" => (
+        "AUTH_REQUIRED" => (
+            "Sign-in did not complete",
+            "The identity provider ended the sign-in without signing you in. Start again, or ask an admin for a one-time sign-in link.",
+            "banner-error",
+        ),
+        "LINK_INVALID" => (
             "This sign-in link no longer works",
             "It was already used or has expired. Ask an admin for a new one.",
             "banner-error",

@@ -65,7 +65,10 @@ fn source_vm(v: &Value, now: time::Timestamp) -> SourceVm {
             .flatten()
             .map(|k| KeyVm {
                 environment: k["environment"].as_str().unwrap_or_default().to_owned(),
-                masked: format!("{}••••••••", k["hint"].as_str().unwrap_or_default()),
+                masked: format!(
+                    "{}…",
+                    k["hint"].as_str().unwrap_or_default().trim_end_matches('…')
+                ),
             })
             .collect(),
         created: When::new(v["created_at"].as_str().unwrap_or_default(), now),
@@ -148,7 +151,10 @@ pub async fn create_source(
         Ok(made) => {
             let mut out = page(&st, &p).await?;
             let name = made["data"]["name"].as_str().unwrap_or_default();
-            out.secrets = Some(secrets_vm(format!("Source “{name}” created"), &made["secrets"]));
+            out.secrets = Some(secrets_vm(
+                format!("Source “{name}” created"),
+                &made["secrets"],
+            ));
             Ok((StatusCode::CREATED, out).into_response())
         }
         Err(e) => with_error(&st, &p, e).await,
@@ -190,7 +196,10 @@ pub async fn rotate_source(
     match sources::rotate_keys(&st.services, p.user.clone(), id, req).await {
         Ok(made) => {
             let mut out = page(&st, &p).await?;
-            out.secrets = Some(secrets_vm(format!("New keys for “{name}”"), &made["secrets"]));
+            out.secrets = Some(secrets_vm(
+                format!("New keys for “{name}”"),
+                &made["secrets"],
+            ));
             Ok(out.into_response())
         }
         Err(e) => with_error(&st, &p, e).await,

@@ -217,9 +217,7 @@ impl<S: Send + Sync> FromRequest<S> for FormData {
             };
             UiError(e)
         })?;
-        Ok(Self(
-            form_urlencoded::parse(&bytes).into_owned().collect(),
-        ))
+        Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect()))
     }
 }
 
@@ -230,7 +228,11 @@ pub fn check_csrf(
     page: &PageUser,
     form: &FormData,
 ) -> Result<(), UiError> {
-    page.check_form(headers, &st.services.config, form.get("_csrf").unwrap_or(""))?;
+    page.check_form(
+        headers,
+        &st.services.config,
+        form.get("_csrf").unwrap_or(""),
+    )?;
     Ok(())
 }
 
