@@ -104,7 +104,8 @@ fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) 
     let by_domain = domain_allowed(auth, email);
     if !invited && !by_domain {
         return Err(refused(format!(
-            "{email} may not sign in to this hds: ask an admin of your workspace for an invitation"
+            "{email} may not sign in to this hds: ask an admin to add you \
+             (`hds users link {email} --create-as reviewer`) or to allow your e-mail domain"
         )));
     }
     let user = users::create(c, email, id.name.as_deref())?;
