@@ -6,7 +6,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use serde_json::{Value, json};
 
-use crate::domain::action::{ActionRecord, Actor, Environment, Resolution, Status};
+use crate::domain::action::{ActionRecord, Actor, Environment, Priority, Resolution, Status};
 use crate::domain::receipt;
 use crate::error::Result;
 
@@ -249,9 +249,10 @@ fn inbox_filter(q: &InboxQuery) -> (String, Vec<SqlValue>) {
         sql.push_str(" AND a.source_id = ?");
         args.push(s.clone().into());
     }
-    if let Some(p) = &q.priority {
-        sql.push_str(" AND a.priority = ?");
-        args.push(p.clone().into());
+    // By rank, which the inbox index holds (the name is not indexed).
+    if let Some(rank) = q.priority.as_deref().and_then(Priority::parse).map(Priority::rank) {
+        sql.push_str(" AND a.priority_rank = ?");
+        args.push(rank.into());
     }
     match q.scope.as_str() {
         "mine" => {
@@ -319,25 +320,27 @@ pub struct InboxCounts {
     pub expired: i64,
 }
 
+/// One `count(*)` per tab, each an equality seek on `actions_tabs`: without
+/// text or visibility filters the counts never read the table, so closed
+/// history does not slow the inbox down.
 pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<InboxCounts> {
-    let (filter, mut args) = inbox_filter(q);
-    let sql = format!(
-        "SELECT
-           SUM(a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)),
-           SUM(a.status = 'open' AND a.snoozed_until > ?),
-           SUM(a.status = 'resolved'), SUM(a.status = 'cancelled'), SUM(a.status = 'expired')
-         FROM actions a{filter}"
-    );
-    args.insert(0, q.now.clone().into());
-    args.insert(0, q.now.clone().into());
-    let mut st = c.prepare_cached(&sql)?;
-    Ok(st.query_row(params_from_iter(args), |r| {
-        Ok(InboxCounts {
-            open: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
-            snoozed: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-            resolved: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-            cancelled: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-            expired: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-        })
-    })?)
+    let (filter, args) = inbox_filter(q);
+    let count = |condition: &str, extra: Option<&str>| -> Result<i64> {
+        let sql = format!("SELECT count(*) FROM actions a{filter} AND {condition}");
+        let mut all = args.clone();
+        if let Some(x) = extra {
+            all.push(x.to_owned().into());
+        }
+        Ok(c.prepare_cached(&sql)?
+            .query_row(params_from_iter(all), |r| r.get(0))?)
+    };
+    let open_all = count("a.status = 'open'", None)?;
+    let snoozed = count("a.status = 'open' AND a.snoozed_until > ?", Some(&q.now))?;
+    Ok(InboxCounts {
+        open: open_all - snoozed,
+        snoozed,
+        resolved: count("a.status = 'resolved'", None)?,
+        cancelled: count("a.status = 'cancelled'", None)?,
+        expired: count("a.status = 'expired'", None)?,
+    })
 }

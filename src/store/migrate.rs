@@ -8,6 +8,7 @@ fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_init.sql")),
         M::up(include_str!("../../migrations/0002_signin.sql")),
+        M::up(include_str!("../../migrations/0003_inbox_tabs.sql")),
     ])
 }
 
