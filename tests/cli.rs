@@ -64,7 +64,7 @@ async fn every_acknowledged_create_survives_kill_9() {
     let key = creds["source_key_live"].as_str().unwrap().to_owned();
     let (mut child, base) = serve(dir.path());
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
-    let http = reqwest::Client::new();
+    let http = client_builder().build().unwrap();
     let mut load = Vec::new();
     for w in 0..8 {
         let (http, base, key, acked) = (http.clone(), base.clone(), key.clone(), acked.clone());
@@ -142,7 +142,7 @@ async fn online_backup_restores_into_a_new_data_dir() {
     let creds = init(&data);
     let key = creds["source_key_live"].as_str().unwrap().to_owned();
     let (mut child, base) = serve(&data);
-    let http = reqwest::Client::new();
+    let http = client_builder().build().unwrap();
     let created: Value = http
         .post(format!("{base}/v1/actions"))
         .bearer_auth(&key)
@@ -253,4 +253,11 @@ fn readme_quickstart_runs_verbatim() {
         stdout.contains("valid: receipt"),
         "the quickstart did not verify a receipt:\n{stdout}"
     );
+}
+
+/// reqwest is built without a default TLS provider (hds installs ring when a
+/// server starts); these tests run the server in another process.
+fn client_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
 }

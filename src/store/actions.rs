@@ -250,7 +250,12 @@ fn inbox_filter(q: &InboxQuery) -> (String, Vec<SqlValue>) {
         args.push(s.clone().into());
     }
     // By rank, which the inbox index holds (the name is not indexed).
-    if let Some(rank) = q.priority.as_deref().and_then(Priority::parse).map(Priority::rank) {
+    if let Some(rank) = q
+        .priority
+        .as_deref()
+        .and_then(Priority::parse)
+        .map(Priority::rank)
+    {
         sql.push_str(" AND a.priority_rank = ?");
         args.push(rank.into());
     }

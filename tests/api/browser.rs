@@ -275,7 +275,7 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
 /// A cookie session as a browser without JavaScript gets it: the link's
 /// confirmation page, then its form.
 async fn form_session(app: &TestApp) -> reqwest::Client {
-    let client = reqwest::Client::builder()
+    let client = crate::helpers::client_builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -422,7 +422,7 @@ async fn form_posts_without_the_token_or_from_another_origin_are_refused_and_dec
 #[tokio::test]
 async fn a_signed_out_browser_is_sent_to_sign_in_and_comes_back() {
     let app = TestApp::spawn().await;
-    let client = reqwest::Client::builder()
+    let client = crate::helpers::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -453,7 +453,7 @@ async fn a_signed_out_browser_is_sent_to_sign_in_and_comes_back() {
 }
 
 async fn form_session_with(app: &TestApp, link: &str) -> StatusCode {
-    reqwest::Client::builder()
+    crate::helpers::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()

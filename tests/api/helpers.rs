@@ -44,6 +44,13 @@ impl Resp {
     }
 }
 
+/// reqwest is built without a default TLS provider (hds installs ring when a
+/// server starts); a test may build a client before any server runs.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
 impl TestApp {
     pub async fn spawn() -> Self {
         Self::spawn_with(|_| {}).await
@@ -68,7 +75,7 @@ impl TestApp {
         Self {
             state,
             base,
-            http: reqwest::Client::new(),
+            http: crate::helpers::client_builder().build().unwrap(),
             dir,
             creds,
         }

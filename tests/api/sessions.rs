@@ -9,7 +9,7 @@ use crate::helpers::{TestApp, two_options};
 
 /// A browser-like client: keeps cookies, does not follow redirects.
 fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::helpers::client_builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -212,7 +212,9 @@ async fn logout_ends_the_cookie_and_needs_the_csrf_token() {
     assert_eq!(r.status(), 200);
     assert_eq!(session_of(&app, &client).await.0, 401);
     // A copy of the old cookie (kept by an attacker, say) is dead too.
-    let replay = reqwest::Client::new()
+    let replay = crate::helpers::client_builder()
+        .build()
+        .unwrap()
         .get(format!("{}/v1/auth/session", app.base))
         .header(COOKIE, &cookie)
         .send()

@@ -47,7 +47,7 @@ impl Idp {
             child,
             _stdin: stdin,
             info: Value::Null,
-            http: reqwest::Client::new(),
+            http: crate::helpers::client_builder().build().unwrap(),
         };
         // Bounded: a script that never listens fails the test, and dropping
         // `idp` kills it, which also ends the blocked read.
@@ -142,7 +142,7 @@ pub fn tls() {
 /// A browser: cookie jar on, redirects followed by hand.
 pub fn browser() -> reqwest::Client {
     tls();
-    reqwest::Client::builder()
+    crate::helpers::client_builder()
         .cookie_store(true)
         .redirect(Policy::none())
         .build()
