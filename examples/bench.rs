@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -39,6 +39,9 @@ use futures::future::join_all;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::time::{sleep, sleep_until, timeout};
+
+mod common;
+use common::{Server, clk_tck, cpu_model, newest_mtime, r2};
 
 const DEFAULT_HDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/hds");
 
@@ -363,16 +366,6 @@ fn action_body(seq: u64) -> Vec<u8> {
 // /proc sampling
 // ---------------------------------------------------------------------------
 
-fn clk_tck() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .unwrap_or(100.0)
-}
-
 /// (busy, total) jiffies of the whole machine.
 fn machine_jiffies() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
@@ -508,36 +501,6 @@ fn cpu_between(a: &CpuSnap, b: &CpuSnap, tck: f64, ncpu: f64) -> CpuUse {
 // Server process
 // ---------------------------------------------------------------------------
 
-struct Server {
-    child: Child,
-}
-
-impl Server {
-    fn stop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 struct Target {
     addr: SocketAddr,
     host: String,
@@ -547,20 +510,7 @@ struct Target {
 }
 
 fn hds_init(hds: &Path, dir: &Path) -> Result<(String, String)> {
-    let out = Command::new(hds)
-        .args(["init", "--data-dir"])
-        .arg(dir)
-        .arg("--json")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running {} init", hds.display()))?;
-    if !out.status.success() {
-        bail!(
-            "hds init failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).context("hds init --json output")?;
+    let v = common::hds_init_json(hds, dir)?;
     let key = v["source_key_live"]
         .as_str()
         .ok_or_else(|| anyhow!("no source_key_live in hds init output"))?;
@@ -657,14 +607,6 @@ fn pct_ms(sorted: &[u32], p: f64) -> f64 {
 
 fn us(d: Duration) -> u32 {
     d.as_micros().min(u32::MAX as u128) as u32
-}
-
-fn r2(x: f64) -> Value {
-    if x.is_finite() {
-        json!((x * 100.0).round() / 100.0)
-    } else {
-        Value::Null
-    }
 }
 
 fn r3(x: f64) -> Value {
@@ -1299,35 +1241,6 @@ async fn phase_polls(
 // ---------------------------------------------------------------------------
 // main
 // ---------------------------------------------------------------------------
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// Newest modification time of any file under `dir`.
-fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
-    let mut newest = None;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).ok()?.flatten() {
-            let Ok(md) = e.metadata() else { continue };
-            if md.is_dir() {
-                stack.push(e.path());
-            } else if let Ok(m) = md.modified() {
-                newest = newest.max(Some(m));
-            }
-        }
-    }
-    newest
-}
 
 fn kernel() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -41,6 +41,9 @@ use clap::Parser;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+
+mod common;
+use common::{Server, clk_tck, cpu_model, newest_mtime, r2};
 
 const DEFAULT_HDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/hds");
 
@@ -110,52 +113,9 @@ struct Args {
 // Server process
 // ---------------------------------------------------------------------------
 
-struct Server {
-    child: Child,
-}
-
-impl Server {
-    fn stop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 /// `hds init --json`: (live Source key, one-time sign-in URL).
 fn hds_init(hds: &Path, dir: &Path) -> Result<(String, String)> {
-    let out = Command::new(hds)
-        .args(["init", "--data-dir"])
-        .arg(dir)
-        .arg("--json")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running {} init", hds.display()))?;
-    if !out.status.success() {
-        bail!(
-            "hds init failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).context("hds init --json output")?;
+    let v = common::hds_init_json(hds, dir)?;
     let field = |k: &str| {
         v[k].as_str()
             .map(str::to_owned)
@@ -227,16 +187,6 @@ fn start_server(args: &Args, dir: &Path, log: &Path, port: u16) -> Result<(Serve
 // /proc sampling
 // ---------------------------------------------------------------------------
 
-fn clk_tck() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .unwrap_or(100.0)
-}
-
 /// (busy, total) jiffies of the whole machine.
 fn machine_jiffies() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
@@ -299,35 +249,6 @@ fn cpu_between(a: &CpuSnap, b: &CpuSnap, tck: f64, ncpu: f64) -> (f64, f64, f64)
     (busy, server, other)
 }
 
-/// Newest modification time of any file under `dir`.
-fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
-    let mut newest = None;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).ok()?.flatten() {
-            let Ok(md) = e.metadata() else { continue };
-            if md.is_dir() {
-                stack.push(e.path());
-            } else if let Ok(m) = md.modified() {
-                newest = newest.max(Some(m));
-            }
-        }
-    }
-    newest
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
 // ---------------------------------------------------------------------------
 // Statistics
 // ---------------------------------------------------------------------------
@@ -339,14 +260,6 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn r2(x: f64) -> Value {
-    if x.is_finite() {
-        json!((x * 100.0).round() / 100.0)
-    } else {
-        Value::Null
-    }
 }
 
 // ---------------------------------------------------------------------------
