@@ -9,6 +9,7 @@ use anyhow::Context;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::rate_limit::Limiter;
 use crate::service::Services;
@@ -23,6 +24,11 @@ pub struct AppState {
 
 /// Opens (or initialises) the data dir and starts the background workers.
 pub async fn start(config: Config) -> anyhow::Result<AppState> {
+    start_with_clock(config, Clock::system()).await
+}
+
+/// `start` with a given clock: tests pass one they can move.
+pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<AppState> {
     // TLS for outgoing calls (identity providers) uses ring; a second install
     // (several servers in one test process) is refused harmlessly.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -32,14 +38,16 @@ pub async fn start(config: Config) -> anyhow::Result<AppState> {
     let db = Db::open(&config.db_path(), config.durability)
         .with_context(|| format!("opening {}", config.db_path().display()))?;
     let limiter = Arc::new(Limiter::new(config.rate_limit));
-    let services = Services::new(db, Arc::new(config));
+    let services = Services::new(db, Arc::new(config), clock);
     let keyring = services.keyring.clone();
+    let now = crate::domain::time::format(services.clock.now());
     services
         .db
-        .write(move |c| Ok(keyring.ensure_active(c)?))
+        .write(move |c| Ok(keyring.ensure_active(c, &now)?))
         .await
         .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
-    crate::workers::spawn(services.clone(), limiter.clone());
+    crate::workers::spawn(services.clone());
+    tokio::spawn(prune_limiter(limiter.clone()));
     let state = AppState {
         services,
         limiter,
@@ -68,4 +76,13 @@ pub async fn serve(
     axum::serve(listener, build_router(state).into_make_service())
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// Drops idle rate-limit buckets hourly (the limiter lives in the HTTP layer).
+async fn prune_limiter(limiter: Arc<Limiter>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        limiter.prune();
+    }
 }

@@ -1,6 +1,7 @@
 //! One typed configuration, loaded once in `main` from flags and `HDS_*`
 //! environment variables (clap reads both) and passed down. No globals.
 
+use crate::domain::access::Role;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -55,14 +56,14 @@ pub struct AuthConfig {
     pub allowed_email_domains: Vec<String>,
     /// The role such a person gets in the first workspace: `reviewer` (default) or `viewer`.
     #[serde(default = "default_domain_role")]
-    pub domain_role: String,
+    pub domain_role: Role,
     /// One table per provider: `[auth.providers.<name>]`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
 }
 
-fn default_domain_role() -> String {
-    "reviewer".into()
+fn default_domain_role() -> Role {
+    Role::Reviewer
 }
 
 impl Default for AuthConfig {
@@ -193,7 +194,7 @@ impl Config {
 fn parse_file(text: &str) -> anyhow::Result<FileConfig> {
     let file: FileConfig = toml::from_str(text)?;
     anyhow::ensure!(
-        matches!(file.auth.domain_role.as_str(), "reviewer" | "viewer"),
+        matches!(file.auth.domain_role, Role::Reviewer | Role::Viewer),
         "[auth] domain_role must be \"reviewer\" or \"viewer\""
     );
     for (name, p) in &file.auth.providers {

@@ -13,6 +13,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod error;

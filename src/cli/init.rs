@@ -1,6 +1,9 @@
 //! `hds init`: schema, receipt signing key, first workspace, admin user and one
 //! Source, in one transaction. Prints the secrets once.
 
+use crate::clock::Clock;
+use crate::domain::access::Role;
+use crate::domain::time;
 use anyhow::bail;
 use serde_json::json;
 
@@ -58,15 +61,19 @@ pub fn initialise_at(
         bail!("{} is already initialised", data_dir.display());
     }
     let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
+    let clock_now = Clock::system().now();
+    let now = time::format(clock_now);
     if receipts::active_kid(&tx).map_err(err)?.is_none() {
-        keyring::rotate(&dir.keys_dir(), &tx)?;
+        keyring::rotate(&dir.keys_dir(), &tx, &now)?;
     }
-    let ws = workspaces::create(&tx, workspace, "team").map_err(err)?;
-    let user = users::create(&tx, admin_email, Some("Admin")).map_err(err)?;
-    workspaces::add_member(&tx, &ws.id, &user.id, "owner").map_err(err)?;
-    let (token, _) = users::issue_token(&tx, &user.id, "hds init", None).map_err(err)?;
-    let (source, secrets) = sources::create(&tx, &ws.id, "Default Source", None).map_err(err)?;
-    let signin_url = crate::service::signin::new_link(&tx, base_url, &user.id).map_err(err)?;
+    let ws = workspaces::create(&tx, workspace, "team", &now).map_err(err)?;
+    let user = users::create(&tx, admin_email, Some("Admin"), &now).map_err(err)?;
+    workspaces::add_member(&tx, &ws.id, &user.id, Role::Owner, &now).map_err(err)?;
+    let (token, _) = users::issue_token(&tx, &user.id, "hds init", None, &now).map_err(err)?;
+    let (source, secrets) =
+        sources::create(&tx, &ws.id, "Default Source", None, &now).map_err(err)?;
+    let signin_url =
+        crate::service::signin::new_link(&tx, base_url, &user.id, clock_now).map_err(err)?;
     tx.commit()?;
     Ok(json!({
         "workspace_id": ws.id,

@@ -20,7 +20,8 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::Rotate(dir) => {
             let mut conn = open_cli_connection(&dir.db_path())?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let kid = keyring::rotate(&dir.keys_dir(), &tx)?;
+            let now = crate::domain::time::format(crate::clock::Clock::system().now());
+            let kid = keyring::rotate(&dir.keys_dir(), &tx, &now)?;
             tx.commit()?;
             println!("active receipt key is now {kid}");
         }

@@ -1,6 +1,9 @@
 //! `hds users link EMAIL`: a one-time sign-in link, for instances without an
 //! identity provider (and for the first sign-in of anyone an admin vouches for).
 
+use crate::clock::Clock;
+use crate::domain::access::Role;
+use crate::domain::time;
 use anyhow::bail;
 
 use crate::cli::DataDir;
@@ -51,22 +54,22 @@ pub fn link(a: &LinkArgs) -> anyhow::Result<String> {
     let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
     let mut conn = open_cli_connection(&a.dir.db_path())?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let clock_now = Clock::system().now();
+    let now = time::format(clock_now);
     let user = match (users::by_email(&tx, &a.email).map_err(err)?, &a.create_as) {
         (Some(u), _) => u,
         (None, Some(role)) => {
-            if !matches!(role.as_str(), "admin" | "reviewer" | "viewer") {
+            let Some(role) = Role::parse(role).filter(|r| *r != Role::Owner) else {
                 bail!("--create-as takes admin, reviewer or viewer");
-            }
+            };
             if !a.email.contains('@') {
                 bail!("`{}` is not an e-mail address", a.email);
             }
-            let ws: String = tx.query_row(
-                "SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1",
-                [],
-                |r| r.get(0),
-            )?;
-            let u = users::create(&tx, &a.email, None).map_err(err)?;
-            workspaces::add_member(&tx, &ws, &u.id, role).map_err(err)?;
+            let Some(ws) = workspaces::oldest(&tx).map_err(err)? else {
+                bail!("this data dir has no workspace; run `hds init` first");
+            };
+            let u = users::create(&tx, &a.email, None, &now).map_err(err)?;
+            workspaces::add_member(&tx, &ws, &u.id, role, &now).map_err(err)?;
             u
         }
         (None, None) => bail!(
@@ -74,7 +77,8 @@ pub fn link(a: &LinkArgs) -> anyhow::Result<String> {
             a.email
         ),
     };
-    let url = crate::service::signin::new_link(&tx, &a.base_url, &user.id).map_err(err)?;
+    let url =
+        crate::service::signin::new_link(&tx, &a.base_url, &user.id, clock_now).map_err(err)?;
     tx.commit()?;
     Ok(url)
 }

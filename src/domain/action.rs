@@ -1,6 +1,7 @@
 //! The Action: its states, its stored specification (every create/patch field,
 //! validated and normalised) and the JSON it is shown as (SPEC §2.1).
 
+use crate::domain::access::Visibility;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
@@ -324,8 +325,12 @@ pub const PATCH_FIELDS: &[&str] = &[
 ];
 
 impl ActionSpec {
-    pub fn visibility(&self) -> &str {
-        self.visibility.as_deref().unwrap_or("workspace")
+    /// Who may read it; a validated spec names a known visibility.
+    pub fn visibility(&self) -> Visibility {
+        self.visibility
+            .as_deref()
+            .and_then(Visibility::parse)
+            .unwrap_or_default()
     }
     pub fn option(&self, id: &str) -> Option<&ActionOption> {
         self.options
@@ -455,7 +460,7 @@ impl ActionRecord {
             "on_expire": s.on_expire,
             "assignee_email": s.assignee_email,
             "assignee_user_id": s.assignee_user_id,
-            "visibility": s.visibility(),
+            "visibility": s.visibility().as_str(),
             "reviewer_emails": s.reviewer_emails,
             "reviewer_user_ids": s.reviewer_user_ids,
             "approval_policy": s.approval_policy,

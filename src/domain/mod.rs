@@ -2,9 +2,12 @@
 //! receipts, credentials. Nothing here touches the database or the network;
 //! time comes in as a parameter.
 
+pub mod access;
 pub mod action;
+pub mod approval;
 pub mod credentials;
 pub mod decision;
+pub mod event;
 pub mod fingerprint;
 pub mod ids;
 pub mod receipt;

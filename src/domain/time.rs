@@ -6,10 +6,6 @@ use time::{OffsetDateTime, UtcOffset};
 
 pub type Timestamp = OffsetDateTime;
 
-pub fn now() -> Timestamp {
-    OffsetDateTime::now_utc()
-}
-
 /// `2026-11-22T11:36:41.123Z`
 pub fn format(t: Timestamp) -> String {
     let t = t.to_offset(UtcOffset::UTC);

@@ -2,6 +2,7 @@
 //! `ActionSpec`, checks every rule of SPEC §2.1/§8 and DESIGN §3, and returns
 //! the normalised spec or every problem found, each with its field path.
 
+use crate::domain::access::Visibility;
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
@@ -557,8 +558,9 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
         ("reviewer_emails", &s.reviewer_emails),
         ("reviewer_user_ids", &s.reviewer_user_ids),
     ];
-    match s.visibility() {
-        "workspace" => {
+    let visibility = s.visibility.as_deref().unwrap_or("workspace");
+    match Visibility::parse(visibility) {
+        Some(Visibility::Workspace) => {
             for (name, list) in lists {
                 if list.is_some() {
                     errs.push(FieldError::new(
@@ -568,7 +570,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                 }
             }
         }
-        "restricted" => {
+        Some(Visibility::Restricted) => {
             let given: Vec<_> = lists
                 .iter()
                 .filter(|(_, l)| l.as_ref().is_some_and(|l| !l.is_empty()))
@@ -593,9 +595,9 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                 }
             }
         }
-        other => errs.push(FieldError::new(
+        None => errs.push(FieldError::new(
             "visibility",
-            format!("unknown visibility `{other}`; use workspace or restricted"),
+            format!("unknown visibility `{visibility}`; use workspace or restricted"),
         )),
     }
     if let Some(p) = &s.approval_policy {
@@ -607,7 +609,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
         }
         let two_way = matches!(s.interaction, Some(Interaction::Boolean))
             || s.options.as_ref().is_some_and(|o| o.len() == 2);
-        if s.visibility() != "restricted" || !two_way {
+        if s.visibility() != Visibility::Restricted || !two_way {
             errs.push(FieldError::new(
                 "approval_policy",
                 "approval_policy needs visibility `restricted` and a boolean or two-option Action",
@@ -684,7 +686,7 @@ mod tests {
 
     fn ctx() -> ValidationContext {
         ValidationContext {
-            now: clock::now(),
+            now: ::time::macros::datetime!(2026-11-23 00:00 UTC),
             allow_private_callbacks: false,
             team_workspace: true,
             patched: None,

@@ -18,7 +18,7 @@ use crate::domain::credentials;
 use crate::domain::session::{SESSION_LIFETIME, TOUCH_EVERY};
 use crate::domain::time;
 use crate::error::{Code, Error, FieldError, Result};
-use crate::service::caller::UserCaller;
+use crate::service::caller::{Membership, UserCaller};
 use crate::service::signin::SignedIn;
 use crate::store::sessions::SqliteSessionStore;
 use crate::store::{users, workspaces};
@@ -35,13 +35,16 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 /// absolute lifetime; the idle timeout is enforced on the session row.
 pub fn layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore> {
     let config = &state.services.config;
-    SessionManagerLayer::new(SqliteSessionStore::new(state.services.db.clone()))
-        .with_name(COOKIE_NAME)
-        .with_http_only(true)
-        .with_same_site(SameSite::Lax)
-        .with_secure(config.secure_cookies())
-        .with_path("/")
-        .with_expiry(Expiry::OnInactivity(SESSION_LIFETIME))
+    SessionManagerLayer::new(SqliteSessionStore::new(
+        state.services.db.clone(),
+        state.services.clock.clone(),
+    ))
+    .with_name(COOKIE_NAME)
+    .with_http_only(true)
+    .with_same_site(SameSite::Lax)
+    .with_secure(config.secure_cookies())
+    .with_path("/")
+    .with_expiry(Expiry::OnInactivity(SESSION_LIFETIME))
 }
 
 fn session_error(e: tower_sessions::session::Error) -> Error {
@@ -97,7 +100,7 @@ pub enum CredentialRef {
 /// Loads the person behind a credential (bearer token or session row) with
 /// their memberships, refreshing `last_used_at` now and then.
 pub async fn load_user(state: &AppState, by: CredentialRef) -> Result<Option<UserCaller>> {
-    let now = time::now();
+    let now = state.services.clock.now();
     let found = state
         .services
         .db
@@ -111,15 +114,19 @@ pub async fn load_user(state: &AppState, by: CredentialRef) -> Result<Option<Use
             };
             let memberships = workspaces::of_user(c, &user.id)?
                 .into_iter()
-                .map(|(w, role)| (w.id, role))
+                .map(|(w, role)| Membership {
+                    workspace_id: w.id,
+                    role,
+                })
                 .collect();
             Ok(Some((
-                UserCaller {
-                    user_id: user.id,
-                    credential_id: cred.id,
-                    email: user.email,
+                UserCaller::new(
+                    user.id,
+                    cred.id,
+                    user.email,
                     memberships,
-                },
+                    cred.workspace_id.as_deref(),
+                ),
                 cred.last_used_at.unwrap_or(cred.created_at),
             )))
         })

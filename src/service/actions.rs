@@ -7,24 +7,32 @@ use std::time::Duration;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
+use crate::domain::access::ActionAccess;
 use crate::domain::action::{
     ActionRecord, Actor, Environment, Status, ValidationContext, validate_spec,
 };
 use crate::domain::decision::{self, MAX_REASON};
+use crate::domain::event::ActionEvent;
 use crate::domain::validate::{apply_patch, parse_create_bytes};
 use crate::domain::{fingerprint, ids, time};
 use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
-use crate::service::caller::{Caller, SourceCaller, UserCaller, is_admin};
+use crate::service::caller::{Caller, SourceCaller, UserCaller};
+use crate::service::effects;
 use crate::service::idempotency::{self, Reply};
-use crate::store::{actions as store, workspaces};
+use crate::store::{actions as store, events, workspaces};
 
 /// Longest a long poll or blocking create may hold (SPEC §8).
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
-fn validation_ctx(s: &Services, team: bool, patched: Option<Vec<String>>) -> ValidationContext {
+fn validation_ctx(
+    s: &Services,
+    now: time::Timestamp,
+    team: bool,
+    patched: Option<Vec<String>>,
+) -> ValidationContext {
     ValidationContext {
-        now: time::now(),
+        now,
         allow_private_callbacks: s.config.allow_private_callbacks,
         team_workspace: team,
         patched,
@@ -43,17 +51,19 @@ pub(crate) fn owned(c: &Connection, src: &SourceCaller, id: &str) -> Result<Acti
     }
 }
 
-/// The caller's role when the user may see the Action; restricted Actions are
-/// visible to listed reviewers and to workspace owners and admins.
-pub(crate) fn user_role(a: &ActionRecord, u: &UserCaller) -> Option<String> {
-    let role = u.role_in(&a.workspace_id)?;
-    if a.spec.visibility() == "restricted" && !is_admin(role) && !is_listed_reviewer(a, u) {
-        return None;
-    }
-    Some(role.to_owned())
+/// The person's relation to the Action, when they may see it (the rules are
+/// in `domain::access`).
+pub(crate) fn access(a: &ActionRecord, u: &UserCaller) -> Option<ActionAccess> {
+    let access = ActionAccess {
+        role: u.role_in(&a.workspace_id)?,
+        visibility: a.spec.visibility(),
+        listed: is_listed_reviewer(a, u),
+        approval: a.spec.approval_policy.is_some(),
+    };
+    access.can_see().then_some(access)
 }
 
-pub(crate) fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
+fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
     a.spec
         .reviewer_user_ids
         .as_ref()
@@ -108,13 +118,14 @@ pub async fn create(
             None => Ok(earlier),
         };
     }
+    let clock_now = s.clock.now();
     let spec = validate_spec(
         parse_create_bytes(body)?,
-        &validation_ctx(s, src.team_workspace, None),
+        &validation_ctx(s, clock_now, src.team_workspace, None),
     )?;
     // Everything that needs no database is prepared here, so the single writer
     // thread only runs SQL: id, fingerprint, stored JSON and the response.
-    let now = time::format(time::now());
+    let now = time::format(clock_now);
     let a = ActionRecord {
         id: ids::new_id(ids::ACTION),
         workspace_id: src.workspace_id.clone(),
@@ -136,10 +147,10 @@ pub async fn create(
     let created = envelope(&a, false);
     let writer_src = src.clone();
     let reply = s
-        .db
-        .write(move |c| {
+        .write(move |c, fx| {
             let src = writer_src;
-            idempotency::run(c, &src, key.as_deref(), &request_hash, |c| {
+            let at = a.created_at.clone();
+            idempotency::run(c, fx, &src, key.as_deref(), &request_hash, &at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(dk) = &a.spec.dedupe_key
                     && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
@@ -152,14 +163,12 @@ pub async fn create(
                         .with_detail("fingerprint", open.fingerprint));
                 }
                 store::insert(c, &a, &spec_json)?;
-                store::add_event(c, &a.id, "created", &Actor::source(&src.source_id), 1, &json!({ "fingerprint": a.fingerprint }), &a.created_at)?;
+                let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
+                effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;
                 Ok((201, created))
             })
         })
         .await?;
-    if reply.status == 201 {
-        s.changed();
-    }
     match hold {
         Some(wait) => wait_for_close(s, src, reply, wait).await,
         None => Ok(reply),
@@ -276,12 +285,12 @@ pub async fn get(s: &Services, caller: Caller, id: String, env: EnvFilter) -> Re
         let a = match &caller {
             Caller::Source(src) => owned(c, src, &id)?,
             Caller::User(u) => match store::get(c, &id)? {
-                Some(a) if env.admits(a.environment) && user_role(&a, u).is_some() => a,
+                Some(a) if env.admits(a.environment) && access(&a, u).is_some() => a,
                 _ => return Err(Error::action_not_found()),
             },
         };
         let mut data = a.to_json();
-        data["history"] = Value::Array(store::history(c, &a.id)?);
+        data["history"] = serde_json::to_value(events::history(c, &a.id)?)?;
         Ok(json!({ "data": data, "idempotent_replay": false }))
     })
     .await
@@ -290,8 +299,9 @@ pub async fn get(s: &Services, caller: Caller, id: String, env: EnvFilter) -> Re
 /// PATCH /v1/actions/{id}: a material change advances the version (DESIGN §4).
 pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> Result<Value> {
     let fields = body.as_object().map(|o| o.keys().cloned().collect());
-    let vctx = validation_ctx(s, src.team_workspace, fields);
-    s.db.write(move |c| {
+    let now = s.clock.now();
+    let vctx = validation_ctx(s, now, src.team_workspace, fields);
+    s.write(move |c, fx| {
         let mut a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;
         let spec = validate_spec(apply_patch(&a.spec, body.clone())?, &vctx)?;
@@ -308,7 +318,12 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
             .map(|o| {
                 o.keys()
                     .filter(|k| old.get(k.as_str()) != new.get(k.as_str()))
-                    .map(|k| (k.clone(), old.get(k.as_str()).cloned().unwrap_or(Value::Null)))
+                    .map(|k| {
+                        (
+                            k.clone(),
+                            old.get(k.as_str()).cloned().unwrap_or(Value::Null),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -317,23 +332,21 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
         }
         a.fingerprint = fp;
         a.spec = spec;
-        a.updated_at = time::format(time::now());
+        a.updated_at = time::format(now);
         store::update_spec(c, &a)?;
-        let fields: Vec<&String> = body
+        let fields = body
             .as_object()
-            .map(|o| o.keys().collect())
+            .map(|o| o.keys().cloned().collect())
             .unwrap_or_default();
-        store::add_event(
-            c,
-            &a.id,
-            "updated",
-            &Actor::source(&src.source_id),
-            a.action_version,
-            &json!({ "fields": fields, "material": material, "fingerprint": a.fingerprint, "before": before }),
-            &a.updated_at,
-        )?;
+        let event = ActionEvent::Updated {
+            fields,
+            material,
+            fingerprint: a.fingerprint.clone(),
+            before,
+        };
+        let actor = Actor::source(&src.source_id);
+        effects::record(c, fx, &a.id, &actor, a.action_version, event, &a.updated_at)?;
         Ok(envelope(&a, false))
     })
     .await
-    .inspect(|_| s.changed())
 }

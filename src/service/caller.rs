@@ -1,5 +1,6 @@
 //! Who is calling, as established by the auth extractors.
 
+use crate::domain::access::Role;
 use crate::domain::action::Environment;
 
 /// A Source authenticated by one of its keys; the key decides the environment.
@@ -11,6 +12,13 @@ pub struct SourceCaller {
     pub environment: Environment,
 }
 
+/// One workspace a person belongs to, with their role there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Membership {
+    pub workspace_id: String,
+    pub role: Role,
+}
+
 /// A signed-in person.
 #[derive(Clone, Debug)]
 pub struct UserCaller {
@@ -18,21 +26,47 @@ pub struct UserCaller {
     /// The session or API token the request presented (`ses_…` / `tok_…`).
     pub credential_id: String,
     pub email: String,
-    /// (workspace id, role), oldest membership first.
-    pub memberships: Vec<(String, String)>,
+    /// Every membership, oldest workspace first.
+    pub memberships: Vec<Membership>,
+    /// The workspace user-scoped routes act on (inbox, Sources, members…):
+    /// the one this session or token selected, else the oldest membership.
+    /// None when the person belongs to no workspace.
+    pub active: Option<Membership>,
 }
 
 impl UserCaller {
-    /// The workspace user-scoped routes act on: the first membership until
-    /// workspace selection lands.
-    pub fn active_workspace(&self) -> Option<&(String, String)> {
-        self.memberships.first()
+    /// Builds the caller; `selected` is the workspace the credential row
+    /// names, honoured only while the person is still a member there.
+    pub fn new(
+        user_id: String,
+        credential_id: String,
+        email: String,
+        memberships: Vec<Membership>,
+        selected: Option<&str>,
+    ) -> Self {
+        let active = selected
+            .and_then(|w| memberships.iter().find(|m| m.workspace_id == w))
+            .or_else(|| memberships.first())
+            .cloned();
+        Self {
+            user_id,
+            credential_id,
+            email,
+            memberships,
+            active,
+        }
     }
-    pub fn role_in(&self, workspace_id: &str) -> Option<&str> {
+
+    /// The active workspace and the caller's role there.
+    pub fn active_workspace(&self) -> Option<&Membership> {
+        self.active.as_ref()
+    }
+
+    pub fn role_in(&self, workspace_id: &str) -> Option<Role> {
         self.memberships
             .iter()
-            .find(|(w, _)| w == workspace_id)
-            .map(|(_, r)| r.as_str())
+            .find(|m| m.workspace_id == workspace_id)
+            .map(|m| m.role)
     }
 }
 
@@ -42,12 +76,24 @@ pub enum Caller {
     User(UserCaller),
 }
 
-/// Roles that may manage Sources and see restricted Actions.
-pub fn is_admin(role: &str) -> bool {
-    matches!(role, "owner" | "admin")
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Roles that may decide.
-pub fn can_decide(role: &str) -> bool {
-    matches!(role, "owner" | "admin" | "reviewer")
+    fn m(w: &str, role: Role) -> Membership {
+        Membership {
+            workspace_id: w.into(),
+            role,
+        }
+    }
+
+    #[test]
+    fn the_selected_workspace_is_active_while_the_person_is_a_member() {
+        let ms = vec![m("ws_a", Role::Owner), m("ws_b", Role::Viewer)];
+        let u = |sel| UserCaller::new("u".into(), "c".into(), "e".into(), ms.clone(), sel);
+        assert_eq!(u(None).active, Some(m("ws_a", Role::Owner)));
+        assert_eq!(u(Some("ws_b")).active, Some(m("ws_b", Role::Viewer)));
+        // A workspace the person left falls back to the oldest membership.
+        assert_eq!(u(Some("ws_gone")).active, Some(m("ws_a", Role::Owner)));
+    }
 }

@@ -6,23 +6,23 @@
 use std::collections::HashMap;
 
 use rusqlite::Connection;
-use serde_json::Value;
 
-use crate::domain::action::ActionRecord;
+use crate::domain::action::{ActionRecord, ActorKind};
+use crate::domain::event::HistoryEntry;
 use crate::domain::receipt;
 use crate::error::{Error, Result};
 use crate::service::Services;
-use crate::service::actions::{is_listed_reviewer, user_role};
-use crate::service::caller::{UserCaller, can_decide};
+use crate::service::actions::access;
+use crate::service::caller::UserCaller;
 use crate::service::inbox::{self, InboxParams};
 use crate::store::actions as store;
-use crate::store::{receipts, sources, users, votes};
+use crate::store::{events, receipts, sources, users, votes};
 
 /// One Action as its page shows it.
 pub struct ActionView {
     pub action: ActionRecord,
-    /// Oldest first, as `store::actions::history` returns it.
-    pub history: Vec<Value>,
+    /// Oldest first.
+    pub history: Vec<HistoryEntry>,
     /// Whether this user may decide (or vote on) it while it is open; the
     /// service checks again when they do.
     pub may_decide: bool,
@@ -42,15 +42,9 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
     let user = user.clone();
     s.db.read(move |c| {
         let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-        let role = user_role(&a, &user).ok_or_else(Error::action_not_found)?;
-        let restricted = a.spec.visibility() == "restricted";
-        let may_decide = can_decide(&role)
-            && if a.spec.approval_policy.is_some() {
-                is_listed_reviewer(&a, &user)
-            } else {
-                !restricted || is_listed_reviewer(&a, &user)
-            };
-        let history = store::history(c, &a.id)?;
+        let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+        let may_decide = access.offers_decision();
+        let history = events::history(c, &a.id)?;
         let receipt_check = match a.receipt.as_ref().and_then(|r| r["jws"].as_str()) {
             Some(jws) => Some(check_receipt(c, jws, &a.id)?),
             None => None,
@@ -83,13 +77,13 @@ fn check_receipt(c: &Connection, jws: &str, action_id: &str) -> Result<Result<()
     }))
 }
 
-fn people_in(c: &Connection, history: &[Value]) -> Result<HashMap<String, String>> {
+fn people_in(c: &Connection, history: &[HistoryEntry]) -> Result<HashMap<String, String>> {
     let mut people = HashMap::new();
     for ev in history {
-        if ev["actor"]["type"] != "user" {
+        if ev.actor.kind != ActorKind::User {
             continue;
         }
-        if let Some(id) = ev["actor"]["id"].as_str()
+        if let Some(id) = ev.actor.id.as_deref()
             && !people.contains_key(id)
             && let Some(u) = users::by_id(c, id)?
         {

@@ -10,12 +10,14 @@ use utoipa::ToSchema;
 
 use crate::domain::action::{ActionRecord, Actor, Resolution, Status};
 use crate::domain::decision::{self, MAX_REASON};
+use crate::domain::event::ActionEvent;
 use crate::domain::receipt::{self, ChainLink};
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{check_reason, envelope, is_listed_reviewer, owned, user_role};
-use crate::service::caller::{SourceCaller, UserCaller, can_decide};
+use crate::service::actions::{access, check_reason, envelope, owned};
+use crate::service::caller::{SourceCaller, UserCaller};
+use crate::service::effects::{self, Effects};
 use crate::service::idempotency::{self, Reply};
 use crate::store::{actions as store, receipts as receipt_store};
 
@@ -78,9 +80,11 @@ pub struct OutcomeReport {
 /// transaction. Fails with ACTION_NOT_OPEN when someone else closed it first.
 pub(crate) fn resolve_with_receipt(
     c: &Connection,
+    fx: &mut Effects,
     s: &Services,
     a: &ActionRecord,
     resolution: Resolution,
+    now: time::Timestamp,
 ) -> Result<ActionRecord> {
     if !store::close(c, &a.id, Status::Resolved, &resolution)? {
         return Err(decision::ensure_open(
@@ -104,7 +108,7 @@ pub(crate) fn resolve_with_receipt(
         &receipt_id,
         &closed,
         &resolution,
-        time::now().unix_timestamp(),
+        now.unix_timestamp(),
         &link,
     );
     let jws = receipt::sign(&key, &kid, &claims);
@@ -118,15 +122,14 @@ pub(crate) fn resolve_with_receipt(
         &resolution.decided_at,
     )?;
     store::set_receipt(c, &a.id, &receipt_id)?;
-    store::add_event(
-        c,
-        &a.id,
-        "resolved",
-        &resolution.decided_by,
-        a.action_version,
-        &json!({ "option_id": resolution.option_id, "response": resolution.response, "receipt_id": receipt_id, "reason": resolution.reason }),
-        &resolution.decided_at,
-    )?;
+    let event = ActionEvent::Resolved {
+        option_id: resolution.option_id.clone(),
+        response: resolution.response.clone(),
+        receipt_id: receipt_id.clone(),
+        reason: resolution.reason.clone(),
+    };
+    let (actor, at) = (&resolution.decided_by, &resolution.decided_at);
+    effects::record(c, fx, &a.id, actor, a.action_version, event, at)?;
     closed.receipt = Some(receipt::receipt_object(&receipt_id, &kid, &jws, &claims));
     Ok(closed)
 }
@@ -140,13 +143,12 @@ pub async fn decide(
 ) -> Result<Value> {
     check_reason(&req.reason)?;
     let svc = s.clone();
-    let a =
-        s.db.write(move |c| {
+    let now = s.clock.now();
+    let a = s
+        .write(move |c, fx| {
             let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-            let role = user_role(&a, &user).ok_or_else(Error::action_not_found)?;
-            if !can_decide(&role)
-                || (a.spec.visibility() == "restricted" && !is_listed_reviewer(&a, &user))
-            {
+            let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+            if !access.can_decide() {
                 return Err(Error::new(
                     Code::Forbidden,
                     "you may see this Action but not decide it",
@@ -167,14 +169,12 @@ pub async fn decide(
                 response,
                 reason: req.reason,
                 decided_by: Actor::user(&user.user_id),
-                decided_at: time::format(time::now()),
+                decided_at: time::format(now),
                 votes: None,
             };
-            resolve_with_receipt(c, &svc, &a, resolution)
+            resolve_with_receipt(c, fx, &svc, &a, resolution, now)
         })
         .await?;
-    s.waiters.wake(&a.id);
-    s.changed();
     Ok(envelope(&a, false))
 }
 
@@ -191,7 +191,8 @@ pub async fn resolve(
     let svc = s.clone();
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;
-    let reply = idempotency::write(s, &owner, key, &route, request, move |c| {
+    let now = s.clock.now();
+    idempotency::write(s, &owner, key, &route, request, move |c, fx| {
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;
         decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
@@ -202,17 +203,13 @@ pub async fn resolve(
             response,
             reason: req.reason,
             decided_by: Actor::source(&src.source_id),
-            decided_at: time::format(time::now()),
+            decided_at: time::format(now),
             votes: None,
         };
-        Ok((
-            200,
-            envelope(&resolve_with_receipt(c, &svc, &a, resolution)?, false),
-        ))
+        let closed = resolve_with_receipt(c, fx, &svc, &a, resolution, now)?;
+        Ok((200, envelope(&closed, false)))
     })
-    .await?;
-    wake_from(s, &reply);
-    Ok(reply)
+    .await
 }
 
 /// POST /v1/actions/{id}/cancel by the owning Source. No receipt: nothing was decided.
@@ -227,7 +224,8 @@ pub async fn cancel(
     let route = format!("POST /v1/actions/{id}/cancel");
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;
-    let reply = idempotency::write(s, &owner, key, &route, request, move |c| {
+    let now = time::format(s.clock.now());
+    idempotency::write(s, &owner, key, &route, request, move |c, fx| {
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;
         let actor = Actor::source(&src.source_id);
@@ -236,7 +234,7 @@ pub async fn cancel(
             response: None,
             reason: req.reason.clone(),
             decided_by: actor.clone(),
-            decided_at: time::format(time::now()),
+            decided_at: now,
             votes: None,
         };
         if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
@@ -245,28 +243,13 @@ pub async fn cancel(
                 "the Action was closed by another request",
             ));
         }
-        store::add_event(
-            c,
-            &a.id,
-            "cancelled",
-            &actor,
-            a.action_version,
-            &json!({ "reason": req.reason }),
-            &resolution.decided_at,
-        )?;
+        let event = ActionEvent::Cancelled { reason: req.reason };
+        let at = &resolution.decided_at;
+        effects::record(c, fx, &a.id, &actor, a.action_version, event, at)?;
         let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
         Ok((200, envelope(&closed, false)))
     })
-    .await?;
-    wake_from(s, &reply);
-    Ok(reply)
-}
-
-fn wake_from(s: &Services, reply: &Reply) {
-    if let Some(id) = reply.body["data"]["id"].as_str() {
-        s.waiters.wake(id);
-        s.changed();
-    }
+    .await
 }
 
 /// POST /v1/actions/{id}/outcome: one immutable outcome per resolved Action. An
@@ -297,7 +280,8 @@ pub async fn report_outcome(
     let route = format!("POST /v1/actions/{id}/outcome");
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;
-    idempotency::write(s, &owner, key, &route, request, move |c| {
+    let now = time::format(s.clock.now());
+    idempotency::write(s, &owner, key, &route, request, move |c, fx| {
                 let a = owned(c, &src, &id)?;
                 if a.status != Status::Resolved {
                     return Err(Error::new(Code::ActionNotResolved, format!("Action {} is {}; an outcome can be reported only for a resolved Action", a.id, a.status.as_str())));
@@ -315,21 +299,26 @@ pub async fn report_outcome(
                     return Err(Error::new(Code::OutcomeAlreadyReported, "a different outcome was already reported for this Action; outcomes are immutable")
                         .with_detail("outcome", existing.clone()));
                 }
-                let now = time::format(time::now());
                 let mut outcome = fields;
                 outcome["reported_at"] = json!(now);
                 if !store::set_outcome(c, &a.id, &outcome, &now)? {
                     return Err(Error::new(Code::OutcomeAlreadyReported, "an outcome was already reported for this Action"));
                 }
-                store::add_event(c, &a.id, "outcome_reported", &Actor::source(&src.source_id), a.action_version, &outcome, &now)?;
+                let event = ActionEvent::OutcomeReported(outcome.as_object().cloned().unwrap_or_default());
+                effects::record(c, fx, &a.id, &Actor::source(&src.source_id), a.action_version, event, &now)?;
                 Ok((201, envelope(&store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?, false)))
     })
     .await
 }
 
 /// Closes every open Action whose `expires_at` has passed, per its `on_expire`.
-/// Returns the ids closed, for waking their long polls.
-pub fn expire_due(c: &Connection, s: &Services, now: time::Timestamp) -> Result<Vec<String>> {
+/// Returns the ids closed; their long polls wake through the effects.
+pub fn expire_due(
+    c: &Connection,
+    fx: &mut Effects,
+    s: &Services,
+    now: time::Timestamp,
+) -> Result<Vec<String>> {
     let now_s = time::format(now);
     let mut closed = Vec::new();
     for a in store::due_for_expiry(c, &now_s, 200)? {
@@ -345,7 +334,7 @@ pub fn expire_due(c: &Connection, s: &Services, now: time::Timestamp) -> Result<
         match on_expire.as_ref().map(|o| o.action.as_str()) {
             Some("resolve") => {
                 resolution.option_id = on_expire.and_then(|o| o.option_id);
-                resolve_with_receipt(c, s, &a, resolution)?;
+                resolve_with_receipt(c, fx, s, &a, resolution, now)?;
             }
             other => {
                 let status = if other == Some("cancel") {
@@ -354,15 +343,14 @@ pub fn expire_due(c: &Connection, s: &Services, now: time::Timestamp) -> Result<
                     Status::Expired
                 };
                 if store::close(c, &a.id, status, &resolution)? {
-                    store::add_event(
-                        c,
-                        &a.id,
-                        status.as_str(),
-                        &Actor::system(),
-                        a.action_version,
-                        &json!({ "reason": "expired" }),
-                        &now_s,
-                    )?;
+                    let reason = Some("expired".to_owned());
+                    let event = if status == Status::Cancelled {
+                        ActionEvent::Cancelled { reason }
+                    } else {
+                        ActionEvent::Expired { reason }
+                    };
+                    let v = a.action_version;
+                    effects::record(c, fx, &a.id, &Actor::system(), v, event, &now_s)?;
                 }
             }
         }

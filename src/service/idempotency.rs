@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::caller::SourceCaller;
+use crate::service::effects::Effects;
 use crate::store::idempotency as store;
 
 /// Keys whose first request is still being processed by this process.
@@ -136,13 +137,15 @@ pub async fn lookup(
 /// `work` and stores its response in the same transaction.
 pub fn run(
     c: &Connection,
+    fx: &mut Effects,
     src: &SourceCaller,
     key: Option<&str>,
     request_hash: &str,
-    work: impl FnOnce(&Connection) -> Result<(u16, Value)>,
+    now: &str,
+    work: impl FnOnce(&Connection, &mut Effects) -> Result<(u16, Value)>,
 ) -> Result<Reply> {
     let Some(key) = key else {
-        let (status, body) = work(c)?;
+        let (status, body) = work(c, fx)?;
         return Ok(Reply {
             status,
             body,
@@ -152,20 +155,13 @@ pub fn run(
     if let Some(stored) = store::get(c, &src.source_id, src.environment, key)? {
         return replay(stored, request_hash);
     }
-    let (status, body) = work(c)?;
+    let (status, body) = work(c, fx)?;
     let stored = store::Stored {
         request_hash: request_hash.to_owned(),
         status_code: status,
         response: body.clone(),
     };
-    store::put(
-        c,
-        &src.source_id,
-        src.environment,
-        key,
-        &stored,
-        &time::format(time::now()),
-    )?;
+    store::put(c, &src.source_id, src.environment, key, &stored, now)?;
     Ok(Reply {
         status,
         body,
@@ -182,7 +178,7 @@ pub async fn write(
     key: Option<String>,
     route: &str,
     request: Value,
-    work: impl FnOnce(&Connection) -> Result<(u16, Value)> + Send + 'static,
+    work: impl FnOnce(&Connection, &mut Effects) -> Result<(u16, Value)> + Send + 'static,
 ) -> Result<Reply> {
     let hash = match key {
         Some(_) => request_hash(route, &request),
@@ -193,6 +189,7 @@ pub async fn write(
         .map(|k| s.inflight.acquire(src, k))
         .transpose()?;
     let src = src.clone();
-    s.db.write(move |c| run(c, &src, key.as_deref(), &hash, work))
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| run(c, fx, &src, key.as_deref(), &hash, &now, work))
         .await
 }

@@ -5,11 +5,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
 
+use crate::domain::access;
 use crate::domain::action::{Environment, Priority};
 use crate::domain::time;
 use crate::error::{Error, FieldError, Result};
 use crate::service::Services;
-use crate::service::caller::{UserCaller, is_admin};
+use crate::service::caller::UserCaller;
 use crate::store::actions::{self as store, InboxQuery};
 
 pub const MAX_SEARCH: usize = 120;
@@ -53,7 +54,7 @@ fn one_of(
 }
 
 pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Value> {
-    let Some(q) = query(&user, p)? else {
+    let Some(q) = query(&user, p, s.clock.now())? else {
         return Ok(json!({ "object": "list", "data": [], "has_more": false }));
     };
     let limit = q.limit;
@@ -70,7 +71,7 @@ pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Valu
 /// How many Actions each status tab holds under the same filters (the
 /// dashboard's tabs, `GET /v1/bootstrap`).
 pub async fn counts(s: &Services, user: &UserCaller, p: InboxParams) -> Result<store::InboxCounts> {
-    let Some(q) = query(user, p)? else {
+    let Some(q) = query(user, p, s.clock.now())? else {
         return Ok(store::InboxCounts::default());
     };
     s.db.read(move |c| store::inbox_counts(c, &q)).await
@@ -78,7 +79,11 @@ pub async fn counts(s: &Services, user: &UserCaller, p: InboxParams) -> Result<s
 
 /// Validates the filters into a query on the caller's active workspace;
 /// None when the caller belongs to no workspace.
-pub fn query(user: &UserCaller, p: InboxParams) -> Result<Option<InboxQuery>> {
+pub fn query(
+    user: &UserCaller,
+    p: InboxParams,
+    now: time::Timestamp,
+) -> Result<Option<InboxQuery>> {
     let mut errs = Vec::new();
     let status = one_of(
         "status",
@@ -134,14 +139,14 @@ pub fn query(user: &UserCaller, p: InboxParams) -> Result<Option<InboxQuery>> {
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
-    let Some((workspace_id, role)) = user.active_workspace().cloned() else {
+    let Some(m) = user.active_workspace() else {
         return Ok(None);
     };
     let q = InboxQuery {
-        workspace_id,
+        workspace_id: m.workspace_id.clone(),
         user_id: user.user_id.clone(),
         user_email: user.email.clone(),
-        sees_restricted: is_admin(&role),
+        sees_restricted: access::manages_workspace(m.role),
         status,
         search: p.search.filter(|q| !q.trim().is_empty()),
         source_id: p.source_id,
@@ -149,7 +154,7 @@ pub fn query(user: &UserCaller, p: InboxParams) -> Result<Option<InboxQuery>> {
         environment: Environment::parse(&env),
         scope,
         limit,
-        now: time::format(time::now()),
+        now: time::format(now),
     };
     Ok(Some(q))
 }

@@ -12,7 +12,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, spki::der::pem::L
 use rusqlite::Connection;
 
 use crate::domain::credentials::random_bytes;
-use crate::domain::{receipt, time};
+use crate::domain::receipt;
 use crate::error::Result;
 use crate::store::receipts;
 
@@ -46,14 +46,14 @@ impl Keyring {
     /// Makes sure a usable active key exists: creates the first one, or a new one
     /// when the active key's private half is missing (e.g. after a restore
     /// without the keys directory). Returns the active kid.
-    pub fn ensure_active(&self, c: &Connection) -> anyhow::Result<String> {
+    pub fn ensure_active(&self, c: &Connection, now: &str) -> anyhow::Result<String> {
         if let Some(kid) = receipts::active_kid(c)? {
             if key_path(&self.dir, &kid).exists() {
                 return Ok(kid);
             }
             tracing::warn!(key.kid = %kid, "private half of the active receipt key is missing; rotating to a new key");
         }
-        rotate(&self.dir, c)
+        rotate(&self.dir, c, now)
     }
 }
 
@@ -72,7 +72,7 @@ fn load(dir: &Path, kid: &str) -> anyhow::Result<SigningKey> {
 /// Creates a new active key; the old one becomes retired. The private file is
 /// written (and synced) before the database points at it. Run inside a
 /// transaction.
-pub fn rotate(dir: &Path, c: &Connection) -> anyhow::Result<String> {
+pub fn rotate(dir: &Path, c: &Connection, now: &str) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     crate::files::restrict_dir(dir)?;
     let key = SigningKey::from_bytes(&random_bytes());
@@ -82,9 +82,8 @@ pub fn rotate(dir: &Path, c: &Connection) -> anyhow::Result<String> {
         .to_pkcs8_pem(LineEnding::LF)
         .map_err(|e| anyhow::anyhow!("encoding key: {e}"))?;
     write_private(&key_path(dir, &kid), pem.as_bytes())?;
-    let now = time::format(time::now());
     // The caller's transaction makes the two statements atomic.
-    receipts::activate(c, &kid, &x, &now).map_err(|e| anyhow::anyhow!("{e}"))?;
+    receipts::activate(c, &kid, &x, now).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(kid)
 }
 

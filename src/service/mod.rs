@@ -7,6 +7,7 @@ pub mod actions;
 pub mod caller;
 pub mod dashboard;
 pub mod decisions;
+pub mod effects;
 pub mod idempotency;
 pub mod inbox;
 pub mod key_cache;
@@ -20,14 +21,21 @@ pub mod waiters;
 
 use std::sync::Arc;
 
+use rusqlite::Connection;
+
+use crate::clock::Clock;
 use crate::config::Config;
+use crate::error::Result;
 use crate::store::Db;
+use effects::Effects;
 
 /// What every use case may need. Cheap to clone.
 #[derive(Clone)]
 pub struct Services {
     pub db: Db,
     pub config: Arc<Config>,
+    /// The only source of the current time (tests move it).
+    pub clock: Clock,
     pub keyring: Arc<keyring::Keyring>,
     pub waiters: Arc<waiters::Waiters>,
     pub inflight: Arc<idempotency::InFlight>,
@@ -40,11 +48,12 @@ pub struct Services {
 }
 
 impl Services {
-    pub fn new(db: Db, config: Arc<Config>) -> Self {
+    pub fn new(db: Db, config: Arc<Config>, clock: Clock) -> Self {
         let keyring = Arc::new(keyring::Keyring::new(config.data_dir.join("keys")));
         Self {
             db,
             config,
+            clock,
             keyring,
             waiters: Arc::default(),
             inflight: Arc::default(),
@@ -54,8 +63,33 @@ impl Services {
         }
     }
 
-    /// Tells open dashboards that some Action changed. Call after the commit.
-    pub fn changed(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    /// Runs `job` in the writer's transaction, then, once it has committed,
+    /// applies the effects the job declared (see `effects`).
+    pub async fn write<T, F>(&self, job: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Effects) -> Result<T> + Send + 'static,
+    {
+        let (out, fx) = self
+            .db
+            .write(move |c| {
+                let mut fx = Effects::default();
+                let out = job(c, &mut fx)?;
+                Ok((out, fx))
+            })
+            .await?;
+        self.apply(&fx);
+        Ok(out)
+    }
+
+    /// Applies committed effects: wakes long polls on closed Actions and
+    /// tells open dashboards that something changed.
+    pub fn apply(&self, fx: &Effects) {
+        for id in fx.closed() {
+            self.waiters.wake(id);
+        }
+        if fx.inbox_changed() {
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 }

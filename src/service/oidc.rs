@@ -97,8 +97,8 @@ fn accepted_issuers(cfg: &ProviderConfig, issuer: &Issuer) -> Vec<String> {
     }
 }
 
-fn now_unix() -> f64 {
-    let now = time::now();
+fn now_unix(s: &Services) -> f64 {
+    let now = s.clock.now();
     now.unix_timestamp() as f64 + f64::from(now.millisecond()) / 1000.0
 }
 
@@ -160,7 +160,7 @@ pub async fn start(
         .filter(|b| plausible_binding(b))
         .map(str::to_owned)
         .unwrap_or_else(credentials::new_secret);
-    let now = time::now();
+    let now = s.clock.now();
     let login = Login {
         provider: name.to_owned(),
         nonce: nonce.secret().clone(),
@@ -219,7 +219,7 @@ pub async fn finish(
         .state
         .clone()
         .ok_or_else(|| Error::field("state", "the callback carries no state"))?;
-    let now = time::format(time::now());
+    let now = time::format(s.clock.now());
     let login = s
         .db
         .write(move |c| store::take(c, &state, &now))
@@ -266,7 +266,7 @@ pub async fn finish(
         issuers: &issuers,
         audiences: &audiences,
         nonce: NonceRule::Equals(&login.nonce),
-        now: now_unix(),
+        now: now_unix(s),
     };
     let claims = s.oidc.verify(name, issuer.clone(), &raw, &expect).await?;
     let apple_name = answer.user.as_deref().and_then(apple_user_name);
@@ -387,7 +387,7 @@ pub async fn native(
         issuers: &issuers,
         audiences: &audiences,
         nonce: rule,
-        now: now_unix(),
+        now: now_unix(s),
     };
     let claims = s
         .oidc
@@ -424,7 +424,7 @@ pub async fn apple_code(
         issuers: &issuers,
         audiences: &audiences,
         nonce: nonce.map_or(NonceRule::Unchecked, NonceRule::EqualsOrSha256Hex),
-        now: now_unix(),
+        now: now_unix(s),
     };
     let claims = s.oidc.verify(name, issuer.clone(), &raw, &expect).await?;
     bearer_session(s, name, identity(&issuer, claims, None), app).await

@@ -66,8 +66,9 @@ fn domain_allowed(auth: &AuthConfig, email: &str) -> bool {
 /// nothing behind.
 pub async fn complete(s: &Services, id: Identity, meta: SessionMeta) -> Result<SignedIn> {
     let auth = s.config.auth.clone();
+    let clock_now = s.clock.now();
     s.db.write(move |c| {
-        let now = time::format(time::now());
+        let now = time::format(clock_now);
         let user_id = match signin::user_of_identity(c, &id.issuer, &id.subject, &now)? {
             Some(u) => u,
             None => admit(c, &auth, &id, &now)?,
@@ -75,7 +76,7 @@ pub async fn complete(s: &Services, id: Identity, meta: SessionMeta) -> Result<S
         if let Some(name) = id.name.as_deref().filter(|n| !n.trim().is_empty()) {
             users::set_name_if_missing(c, &user_id, name)?;
         }
-        open_session(c, &user_id, &meta)
+        open_session(c, &user_id, &meta, clock_now)
     })
     .await
 }
@@ -108,25 +109,26 @@ fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) 
              (`hds users link {email} --create-as reviewer`) or to allow your e-mail domain"
         )));
     }
-    let user = users::create(c, email, id.name.as_deref())?;
+    let user = users::create(c, email, id.name.as_deref(), now)?;
     signin::link_identity(c, &id.issuer, &id.subject, &user.id, Some(email), now)?;
     if by_domain && !invited {
         // An allowed domain joins the oldest workspace; an invitation says
         // where (and is accepted explicitly).
-        let first: Option<String> = rusqlite::OptionalExtension::optional(c.query_row(
-            "SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1",
-            [],
-            |r| r.get(0),
-        ))?;
-        if let Some(ws) = first {
-            workspaces::add_member(c, &ws, &user.id, &auth.domain_role)?;
+        if let Some(ws) = workspaces::oldest(c)? {
+            workspaces::add_member(c, &ws, &user.id, auth.domain_role, now)?;
         }
     }
     Ok(user.id)
 }
 
-fn open_session(c: &rusqlite::Connection, user_id: &str, meta: &SessionMeta) -> Result<SignedIn> {
-    let expires_at = time::format(time::now() + SESSION_LIFETIME);
+fn open_session(
+    c: &rusqlite::Connection,
+    user_id: &str,
+    meta: &SessionMeta,
+    now: time::Timestamp,
+) -> Result<SignedIn> {
+    let expires_at = time::format(now + SESSION_LIFETIME);
+    let created_at = time::format(now);
     let name = match meta.kind {
         SessionKind::Browser => "browser session".to_owned(),
         SessionKind::Bearer => format!("app session ({})", meta.method),
@@ -141,6 +143,7 @@ fn open_session(c: &rusqlite::Connection, user_id: &str, meta: &SessionMeta) -> 
             client: meta.client.as_deref(),
             user_agent: meta.user_agent.as_deref(),
             expires_at: Some(&expires_at),
+            created_at: &created_at,
         },
     )?;
     let user = users::by_id(c, user_id)?
@@ -155,9 +158,13 @@ fn open_session(c: &rusqlite::Connection, user_id: &str, meta: &SessionMeta) -> 
 
 /// A one-time sign-in link for an existing user, inside the caller's
 /// transaction (the CLI's connection or the writer).
-pub fn new_link(c: &rusqlite::Connection, base_url: &str, user_id: &str) -> Result<String> {
+pub fn new_link(
+    c: &rusqlite::Connection,
+    base_url: &str,
+    user_id: &str,
+    now: time::Timestamp,
+) -> Result<String> {
     let secret = credentials::new_secret();
-    let now = time::now();
     signin::insert_link(
         c,
         &secret,
@@ -175,10 +182,11 @@ pub fn new_link(c: &rusqlite::Connection, base_url: &str, user_id: &str) -> Resu
 pub async fn create_link(s: &Services, email: &str) -> Result<String> {
     let email = email.to_owned();
     let base = s.config.base_url.clone();
+    let now = s.clock.now();
     s.db.write(move |c| {
         let user = users::by_email(c, &email)?
             .ok_or_else(|| Error::new(Code::NotFound, format!("no user has the e-mail {email}")))?;
-        new_link(c, &base, &user.id)
+        new_link(c, &base, &user.id, now)
     })
     .await
 }
@@ -194,17 +202,19 @@ fn link_refused() -> Error {
 /// Whether a link can still be used (the confirmation page; does not use it).
 pub async fn link_is_live(s: &Services, secret: &str) -> Result<bool> {
     let secret = secret.to_owned();
-    s.db.read(move |c| signin::link_is_live(c, &secret, &time::format(time::now())))
+    let now = time::format(s.clock.now());
+    s.db.read(move |c| signin::link_is_live(c, &secret, &now))
         .await
 }
 
 /// Uses a one-time link: the first use opens a session, every later one is refused.
 pub async fn redeem_link(s: &Services, secret: &str, meta: SessionMeta) -> Result<SignedIn> {
     let secret = secret.to_owned();
+    let now = s.clock.now();
     s.db.write(move |c| {
-        let user_id = signin::redeem_link(c, &secret, &time::format(time::now()))?
-            .ok_or_else(link_refused)?;
-        open_session(c, &user_id, &meta)
+        let user_id =
+            signin::redeem_link(c, &secret, &time::format(now))?.ok_or_else(link_refused)?;
+        open_session(c, &user_id, &meta, now)
     })
     .await
 }
@@ -214,7 +224,7 @@ pub async fn redeem_link(s: &Services, secret: &str, meta: SessionMeta) -> Resul
 pub async fn issue_nonce(s: &Services, provider: &str) -> Result<(String, String)> {
     let provider = provider.to_owned();
     let nonce = credentials::new_secret();
-    let now = time::now();
+    let now = s.clock.now();
     let expires_at = time::format(now + NONCE_LIFETIME);
     let (n, e) = (nonce.clone(), expires_at.clone());
     s.db.write(move |c| signin::insert_nonce(c, &n, &provider, &time::format(now), &e))
@@ -225,10 +235,10 @@ pub async fn issue_nonce(s: &Services, provider: &str) -> Result<(String, String
 /// Spends a challenge nonce. Any attempt spends it, successful or not.
 pub async fn consume_nonce(s: &Services, provider: &str, nonce: &str) -> Result<()> {
     let (provider, nonce) = (provider.to_owned(), nonce.to_owned());
-    let ok = s
-        .db
-        .write(move |c| signin::consume_nonce(c, &nonce, &provider, &time::format(time::now())))
-        .await?;
+    let now = time::format(s.clock.now());
+    let ok =
+        s.db.write(move |c| signin::consume_nonce(c, &nonce, &provider, &now))
+            .await?;
     if ok {
         Ok(())
     } else {

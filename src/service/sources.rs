@@ -5,10 +5,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+use crate::domain::access;
 use crate::domain::action::Environment;
+use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::caller::{UserCaller, is_admin};
+use crate::service::caller::UserCaller;
 use crate::store::sources as store;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -47,17 +49,17 @@ pub struct KeyRotate {
 }
 
 fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
-    let (ws, role) = user
+    let m = user
         .active_workspace()
-        .cloned()
         .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
-    if admin && !is_admin(&role) {
+    if admin && !access::can_manage_sources(m.role) {
         return Err(Error::new(
             Code::Forbidden,
             "only workspace owners and admins manage Sources",
-        ));
+        )
+        .with_detail("required_role", access::required_for_management().as_str()));
     }
-    Ok(ws)
+    Ok(m.workspace_id.clone())
 }
 
 fn check_name(name: &str) -> Result<String> {
@@ -94,8 +96,9 @@ pub async fn get(s: &Services, user: UserCaller, id: String) -> Result<Value> {
 pub async fn create(s: &Services, user: UserCaller, req: SourceCreate) -> Result<Value> {
     let ws = workspace(&user, true)?;
     let name = check_name(&req.name)?;
+    let now = time::format(s.clock.now());
     let (src, secrets) =
-        s.db.write(move |c| store::create(c, &ws, &name, req.description.as_deref()))
+        s.db.write(move |c| store::create(c, &ws, &name, req.description.as_deref(), &now))
             .await?;
     Ok(json!({ "data": src, "secrets": secrets }))
 }
@@ -108,6 +111,7 @@ pub async fn update(
 ) -> Result<Value> {
     let ws = workspace(&user, true)?;
     let name = req.name.as_deref().map(check_name).transpose()?;
+    let now = time::format(s.clock.now());
     let src =
         s.db.write(move |c| {
             store::update(
@@ -116,6 +120,7 @@ pub async fn update(
                 &id,
                 name.as_deref(),
                 req.description.as_ref().map(|d| d.as_deref()),
+                &now,
             )
         })
         .await?
@@ -125,7 +130,10 @@ pub async fn update(
 
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
-    let revoked = s.db.write(move |c| store::revoke(c, &ws, &id)).await?;
+    let now = time::format(s.clock.now());
+    let revoked =
+        s.db.write(move |c| store::revoke(c, &ws, &id, &now))
+            .await?;
     s.key_cache.clear();
     if revoked { Ok(()) } else { Err(not_found()) }
 }
@@ -157,8 +165,9 @@ pub async fn rotate_keys(
         ));
     }
     let webhook = req.webhook_secret;
+    let now = time::format(s.clock.now());
     let (src, secrets) =
-        s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs, webhook))
+        s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs, webhook, &now))
             .await?
             .ok_or_else(not_found)?;
     s.key_cache.clear();

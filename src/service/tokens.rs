@@ -39,9 +39,10 @@ pub async fn create_api_token(
         )]));
     }
     let (uid, name) = (user.user_id.clone(), name.to_owned());
+    let now = s.clock.now();
     s.db.write(move |c| {
-        let expires =
-            expires_in_days.map(|d| time::format(time::now() + ::time::Duration::days(d.into())));
+        let expires = expires_in_days.map(|d| time::format(now + ::time::Duration::days(d.into())));
+        let created_at = time::format(now);
         let (token, id) = users::insert_credential(
             c,
             &NewCredential {
@@ -52,6 +53,7 @@ pub async fn create_api_token(
                 client: None,
                 user_agent: None,
                 expires_at: expires.as_deref(),
+                created_at: &created_at,
             },
         )?;
         let cred = users::credentials_of(c, &uid)?
@@ -67,8 +69,9 @@ pub async fn create_api_token(
 /// request that presents it: every lookup checks `revoked_at`.
 pub async fn revoke(s: &Services, user: &UserCaller, id: &str) -> Result<()> {
     let (uid, id) = (user.user_id.clone(), id.to_owned());
+    let now = time::format(s.clock.now());
     let done =
-        s.db.write(move |c| users::revoke_credential(c, &uid, &id, &time::format(time::now())))
+        s.db.write(move |c| users::revoke_credential(c, &uid, &id, &now))
             .await?;
     if done {
         Ok(())

@@ -9,13 +9,16 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::domain::action::{ActionRecord, Actor, Interaction, Resolution};
+use crate::domain::approval;
 use crate::domain::decision;
+use crate::domain::event::ActionEvent;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{check_reason, envelope, is_listed_reviewer, user_role};
-use crate::service::caller::{UserCaller, can_decide};
+use crate::service::actions::{access, check_reason, envelope};
+use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
+use crate::service::effects;
 use crate::service::idempotency::Reply;
 use crate::store::{actions as store, votes};
 
@@ -50,9 +53,10 @@ fn choice(a: &ActionRecord, approve: bool) -> (Option<String>, Option<Value>) {
 
 fn tally(list: &[(String, String)], a: &ActionRecord) -> Value {
     let policy = a.spec.approval_policy.as_ref();
+    let (approvals, rejections) = approval::count(list);
     json!({
-        "approvals": list.iter().filter(|(_, v)| v == "approve").count(),
-        "rejections": list.iter().filter(|(_, v)| v == "reject").count(),
+        "approvals": approvals,
+        "rejections": rejections,
         "required_approvals": policy.map(|p| p.required_approvals),
         "reject_threshold": policy.map(|p| p.reject_threshold.unwrap_or(1)),
     })
@@ -64,71 +68,94 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
     }
     check_reason(&req.reason)?;
     let svc = s.clone();
-    let reply = s
-        .db
-        .write(move |c| {
-            let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-            let role = user_role(&a, &user).ok_or_else(Error::action_not_found)?;
-            let Some(policy) = a.spec.approval_policy.clone() else {
-                return Err(Error::field("vote", "this Action has no approval policy; decide it with POST /v1/actions/{id}/decision"));
-            };
-            if !is_listed_reviewer(&a, &user) || !can_decide(&role) {
-                return Err(Error::new(Code::Forbidden, "only the Action's listed reviewers with a deciding role vote"));
+    let clock_now = s.clock.now();
+    s.write(move |c, fx| {
+        let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
+        let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+        let Some(policy) = a.spec.approval_policy.clone() else {
+            return Err(Error::field(
+                "vote",
+                "this Action has no approval policy; decide it with POST /v1/actions/{id}/decision",
+            ));
+        };
+        if !access.can_vote() {
+            return Err(Error::new(
+                Code::Forbidden,
+                "only the Action's listed reviewers with a deciding role vote",
+            ));
+        }
+        // A retried vote answers as before, even after it closed the Action.
+        match votes::of_user(c, &a.id, &user.user_id)? {
+            Some(v) if v == req.vote => {
+                let mut body = envelope(&a, true);
+                body["tally"] = tally(&votes::all(c, &a.id)?, &a);
+                return Ok(Reply {
+                    status: 200,
+                    body,
+                    replayed: true,
+                });
             }
-            // A retried vote answers as before, even after it closed the Action.
-            match votes::of_user(c, &a.id, &user.user_id)? {
-                Some(v) if v == req.vote => {
-                    let mut body = envelope(&a, true);
-                    body["tally"] = tally(&votes::all(c, &a.id)?, &a);
-                    return Ok(Reply { status: 200, body, replayed: true });
-                }
-                Some(v) => {
-                    return Err(Error::new(Code::VoteAlreadyCast, format!("you already voted `{v}` on this Action; votes are final")));
-                }
-                None => {}
+            Some(v) => {
+                return Err(Error::new(
+                    Code::VoteAlreadyCast,
+                    format!("you already voted `{v}` on this Action; votes are final"),
+                ));
             }
-            decision::ensure_open(&a)?;
-            decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
-            let now = time::format(time::now());
-            votes::insert(c, &a.id, &user.user_id, &req.vote, req.reason.as_deref(), &now)?;
-            store::add_event(c, &a.id, "vote_cast", &Actor::user(&user.user_id), a.action_version, &json!({ "vote": req.vote }), &now)?;
-            let list = votes::all(c, &a.id)?;
-            let rejections = list.iter().filter(|(_, v)| v == "reject").count();
-            let approvals = list.len() - rejections;
-            let outcome = if rejections >= policy.reject_threshold.unwrap_or(1) as usize {
-                Some(false)
-            } else if approvals >= policy.required_approvals as usize {
-                Some(true)
-            } else {
-                None
-            };
-            let current = match outcome {
-                Some(approved) => {
-                    let (option_id, response) = choice(&a, approved);
-                    let voted: Vec<Value> = list.iter().map(|(u, v)| json!({ "user_id": u, "vote": v })).collect();
-                    let resolution = Resolution {
-                        option_id,
-                        response,
-                        reason: Some(format!("{approvals} approval(s), {rejections} rejection(s)")),
-                        decided_by: Actor::approval_policy(),
-                        decided_at: now,
-                        votes: Some(Value::Array(voted)),
-                    };
-                    resolve_with_receipt(c, &svc, &a, resolution)?
-                }
-                None => store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
-            };
-            let mut body = envelope(&current, false);
-            body["tally"] = tally(&list, &current);
-            Ok(Reply { status: 200, body, replayed: false })
+            None => {}
+        }
+        decision::ensure_open(&a)?;
+        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+        let now = time::format(clock_now);
+        votes::insert(
+            c,
+            &a.id,
+            &user.user_id,
+            &req.vote,
+            req.reason.as_deref(),
+            &now,
+        )?;
+        let event = ActionEvent::VoteCast {
+            vote: req.vote.clone(),
+        };
+        effects::record(
+            c,
+            fx,
+            &a.id,
+            &Actor::user(&user.user_id),
+            a.action_version,
+            event,
+            &now,
+        )?;
+        let list = votes::all(c, &a.id)?;
+        let (approvals, rejections) = approval::count(&list);
+        let current = match approval::outcome(&policy, approvals, rejections) {
+            Some(approved) => {
+                let (option_id, response) = choice(&a, approved);
+                let voted: Vec<Value> = list
+                    .iter()
+                    .map(|(u, v)| json!({ "user_id": u, "vote": v }))
+                    .collect();
+                let resolution = Resolution {
+                    option_id,
+                    response,
+                    reason: Some(format!(
+                        "{approvals} approval(s), {rejections} rejection(s)"
+                    )),
+                    decided_by: Actor::approval_policy(),
+                    decided_at: now,
+                    votes: Some(Value::Array(voted)),
+                };
+                resolve_with_receipt(c, fx, &svc, &a, resolution, clock_now)?
+            }
+            None => store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
+        };
+        let mut body = envelope(&current, false);
+        body["tally"] = tally(&list, &current);
+        Ok(Reply {
+            status: 200,
+            body,
+            replayed: false,
         })
-        .await?;
-    if let Some(id) = reply.body["data"]["id"]
-        .as_str()
-        .filter(|_| reply.body["data"]["status"] != "open")
-    {
-        s.waiters.wake(id);
-        s.changed();
-    }
-    Ok(reply)
+    })
+    .await
 }

@@ -4,9 +4,9 @@
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::domain::action::{ActionRecord, Actor, Environment, Priority, Resolution, Status};
+use crate::domain::action::{ActionRecord, Environment, Priority, Resolution, Status};
 use crate::domain::receipt;
 use crate::error::Result;
 
@@ -100,7 +100,7 @@ pub fn insert(c: &Connection, a: &ActionRecord, spec_json: &str) -> Result<()> {
     .execute(params![
         a.id, a.workspace_id, a.source_id, a.environment.as_str(), a.status.as_str(),
         a.spec.priority.as_str(), a.spec.priority.rank(), a.spec.title, a.action_version, a.fingerprint,
-        spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, a.spec.visibility(),
+        spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, a.spec.visibility().as_str(),
         a.spec.expires_at, a.created_at,
     ])?;
     Ok(())
@@ -159,40 +159,6 @@ pub fn set_outcome(c: &Connection, id: &str, outcome: &Value, now: &str) -> Resu
         .prepare_cached("UPDATE actions SET outcome = ?1, updated_at = ?2 WHERE id = ?3 AND outcome IS NULL AND status = 'resolved'")?
         .execute(params![outcome.to_string(), now, id])?;
     Ok(n == 1)
-}
-
-pub fn add_event(
-    c: &Connection,
-    action_id: &str,
-    kind: &str,
-    actor: &Actor,
-    version: i64,
-    data: &Value,
-    now: &str,
-) -> Result<()> {
-    c.prepare_cached(
-        "INSERT INTO action_events(action_id, kind, actor_type, actor_id, action_version, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![action_id, kind, actor.kind.as_str(), actor.id, version, data.to_string(), now])?;
-    Ok(())
-}
-
-/// The user-visible history of an Action, oldest first.
-pub fn history(c: &Connection, action_id: &str) -> Result<Vec<Value>> {
-    let mut st = c.prepare_cached(
-        "SELECT kind, actor_type, actor_id, action_version, data, created_at FROM action_events WHERE action_id = ?1 ORDER BY id",
-    )?;
-    let rows = st.query_map([action_id], |r| {
-        let data: String = r.get(4)?;
-        Ok(json!({
-            "type": r.get::<_, String>(0)?,
-            "actor": { "type": r.get::<_, String>(1)?, "id": r.get::<_, Option<String>>(2)? },
-            "action_version": r.get::<_, i64>(3)?,
-            "data": serde_json::from_str::<Value>(&data).unwrap_or(Value::Null),
-            "created_at": r.get::<_, String>(5)?,
-        }))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// Open Actions whose deadline has passed, oldest deadline first.

@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod db;
+pub mod events;
 pub mod idempotency;
 pub mod migrate;
 pub mod oidc;

@@ -2,6 +2,7 @@
 //! No maintained store fits tower-sessions 0.15 with our rusqlite, so this is
 //! ours: records in `web_sessions`, reads on the pool, writes on the writer.
 
+use crate::clock::Clock;
 use rusqlite::{OptionalExtension, params};
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
@@ -11,6 +12,7 @@ use crate::store::Db;
 #[derive(Clone)]
 pub struct SqliteSessionStore {
     db: Db,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for SqliteSessionStore {
@@ -20,8 +22,8 @@ impl std::fmt::Debug for SqliteSessionStore {
 }
 
 impl SqliteSessionStore {
-    pub fn new(db: Db) -> Self {
-        Self { db }
+    pub fn new(db: Db, clock: Clock) -> Self {
+        Self { db, clock }
     }
 }
 
@@ -82,7 +84,7 @@ impl SessionStore for SqliteSessionStore {
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
         let key = id.to_string();
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let now = self.clock.now().unix_timestamp();
         let row: Option<(Vec<u8>, i64)> = self
             .db
             .read(move |c| {

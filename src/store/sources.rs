@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::domain::action::Environment;
 use crate::domain::credentials::{self, hashes_match};
-use crate::domain::{ids, time};
+use crate::domain::ids;
 use crate::error::Result;
 
 #[derive(Clone, Debug, Serialize)]
@@ -57,23 +57,27 @@ pub fn create(
     workspace_id: &str,
     name: &str,
     description: Option<&str>,
+    now: &str,
 ) -> Result<(Source, Secrets)> {
     let id = ids::new_id(ids::SOURCE);
-    let now = time::format(time::now());
     let webhook_secret = credentials::new_webhook_secret();
     c.execute(
         "INSERT INTO sources(id, workspace_id, name, description, webhook_secret, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
         params![id, workspace_id, name, description, webhook_secret, now],
     )?;
-    let mut secrets = insert_keys(c, &id, &[Environment::Live, Environment::Test])?;
+    let mut secrets = insert_keys(c, &id, &[Environment::Live, Environment::Test], now)?;
     secrets.webhook_secret = Some(webhook_secret);
     let source = get(c, workspace_id, &id)?
         .ok_or_else(|| anyhow::anyhow!("source vanished after insert"))?;
     Ok((source, secrets))
 }
 
-fn insert_keys(c: &Connection, source_id: &str, envs: &[Environment]) -> Result<Secrets> {
-    let now = time::format(time::now());
+fn insert_keys(
+    c: &Connection,
+    source_id: &str,
+    envs: &[Environment],
+    now: &str,
+) -> Result<Secrets> {
     let mut secrets = Secrets::default();
     for env in envs {
         let key = credentials::new_source_key(*env);
@@ -97,6 +101,7 @@ pub fn rotate_keys(
     id: &str,
     envs: &[Environment],
     webhook_secret: bool,
+    now: &str,
 ) -> Result<Option<(Source, Secrets)>> {
     let Some(s) = get(c, workspace_id, id)? else {
         return Ok(None);
@@ -104,14 +109,13 @@ pub fn rotate_keys(
     if s.revoked_at.is_some() {
         return Ok(None);
     }
-    let now = time::format(time::now());
     for env in envs {
         c.execute(
             "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND environment = ?3 AND revoked_at IS NULL",
             params![now, id, env.as_str()],
         )?;
     }
-    let mut secrets = insert_keys(c, id, envs)?;
+    let mut secrets = insert_keys(c, id, envs, now)?;
     if webhook_secret {
         let secret = credentials::new_webhook_secret();
         c.execute(
@@ -194,8 +198,8 @@ pub fn update(
     id: &str,
     name: Option<&str>,
     description: Option<Option<&str>>,
+    now: &str,
 ) -> Result<Option<Source>> {
-    let now = time::format(time::now());
     let n = c.execute(
         "UPDATE sources SET name = COALESCE(?1, name),
                             description = CASE WHEN ?2 THEN ?3 ELSE description END,
@@ -218,8 +222,7 @@ pub fn update(
 }
 
 /// Revokes a Source; its Actions and their history stay.
-pub fn revoke(c: &Connection, workspace_id: &str, id: &str) -> Result<bool> {
-    let now = time::format(time::now());
+pub fn revoke(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result<bool> {
     let n = c.execute(
         "UPDATE sources SET revoked_at = COALESCE(revoked_at, ?1), updated_at = ?1 WHERE id = ?2 AND workspace_id = ?3",
         params![now, id, workspace_id],

@@ -30,6 +30,8 @@ pub struct Credential {
     pub expires_at: Option<String>,
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// The workspace this credential acts on; None means the oldest membership.
+    pub workspace_id: Option<String>,
 }
 
 impl Credential {
@@ -54,10 +56,11 @@ pub struct NewCredential<'a> {
     pub client: Option<&'a str>,
     pub user_agent: Option<&'a str>,
     pub expires_at: Option<&'a str>,
+    pub created_at: &'a str,
 }
 
 const USER_COLS: &str = "u.id, u.email, u.name, u.created_at";
-const CRED_COLS: &str = "t.id, t.user_id, t.name, t.kind, t.method, t.client, t.user_agent, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
+const CRED_COLS: &str = "t.id, t.user_id, t.name, t.kind, t.method, t.client, t.user_agent, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, t.workspace_id";
 
 fn user_at(r: &Row, at: usize) -> rusqlite::Result<User> {
     Ok(User {
@@ -81,15 +84,16 @@ fn credential_at(r: &Row, at: usize) -> rusqlite::Result<Credential> {
         expires_at: r.get(at + 8)?,
         last_used_at: r.get(at + 9)?,
         revoked_at: r.get(at + 10)?,
+        workspace_id: r.get(at + 11)?,
     })
 }
 
-pub fn create(c: &Connection, email: &str, name: Option<&str>) -> Result<User> {
+pub fn create(c: &Connection, email: &str, name: Option<&str>, now: &str) -> Result<User> {
     let u = User {
         id: ids::new_id(ids::USER),
         email: email.to_owned(),
         name: name.map(str::to_owned),
-        created_at: time::format(time::now()),
+        created_at: now.to_owned(),
     };
     c.execute(
         "INSERT INTO users(id, email, name, created_at) VALUES (?1, ?2, ?3, ?4)",
@@ -131,6 +135,7 @@ pub fn issue_token(
     user_id: &str,
     name: &str,
     expires_at: Option<&str>,
+    now: &str,
 ) -> Result<(String, String)> {
     insert_credential(
         c,
@@ -142,6 +147,7 @@ pub fn issue_token(
             client: None,
             user_agent: None,
             expires_at,
+            created_at: now,
         },
     )
 }
@@ -167,7 +173,7 @@ pub fn insert_credential(c: &Connection, n: &NewCredential) -> Result<(String, S
             n.method,
             n.client,
             n.user_agent,
-            time::format(time::now()),
+            n.created_at,
             n.expires_at
         ],
     )?;
@@ -236,4 +242,19 @@ pub fn touch_credential(c: &Connection, id: &str, now: &str) -> Result<()> {
         params![id, now],
     )?;
     Ok(())
+}
+
+/// Makes `workspace_id` the active workspace of one credential (the caller
+/// checks membership). Returns false when the credential is not the user's.
+pub fn select_workspace(
+    c: &Connection,
+    user_id: &str,
+    credential_id: &str,
+    workspace_id: &str,
+) -> Result<bool> {
+    let n = c.execute(
+        "UPDATE user_tokens SET workspace_id = ?1 WHERE id = ?2 AND user_id = ?3 AND revoked_at IS NULL",
+        params![workspace_id, credential_id, user_id],
+    )?;
+    Ok(n == 1)
 }

@@ -2,7 +2,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::domain::{ids, time};
+use crate::domain::access::Role;
+use crate::domain::ids;
 use crate::error::Result;
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -13,12 +14,12 @@ pub struct Workspace {
     pub created_at: String,
 }
 
-pub fn create(c: &Connection, name: &str, kind: &str) -> Result<Workspace> {
+pub fn create(c: &Connection, name: &str, kind: &str, now: &str) -> Result<Workspace> {
     let w = Workspace {
         id: ids::new_id(ids::WORKSPACE),
         name: name.to_owned(),
         kind: kind.to_owned(),
-        created_at: time::format(time::now()),
+        created_at: now.to_owned(),
     };
     c.execute(
         "INSERT INTO workspaces(id, name, kind, created_at) VALUES (?1, ?2, ?3, ?4)",
@@ -43,25 +44,54 @@ pub fn get(c: &Connection, id: &str) -> Result<Option<Workspace>> {
     .optional()?)
 }
 
-pub fn add_member(c: &Connection, workspace_id: &str, user_id: &str, role: &str) -> Result<()> {
+pub fn add_member(
+    c: &Connection,
+    workspace_id: &str,
+    user_id: &str,
+    role: Role,
+    now: &str,
+) -> Result<()> {
     c.execute(
         "INSERT INTO memberships(workspace_id, user_id, role, created_at) VALUES (?1, ?2, ?3, ?4)",
-        params![workspace_id, user_id, role, time::format(time::now())],
+        params![workspace_id, user_id, role.as_str(), now],
     )?;
     Ok(())
 }
 
+/// A stored role; the table's CHECK constraint admits only the four names.
+fn role_at(r: &rusqlite::Row, i: usize) -> rusqlite::Result<Role> {
+    let s: String = r.get(i)?;
+    Role::parse(&s).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("unknown role `{s}`").into(),
+        )
+    })
+}
+
+/// The oldest workspace: where people admitted by an allowed e-mail domain
+/// (or added by `hds users link --create-as`) join.
+pub fn oldest(c: &Connection) -> Result<Option<String>> {
+    Ok(c.query_row(
+        "SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1",
+        [],
+        |r| r.get(0),
+    )
+    .optional()?)
+}
+
 /// The user's role in a workspace, if a member.
-pub fn role_of(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Option<String>> {
+pub fn role_of(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Option<Role>> {
     Ok(
         c.prepare_cached("SELECT role FROM memberships WHERE workspace_id = ?1 AND user_id = ?2")?
-            .query_row([workspace_id, user_id], |r| r.get(0))
+            .query_row([workspace_id, user_id], |r| role_at(r, 0))
             .optional()?,
     )
 }
 
 /// Every workspace the user belongs to, oldest first, with the user's role.
-pub fn of_user(c: &Connection, user_id: &str) -> Result<Vec<(Workspace, String)>> {
+pub fn of_user(c: &Connection, user_id: &str) -> Result<Vec<(Workspace, Role)>> {
     let mut st = c.prepare_cached(
         "SELECT w.id, w.name, w.kind, w.created_at, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
          WHERE m.user_id = ?1 ORDER BY w.created_at",
@@ -74,7 +104,7 @@ pub fn of_user(c: &Connection, user_id: &str) -> Result<Vec<(Workspace, String)>
                 kind: r.get(2)?,
                 created_at: r.get(3)?,
             },
-            r.get(4)?,
+            role_at(r, 4)?,
         ))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -1,31 +1,30 @@
 //! Closes open Actions whose `expires_at` has passed, per their `on_expire`,
-//! once a second, and wakes their long polls.
+//! once a second and whenever the clock is moved (tests); the effects of the
+//! pass wake their long polls.
 
 use std::time::Duration;
 
-use crate::domain::time;
 use crate::service::{Services, decisions};
 
 pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut moved = s.clock.moved();
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = moved.changed() => {}
+        }
         let svc = s.clone();
+        let now = s.clock.now();
         match s
-            .db
-            .write(move |c| decisions::expire_due(c, &svc, time::now()))
+            .write(move |c, fx| decisions::expire_due(c, fx, &svc, now))
             .await
         {
-            Ok(ids) => {
-                for id in &ids {
-                    s.waiters.wake(id);
-                }
-                if !ids.is_empty() {
-                    s.changed();
-                    tracing::info!(count = ids.len(), "expired Actions closed");
-                }
+            Ok(ids) if !ids.is_empty() => {
+                tracing::info!(count = ids.len(), "expired Actions closed")
             }
+            Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiry pass failed"),
         }
     }

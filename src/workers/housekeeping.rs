@@ -1,26 +1,23 @@
 //! Hourly upkeep: forget idempotency keys older than 48 h (the promise is at
-//! least 24 h), expired browser sessions, sign-in links and nonces, and drop
-//! idle rate-limit buckets.
+//! least 24 h), expired browser sessions, sign-in links and nonces.
 
 use std::time::Duration;
 
 use crate::domain::time;
-use crate::http::rate_limit::Limiter;
 use crate::service::Services;
 use crate::store::{idempotency, sessions, signin};
 
-pub async fn run(s: Services, limiter: std::sync::Arc<Limiter>) {
+pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
     loop {
         tick.tick().await;
-        limiter.prune();
-        let before = time::format(time::now() - ::time::Duration::hours(48));
+        let now = s.clock.now();
+        let before = time::format(now - ::time::Duration::hours(48));
         match s.db.write(move |c| idempotency::prune(c, &before)).await {
             Ok(n) if n > 0 => tracing::info!(count = n, "expired idempotency keys removed"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "idempotency pruning failed"),
         }
-        let now = time::now();
         let pruned =
             s.db.write(move |c| {
                 Ok(sessions::delete_expired(c, now.unix_timestamp())?

@@ -3,12 +3,9 @@
 pub mod expiry;
 pub mod housekeeping;
 
-use std::sync::Arc;
-
-use crate::http::rate_limit::Limiter;
 use crate::service::Services;
 
-pub fn spawn(services: Services, limiter: Arc<Limiter>) {
+pub fn spawn(services: Services) {
     tokio::spawn(expiry::run(services.clone()));
-    tokio::spawn(housekeeping::run(services, limiter));
+    tokio::spawn(housekeeping::run(services));
 }

@@ -9,7 +9,11 @@ use crate::helpers::{TestApp, two_options};
 async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
     let app = TestApp::spawn().await;
     // An offset timestamp a month out; it comes back normalised to UTC `Z` form.
-    let later = time::OffsetDateTime::now_utc()
+    let later = app
+        .state
+        .services
+        .clock
+        .now()
         .replace_nanosecond(0)
         .unwrap()
         + time::Duration::days(30);
@@ -460,14 +464,15 @@ async fn dedupe_key_returns_the_open_action_or_conflicts() {
 #[tokio::test]
 async fn on_expire_resolve_closes_the_action_with_a_system_receipt() {
     let app = TestApp::spawn().await;
-    let soon = time::OffsetDateTime::now_utc() + time::Duration::milliseconds(1200);
-    let soon = soon
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
+    let clock = &app.state.services.clock;
+    let in_an_hour = hds::domain::time::format(clock.now() + time::Duration::hours(1));
     let mut body = two_options("Auto-reject when nobody answers");
-    body["expires_at"] = json!(soon);
+    body["expires_at"] = json!(in_an_hour);
     body["on_expire"] = json!({"action": "resolve", "option_id": "reject"});
     let a = app.create_action(body).await;
+    // No waiting in real time: the clock moves past the deadline, the expiry
+    // pass runs at once, and the long poll answers when it closes the Action.
+    clock.advance(time::Duration::hours(2));
     let r = app
         .get(
             &format!(

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use hds::domain::access::Role;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -185,6 +186,11 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// The server's clock, formatted as stored.
+    pub fn now(&self) -> String {
+        hds::domain::time::format(self.state.services.clock.now())
+    }
+
     /// Waits (bounded) until `n` long polls are held by the server.
     pub async fn until_polls_held(&self, n: usize) {
         for _ in 0..2_000 {
@@ -199,10 +205,11 @@ impl TestApp {
     /// A user of another workspace, with a token.
     pub fn outsider(&self) -> String {
         let conn = hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap();
-        let ws = hds::store::workspaces::create(&conn, "Elsewhere", "team").unwrap();
-        let user = hds::store::users::create(&conn, "mallory@example.com", None).unwrap();
-        hds::store::workspaces::add_member(&conn, &ws.id, &user.id, "owner").unwrap();
-        hds::store::users::issue_token(&conn, &user.id, "test", None)
+        let now = self.now();
+        let ws = hds::store::workspaces::create(&conn, "Elsewhere", "team", &now).unwrap();
+        let user = hds::store::users::create(&conn, "mallory@example.com", None, &now).unwrap();
+        hds::store::workspaces::add_member(&conn, &ws.id, &user.id, Role::Owner, &now).unwrap();
+        hds::store::users::issue_token(&conn, &user.id, "test", None, &now)
             .unwrap()
             .0
     }
@@ -210,11 +217,14 @@ impl TestApp {
     /// Adds a workspace member straight in the database (invitations arrive
     /// with the teams work); returns (user id, user token).
     pub fn add_member(&self, email: &str, role: &str) -> (String, String) {
+        let now = self.now();
+        let role = Role::parse(role).unwrap();
         let conn = hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap();
         let ws = self.creds["workspace_id"].as_str().unwrap();
-        let user = hds::store::users::create(&conn, email, None).unwrap();
-        hds::store::workspaces::add_member(&conn, ws, &user.id, role).unwrap();
-        let (token, _) = hds::store::users::issue_token(&conn, &user.id, "test", None).unwrap();
+        let user = hds::store::users::create(&conn, email, None, &now).unwrap();
+        hds::store::workspaces::add_member(&conn, ws, &user.id, role, &now).unwrap();
+        let (token, _) =
+            hds::store::users::issue_token(&conn, &user.id, "test", None, &now).unwrap();
         (user.id, token)
     }
 }

@@ -85,10 +85,11 @@ pub async fn get_session(
     headers: HeaderMap,
 ) -> Result<Json<Value>> {
     let id = user.credential_id.clone();
+    let now = st.services.clock.now();
     let current = st
         .services
         .db
-        .read(move |c| users::by_credential_id(c, &id, crate::domain::time::now()))
+        .read(move |c| users::by_credential_id(c, &id, now))
         .await?
         .map(|(_, cred)| cred);
     let by_cookie = !headers.contains_key(axum::http::header::AUTHORIZATION);
@@ -155,7 +156,7 @@ pub async fn bootstrap(
     UserAuth(user): UserAuth,
 ) -> Result<Json<Value>> {
     let u = user_json(&st, &user).await?;
-    let active = user.active_workspace().map(|(id, _)| id.clone());
+    let active = user.active_workspace().map(|m| m.workspace_id.clone());
     let active = u["workspaces"]
         .as_array()
         .and_then(|ws| {

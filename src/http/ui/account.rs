@@ -95,7 +95,7 @@ fn cred_vm(c: &Credential, current: &str, now: time::Timestamp) -> CredVm {
 }
 
 async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
-    let now = time::now();
+    let now = st.services.clock.now();
     let creds = tokens::list(&st.services, &p.user).await?;
     let live = creds.iter().filter(|c| c.is_live(now));
     let (sessions, api): (Vec<&Credential>, Vec<&Credential>) =

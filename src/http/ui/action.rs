@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
 use crate::domain::action::{ActionRecord, Interaction};
-use crate::domain::time;
+use crate::domain::event::ActionEvent;
 use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view::{ActionVm, plain};
@@ -59,7 +59,7 @@ async fn page_for(
 ) -> Result<ActionPage, UiError> {
     Ok(ActionPage {
         layout: Layout::signed_in(st, page, view.action.spec.title.clone(), "inbox").await?,
-        a: ActionVm::new(view, &page.user, time::now()),
+        a: ActionVm::new(view, &page.user, st.services.clock.now()),
         base_url: st.services.config.base_url.clone(),
         flash: None,
         error: None,
@@ -199,18 +199,19 @@ fn in_words(e: &Error, a: &ActionRecord) -> String {
 fn changes_since(view: &ActionView, seen: i64) -> StaleVm {
     let now = serde_json::to_value(&view.action.spec).unwrap_or(Value::Null);
     let mut changes: Vec<ChangeVm> = Vec::new();
-    let later = view.history.iter().filter(|ev| {
-        ev["type"] == "updated"
-            && ev["data"]["material"] == true
-            && ev["action_version"].as_i64().is_some_and(|v| v > seen)
+    let later = view.history.iter().filter_map(|ev| match &ev.event {
+        ActionEvent::Updated {
+            material: true,
+            fields,
+            before,
+            ..
+        } if ev.action_version > seen => Some((fields, before)),
+        _ => None,
     });
-    for ev in later {
-        let before = ev["data"]["before"].as_object();
-        for field in ev["data"]["fields"].as_array().into_iter().flatten() {
-            let Some(field) = field.as_str() else {
-                continue;
-            };
-            if changes.iter().any(|c| c.field == field) {
+    for (fields, before) in later {
+        let before = Some(before);
+        for field in fields {
+            if changes.iter().any(|c| &c.field == field) {
                 continue;
             }
             let old = before.and_then(|b| b.get(field));

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::domain::action::{ActionRecord, ContextBlock, Interaction, Status};
+use crate::domain::action::{ActionRecord, Actor, ActorKind, ContextBlock, Interaction, Status};
+use crate::domain::event::{ActionEvent, HistoryEntry};
 use crate::domain::time::Timestamp;
 use crate::http::ui::markdown::{self, safe_url};
 use crate::http::ui::view::When;
@@ -131,7 +132,7 @@ impl ActionVm {
     pub fn new(v: &ActionView, me: &UserCaller, now: Timestamp) -> Self {
         let a = &v.action;
         let source = v.source_name.clone().unwrap_or_else(|| a.source_id.clone());
-        let who = |actor: &Value| actor_name(actor, me, v, &source);
+        let who = |actor: &Actor| actor_name(actor, me, v, &source);
         Self {
             id: a.id.clone(),
             title: a.spec.title.clone(),
@@ -152,7 +153,7 @@ impl ActionVm {
             outcome: a.outcome.as_ref().map(|o| outcome(o, now)),
             resolution: a.resolution.as_ref().map(|r| ResolutionVm {
                 answer: answer_text(a, r.option_id.as_deref(), r.response.as_ref()),
-                by: who(&serde_json::to_value(&r.decided_by).unwrap_or(Value::Null)),
+                by: who(&r.decided_by),
                 at: When::new(&r.decided_at, now),
                 reason: r.reason.clone(),
             }),
@@ -173,12 +174,12 @@ impl ActionVm {
     }
 }
 
-fn actor_name(actor: &Value, me: &UserCaller, v: &ActionView, source: &str) -> String {
-    let id = actor["id"].as_str().unwrap_or_default();
-    match actor["type"].as_str() {
-        Some("user") if id == me.user_id => "you".into(),
-        Some("user") => v.people.get(id).cloned().unwrap_or_else(|| id.to_owned()),
-        Some("source") => source.to_owned(),
+fn actor_name(actor: &Actor, me: &UserCaller, v: &ActionView, source: &str) -> String {
+    let id = actor.id.as_deref().unwrap_or_default();
+    match actor.kind {
+        ActorKind::User if id == me.user_id => "you".into(),
+        ActorKind::User => v.people.get(id).cloned().unwrap_or_else(|| id.to_owned()),
+        ActorKind::Source => source.to_owned(),
         _ if id == "approval_policy" => "the approval policy".into(),
         _ => "hds".into(),
     }
@@ -411,64 +412,56 @@ fn links(a: &ActionRecord, source: &str) -> Vec<LinkVm> {
     open.chain(controls).collect()
 }
 
-fn event(e: &Value, a: &ActionRecord, who: &dyn Fn(&Value) -> String, now: Timestamp) -> EventVm {
-    let kind = e["type"].as_str().unwrap_or_default().to_owned();
-    let by = who(&e["actor"]);
-    let data = &e["data"];
-    let (what, detail) = match kind.as_str() {
-        "created" => (format!("Sent by {by}"), None),
-        "updated" => {
-            let fields = data["fields"]
-                .as_array()
-                .map(|f| {
-                    f.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
-            let what = if data["material"] == true {
-                format!("Changed by {by}: now version {}", e["action_version"])
+fn event(
+    e: &HistoryEntry,
+    a: &ActionRecord,
+    who: &dyn Fn(&Actor) -> String,
+    now: Timestamp,
+) -> EventVm {
+    let by = who(&e.actor);
+    let reason = |r: &Option<String>| r.as_ref().map(|r| format!("Reason: {r}"));
+    let (what, detail) = match &e.event {
+        ActionEvent::Created { .. } => (format!("Sent by {by}"), None),
+        ActionEvent::Updated {
+            fields, material, ..
+        } => {
+            let what = if *material {
+                format!("Changed by {by}: now version {}", e.action_version)
             } else {
                 format!("Updated by {by}")
             };
+            let fields = fields.join(", ");
             (
                 what,
                 (!fields.is_empty()).then(|| format!("Fields: {fields}")),
             )
         }
-        "resolved" => (
+        ActionEvent::Resolved {
+            option_id,
+            response,
+            reason: why,
+            ..
+        } => (
             format!(
                 "Decided by {by}: {}",
-                answer_text(
-                    a,
-                    data["option_id"].as_str(),
-                    data.get("response").filter(|r| !r.is_null())
-                )
+                answer_text(a, option_id.as_deref(), response.as_ref())
             ),
-            data["reason"].as_str().map(|r| format!("Reason: {r}")),
+            reason(why),
         ),
-        "vote_cast" => (
-            format!("{by} voted to {}", data["vote"].as_str().unwrap_or("?")),
-            None,
-        ),
-        "cancelled" => (
-            format!("Cancelled by {by}"),
-            data["reason"].as_str().map(|r| format!("Reason: {r}")),
-        ),
-        "expired" => ("Expired without a decision".into(), None),
-        "outcome_reported" => (
+        ActionEvent::VoteCast { vote } => (format!("{by} voted to {vote}"), None),
+        ActionEvent::Cancelled { reason: why } => (format!("Cancelled by {by}"), reason(why)),
+        ActionEvent::Expired { .. } => ("Expired without a decision".into(), None),
+        ActionEvent::OutcomeReported(o) => (
             format!(
                 "Outcome reported by {by}: {}",
-                data["status"].as_str().unwrap_or("?")
+                o.get("status").and_then(Value::as_str).unwrap_or("?")
             ),
-            data["message"].as_str().map(str::to_owned),
+            o.get("message").and_then(Value::as_str).map(str::to_owned),
         ),
-        other => (format!("{other} by {by}"), None),
     };
     EventVm {
-        when: When::new(e["created_at"].as_str().unwrap_or_default(), now),
-        kind,
+        when: When::new(&e.created_at, now),
+        kind: e.event.kind().to_owned(),
         what,
         detail,
     }

@@ -178,7 +178,7 @@ async fn read_list(
     // Read the version first: a change committed during the read bumps it
     // again, so the script refreshes once more rather than missing it.
     let version = *s.changes.borrow();
-    let now = time::now();
+    let now = s.clock.now();
     let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
         || f.environment() != "live"
         || f.scope() != "all";

@@ -11,11 +11,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::app::AppState;
+use crate::domain::access;
 use crate::domain::time;
 use crate::error::{Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::view::{ConfirmPage, FormData, Layout, UiError, When, check_csrf, see_other};
-use crate::service::caller::is_admin;
 use crate::service::sources::{self, KeyRotate, SourceCreate};
 
 pub struct KeyVm {
@@ -87,7 +87,7 @@ fn secrets_vm(title: String, v: &Value) -> SecretsVm {
 
 async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
     let listed = sources::list(&st.services, page.user.clone()).await?;
-    let now = time::now();
+    let now = st.services.clock.now();
     Ok(SourcesPage {
         layout: Layout::signed_in(st, page, "Sources", "sources").await?,
         sources: listed["data"]
@@ -99,7 +99,7 @@ async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
         admin: page
             .user
             .active_workspace()
-            .is_some_and(|(_, role)| is_admin(role)),
+            .is_some_and(|m| access::can_manage_sources(m.role)),
         secrets: None,
         flash: None,
         error: None,

@@ -1,0 +1,222 @@
+//! Who may do what: typed workspace roles, Action visibility, and one function
+//! per permission. The API, the dashboard and every later feature ask these
+//! functions; nothing else compares roles (guide: "Roles").
+//!
+//! | may…                                                   | owner | admin | reviewer | viewer |
+//! |--------------------------------------------------------|-------|-------|----------|--------|
+//! | read Actions, comments, runs, analytics, billing usage | ✓     | ✓     | ✓        | ✓      |
+//! | read a `restricted` Action                             | ✓     | ✓     | listed   | listed |
+//! | decide, vote, claim, assign, snooze, comment           | ✓     | ✓     | ✓ (listed if restricted) | ✗ |
+//! | manage Sources, invitations, members, notifications    | ✓     | ✓ (not owners) | ✗ | ✗   |
+//! | grant or remove `owner`, open the billing portal       | ✓     | ✗     | ✗        | ✗      |
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A person's role in one workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Owner,
+    Admin,
+    Reviewer,
+    Viewer,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Owner, Role::Admin, Role::Reviewer, Role::Viewer];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+            Role::Reviewer => "reviewer",
+            Role::Viewer => "viewer",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who may read an Action: everyone in its workspace, or (restricted) its
+/// listed reviewers plus the workspace's owners and admins.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Visibility {
+    #[default]
+    Workspace,
+    Restricted,
+}
+
+impl Visibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Workspace => "workspace",
+            Visibility::Restricted => "restricted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Visibility> {
+        [Visibility::Workspace, Visibility::Restricted]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// A person's relation to one Action: their role in its workspace, whether
+/// the Action is restricted, and whether they are one of its listed reviewers.
+#[derive(Clone, Copy, Debug)]
+pub struct ActionAccess {
+    pub role: Role,
+    pub visibility: Visibility,
+    pub listed: bool,
+    /// The Action has an approval policy: it is decided by votes.
+    pub approval: bool,
+}
+
+impl ActionAccess {
+    /// Read the Action, its history and comments.
+    pub fn can_see(self) -> bool {
+        match self.visibility {
+            Visibility::Workspace => true,
+            Visibility::Restricted => manages_workspace(self.role) || self.listed,
+        }
+    }
+
+    /// Work on it: decide (or vote), claim, assign, snooze, comment, invoke
+    /// controls, ask for context. Viewers never; on a restricted Action only
+    /// its listed reviewers.
+    pub fn can_work_on(self) -> bool {
+        self.can_see()
+            && self.role != Role::Viewer
+            && (self.visibility == Visibility::Workspace || self.listed)
+    }
+
+    /// Decide it. An Action with an approval policy is then decided by
+    /// votes (`can_vote`), which the decision route says with its own code.
+    pub fn can_decide(self) -> bool {
+        self.can_work_on()
+    }
+
+    /// Vote: listed reviewers with a deciding role, on an approval-policy Action.
+    pub fn can_vote(self) -> bool {
+        self.approval && self.listed && self.role != Role::Viewer
+    }
+
+    /// Whether the Action page offers a decision (a vote or a decide form).
+    pub fn offers_decision(self) -> bool {
+        if self.approval {
+            self.can_vote()
+        } else {
+            self.can_decide()
+        }
+    }
+}
+
+/// Owners and admins: manage Sources, invitations, members and the
+/// notification policy; see every restricted Action.
+pub fn manages_workspace(role: Role) -> bool {
+    matches!(role, Role::Owner | Role::Admin)
+}
+
+/// Create, update, rotate and revoke Sources.
+pub fn can_manage_sources(role: Role) -> bool {
+    manages_workspace(role)
+}
+
+/// Invite people and revoke invitations; `invited` is the role offered.
+pub fn can_invite(role: Role, invited: Role) -> bool {
+    manages_workspace(role) && (invited != Role::Owner || role == Role::Owner)
+}
+
+/// Change a member's role from `from` to `to`, or remove them (`to` None).
+/// Admins manage everyone but owners; only owners grant or remove `owner`.
+pub fn can_change_member(actor: Role, from: Role, to: Option<Role>) -> bool {
+    if !manages_workspace(actor) {
+        return false;
+    }
+    let touches_owner = from == Role::Owner || to == Some(Role::Owner);
+    !touches_owner || actor == Role::Owner
+}
+
+/// Open the billing portal.
+pub fn can_open_billing(role: Role) -> bool {
+    role == Role::Owner
+}
+
+/// The role a refusal names in `details.required_role`.
+pub fn required_for_management() -> Role {
+    Role::Admin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(role: Role, visibility: Visibility, listed: bool, approval: bool) -> ActionAccess {
+        ActionAccess {
+            role,
+            visibility,
+            listed,
+            approval,
+        }
+    }
+
+    #[test]
+    fn roles_round_trip_through_their_names() {
+        for r in Role::ALL {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Role::parse("root"), None);
+    }
+
+    #[test]
+    fn restricted_actions_are_for_listed_reviewers_and_managers() {
+        use Role::*;
+        use Visibility::*;
+        for r in Role::ALL {
+            assert!(on(r, Workspace, false, false).can_see());
+        }
+        assert!(on(Owner, Restricted, false, false).can_see());
+        assert!(on(Admin, Restricted, false, false).can_see());
+        assert!(!on(Reviewer, Restricted, false, false).can_see());
+        assert!(on(Viewer, Restricted, true, false).can_see());
+        // Managers see a restricted Action but decide only when listed.
+        assert!(!on(Admin, Restricted, false, false).can_decide());
+        assert!(on(Reviewer, Restricted, true, false).can_decide());
+        assert!(!on(Viewer, Restricted, true, false).can_decide());
+        assert!(!on(Viewer, Workspace, false, false).can_decide());
+    }
+
+    #[test]
+    fn approval_actions_are_voted_not_decided() {
+        use Role::*;
+        use Visibility::*;
+        assert!(on(Reviewer, Restricted, true, true).can_vote());
+        assert!(!on(Owner, Restricted, false, true).can_vote());
+        assert!(!on(Viewer, Restricted, true, true).can_vote());
+        assert!(on(Reviewer, Restricted, true, true).offers_decision());
+        assert!(!on(Admin, Restricted, false, true).offers_decision());
+    }
+
+    #[test]
+    fn only_owners_touch_owners() {
+        use Role::*;
+        assert!(can_change_member(Admin, Reviewer, Some(Viewer)));
+        assert!(!can_change_member(Admin, Owner, Some(Admin)));
+        assert!(!can_change_member(Admin, Reviewer, Some(Owner)));
+        assert!(can_change_member(Owner, Owner, None));
+        assert!(!can_change_member(Reviewer, Viewer, None));
+        assert!(can_invite(Admin, Reviewer) && !can_invite(Admin, Owner));
+        assert!(can_open_billing(Owner) && !can_open_billing(Admin));
+        assert!(can_manage_sources(Admin) && !can_manage_sources(Reviewer));
+    }
+}

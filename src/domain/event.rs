@@ -1,0 +1,157 @@
+//! The Action's history as types: every kind of event, with the data it
+//! records. Written by `store::events::record` and read back by the same
+//! module, so the API, the dashboard and later features (comments, assignment,
+//! notifications, webhooks) decode nothing by hand. On the wire each entry is
+//! `{type, actor, action_version, data, created_at}` (guide: "Reading an
+//! Action").
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::domain::action::Actor;
+
+/// What happened to an Action. `type` names the kind and `data` holds its
+/// fields, as they are stored in `action_events`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum ActionEvent {
+    Created {
+        fingerprint: String,
+    },
+    Updated {
+        /// The fields the PATCH named.
+        fields: Vec<String>,
+        /// Whether the material content (and so the version) changed.
+        material: bool,
+        fingerprint: String,
+        /// The earlier value of each named field whose value changed, so a
+        /// stale decision can be shown what changed since the reviewer looked.
+        before: Map<String, Value>,
+    },
+    Resolved {
+        option_id: Option<String>,
+        response: Option<Value>,
+        receipt_id: String,
+        reason: Option<String>,
+    },
+    VoteCast {
+        vote: String,
+    },
+    /// Cancelled by the Source, or by `on_expire: cancel` (reason `expired`).
+    Cancelled {
+        reason: Option<String>,
+    },
+    Expired {
+        reason: Option<String>,
+    },
+    /// The execution outcome the Source reported, as stored on the Action.
+    OutcomeReported(Map<String, Value>),
+}
+
+impl ActionEvent {
+    /// The kind's name, as stored and shown (`type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Created { .. } => "created",
+            Self::Updated { .. } => "updated",
+            Self::Resolved { .. } => "resolved",
+            Self::VoteCast { .. } => "vote_cast",
+            Self::Cancelled { .. } => "cancelled",
+            Self::Expired { .. } => "expired",
+            Self::OutcomeReported(_) => "outcome_reported",
+        }
+    }
+
+    /// Whether it closes the Action: long polls waiting on it then answer.
+    pub fn closes(&self) -> bool {
+        matches!(
+            self,
+            Self::Resolved { .. } | Self::Cancelled { .. } | Self::Expired { .. }
+        )
+    }
+
+    /// The event's data object (the `data` of the wire form).
+    pub fn data(&self) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut o)) => o.remove("data").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Rebuilds an event from its stored kind and data.
+    pub fn from_stored(kind: &str, data: Value) -> serde_json::Result<Self> {
+        let mut o = Map::new();
+        o.insert("type".into(), Value::String(kind.to_owned()));
+        o.insert("data".into(), data);
+        serde_json::from_value(Value::Object(o))
+    }
+}
+
+/// One entry of an Action's history.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HistoryEntry {
+    #[serde(flatten)]
+    pub event: ActionEvent,
+    pub actor: Actor,
+    /// The Action's version when it happened.
+    pub action_version: i64,
+    pub created_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_round_trip_through_their_stored_form() {
+        let events = [
+            ActionEvent::Created {
+                fingerprint: "sha256:ab".into(),
+            },
+            ActionEvent::Updated {
+                fields: vec!["title".into()],
+                material: true,
+                fingerprint: "sha256:cd".into(),
+                before: json!({"title": "Old"}).as_object().cloned().unwrap(),
+            },
+            ActionEvent::Resolved {
+                option_id: Some("approve".into()),
+                response: None,
+                receipt_id: "rcp_1".into(),
+                reason: None,
+            },
+            ActionEvent::VoteCast {
+                vote: "approve".into(),
+            },
+            ActionEvent::Cancelled { reason: None },
+            ActionEvent::Expired {
+                reason: Some("expired".into()),
+            },
+            ActionEvent::OutcomeReported(
+                json!({"status": "success"}).as_object().cloned().unwrap(),
+            ),
+        ];
+        for e in events {
+            let back = ActionEvent::from_stored(e.kind(), e.data()).unwrap();
+            assert_eq!(back, e);
+        }
+    }
+
+    #[test]
+    fn a_history_entry_has_the_wire_shape() {
+        let entry = HistoryEntry {
+            event: ActionEvent::VoteCast {
+                vote: "reject".into(),
+            },
+            actor: Actor::user("usr_1"),
+            action_version: 2,
+            created_at: "2026-11-23T10:00:00.000Z".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&entry).unwrap(),
+            json!({"type": "vote_cast", "data": {"vote": "reject"}, "actor": {"type": "user", "id": "usr_1"},
+                   "action_version": 2, "created_at": "2026-11-23T10:00:00.000Z"})
+        );
+    }
+}
