@@ -17,7 +17,7 @@
 //! the machine as possible is left to the server: on a 2-core machine the two
 //! share the CPU, and every figure is "server + client on the same cores".
 //!
-//! Figures (see /work/shared/research/perf-limits.md for the reference method):
+//! Figures (method and history in docs/benchmarks.md):
 //! * creates: N keep-alive connections each looping `POST /v1/actions` (~1 KB
 //!   body) for a fixed window after a warm-up; only 201s count; closed loop.
 //! * wake: create, hold `GET /v1/source/actions/{id}?wait_seconds=30`, decide

@@ -24,7 +24,7 @@ pub struct Config {
     pub base_url: String,
     /// `full`: fsync every commit (a decision survives power loss); `normal`:
     /// survives a crash of hds, may lose the last commits on power loss.
-    #[arg(long, env = "HDS_DURABILITY", value_enum, default_value = "full")]
+    #[arg(long, env = "HDS_DURABILITY", default_value = "full", value_parser = durability_arg())]
     pub durability: Durability,
     /// Accept http and private/loopback callback URLs. For development and tests only.
     #[arg(long, env = "HDS_ALLOW_PRIVATE_CALLBACKS", default_value_t = false)]
@@ -47,7 +47,7 @@ pub struct Config {
     pub auth: AuthConfig,
 }
 
-/// `[auth]` of hds.toml (DESIGN §8).
+/// `[auth]` of hds.toml (README: "Sign-in providers").
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
@@ -60,6 +60,13 @@ pub struct AuthConfig {
     /// One table per provider: `[auth.providers.<name>]`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `--durability full|normal`, listed in `--help` (the store stays free of clap).
+fn durability_arg() -> impl clap::builder::TypedValueParser<Value = Durability> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["full", "normal"])
+        .map(|s| Durability::parse(&s).unwrap_or(Durability::Full))
 }
 
 fn default_domain_role() -> Role {

@@ -23,5 +23,5 @@ pub mod service;
 pub mod store;
 pub mod workers;
 
-/// Version of the interface description (SPEC §9).
+/// Version of the interface description (served in `GET /v1/openapi.json`).
 pub const API_VERSION: &str = "0.1.7";

@@ -1,4 +1,4 @@
-//! Subcommands (DESIGN §2), one file each. Every flag also reads `HDS_<FLAG>`.
+//! Subcommands (README: "Other commands"), one file each. Every flag also reads `HDS_<FLAG>`.
 
 pub mod backup;
 pub mod init;

@@ -1,5 +1,5 @@
 //! The Action: its states, its stored specification (every create/patch field,
-//! validated and normalised) and the JSON it is shown as (SPEC §2.1).
+//! validated and normalised) and the JSON it is shown as (guide: "The Action object").
 
 use crate::domain::access::Visibility;
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ impl Environment {
     }
 }
 
-/// Action status (DESIGN §3). Only `open` accepts changes; the others are terminal.
+/// Action status (guide: "Statuses"). Only `open` accepts changes; the others are terminal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -110,7 +110,7 @@ pub struct ActionOption {
     pub sort_order: Option<i64>,
 }
 
-/// Typed interaction (DESIGN §3), used instead of `options`.
+/// Typed interaction (guide: "The Action object"), used instead of `options`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Interaction {
@@ -154,7 +154,7 @@ pub struct FormField {
     pub required: bool,
 }
 
-/// A control a reviewer can invoke (SPEC §2.3, DESIGN §3).
+/// A control a reviewer can invoke (guide: "Controls").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Control {
@@ -170,7 +170,7 @@ pub struct Control {
     pub confirm: Option<String>,
 }
 
-/// Evidence shown to the reviewer (DESIGN §3).
+/// Evidence shown to the reviewer (guide: "Context blocks").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ContextBlock {
@@ -229,7 +229,7 @@ pub struct ApprovalPolicy {
     pub allow_self_approval: bool,
 }
 
-/// Every field a Source may send on create (SPEC §2.1 + `dedupe_key`). After
+/// Every field a Source may send on create (guide: "POST /v1/actions"). After
 /// `validate_spec` it is also the stored, normalised form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -309,7 +309,7 @@ pub const CREATE_FIELDS: &[&str] = &[
     "dedupe_key",
 ];
 
-/// Field names PATCH may change (SPEC §4.6).
+/// Field names PATCH may change (guide: "PATCH /v1/actions/{action_id}").
 pub const PATCH_FIELDS: &[&str] = &[
     "title",
     "description",
@@ -431,7 +431,7 @@ pub struct ActionRecord {
 }
 
 impl ActionRecord {
-    /// The Action as the API shows it (SPEC §2.1).
+    /// The Action as the API shows it (guide: "The Action object").
     pub fn to_json(&self) -> Value {
         let s = &self.spec;
         let r = self.resolution.as_ref();

@@ -1,5 +1,5 @@
-//! Rules of deciding: the version binding (SPEC §3.1 rule 3) and checking a
-//! chosen option or typed response against the Action (DESIGN §3).
+//! Rules of deciding: the version binding (guide: "Binding: action_version and fingerprint") and checking a
+//! chosen option or typed response against the Action (guide: "The Action object").
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! The content binding of an Action (DESIGN §4): `sha256:` + hex SHA-256 of the
+//! The content binding of an Action (guide: "Binding: action_version and fingerprint"): `sha256:` + hex SHA-256 of the
 //! RFC 8785 (JCS) canonical form of the material fields. Clients can recompute it
 //! from the fields the API returns.
 

@@ -1,4 +1,4 @@
-//! Prefixed, time-sortable identifiers (DESIGN §3): `act_`, `src_`, `usr_`, … + a ULID.
+//! Prefixed, time-sortable identifiers (guide: "Conventions"): `act_`, `src_`, `usr_`, … + a ULID.
 
 /// A new id such as `act_01JD8X…`. ULIDs sort by creation time.
 pub fn new_id(prefix: &str) -> String {

@@ -1,4 +1,4 @@
-//! Decision receipts (DESIGN §5): compact JWS (RFC 7515) signed with Ed25519,
+//! Decision receipts (guide: "Receipts"): compact JWS (RFC 7515) signed with Ed25519,
 //! `alg` `EdDSA` (RFC 8037), `kid` = RFC 7638 JWK thumbprint, published as a
 //! JWKS (RFC 7517). Any JOSE library verifies them offline.
 //!

@@ -1,10 +1,10 @@
 //! URL rules: what counts as an http(s) link, and which callback hosts are
-//! refused so that hds never calls into a private network (SSRF; DESIGN §6).
+//! refused so that hds never calls into a private network (SSRF; guide: "POST /v1/actions", `callback_url`).
 
 use std::net::IpAddr;
 
 /// `callback_url` must be https and must not point at a loopback, private,
-/// link-local or otherwise internal host (no SSRF; DESIGN §6). Names are checked
+/// link-local or otherwise internal host (no SSRF). Names are checked
 /// again after DNS resolution at delivery time.
 pub fn check_callback_url(raw: &str, allow_private: bool) -> Result<(), String> {
     let u = url::Url::parse(raw).map_err(|e| format!("callback_url is not a valid URL: {e}"))?;

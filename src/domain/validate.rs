@@ -1,5 +1,5 @@
 //! Validation of Action create and patch bodies: parses JSON into an
-//! `ActionSpec`, checks every rule of SPEC §2.1/§8 and DESIGN §3, and returns
+//! `ActionSpec`, checks every rule of the guide's "The Action object" and limits, and returns
 //! the normalised spec or every problem found, each with its field path.
 
 use crate::domain::access::Visibility;
@@ -28,7 +28,7 @@ pub struct ValidationContext {
     pub now: Timestamp,
     /// `--allow-private-callbacks`: accept loopback/private callback hosts (tests, dev).
     pub allow_private_callbacks: bool,
-    /// Approval policies need a team workspace (SPEC §2.1).
+    /// Approval policies need a team workspace (guide: "Approval policies").
     pub team_workspace: bool,
     /// On PATCH: the fields the patch sets. Checks that depend on the time or on
     /// the instance's settings (expiry in the future, callback host, team

@@ -1,4 +1,4 @@
-//! Receipt signing keys (STYLE.md §8): the active key signs, retired keys stay
+//! Receipt signing keys (guide: "Receipts"): the active key signs, retired keys stay
 //! published for verification. Private keys are PKCS#8 PEM files, mode 0600, in
 //! `<data-dir>/keys/<kid>.pem`; public halves are in the database.
 

@@ -1,4 +1,4 @@
-//! Sign-in with identity providers (SPEC §4.2, DESIGN §8): the browser flow
+//! Sign-in with identity providers (guide: "Sign-in and sessions"): the browser flow
 //! (authorization code + PKCE + state + nonce), the native ID-token exchange
 //! for apps, and Apple's code exchange. Providers come from
 //! `[auth.providers.*]`; their discovery documents and JWKS are cached for an

@@ -1,4 +1,4 @@
-//! Signing in (DESIGN §8): who may, how a person is recognised, and the
+//! Signing in (guide: "Who may sign in"): who may, how a person is recognised, and the
 //! session every successful sign-in ends with. The identity-provider flows
 //! (service::oidc) and one-time links both finish here.
 

@@ -1,6 +1,6 @@
 //! Actions and their append-only history. Terminal transitions are
 //! compare-and-set on `status = 'open'`: the first wins, later ones change
-//! nothing (SPEC §3.1 rule 2).
+//! nothing (guide: "Statuses").
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
@@ -170,7 +170,7 @@ pub fn due_for_expiry(c: &Connection, now: &str, limit: i64) -> Result<Vec<Actio
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Which Actions an inbox query asks for (SPEC §4.6, DESIGN §3).
+/// Which Actions an inbox query asks for (guide: "GET /v1/me/actions").
 #[derive(Clone, Debug)]
 pub struct InboxQuery {
     pub workspace_id: String,

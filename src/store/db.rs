@@ -2,7 +2,7 @@
 //! writes are closures sent to ONE writer thread, which runs everything queued in
 //! a single `BEGIN IMMEDIATE` transaction — each closure in its own savepoint, so
 //! one failure spoils nothing else — commits once, and only then answers each
-//! caller (group commit, STYLE.md §4). A reply therefore means "committed".
+//! caller (group commit; docs/architecture.md). A reply therefore means "committed".
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -16,14 +16,24 @@ use tracing::Span;
 
 use crate::error::{Code, Error, Result};
 
-/// `synchronous` setting of the writer (STYLE.md §5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// `synchronous` setting of the writer (README: "Durability").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// fsync on every commit: a decision survives power loss. The default.
     Full,
     /// fsync at checkpoints only: survives a process crash, may lose the last
     /// commits on power loss; about 2–3× the write throughput.
     Normal,
+}
+
+impl Durability {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "full" => Some(Self::Full),
+            "normal" => Some(Self::Normal),
+            _ => None,
+        }
+    }
 }
 
 /// Most closures one transaction carries; bounds commit latency under load.

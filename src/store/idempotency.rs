@@ -1,4 +1,4 @@
-//! Stored responses of idempotent requests (DESIGN §7). The response row is
+//! Stored responses of idempotent requests (guide: "Idempotency"). The response row is
 //! written in the same transaction as the side effect, so a replay can never
 //! disagree with what happened.
 

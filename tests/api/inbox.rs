@@ -1,4 +1,4 @@
-//! GET /v1/me/actions: filters and bounds of SPEC §4.6.
+//! GET /v1/me/actions: filters and bounds (guide: "GET /v1/me/actions").
 
 use serde_json::json;
 
