@@ -6,6 +6,7 @@ mod actions;
 mod browser;
 mod concurrency;
 mod errors;
+mod expiry;
 mod helpers;
 mod inbox;
 mod receipts;

@@ -1,0 +1,94 @@
+//! What time does, proven without waiting: each test moves the server's clock
+//! (`hds::clock::Clock::advance`) past a deadline; background passes run at
+//! once, and long polls answer when the Action closes.
+
+use serde_json::json;
+
+use crate::helpers::{TestApp, two_options};
+
+/// Creates an Action that expires in an hour with the given `on_expire`.
+async fn expiring(app: &TestApp, on_expire: serde_json::Value) -> String {
+    let clock = &app.state.services.clock;
+    let mut body = two_options("Nobody answers this");
+    body["expires_at"] = json!(hds::domain::time::format(
+        clock.now() + time::Duration::hours(1)
+    ));
+    body["on_expire"] = on_expire;
+    app.create_action(body).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn past_the_deadline_actions_expire_or_cancel_and_their_long_polls_answer() {
+    let app = TestApp::spawn().await;
+    let expires = expiring(&app, json!({"action": "expire"})).await;
+    let cancels = expiring(&app, json!({"action": "cancel"})).await;
+    let poll = |id: String| {
+        let app = &app;
+        async move {
+            app.get(
+                &format!("/v1/source/actions/{id}?wait_seconds=15"),
+                &app.live_key(),
+            )
+            .await
+        }
+    };
+    // Before the deadline nothing happens, however often the pass runs.
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(59));
+    let r = app
+        .get(&format!("/v1/actions/{expires}"), &app.live_key())
+        .await;
+    assert_eq!(r.ok(200)["data"]["status"], "open");
+    app.state.services.clock.advance(time::Duration::minutes(2));
+    let (e, c) = tokio::join!(poll(expires.clone()), poll(cancels.clone()));
+    assert_eq!(e.ok(200)["data"]["status"], "expired");
+    assert_eq!(c.ok(200)["data"]["status"], "cancelled");
+    assert!(
+        e.body["data"]["receipt"].is_null(),
+        "expiry decides nothing"
+    );
+    // Each closing is in the history, by the system, with its reason.
+    for (id, kind) in [(&expires, "expired"), (&cancels, "cancelled")] {
+        let r = app.get(&format!("/v1/actions/{id}"), &app.live_key()).await;
+        let last = r.ok(200)["data"]["history"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(last["type"], kind);
+        assert_eq!(last["actor"]["type"], "system");
+        assert_eq!(last["data"]["reason"], "expired");
+    }
+}
+
+#[tokio::test]
+async fn a_signin_link_stops_working_after_24_hours() {
+    let app = TestApp::spawn().await;
+    let link = hds::service::signin::create_link(&app.state.services, "admin@example.com")
+        .await
+        .unwrap();
+    let path = link.strip_prefix(&app.base).unwrap().to_owned();
+    let open = |p: String| {
+        let app = &app;
+        async move {
+            app.http
+                .get(format!("{}{p}", app.base))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(open(path.clone()).await, 200);
+    app.state.services.clock.advance(time::Duration::hours(23));
+    assert_eq!(open(path.clone()).await, 200);
+    app.state.services.clock.advance(time::Duration::hours(2));
+    assert_eq!(open(path).await, 410, "an expired link is gone");
+}
