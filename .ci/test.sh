@@ -1,18 +1,84 @@
 #!/usr/bin/env bash
-# The whole test suite (README: "The two commands"). Needs python3 with the
-# packages in tests/py/requirements.txt (independent receipt and fingerprint
-# checks), Debian's chromium and `npm ci --prefix tests/node` (browser and
-# identity-provider tests); .ci/run installs all three.
+# The whole test suite (README: "The two commands"). Installs what the tests need
+# when it is missing, then runs `cargo test --all-targets` and closes with
+# "tests: N passed, M failed":
+# - .venv/: a virtualenv with tests/py/requirements.txt (PyJWT, rfc8785), the
+#   independent receipt and fingerprint checks the tests run as `python3`;
+# - tests/node/node_modules: `npm ci` from package-lock.json (playwright-core,
+#   identity providers on loopback);
+# - Debian's chromium (the browser tests drive /usr/bin/chromium).
+# Installs are silent unless they fail; then their output is shown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! python3 -c 'import jwt, rfc8785, cryptography' 2>/dev/null; then
-    echo "missing Python test dependencies: pip install -r tests/py/requirements.txt" >&2
-    exit 2
+
+# Runs a command with its output kept aside; shows that output if it fails.
+quietly() {
+    local what=$1 out
+    shift
+    out=$(mktemp)
+    if ! "$@" > "$out" 2>&1; then
+        echo "test setup: $what failed: $*" >&2
+        cat "$out" >&2
+        rm -f "$out"
+        exit 2
+    fi
+    rm -f "$out"
+}
+
+# Python: a project virtualenv, (re)installed when its imports fail or
+# requirements.txt changed since the last install.
+venv=.venv
+py_ready() {
+    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography' 2> /dev/null &&
+        cmp -s tests/py/requirements.txt "$venv/requirements.installed"
+}
+if ! py_ready; then
+    echo "test setup: installing tests/py/requirements.txt into $venv/" >&2
+    if ! "$venv/bin/python" -c '' 2> /dev/null; then
+        quietly "creating $venv" python3 -m venv --clear "$venv"
+    fi
+    quietly "pip install" "$venv/bin/python" -m pip install --quiet \
+        --disable-pip-version-check -r tests/py/requirements.txt
+    cp tests/py/requirements.txt "$venv/requirements.installed"
+    if ! py_ready; then
+        echo "test setup: $venv still cannot import jwt, rfc8785, cryptography" >&2
+        exit 2
+    fi
 fi
-if ! command -v chromium > /dev/null || [ ! -d tests/node/node_modules/playwright-core ]; then
-    echo "missing browser test dependencies: apt-get install chromium; npm ci --prefix tests/node" >&2
-    exit 2
+# The tests run tests/py/*.py as `python3` (tests/api/helpers.rs `python()`).
+export PATH="$PWD/$venv/bin:$PATH"
+
+# Node: npm ci when node_modules is missing or older than package-lock.json
+# (the stamp is the lock file node_modules was installed from).
+stamp=tests/node/node_modules/.hds-package-lock.json
+if ! cmp -s tests/node/package-lock.json "$stamp" ||
+    [ ! -d tests/node/node_modules/playwright-core ]; then
+    echo "test setup: npm ci --prefix tests/node" >&2
+    quietly "npm ci" npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
+    cp tests/node/package-lock.json "$stamp"
 fi
+
+# Chromium: Debian's package, as root or through passwordless sudo.
+if ! command -v chromium > /dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+        as_root=()
+    elif command -v sudo > /dev/null && sudo -n true 2> /dev/null; then
+        as_root=(sudo -n)
+    else
+        echo "test setup: chromium is missing and this user cannot install it;" \
+            "as root run: apt-get update && apt-get install -y chromium" >&2
+        exit 2
+    fi
+    echo "test setup: apt-get install chromium" >&2
+    quietly "apt-get update" "${as_root[@]}" apt-get update -q
+    quietly "apt-get install chromium" "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q chromium
+    if ! command -v chromium > /dev/null; then
+        echo "test setup: chromium is still missing after apt-get install" >&2
+        exit 2
+    fi
+fi
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
