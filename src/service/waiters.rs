@@ -4,11 +4,22 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
-#[derive(Default)]
 pub struct Waiters {
     by_action: Mutex<HashMap<String, Arc<Notify>>>,
+    /// How many Actions have a waiter, published on every change, so an
+    /// observer (the tests) can await a held long poll instead of polling.
+    held: watch::Sender<usize>,
+}
+
+impl Default for Waiters {
+    fn default() -> Self {
+        Self {
+            by_action: Mutex::default(),
+            held: watch::Sender::new(0),
+        }
+    }
 }
 
 /// Interest in one Action; dropping it cleans up the entry when it was the last.
@@ -22,6 +33,7 @@ impl Waiters {
     pub fn subscribe(&self, action_id: &str) -> Subscription<'_> {
         let mut map = self.by_action.lock().unwrap_or_else(|p| p.into_inner());
         let notify = map.entry(action_id.to_owned()).or_default().clone();
+        self.held.send_replace(map.len());
         Subscription {
             waiters: self,
             action_id: action_id.to_owned(),
@@ -44,6 +56,11 @@ impl Waiters {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Watches [`Waiters::len`]: the receiver sees each new count.
+    pub fn held(&self) -> watch::Receiver<usize> {
+        self.held.subscribe()
+    }
 }
 
 impl Subscription<'_> {
@@ -64,6 +81,7 @@ impl Drop for Subscription<'_> {
         // Two references left (the map's and ours) means nobody else is waiting.
         if Arc::strong_count(&self.notify) <= 2 {
             map.remove(&self.action_id);
+            self.waiters.held.send_replace(map.len());
         }
     }
 }

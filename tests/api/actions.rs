@@ -1,7 +1,7 @@
 //! The Action lifecycle through the API.
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, two_options};
 
@@ -490,4 +490,263 @@ async fn on_expire_resolve_closes_the_action_with_a_system_receipt() {
         d["receipt"]["payload"]["decided_by"],
         json!({"type": "system", "id": null})
     );
+}
+
+/// A two-option body with `extra` fields merged in.
+fn with(extra: Value) -> Value {
+    let mut b = two_options("x");
+    b.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    b
+}
+
+#[tokio::test]
+async fn create_validation_codes() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let refuse = |body: Value, status: u16, code: &'static str| {
+        let source = &source;
+        async move { source.post_err("/v1/actions", body, status, code).await }
+    };
+    let e = refuse(
+        with(json!({"callback_url": "http://hooks.example.com/x"})),
+        400,
+        "INVALID_CALLBACK_URL",
+    )
+    .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "callback_url");
+    refuse(
+        with(json!({"callback_url": "https://10.0.0.8/hook"})),
+        400,
+        "INVALID_CALLBACK_URL",
+    )
+    .await;
+    refuse(
+        with(json!({"open_url": "javascript:alert(1)"})),
+        400,
+        "INVALID_OPEN_URL",
+    )
+    .await;
+    refuse(
+        with(json!({"expires_at": "2001-01-01T00:00:00Z"})),
+        400,
+        "INVALID_EXPIRATION",
+    )
+    .await;
+    refuse(
+        with(json!({"expires_at": "tomorrow"})),
+        400,
+        "INVALID_EXPIRATION",
+    )
+    .await;
+
+    // Several problems at once: all listed, each with its field.
+    let e = refuse(json!({"title": "", "options": [{"label": "a"}, {"label": "a"}], "priority": "now", "extra": 1}), 422, "VALIDATION_ERROR").await;
+    assert_eq!(e["details"]["errors"][0]["field"], "extra");
+    let e = refuse(
+        json!({"title": "", "options": [{"label": "a"}, {"label": "a"}]}),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    let fields: Vec<&str> = e["details"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["title", "options[1].id"]);
+    let e = refuse(
+        json!({"title": "x", "options": [{"label": 3}]}),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "options[0].label");
+    refuse(
+        json!({"title": "neither options nor interaction"}),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+
+    // Limits of SPEC §8.
+    let big = "x".repeat(33 * 1024);
+    let e = refuse(
+        with(json!({"metadata": {"blob": big}})),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "metadata");
+    let controls: Vec<_> = (0..13).map(|i| json!({"key": format!("c{i}"), "label": "L", "kind": "link", "url": "https://x.example.com"})).collect();
+    refuse(with(json!({"controls": controls})), 422, "VALIDATION_ERROR").await;
+    let mutating: Vec<_> = (0..4)
+        .map(
+            |i| json!({"key": format!("m{i}"), "label": "L", "kind": "callback", "mutating": true}),
+        )
+        .collect();
+    let e = refuse(
+        with(json!({"controls": mutating, "callback_url": "https://hooks.example.com/x"})),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    assert!(e["message"].as_str().unwrap().contains("mutating"), "{e}");
+    let reviewers: Vec<_> = (0..16).map(|i| format!("r{i}@example.com")).collect();
+    refuse(
+        with(json!({"visibility": "restricted", "reviewer_emails": reviewers})),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    refuse(
+        with(json!({"context_request_mode": "callback"})),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+
+    // Over 256 KB: 413 before anything is parsed.
+    let huge = json!({"title": "x", "description": "y".repeat(300 * 1024)});
+    refuse(huge.clone(), 413, "ACTION_PAYLOAD_TOO_LARGE").await;
+    let a = app.create_action(two_options("patch me")).await;
+    source
+        .patch_err(
+            &format!("/v1/actions/{}", a["id"].as_str().unwrap()),
+            huge,
+            413,
+            "ACTION_PAYLOAD_TOO_LARGE",
+        )
+        .await;
+
+    // Nothing was written by any of the refused requests.
+    let list: Value = app.admin().get("/v1/me/actions?status=all", 200).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_the_envelope() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let r = source
+        .http()
+        .post(source.url("/v1/actions"))
+        .bearer_auth(source.token())
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(body["error"]["details"]["errors"][0]["field"], "body");
+    source
+        .post_err("/v1/actions", json!([1, 2]), 422, "VALIDATION_ERROR")
+        .await;
+}
+
+#[tokio::test]
+async fn idempotency_codes() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let post = |k: String, body: Value| {
+        let source = &source;
+        async move {
+            source
+                .call(
+                    Method::POST,
+                    "/v1/actions",
+                    Some(&body),
+                    &[("idempotency-key", k.as_str())],
+                )
+                .await
+        }
+    };
+    post("x".repeat(256), two_options("a"))
+        .await
+        .error(400, "INVALID_IDEMPOTENCY_KEY");
+    post("tab\there".into(), two_options("a"))
+        .await
+        .error(400, "INVALID_IDEMPOTENCY_KEY");
+    let first = post("order-1".into(), two_options("a")).await;
+    first.ok(201);
+    // Key order and whitespace do not make a request different.
+    let replay = post(
+        "order-1".into(),
+        json!({"options": two_options("a")["options"], "title": "a"}),
+    )
+    .await;
+    assert_eq!(replay.ok(201)["idempotent_replay"], true);
+    assert_eq!(replay.headers["idempotent-replayed"], "true");
+    assert_eq!(replay.body["data"]["id"], first.body["data"]["id"]);
+    post("order-1".into(), two_options("b"))
+        .await
+        .error(409, "IDEMPOTENCY_KEY_REUSED");
+    // Keys are scoped per environment: the test key may reuse it.
+    let r = app
+        .source_test()
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&two_options("b")),
+            &[("idempotency-key", "order-1")],
+        )
+        .await;
+    assert_eq!(r.ok(201)["data"]["environment"], "test");
+}
+
+#[tokio::test]
+async fn odd_headers_paths_and_numbers_get_precise_errors() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    // A non-ASCII Idempotency-Key is refused, never silently ignored.
+    let r = source
+        .http()
+        .post(source.url("/v1/actions"))
+        .bearer_auth(source.token())
+        .header(
+            "idempotency-key",
+            reqwest::header::HeaderValue::from_bytes("clé-1".as_bytes()).unwrap(),
+        )
+        .body(two_options("x").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "INVALID_IDEMPOTENCY_KEY"
+    );
+    let r = source
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&two_options("x")),
+            &[("x-service-blocking", "maybe")],
+        )
+        .await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "X-Service-Blocking"
+    );
+    // An undecodable path parameter gets the envelope.
+    let admin = app.admin();
+    admin
+        .get_err("/v1/actions/%FF%FE", 422, "VALIDATION_ERROR")
+        .await;
+    // Integers beyond 2^53 would collide in the canonical form: refused.
+    let mut big = two_options("x");
+    big["decision_context"] = json!({"ticket": 9007199254740993u64});
+    let e = source
+        .post_err("/v1/actions", big, 422, "VALIDATION_ERROR")
+        .await;
+    assert_eq!(
+        e["details"]["errors"][0]["field"],
+        "decision_context.ticket"
+    );
+    // Nothing was created.
+    let list: Value = admin.get("/v1/me/actions?status=all", 200).await;
+    assert_eq!(list["data"], json!([]));
 }

@@ -6,81 +6,26 @@
 //! that it may print `{"ask": {...}}` lines: the test waits for what only it
 //! can observe (a long poll held by the server) and answers `ok` on stdin.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, python, two_options};
+use crate::helpers::{Actor, TestApp, python, run_node, two_options};
 
 /// Longest a scenario may run; Chromium starts in about a second here.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(90);
 
-fn node_dir() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node").to_owned()
-}
-
-/// Runs `tests/node/<script>` with `env`; answers its asks; returns its result.
+/// Runs `tests/node/<script>` with `env`; answers its asks; returns its result
+/// once it reports success with no CSP violation and no script error.
 async fn run_script(app: &TestApp, script: &str, env: &[(&str, String)]) -> Value {
-    let mut cmd = Command::new("node");
-    cmd.arg(format!("{}/{script}", node_dir()))
-        .current_dir(node_dir())
-        .env("BASE_URL", &app.base)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .spawn()
-        .expect("node is needed for the browser tests (see .ci/run)");
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let errors = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
-    let deadline = tokio::time::Instant::now() + SCRIPT_LIMIT;
-    let mut last = String::new();
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(line)) => {
-                let parsed: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-                if let Some(n) = parsed["ask"]["polls_held"].as_u64() {
-                    app.until_polls_held(n as usize).await;
-                    writeln!(stdin, "ok").unwrap();
-                } else {
-                    last = line;
-                }
-            }
-            Ok(None) => break,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "{script} ran longer than {SCRIPT_LIMIT:?}; stderr:\n{}",
-                    errors.join().unwrap_or_default()
-                );
-            }
-        }
-    }
-    let status = child.wait().unwrap();
-    let stderr = errors.join().unwrap_or_default();
-    let result: Value = serde_json::from_str(&last)
-        .unwrap_or_else(|_| panic!("{script} exited {status} without a result; stderr:\n{stderr}"));
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("BASE_URL", &app.base));
+    let result = run_node(script, &env, SCRIPT_LIMIT, Some(app)).await;
     assert_eq!(
         result["ok"],
         true,
-        "{script} failed: {}\nstderr:\n{stderr}",
+        "{script} failed: {}",
         result["error"].as_str().unwrap_or_default()
     );
     assert_eq!(
@@ -97,9 +42,7 @@ async fn run_script(app: &TestApp, script: &str, env: &[(&str, String)]) -> Valu
 }
 
 async fn signin_link(app: &TestApp) -> String {
-    hds::service::signin::create_link(&app.state.services, "admin@example.com")
-        .await
-        .unwrap()
+    app.signin_link("admin@example.com").await
 }
 
 #[tokio::test]
@@ -274,27 +217,8 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
 
 /// A cookie session as a browser without JavaScript gets it: the link's
 /// confirmation page, then its form.
-async fn form_session(app: &TestApp) -> reqwest::Client {
-    let client = crate::helpers::client_builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let link = signin_link(app).await;
-    assert_eq!(
-        client.get(&link).send().await.unwrap().status(),
-        StatusCode::OK
-    );
-    let r = client
-        .post(&link)
-        .header("origin", &app.base)
-        .form(&[("next", "/app")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert_eq!(r.headers()["location"], "/app");
-    client
+async fn form_session(app: &TestApp) -> Actor {
+    app.browser(app.admin().person()).await
 }
 
 /// The page's form token, as a browser would submit it.
@@ -303,33 +227,14 @@ fn csrf_of(html: &str) -> String {
     html[at..].split('"').next().unwrap().to_owned()
 }
 
-async fn page(client: &reqwest::Client, url: &str) -> String {
-    let r = client.get(url).send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::OK, "{url}");
-    r.text().await.unwrap()
-}
-
-async fn post_form(
-    client: &reqwest::Client,
-    url: &str,
-    origin: Option<&str>,
-    form: &[(&str, &str)],
-) -> reqwest::Response {
-    let mut req = client.post(url).form(form);
-    if let Some(o) = origin {
-        req = req.header("origin", o);
-    }
-    req.send().await.unwrap()
-}
-
 #[tokio::test]
 async fn a_plain_form_post_decides_without_javascript() {
     let app = TestApp::spawn().await;
     let client = form_session(&app).await;
     let a = app.create_action(two_options("Ship it")).await;
     let id = a["id"].as_str().unwrap();
-    let url = format!("{}/app/actions/{id}", app.base);
-    let html = page(&client, &url).await;
+    let url = format!("/app/actions/{id}");
+    let html = client.page(&url).await;
     let version = a["action_version"].to_string();
     let fields = [
         ("_csrf", csrf_of(&html)),
@@ -340,7 +245,9 @@ async fn a_plain_form_post_decides_without_javascript() {
     ];
     let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
-    let r = post_form(&client, &format!("{url}/decide"), Some(&app.base), &fields).await;
+    let r = client
+        .post_form(&format!("{url}/decide"), Some(&app.base), &fields)
+        .await;
 
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
@@ -353,11 +260,12 @@ async fn a_plain_form_post_decides_without_javascript() {
     assert_eq!(now.body["data"]["status"], "resolved");
     assert_eq!(now.body["data"]["resolution_option_id"], "approve");
     assert_eq!(now.body["data"]["resolution_reason"], "looks right");
-    let after = page(&client, &format!("{url}?done=decided")).await;
+    let after = client.page(&format!("{url}?done=decided")).await;
     assert!(after.contains("Signature verified by this server"));
     // The receipt downloads as a file that `hds verify-receipt` accepts.
     let receipt = client
-        .get(format!("{url}/receipt.json"))
+        .http()
+        .get(client.url(&format!("{url}/receipt.json")))
         .send()
         .await
         .unwrap();
@@ -375,8 +283,8 @@ async fn form_posts_without_the_token_or_from_another_origin_are_refused_and_dec
     let client = form_session(&app).await;
     let a = app.create_action(two_options("Ship it")).await;
     let id = a["id"].as_str().unwrap();
-    let url = format!("{}/app/actions/{id}", app.base);
-    let token = csrf_of(&page(&client, &url).await);
+    let url = format!("/app/actions/{id}");
+    let token = csrf_of(&client.page(&url).await);
     let version = a["action_version"].to_string();
     let fp = a["fingerprint"].as_str().unwrap();
     let decide = format!("{url}/decide");
@@ -387,27 +295,29 @@ async fn form_posts_without_the_token_or_from_another_origin_are_refused_and_dec
     ];
 
     // No token.
-    let r = post_form(&client, &decide, Some(&app.base), &binding).await;
+    let r = client.post_form(&decide, Some(&app.base), &binding).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert!(r.text().await.unwrap().contains("CSRF_FAILED"));
     // A wrong token.
     let mut wrong = binding.to_vec();
     wrong.push(("_csrf", "not-the-token"));
-    let r = post_form(&client, &decide, Some(&app.base), &wrong).await;
+    let r = client.post_form(&decide, Some(&app.base), &wrong).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // The right token, sent by another site.
     let mut right = binding.to_vec();
     right.push(("_csrf", token.as_str()));
-    let r = post_form(&client, &decide, Some("https://evil.example"), &right).await;
+    let r = client
+        .post_form(&decide, Some("https://evil.example"), &right)
+        .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // Sign-out is a form too.
-    let r = post_form(
-        &client,
-        &format!("{}/app/signout", app.base),
-        Some("https://evil.example"),
-        &[("_csrf", token.as_str())],
-    )
-    .await;
+    let r = client
+        .post_form(
+            "/app/signout",
+            Some("https://evil.example"),
+            &[("_csrf", token.as_str())],
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
 
     let now = app
@@ -415,7 +325,7 @@ async fn form_posts_without_the_token_or_from_another_origin_are_refused_and_dec
         .await;
     assert_eq!(now.body["data"]["status"], "open");
     // The session still works, and the same form from our origin decides.
-    let r = post_form(&client, &decide, Some(&app.base), &right).await;
+    let r = client.post_form(&decide, Some(&app.base), &right).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
 }
 

@@ -2,9 +2,13 @@
 //! calls that assert the status and decode the body in one line.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 use hds::domain::access::Role;
+use reqwest::header::{LOCATION, SET_COOKIE};
 use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 pub struct TestApp {
@@ -14,10 +18,14 @@ pub struct TestApp {
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
     pub creds: Value,
+    /// Numbers the e-mails of the people a test adds.
+    people: AtomicUsize,
 }
 
 /// One HTTP answer: status, headers and JSON body (Null when empty).
 pub struct Resp {
+    /// The request, as `METHOD /path`, for failure messages.
+    pub what: String,
     pub status: StatusCode,
     pub headers: reqwest::header::HeaderMap,
     pub body: Value,
@@ -27,8 +35,12 @@ impl Resp {
     /// Asserts the error envelope and its code; returns the error object.
     #[track_caller]
     pub fn error(&self, status: u16, code: &str) -> &Value {
-        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
-        assert_eq!(self.body["error"]["code"], code, "body: {}", self.body);
+        assert_eq!(self.status.as_u16(), status, "{}: {}", self.what, self.body);
+        assert_eq!(
+            self.body["error"]["code"], code,
+            "{}: {}",
+            self.what, self.body
+        );
         assert!(
             self.body["error"]["message"]
                 .as_str()
@@ -40,8 +52,48 @@ impl Resp {
     }
     #[track_caller]
     pub fn ok(&self, status: u16) -> &Value {
-        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.status.as_u16(), status, "{}: {}", self.what, self.body);
         &self.body
+    }
+}
+
+/// Sends one request; reads the answer as JSON (Null when empty, a string
+/// when not JSON).
+async fn request(
+    http: &reqwest::Client,
+    method: Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+    headers: &[(&str, &str)],
+) -> Resp {
+    let what = format!("{method} {url}");
+    let mut req = http.request(method, url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status();
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    Resp {
+        what,
+        status,
+        headers,
+        body,
     }
 }
 
@@ -79,6 +131,7 @@ impl TestApp {
             http: crate::helpers::client_builder().build().unwrap(),
             dir,
             creds,
+            people: AtomicUsize::new(1),
         }
     }
 
@@ -95,6 +148,7 @@ impl TestApp {
         self.creds["user_token"].as_str().unwrap().to_owned()
     }
 
+    /// One request with any credential (or none); prefer the actors.
     pub async fn call(
         &self,
         method: Method,
@@ -103,32 +157,8 @@ impl TestApp {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> Resp {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status();
-        let headers = r.headers().clone();
-        let text = r.text().await.unwrap();
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        Resp {
-            status,
-            headers,
-            body,
-        }
+        let url = format!("{}{path}", self.base);
+        request(&self.http, method, &url, token, body, headers).await
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Resp {
@@ -191,42 +221,374 @@ impl TestApp {
         hds::domain::time::format(self.state.services.clock.now())
     }
 
-    /// Waits (bounded) until `n` long polls are held by the server.
+    /// Waits (bounded) until `n` long polls are held by the server: awaits the
+    /// waiters' published count, no polling.
     pub async fn until_polls_held(&self, n: usize) {
-        for _ in 0..2_000 {
-            if self.state.services.waiters.len() >= n {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        let mut held = self.state.services.waiters.held();
+        let waited = tokio::time::timeout(Duration::from_secs(5), held.wait_for(|h| *h >= n)).await;
+        assert!(
+            matches!(waited, Ok(Ok(_))),
+            "{n} long poll(s) were never held"
+        );
+    }
+}
+
+/// Someone the tests act as.
+#[derive(Clone, Debug)]
+pub struct Person {
+    pub id: String,
+    pub email: String,
+}
+
+/// A client that holds one credential and speaks for one actor: typed calls
+/// assert the status and decode the body in one line.
+pub struct Actor {
+    base: String,
+    http: reqwest::Client,
+    token: Option<String>,
+    /// Cookie sessions send it, with our origin, on every unsafe method.
+    csrf: Option<String>,
+    /// Who this is; None for a Source key or no credential at all.
+    pub person: Option<Person>,
+    /// The `service_session=…` pair, for a cookie session.
+    pub cookie: Option<String>,
+}
+
+impl TestApp {
+    fn actor(&self, token: Option<String>, person: Option<Person>) -> Actor {
+        Actor {
+            base: self.base.clone(),
+            http: self.http.clone(),
+            token,
+            csrf: None,
+            person,
+            cookie: None,
         }
-        panic!("the long poll was never held");
+    }
+    /// The init Source's live key.
+    pub fn source(&self) -> Actor {
+        self.actor(Some(self.live_key()), None)
+    }
+    /// The init Source's test key.
+    pub fn source_test(&self) -> Actor {
+        self.actor(Some(self.test_key()), None)
+    }
+    /// The init owner, with the token `hds init` printed.
+    pub fn admin(&self) -> Actor {
+        let person = Person {
+            id: self.creds["user_id"].as_str().unwrap().to_owned(),
+            email: "admin@example.com".into(),
+        };
+        self.actor(Some(self.user_token()), Some(person))
+    }
+    /// No credential at all.
+    pub fn anonymous(&self) -> Actor {
+        self.actor(None, None)
+    }
+    /// Any bearer credential, forged or real.
+    pub fn bearer(&self, token: &str) -> Actor {
+        self.actor(Some(token.to_owned()), None)
     }
 
-    /// A user of another workspace, with a token.
-    pub fn outsider(&self) -> String {
-        let conn = hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap();
+    fn next_email(&self, what: &str) -> String {
+        let n = self
+            .people
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{what}{n}@example.com")
+    }
+
+    /// A new person with `role` in the workspace, with their own token. They
+    /// are created the product's way (`hds users link --create-as ROLE`); the
+    /// token is issued in the store, as no route issues API tokens yet.
+    pub fn member(&self, role: Role) -> Actor {
+        let email = self.next_email(role.as_str());
+        let args = hds::cli::users::LinkArgs {
+            email: email.clone(),
+            create_as: Some(role.as_str().to_owned()),
+            dir: hds::cli::DataDir {
+                data_dir: self.data_dir(),
+            },
+            base_url: self.base.clone(),
+        };
+        hds::cli::users::link(&args).unwrap();
+        let conn = self.db();
+        let user = hds::store::users::by_email(&conn, &email).unwrap().unwrap();
+        self.with_token(&conn, Person { id: user.id, email })
+    }
+
+    /// The owner of another workspace, with a token. Straight in the store:
+    /// nothing in the product creates a second workspace yet.
+    pub fn outsider(&self) -> Actor {
+        let conn = self.db();
         let now = self.now();
+        let email = self.next_email("outsider");
         let ws = hds::store::workspaces::create(&conn, "Elsewhere", "team", &now).unwrap();
-        let user = hds::store::users::create(&conn, "mallory@example.com", None, &now).unwrap();
+        let user = hds::store::users::create(&conn, &email, None, &now).unwrap();
         hds::store::workspaces::add_member(&conn, &ws.id, &user.id, Role::Owner, &now).unwrap();
-        hds::store::users::issue_token(&conn, &user.id, "test", None, &now)
-            .unwrap()
-            .0
+        self.with_token(&conn, Person { id: user.id, email })
     }
 
-    /// Adds a workspace member straight in the database (invitations arrive
-    /// with the teams work); returns (user id, user token).
-    pub fn add_member(&self, email: &str, role: &str) -> (String, String) {
-        let now = self.now();
-        let role = Role::parse(role).unwrap();
-        let conn = hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap();
-        let ws = self.creds["workspace_id"].as_str().unwrap();
-        let user = hds::store::users::create(&conn, email, None, &now).unwrap();
-        hds::store::workspaces::add_member(&conn, ws, &user.id, role, &now).unwrap();
-        let (token, _) =
-            hds::store::users::issue_token(&conn, &user.id, "test", None, &now).unwrap();
-        (user.id, token)
+    fn db(&self) -> rusqlite::Connection {
+        hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap()
     }
+
+    fn with_token(&self, conn: &rusqlite::Connection, person: Person) -> Actor {
+        let (token, _) =
+            hds::store::users::issue_token(conn, &person.id, "test", None, &self.now()).unwrap();
+        self.actor(Some(token), Some(person))
+    }
+
+    /// A one-time sign-in link for `email`, as the server makes them.
+    pub async fn signin_link(&self, email: &str) -> String {
+        hds::service::signin::create_link(&self.state.services, email)
+            .await
+            .unwrap()
+    }
+
+    /// `who` in a browser: a cookie session opened through a one-time link.
+    pub async fn browser(&self, who: &Person) -> Actor {
+        let link = self.signin_link(&who.email).await;
+        self.sign_in_with_link(&link).await
+    }
+
+    /// Signs in through a one-time link the way a browser does (confirmation
+    /// page, then its form POST); returns the cookie session, holding its
+    /// jar and CSRF token.
+    pub async fn sign_in_with_link(&self, link: &str) -> Actor {
+        let http = browser_client();
+        let page = http.get(link).send().await.unwrap();
+        assert_eq!(page.status(), 200, "{link}");
+        let html = page.text().await.unwrap();
+        assert!(
+            html.contains("<form"),
+            "confirmation page has a form: {html}"
+        );
+        let done = http
+            .post(link)
+            .header("origin", &self.base)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(done.status(), 303, "{:?}", done.text().await);
+        assert_eq!(done.headers()[LOCATION], "/app");
+        let cookie = done
+            .headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.starts_with("service_session="))
+            .expect("a service_session cookie");
+        assert!(cookie.contains("HttpOnly"), "{cookie}");
+        assert!(cookie.contains("SameSite=Lax"), "{cookie}");
+        // http base URL: Secure would stop the browser from sending it back.
+        assert!(!cookie.contains("Secure"), "{cookie}");
+        let mut actor = Actor {
+            base: self.base.clone(),
+            http,
+            token: None,
+            csrf: None,
+            person: None,
+            cookie: Some(cookie.split(';').next().unwrap().to_owned()),
+        };
+        let s: Value = actor.get("/v1/auth/session", 200).await;
+        assert_eq!(s["data"]["auth"], "cookie", "{s}");
+        let user = &s["data"]["user"];
+        actor.person = Some(Person {
+            id: user["id"].as_str().unwrap().to_owned(),
+            email: user["email"].as_str().unwrap().to_owned(),
+        });
+        actor.csrf = Some(s["data"]["csrf_token"].as_str().unwrap().to_owned());
+        actor
+    }
+}
+
+impl Actor {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+    /// The bearer credential (panics for a cookie session).
+    pub fn token(&self) -> &str {
+        self.token.as_deref().expect("a bearer credential")
+    }
+    /// The session's CSRF token (panics for a bearer client).
+    pub fn csrf(&self) -> &str {
+        self.csrf.as_deref().expect("a cookie session")
+    }
+    /// The underlying client (a cookie session's jar included), for requests
+    /// the typed calls do not make: forms, forged headers, raw bodies.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+    pub fn person(&self) -> &Person {
+        self.person.as_ref().expect("a person")
+    }
+
+    /// One request with this actor's credential; a cookie session adds its
+    /// origin and CSRF token to unsafe methods.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
+        let mut extra: Vec<(&str, &str)> = Vec::new();
+        if let Some(csrf) = &self.csrf
+            && method != Method::GET
+        {
+            extra.push(("origin", &self.base));
+            extra.push(("x-csrf-token", csrf));
+        }
+        extra.extend_from_slice(headers);
+        request(
+            &self.http,
+            method,
+            &self.url(path),
+            self.token.as_deref(),
+            body,
+            &extra,
+        )
+        .await
+    }
+
+    pub async fn get<T: DeserializeOwned>(&self, path: &str, status: u16) -> T {
+        decode(&self.call(Method::GET, path, None, &[]).await, status)
+    }
+    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: Value, status: u16) -> T {
+        decode(
+            &self.call(Method::POST, path, Some(&body), &[]).await,
+            status,
+        )
+    }
+    pub async fn patch<T: DeserializeOwned>(&self, path: &str, body: Value, status: u16) -> T {
+        decode(
+            &self.call(Method::PATCH, path, Some(&body), &[]).await,
+            status,
+        )
+    }
+    pub async fn delete<T: DeserializeOwned>(&self, path: &str, status: u16) -> T {
+        decode(&self.call(Method::DELETE, path, None, &[]).await, status)
+    }
+
+    /// Asserts the error envelope with `code`; returns the error object.
+    pub async fn get_err(&self, path: &str, status: u16, code: &str) -> Value {
+        let r = self.call(Method::GET, path, None, &[]).await;
+        r.error(status, code).clone()
+    }
+    pub async fn post_err(&self, path: &str, body: Value, status: u16, code: &str) -> Value {
+        let r = self.call(Method::POST, path, Some(&body), &[]).await;
+        r.error(status, code).clone()
+    }
+    pub async fn patch_err(&self, path: &str, body: Value, status: u16, code: &str) -> Value {
+        let r = self.call(Method::PATCH, path, Some(&body), &[]).await;
+        r.error(status, code).clone()
+    }
+
+    /// A dashboard page's HTML; asserts 200.
+    pub async fn page(&self, path: &str) -> String {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        r.text().await.unwrap()
+    }
+
+    /// A form post as a browser sends it, from `origin` when given.
+    pub async fn post_form(
+        &self,
+        path: &str,
+        origin: Option<&str>,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self.http.post(self.url(path)).form(form);
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        req.send().await.unwrap()
+    }
+}
+
+/// Asserts `status` and decodes the whole body as `T`.
+fn decode<T: DeserializeOwned>(r: &Resp, status: u16) -> T {
+    serde_json::from_value(r.ok(status).clone())
+        .unwrap_or_else(|e| panic!("{}: undecodable body {}: {e}", r.what, r.body))
+}
+
+/// A browser-like client: keeps cookies, does not follow redirects.
+pub fn browser_client() -> reqwest::Client {
+    client_builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Runs `tests/node/<script>` with `env` to completion within `limit`; answers
+/// its `{"ask": {"polls_held": n}}` lines once `app` holds that many long
+/// polls; returns the JSON of its last other stdout line. Its stderr is shown
+/// when it fails.
+pub async fn run_node(
+    script: &str,
+    env: &[(&str, &str)],
+    limit: Duration,
+    app: Option<&TestApp>,
+) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node");
+    let mut child = Command::new("node")
+        .arg(format!("{dir}/{script}"))
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node is needed for the browser tests (see .ci/run)");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let errors = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut last = String::new();
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(line)) => {
+                let parsed: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if let Some(n) = parsed["ask"]["polls_held"].as_u64() {
+                    app.expect("a script that asks needs the app")
+                        .until_polls_held(n as usize)
+                        .await;
+                    writeln!(stdin, "ok").unwrap();
+                } else {
+                    last = line;
+                }
+            }
+            Ok(None) => break,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{script} ran longer than {limit:?}; stderr:\n{}",
+                    errors.join().unwrap_or_default()
+                );
+            }
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let stderr = errors.join().unwrap_or_default();
+    assert!(status.success(), "{script} failed:\n{stderr}\n{last}");
+    serde_json::from_str(&last)
+        .unwrap_or_else(|e| panic!("{script} printed {last:?}: {e}\n{stderr}"))
 }
 
 /// A two-option Action body.

@@ -5,7 +5,7 @@
 mod actions;
 mod browser;
 mod concurrency;
-mod errors;
+mod decisions;
 mod expiry;
 mod helpers;
 mod inbox;

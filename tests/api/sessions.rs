@@ -5,51 +5,9 @@ use reqwest::Method;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, two_options};
+use crate::helpers::{TestApp, browser_client, two_options};
 
-/// A browser-like client: keeps cookies, does not follow redirects.
-fn browser() -> reqwest::Client {
-    crate::helpers::client_builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// Signs in through a one-time link the way a browser does (confirmation
-/// page, then its POST); returns the `service_session` cookie pair.
-async fn sign_in_with_link(app: &TestApp, client: &reqwest::Client, link: &str) -> String {
-    let page = client.get(link).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
-    assert!(
-        html.contains("<form"),
-        "confirmation page has a form: {html}"
-    );
-    let done = client
-        .post(link)
-        .header("origin", &app.base)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(done.status(), 303, "{:?}", done.text().await);
-    assert_eq!(done.headers()[LOCATION], "/app");
-    let cookie = done
-        .headers()
-        .get_all(SET_COOKIE)
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .find(|c| c.starts_with("service_session="))
-        .expect("a service_session cookie");
-    assert!(cookie.contains("HttpOnly"), "{cookie}");
-    assert!(cookie.contains("SameSite=Lax"), "{cookie}");
-    // http base URL: Secure would stop the browser from sending it back.
-    assert!(!cookie.contains("Secure"), "{cookie}");
-    cookie.split(';').next().unwrap().to_owned()
-}
-
+/// The caller's session as `client` sees it: (status, body).
 async fn session_of(app: &TestApp, client: &reqwest::Client) -> (u16, Value) {
     let r = client
         .get(format!("{}/v1/auth/session", app.base))
@@ -89,11 +47,11 @@ async fn sign_in_methods_list_the_configured_providers_and_links() {
 #[tokio::test]
 async fn a_bearer_session_reads_itself_and_logout_revokes_it() {
     let app = TestApp::spawn().await;
-    let token = app.user_token();
+    let admin = app.admin();
     app.create_action(two_options("Ship it?")).await;
 
-    let s = app.get("/v1/auth/session", &token).await;
-    let d = &s.ok(200)["data"];
+    let s: Value = admin.get("/v1/auth/session", 200).await;
+    let d = &s["data"];
     assert_eq!(d["auth"], "bearer");
     assert_eq!(d["kind"], "api");
     assert_eq!(d["user"]["email"], "admin@example.com");
@@ -103,38 +61,34 @@ async fn a_bearer_session_reads_itself_and_logout_revokes_it() {
         "bearer callers need no CSRF token"
     );
 
-    let b = app.get("/v1/bootstrap", &token).await;
-    let b = &b.ok(200)["data"];
+    let b: Value = admin.get("/v1/bootstrap", 200).await;
+    let b = &b["data"];
     assert_eq!(b["user"]["email"], "admin@example.com");
     assert_eq!(b["inbox_counts"]["open"], 1);
     assert_eq!(b["active_workspace"]["id"], app.creds["workspace_id"]);
     assert_eq!(b["signin_methods"][0]["id"], "link");
 
-    let out = app.post("/v1/auth/logout", &token, json!({})).await;
-    assert_eq!(out.ok(200)["data"]["revoked"], true);
-    app.get("/v1/me/actions", &token)
-        .await
-        .error(401, "INVALID_API_KEY");
-    app.get("/v1/auth/session", &token)
-        .await
-        .error(401, "INVALID_API_KEY");
+    let out: Value = admin.post("/v1/auth/logout", json!({}), 200).await;
+    assert_eq!(out["data"]["revoked"], true);
+    admin
+        .get_err("/v1/me/actions", 401, "INVALID_API_KEY")
+        .await;
+    admin
+        .get_err("/v1/auth/session", 401, "INVALID_API_KEY")
+        .await;
 }
 
 #[tokio::test]
 async fn a_one_time_link_opens_a_cookie_session_once() {
     let app = TestApp::spawn().await;
-    let link = hds::service::signin::create_link(&app.state.services, "admin@example.com")
-        .await
-        .unwrap();
+    let link = app.signin_link("admin@example.com").await;
     assert!(
         link.starts_with(&format!("{}/app/signin/link/", app.base)),
         "{link}"
     );
-    let client = browser();
-    sign_in_with_link(&app, &client, &link).await;
+    let browser = app.sign_in_with_link(&link).await;
 
-    let (status, s) = session_of(&app, &client).await;
-    assert_eq!(status, 200, "{s}");
+    let s: Value = browser.get("/v1/auth/session", 200).await;
     assert_eq!(s["data"]["auth"], "cookie");
     assert_eq!(s["data"]["kind"], "session");
     assert_eq!(s["data"]["method"], "link");
@@ -145,15 +99,10 @@ async fn a_one_time_link_opens_a_cookie_session_once() {
             .is_some_and(|t| t.len() >= 32)
     );
     // Cookie sessions read every user route, the inbox included.
-    let inbox = client
-        .get(format!("{}/v1/me/actions", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(inbox.status(), 200);
+    let _: Value = browser.get("/v1/me/actions", 200).await;
 
     // The link is spent: a second browser cannot use it.
-    let other = browser();
+    let other = browser_client();
     let again = other
         .post(&link)
         .header("origin", &app.base)
@@ -177,13 +126,9 @@ async fn a_one_time_link_opens_a_cookie_session_once() {
 #[tokio::test]
 async fn logout_ends_the_cookie_and_needs_the_csrf_token() {
     let app = TestApp::spawn().await;
-    let link = hds::service::signin::create_link(&app.state.services, "admin@example.com")
-        .await
-        .unwrap();
-    let client = browser();
-    let cookie = sign_in_with_link(&app, &client, &link).await;
-    let (_, s) = session_of(&app, &client).await;
-    let csrf = s["data"]["csrf_token"].as_str().unwrap().to_owned();
+    let browser = app.browser(app.admin().person()).await;
+    let (client, cookie) = (browser.http(), browser.cookie.clone().unwrap());
+    let csrf = browser.csrf().to_owned();
     let logout = |headers: Vec<(&'static str, String)>| {
         let mut req = client.post(format!("{}/v1/auth/logout", app.base));
         for (k, v) in headers {
@@ -204,13 +149,13 @@ async fn logout_ends_the_cookie_and_needs_the_csrf_token() {
     .await
     .unwrap();
     assert_eq!(r.status(), 403);
-    assert_eq!(session_of(&app, &client).await.0, 200);
+    assert_eq!(session_of(&app, client).await.0, 200);
 
     let r = logout(vec![("origin", app.base.clone()), ("x-csrf-token", csrf)])
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(session_of(&app, &client).await.0, 401);
+    assert_eq!(session_of(&app, client).await.0, 401);
     // A copy of the old cookie (kept by an attacker, say) is dead too.
     let replay = crate::helpers::client_builder()
         .build()
@@ -230,13 +175,9 @@ async fn a_cookie_post_from_another_origin_decides_nothing() {
         .create_action(two_options("Rotate the database password?"))
         .await;
     let id = action["id"].as_str().unwrap();
-    let link = hds::service::signin::create_link(&app.state.services, "admin@example.com")
-        .await
-        .unwrap();
-    let client = browser();
-    sign_in_with_link(&app, &client, &link).await;
-    let (_, s) = session_of(&app, &client).await;
-    let csrf = s["data"]["csrf_token"].as_str().unwrap().to_owned();
+    let admin = app.admin();
+    let browser = app.browser(admin.person()).await;
+    let (client, csrf) = (browser.http(), browser.csrf().to_owned());
     let body = json!({
         "action_version": action["action_version"],
         "fingerprint": action["fingerprint"],
@@ -263,17 +204,13 @@ async fn a_cookie_post_from_another_origin_decides_nothing() {
     // Same origin without the session's token.
     let r = decide(&app.base, "same-origin", "forged").await.unwrap();
     assert_eq!(r.status(), 403);
-    let still = app
-        .get(&format!("/v1/actions/{id}"), &app.user_token())
-        .await;
-    assert_eq!(still.ok(200)["data"]["status"], "open");
+    let still: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(still["data"]["status"], "open");
 
     let r = decide(&app.base, "same-origin", &csrf).await.unwrap();
     assert_eq!(r.status(), 200);
-    let done = app
-        .get(&format!("/v1/actions/{id}"), &app.user_token())
-        .await;
-    assert_eq!(done.ok(200)["data"]["status"], "resolved");
+    let done: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(done["data"]["status"], "resolved");
 }
 
 #[tokio::test]
@@ -291,9 +228,8 @@ async fn users_link_works_while_the_server_runs_and_can_add_a_reviewer() {
     assert!(err.to_string().contains("--create-as"), "{err}");
 
     let link = hds::cli::users::link(&args("rita@example.com", Some("reviewer"))).unwrap();
-    let client = browser();
-    sign_in_with_link(&app, &client, &link).await;
-    let (_, s) = session_of(&app, &client).await;
+    let rita = app.sign_in_with_link(&link).await;
+    let s: Value = rita.get("/v1/auth/session", 200).await;
     assert_eq!(s["data"]["user"]["email"], "rita@example.com");
     assert_eq!(s["data"]["user"]["workspaces"][0]["role"], "reviewer");
 }
@@ -305,15 +241,14 @@ async fn init_prints_a_working_signin_link() {
     let url = app.creds["signin_url"].as_str().unwrap();
     let path = url.strip_prefix("http://127.0.0.1:8080").unwrap();
     assert!(path.starts_with("/app/signin/link/"), "{url}");
-    let client = browser();
-    sign_in_with_link(&app, &client, &format!("{}{path}", app.base)).await;
-    assert_eq!(session_of(&app, &client).await.0, 200);
+    let browser = app.sign_in_with_link(&format!("{}{path}", app.base)).await;
+    let _: Value = browser.get("/v1/auth/session", 200).await;
 }
 
 #[tokio::test]
 async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     let app = TestApp::spawn().await;
-    let r = browser()
+    let r = browser_client()
         .get(format!("{}/app/signin", app.base))
         .send()
         .await
@@ -335,7 +270,7 @@ async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     assert_eq!(h["x-frame-options"], "DENY");
 
     // Signed out, a page sends the browser to sign in and back.
-    let r = browser()
+    let r = browser_client()
         .get(format!("{}/app/sources", app.base))
         .send()
         .await
@@ -343,7 +278,7 @@ async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     assert_eq!(r.status(), 303);
     assert_eq!(r.headers()[LOCATION], "/app/signin?next=%2Fapp%2Fsources");
 
-    let r = browser()
+    let r = browser_client()
         .get(format!("{}/", app.base))
         .header("accept", "text/html,application/xhtml+xml")
         .send()
@@ -355,4 +290,44 @@ async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     let j = app.call(Method::GET, "/", None, None, &[]).await;
     assert_eq!(j.ok(200)["name"], "hds");
     assert_eq!(j.headers["referrer-policy"], "no-referrer");
+}
+
+#[tokio::test]
+async fn auth_codes_and_boundaries() {
+    let app = TestApp::spawn().await;
+    let nobody = app.anonymous();
+    nobody
+        .post_err("/v1/actions", two_options("x"), 401, "AUTH_REQUIRED")
+        .await;
+    nobody.get_err("/v1/me/actions", 401, "AUTH_REQUIRED").await;
+    for forged in ["svc_live_notakey", "something-else"] {
+        app.bearer(forged)
+            .post_err("/v1/actions", two_options("x"), 401, "INVALID_API_KEY")
+            .await;
+    }
+    // A credential of one boundary is refused on the other.
+    let e = app
+        .admin()
+        .post_err("/v1/actions", two_options("x"), 401, "INVALID_API_KEY")
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("Source key"), "{e}");
+    let source = app.source();
+    let e = source
+        .get_err("/v1/me/actions", 401, "INVALID_API_KEY")
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("user token"), "{e}");
+    let a = app.create_action(two_options("x")).await;
+    let decision =
+        json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"});
+    source
+        .post_err(
+            &format!("/v1/actions/{}/decision", a["id"].as_str().unwrap()),
+            decision,
+            401,
+            "INVALID_API_KEY",
+        )
+        .await;
+    app.bearer("svc_usr_unknown")
+        .get_err("/v1/me/actions", 401, "INVALID_API_KEY")
+        .await;
 }

@@ -10,8 +10,8 @@ use hds::config::ProviderKind;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::TestApp;
-use idp::{Idp, browser, location, provider, run_node};
+use crate::helpers::{TestApp, browser_client as browser, run_node};
+use idp::{Idp, location, provider};
 
 /// What Chromium sends when it navigates.
 const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -341,7 +341,13 @@ async fn chromium_signs_in_through_the_provider_and_evil_next_is_refused() {
         ("PROVIDER_LABEL", "op"),
         ("LOGIN", "admin"),
     ];
-    let out = run_node("browser-oidc.mjs", &env, std::time::Duration::from_secs(90)).await;
+    let out = run_node(
+        "browser-oidc.mjs",
+        &env,
+        std::time::Duration::from_secs(90),
+        None,
+    )
+    .await;
     assert_eq!(out["landed"], format!("{}/app", app.base), "{out}");
     assert_eq!(out["session_status"], 200, "{out}");
     assert_eq!(out["email"], "admin@example.com", "{out}");

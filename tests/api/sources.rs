@@ -1,7 +1,8 @@
 //! Sources (SPEC §4.8) and Source scoping of Actions.
 
+use hds::domain::access::Role;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, two_options};
 
@@ -83,18 +84,24 @@ async fn source_lifecycle_create_read_update_rotate_revoke() {
     let list = app.get("/v1/sources", &user).await;
     assert_eq!(list.ok(200)["data"].as_array().unwrap().len(), 2);
 
-    let upd = app
+    let admin = app.admin();
+    let upd: Value = admin
         .patch(
             &format!("/v1/sources/{id}"),
-            &user,
             json!({"name": "deploy-bot-2", "description": null}),
+            200,
         )
         .await;
-    assert_eq!(upd.ok(200)["data"]["name"], "deploy-bot-2");
-    assert_eq!(upd.body["data"]["description"], serde_json::Value::Null);
-    app.patch(&format!("/v1/sources/{id}"), &user, json!({"name": ""}))
-        .await
-        .error(422, "VALIDATION_ERROR");
+    assert_eq!(upd["data"]["name"], "deploy-bot-2");
+    assert_eq!(upd["data"]["description"], Value::Null);
+    admin
+        .patch_err(
+            &format!("/v1/sources/{id}"),
+            json!({"name": ""}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
 
     // Rotation: the old key stops working with the response that shows the new one.
     let a = app
@@ -125,17 +132,8 @@ async fn source_lifecycle_create_read_update_rotate_revoke() {
     .ok(200);
 
     // Revoke: keys fail with SOURCE_REVOKED; Actions and history stay readable.
-    let del = app
-        .call(
-            Method::DELETE,
-            &format!("/v1/sources/{id}"),
-            Some(&user),
-            None,
-            &[],
-        )
-        .await;
-    assert_eq!(del.status.as_u16(), 204);
-    assert_eq!(del.body, serde_json::Value::Null);
+    let del: Value = admin.delete(&format!("/v1/sources/{id}"), 204).await;
+    assert_eq!(del, Value::Null);
     app.post("/v1/actions", &new_live, two_options("x"))
         .await
         .error(401, "SOURCE_REVOKED");
@@ -190,44 +188,30 @@ async fn members_of_other_workspaces_and_viewers_cannot_decide() {
     let app = TestApp::spawn().await;
     let a = app.create_action(two_options("Ours")).await;
     let id = a["id"].as_str().unwrap();
+    let (action, decision) = (
+        format!("/v1/actions/{id}"),
+        format!("/v1/actions/{id}/decision"),
+    );
     let outsider = app.outsider();
-    app.get(&format!("/v1/actions/{id}"), &outsider)
-        .await
-        .error(404, "ACTION_NOT_FOUND");
+    outsider.get_err(&action, 404, "ACTION_NOT_FOUND").await;
     let binding =
         json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"});
-    app.post(
-        &format!("/v1/actions/{id}/decision"),
-        &outsider,
-        binding.clone(),
-    )
-    .await
-    .error(404, "ACTION_NOT_FOUND");
-    assert_eq!(
-        app.get("/v1/me/actions", &outsider).await.ok(200)["data"],
-        json!([])
-    );
-    app.get("/v1/sources", &outsider).await.ok(200);
-    app.get(
-        &format!("/v1/sources/{}", app.creds["source_id"].as_str().unwrap()),
-        &outsider,
-    )
-    .await
-    .error(404, "SOURCE_NOT_FOUND");
-    let (_, viewer) = app.add_member("viewer@example.com", "viewer");
-    app.get(&format!("/v1/actions/{id}"), &viewer).await.ok(200);
-    app.post(&format!("/v1/actions/{id}/decision"), &viewer, binding)
-        .await
-        .error(403, "FORBIDDEN");
-    app.post("/v1/sources", &viewer, json!({"name": "x"}))
-        .await
-        .error(403, "FORBIDDEN");
-    assert_eq!(
-        app.get(&format!("/v1/actions/{id}"), &app.user_token())
-            .await
-            .body["data"]["status"],
-        "open"
-    );
+    outsider
+        .post_err(&decision, binding.clone(), 404, "ACTION_NOT_FOUND")
+        .await;
+    let inbox: Value = outsider.get("/v1/me/actions", 200).await;
+    assert_eq!(inbox["data"], json!([]));
+    let _: Value = outsider.get("/v1/sources", 200).await;
+    let source = format!("/v1/sources/{}", app.creds["source_id"].as_str().unwrap());
+    outsider.get_err(&source, 404, "SOURCE_NOT_FOUND").await;
+    let viewer = app.member(Role::Viewer);
+    let _: Value = viewer.get(&action, 200).await;
+    viewer.post_err(&decision, binding, 403, "FORBIDDEN").await;
+    viewer
+        .post_err("/v1/sources", json!({"name": "x"}), 403, "FORBIDDEN")
+        .await;
+    let still: Value = app.admin().get(&action, 200).await;
+    assert_eq!(still["data"]["status"], "open");
 }
 
 #[tokio::test]

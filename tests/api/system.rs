@@ -144,3 +144,28 @@ async fn openapi_covers_every_route() {
     );
     assert_eq!(doc.body["info"]["version"], "0.1.7");
 }
+
+#[tokio::test]
+async fn rate_limit_answers_429_with_retry_after() {
+    let app = TestApp::spawn_with(|c| c.rate_limit = 1).await;
+    let source = app.source();
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        let r = source
+            .call(Method::GET, "/v1/source/actions/act_missing", None, &[])
+            .await;
+        codes.push(r.status.as_u16());
+        if r.status.as_u16() == 429 {
+            r.error(429, "RATE_LIMITED");
+            assert!(
+                r.headers["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+                    >= 1
+            );
+        }
+    }
+    assert_eq!(codes, [404, 404, 429, 429]);
+}

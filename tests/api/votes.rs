@@ -1,62 +1,62 @@
 //! Approval policies: listed reviewers vote; the quorum resolves with a receipt.
 
+use hds::domain::access::Role;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, two_options};
 
-fn vote(a: &serde_json::Value, v: &str) -> serde_json::Value {
+fn vote(a: &Value, v: &str) -> Value {
     json!({"vote": v, "action_version": a["action_version"], "fingerprint": a["fingerprint"]})
+}
+
+fn votes_of(a: &Value) -> String {
+    format!("/v1/actions/{}/votes", a["id"].as_str().unwrap())
 }
 
 #[tokio::test]
 async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_votes() {
     let app = TestApp::spawn().await;
-    let (bob, bob_token) = app.add_member("bob@example.com", "reviewer");
-    let (_, carol_token) = app.add_member("carol@example.com", "reviewer");
+    let (admin, bob, carol) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
     let mut body = two_options("Drop the staging database");
     body["visibility"] = json!("restricted");
-    body["reviewer_user_ids"] = json!([app.creds["user_id"], bob]);
+    body["reviewer_user_ids"] = json!([admin.person().id, bob.person().id]);
     body["approval_policy"] = json!({"required_approvals": 2});
     let a = app.create_action(body).await;
-    let path = format!("/v1/actions/{}/votes", a["id"].as_str().unwrap());
+    let path = votes_of(&a);
 
-    let first = app
-        .post(&path, &app.user_token(), vote(&a, "approve"))
-        .await;
-    assert_eq!(first.ok(200)["data"]["status"], "open");
+    let first: Value = admin.post(&path, vote(&a, "approve"), 200).await;
+    assert_eq!(first["data"]["status"], "open");
     assert_eq!(
-        first.body["tally"],
+        first["tally"],
         json!({"approvals": 1, "rejections": 0, "required_approvals": 2, "reject_threshold": 1})
     );
-    let again = app
+    let again = admin
         .call(
             Method::POST,
             &path,
-            Some(&app.user_token()),
             Some(&vote(&a, "approve")),
             &[("idempotency-key", "v1")],
         )
         .await;
     assert_eq!(again.ok(200)["idempotent_replay"], true);
     assert_eq!(again.headers["idempotent-replayed"], "true");
-    app.post(&path, &app.user_token(), vote(&a, "reject"))
-        .await
-        .error(409, "VOTE_ALREADY_CAST");
+    admin
+        .post_err(&path, vote(&a, "reject"), 409, "VOTE_ALREADY_CAST")
+        .await;
     // Not listed: the restricted Action is invisible to Carol.
-    app.post(&path, &carol_token, vote(&a, "approve"))
-        .await
-        .error(404, "ACTION_NOT_FOUND");
-    app.post(
-        &path,
-        &bob_token,
-        json!({"vote": "maybe", "action_version": 1, "fingerprint": a["fingerprint"]}),
-    )
-    .await
-    .error(422, "VALIDATION_ERROR");
+    carol
+        .post_err(&path, vote(&a, "approve"), 404, "ACTION_NOT_FOUND")
+        .await;
+    let maybe = json!({"vote": "maybe", "action_version": 1, "fingerprint": a["fingerprint"]});
+    bob.post_err(&path, maybe, 422, "VALIDATION_ERROR").await;
 
-    let done = app.post(&path, &bob_token, vote(&a, "approve")).await;
-    let d = done.ok(200)["data"].clone();
+    let done: Value = bob.post(&path, vote(&a, "approve"), 200).await;
+    let d = &done["data"];
     assert_eq!(d["status"], "resolved");
     assert_eq!(d["resolution_option_id"], "approve");
     assert_eq!(
@@ -65,14 +65,12 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
     );
     let votes = d["receipt"]["payload"]["decision"]["votes"]
         .as_array()
-        .unwrap()
-        .clone();
+        .unwrap();
     assert_eq!(votes.len(), 2);
     // Admins see restricted Actions, but only listed reviewers vote.
-    let (_, dave_token) = app.add_member("dave@example.com", "admin");
-    app.post(&path, &dave_token, vote(&a, "approve"))
-        .await
-        .error(403, "FORBIDDEN");
+    app.member(Role::Admin)
+        .post_err(&path, vote(&a, "approve"), 403, "FORBIDDEN")
+        .await;
 }
 
 #[tokio::test]
@@ -82,29 +80,27 @@ async fn one_rejection_resolves_a_boolean_action_as_false() {
         .create_action(json!({"title": "Grant prod access", "interaction": {"type": "boolean"}, "visibility": "restricted",
             "reviewer_emails": ["admin@example.com"], "approval_policy": {"required_approvals": 1}}))
         .await;
-    let r = app
-        .post(
-            &format!("/v1/actions/{}/votes", a["id"].as_str().unwrap()),
-            &app.user_token(),
-            vote(&a, "reject"),
-        )
+    let r: Value = app
+        .admin()
+        .post(&votes_of(&a), vote(&a, "reject"), 200)
         .await;
-    let d = &r.ok(200)["data"];
-    assert_eq!(d["status"], "resolved");
-    assert_eq!(d["response"], json!({"value": false}));
+    assert_eq!(r["data"]["status"], "resolved");
+    assert_eq!(r["data"]["response"], json!({"value": false}));
 }
 
 #[tokio::test]
 async fn votes_need_a_policy_and_the_current_binding() {
     let app = TestApp::spawn().await;
+    let admin = app.admin();
     let plain = app.create_action(two_options("No policy")).await;
-    app.post(
-        &format!("/v1/actions/{}/votes", plain["id"].as_str().unwrap()),
-        &app.user_token(),
-        vote(&plain, "approve"),
-    )
-    .await
-    .error(422, "VALIDATION_ERROR");
+    admin
+        .post_err(
+            &votes_of(&plain),
+            vote(&plain, "approve"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
     let mut body = two_options("Policy");
     body["visibility"] = json!("restricted");
     body["reviewer_emails"] = json!(["admin@example.com"]);
@@ -112,11 +108,30 @@ async fn votes_need_a_policy_and_the_current_binding() {
     let a = app.create_action(body).await;
     let mut stale = vote(&a, "approve");
     stale["action_version"] = json!(7);
-    app.post(
-        &format!("/v1/actions/{}/votes", a["id"].as_str().unwrap()),
-        &app.user_token(),
-        stale,
-    )
-    .await
-    .error(409, "ACTION_CHANGED");
+    admin
+        .post_err(&votes_of(&a), stale, 409, "ACTION_CHANGED")
+        .await;
+}
+
+#[tokio::test]
+async fn approval_policy_requires_votes() {
+    let app = TestApp::spawn().await;
+    let mut body = two_options("Drop the staging database");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([app.creds["user_id"]]);
+    body["approval_policy"] = json!({"required_approvals": 1});
+    let a = app.create_action(body).await;
+    assert_eq!(
+        a["approval_policy"],
+        json!({"required_approvals": 1, "allow_self_approval": false})
+    );
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .error(409, "APPROVAL_VOTE_REQUIRED");
+    // A policy on a non-restricted Action is refused.
+    let mut bad = two_options("x");
+    bad["approval_policy"] = json!({"required_approvals": 1});
+    app.source()
+        .post_err("/v1/actions", bad, 422, "VALIDATION_ERROR")
+        .await;
 }

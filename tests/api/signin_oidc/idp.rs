@@ -6,7 +6,6 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use hds::config::{ProviderConfig, ProviderKind};
-use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 
 /// A node issuer, killed when dropped (also when a test fails).
@@ -141,16 +140,6 @@ pub fn tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// A browser: cookie jar on, redirects followed by hand.
-pub fn browser() -> reqwest::Client {
-    tls();
-    crate::helpers::client_builder()
-        .cookie_store(true)
-        .redirect(Policy::none())
-        .build()
-        .unwrap()
-}
-
 pub fn location(r: &reqwest::Response, base: &str) -> String {
     let loc = r
         .headers()
@@ -163,39 +152,4 @@ pub fn location(r: &reqwest::Response, base: &str) -> String {
         .join(loc)
         .unwrap()
         .to_string()
-}
-
-/// Runs `tests/node/<script>` to completion within `limit`; returns the JSON
-/// of its last stdout line. Its stderr is shown when it fails.
-pub async fn run_node(script: &str, env: &[(&str, &str)], limit: Duration) -> Value {
-    use std::io::Read;
-    let mut child = Command::new("node")
-        .arg(format!("tests/node/{script}"))
-        .envs(env.iter().copied())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node is needed for the browser tests");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let stdout = tokio::task::spawn_blocking(move || {
-        let mut s = String::new();
-        out.read_to_string(&mut s).map(|_| s)
-    });
-    let stderr = tokio::task::spawn_blocking(move || {
-        let mut s = String::new();
-        err.read_to_string(&mut s).map(|_| s)
-    });
-    let Ok(stdout) = tokio::time::timeout(limit, stdout).await else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("{script} did not finish within {limit:?}");
-    };
-    let status = child.wait().unwrap();
-    let (stdout, stderr) = (stdout.unwrap().unwrap(), stderr.await.unwrap().unwrap());
-    assert!(status.success(), "{script} failed:\n{stderr}\n{stdout}");
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("{script} printed {last:?}: {e}\n{stderr}"))
 }
