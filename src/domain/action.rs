@@ -3,7 +3,7 @@
 
 use crate::domain::access::Visibility;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 pub use crate::domain::validate::{ValidationContext, validate_spec};
@@ -542,23 +542,28 @@ impl From<&ActionRecord> for ActionOut {
     }
 }
 
-impl ActionRecord {
-    /// The Action as the API shows it (SPEC §2.1).
-    pub fn to_json(&self) -> Value {
-        let s = &self.spec;
-        let r = self.resolution.as_ref();
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The hand-written `json!` that `ActionOut` replaced, kept as the reference
+    /// the typed shape must match key for key.
+    fn to_json(a: &ActionRecord) -> Value {
+        let s = &a.spec;
+        let r = a.resolution.as_ref();
         json!({
-            "id": self.id,
+            "id": a.id,
             "object": "action",
-            "status": self.status.as_str(),
-            "environment": self.environment.as_str(),
-            "workspace_id": self.workspace_id,
-            "source_id": self.source_id,
+            "status": a.status.as_str(),
+            "environment": a.environment.as_str(),
+            "workspace_id": a.workspace_id,
+            "source_id": a.source_id,
             "title": s.title,
             "description": s.description,
             "priority": s.priority.as_str(),
-            "action_version": self.action_version,
-            "fingerprint": self.fingerprint,
+            "action_version": a.action_version,
+            "fingerprint": a.fingerprint,
             "options": s.options,
             "interaction": s.interaction,
             "context": s.context,
@@ -582,20 +587,15 @@ impl ActionRecord {
             "resolution_reason": r.and_then(|r| r.reason.clone()),
             "resolved_by": r.map(|r| &r.decided_by),
             "resolved_at": r.map(|r| &r.decided_at),
-            "receipt": self.receipt,
-            "outcome": self.outcome,
-            "snoozed_until": self.snoozed_until,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "closed_at": self.closed_at,
+            "receipt": a.receipt,
+            "outcome": a.outcome,
+            "snoozed_until": a.snoozed_until,
+            "created_at": a.created_at,
+            "updated_at": a.updated_at,
+            "closed_at": a.closed_at,
             "expires_at": s.expires_at,
         })
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     fn rich() -> ActionRecord {
         let spec: ActionSpec = serde_json::from_value(json!({
@@ -643,7 +643,7 @@ mod tests {
         let a = rich();
         assert_eq!(
             serde_json::to_value(ActionOut::from(&a)).unwrap(),
-            a.to_json()
+            to_json(&a)
         );
         let bare = ActionRecord {
             spec: ActionSpec {
@@ -660,7 +660,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_value(ActionOut::from(&bare)).unwrap(),
-            bare.to_json()
+            to_json(&bare)
         );
     }
 }
