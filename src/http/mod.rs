@@ -11,13 +11,14 @@ pub mod rate_limit;
 pub mod session;
 pub mod ui;
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 use tracing::Instrument;
 use utoipa::OpenApi;
@@ -26,11 +27,10 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
-use api::{actions, me, session as auth_session, sources, system};
+use api::{actions, auth as signin, me, session as auth_session, sources, system};
 
 /// Builds the router and the OpenAPI document from the same table.
-pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let _ = state;
+pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         // system (SPEC §4.1)
         .routes(routes!(system::index))
@@ -62,17 +62,24 @@ pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(auth_session::get_session))
         .routes(routes!(auth_session::logout))
         .routes(routes!(auth_session::bootstrap))
-        .merge(api::auth::router())
+        // Browser sign-in redirects (303) and the native token exchange.
+        .routes(routes!(signin::start_signin))
+        .routes(routes!(signin::finish_signin, signin::finish_signin_form))
+        .routes(routes!(signin::native_challenge))
+        .routes(routes!(signin::native_signin))
+        .routes(routes!(signin::apple_code_signin))
         .split_for_parts()
 }
 
-/// Wraps the routes with the shared middleware and fallbacks.
-pub fn finish(router: Router<AppState>, state: AppState) -> Router {
+/// Wraps the routes with the shared middleware and fallbacks; the OpenAPI
+/// document built with them is served from an `Extension`.
+pub fn finish(router: Router<AppState>, doc: utoipa::openapi::OpenApi, state: AppState) -> Router {
     router
         // The dashboard: HTML pages, not part of the OpenAPI document.
         .merge(ui::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(Extension(Arc::new(doc)))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY))
         // A panicking handler answers 500 in the envelope instead of dropping the connection.
         .layer(CatchPanicLayer::custom(|_| {

@@ -10,8 +10,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use tower_sessions::Session;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error, FieldError, Result};
@@ -25,15 +23,6 @@ use crate::service::signin::SignedIn;
 /// to /v1/auth/ and short-lived; SameSite=None on https so Apple's cross-site
 /// form POST still carries it.
 const BINDING_COOKIE: &str = "hds_oidc_binding";
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(start_signin))
-        .routes(routes!(finish_signin, finish_signin_form))
-        .routes(routes!(native_challenge))
-        .routes(routes!(native_signin))
-        .routes(routes!(apple_code_signin))
-}
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct StartParams {

@@ -1,11 +1,14 @@
 //! System routes (SPEC §4.1): service index, liveness, readiness, receipt keys,
 //! the public guide and the OpenAPI document.
 
-use axum::Json;
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use sha2::{Digest, Sha256};
+use utoipa::openapi::OpenApi;
 
 use crate::app::AppState;
 use crate::domain::receipt;
@@ -113,6 +116,6 @@ pub async fn docs() -> Json<Guide> {
 
 /// This API's OpenAPI 3.1 document, generated from the route table.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "system", responses((status = 200, description = "OpenAPI document", body = Object)))]
-pub async fn openapi(State(st): State<AppState>) -> Json<serde_json::Value> {
-    Json((*st.openapi).clone())
+pub async fn openapi(Extension(doc): Extension<Arc<OpenApi>>) -> Response {
+    Json(doc.as_ref()).into_response()
 }
