@@ -144,7 +144,8 @@ pub struct FieldError {
     /// JSON path of the field, e.g. `options[1].label`.
     pub field: String,
     /// The error code this problem maps to (VALIDATION_ERROR or a specific one).
-    pub code: &'static str,
+    #[serde(serialize_with = "code_as_str")]
+    pub code: Code,
     pub message: String,
 }
 
@@ -155,7 +156,7 @@ impl FieldError {
     pub fn with_code(field: impl Into<String>, code: Code, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
-            code: code.as_str(),
+            code,
             message: message.into(),
         }
     }
@@ -203,14 +204,9 @@ impl Error {
     /// such code with status 400; otherwise VALIDATION_ERROR (422). Every problem
     /// is listed in `details.errors` either way.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        let specific = errors
-            .iter()
-            .find(|e| e.code != Code::ValidationError.as_str());
+        let specific = errors.iter().find(|e| e.code != Code::ValidationError);
         let (code, message) = match specific {
-            Some(e) => (
-                code_from_str(e.code).unwrap_or(Code::ValidationError),
-                e.message.clone(),
-            ),
+            Some(e) => (e.code, e.message.clone()),
             None if errors.len() == 1 => (Code::ValidationError, errors[0].message.clone()),
             None => (
                 Code::ValidationError,
@@ -249,20 +245,9 @@ impl std::ops::Deref for Error {
     }
 }
 
-fn code_from_str(s: &str) -> Option<Code> {
-    use Code::*;
-    [
-        InvalidCallbackUrl,
-        InvalidExpiration,
-        InvalidOpenUrl,
-        InvalidResponse,
-        OptionNotFound,
-        ResponseRequired,
-        ResponseTypeMismatch,
-        InvalidIdempotencyKey,
-    ]
-    .into_iter()
-    .find(|c| c.as_str() == s)
+/// Codes go on the wire as their stable names.
+fn code_as_str<S: serde::Serializer>(code: &Code, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(code.as_str())
 }
 
 impl std::fmt::Display for Error {
