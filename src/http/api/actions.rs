@@ -133,7 +133,7 @@ pub async fn patch_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     ApiPath(id): ApiPath<String>,
-    ActionJson(body): ActionJson,
+    ApiJson(body): ActionJson,
 ) -> Result<Json<Envelope<ActionOut>>> {
     let a = actions::patch(&st.services, src, id, body).await?;
     Ok(Json(Envelope::fresh(ActionOut::from(&a))))
