@@ -1,11 +1,10 @@
 //! The one error type of hds: stable codes (SPEC §7), and the single place that
-//! turns a code into an HTTP status and the JSON envelope
-//! `{ "error": { "code", "message", "details" } }`.
+//! turns a code into an HTTP status. `http::error` renders it as the JSON
+//! envelope `{ "error": { "code", "message", "details" } }`.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// Stable error codes. The names are the contract with clients; never rename one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,6 +237,20 @@ impl Error {
     }
 }
 
+impl Error {
+    /// Takes the error apart, for the one place that renders it (`http::error`).
+    pub(crate) fn into_inner(self) -> ErrorInner {
+        *self.0
+    }
+}
+
+impl ErrorInner {
+    /// The internal cause, logged and never shown to the client.
+    pub(crate) fn cause(&self) -> Option<&anyhow::Error> {
+        self.cause.as_ref()
+    }
+}
+
 impl std::ops::Deref for Error {
     type Target = ErrorInner;
     fn deref(&self) -> &ErrorInner {
@@ -276,34 +289,5 @@ impl From<anyhow::Error> for Error {
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Self::internal(e)
-    }
-}
-
-impl IntoResponse for Error {
-    fn into_response(self) -> Response {
-        let ErrorInner {
-            code,
-            message,
-            details,
-            retry_after,
-            cause,
-        } = *self.0;
-        if let Some(cause) = &cause {
-            // Logged once, here, with the cause chain; the client sees an opaque 500.
-            tracing::error!(
-                error.code = code.as_str(),
-                error.cause = format!("{cause:#}"),
-                "request failed"
-            );
-        }
-        let body =
-            json!({ "error": { "code": code.as_str(), "message": message, "details": details } });
-        let mut resp = (code.status(), axum::Json(body)).into_response();
-        if let Some(secs) = retry_after
-            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-        {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        resp
     }
 }

@@ -5,6 +5,7 @@
 pub mod api;
 pub mod auth;
 pub mod docs;
+pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod rate_limit;
