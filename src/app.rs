@@ -19,7 +19,6 @@ use crate::store::Db;
 pub struct AppState {
     pub services: Services,
     pub limiter: Arc<Limiter>,
-    pub openapi: Arc<serde_json::Value>,
 }
 
 /// Opens (or initialises) the data dir and starts the background workers.
@@ -48,21 +47,13 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
     crate::workers::spawn(services.clone());
     tokio::spawn(prune_limiter(limiter.clone()));
-    let state = AppState {
-        services,
-        limiter,
-        openapi: Arc::new(serde_json::Value::Null),
-    };
-    let (_, doc) = crate::http::routes(state.clone());
-    Ok(AppState {
-        openapi: Arc::new(serde_json::to_value(doc)?),
-        ..state
-    })
+    Ok(AppState { services, limiter })
 }
 
+/// The whole service: the route table with its OpenAPI document, built once.
 pub fn build_router(state: AppState) -> Router {
-    let (router, _) = crate::http::routes(state.clone());
-    crate::http::finish(router, state)
+    let (router, doc) = crate::http::routes();
+    crate::http::finish(router, doc, state)
 }
 
 /// Serves until `shutdown` resolves; in-flight requests finish first.

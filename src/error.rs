@@ -1,11 +1,10 @@
-//! The one error type of hds: stable codes (SPEC §7), and the single place that
-//! turns a code into an HTTP status and the JSON envelope
-//! `{ "error": { "code", "message", "details" } }`.
+//! The one error type of hds: stable codes (guide: "Every error code"), and the single place that
+//! turns a code into an HTTP status. `http::error` renders it as the JSON
+//! envelope `{ "error": { "code", "message", "details" } }`.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// Stable error codes. The names are the contract with clients; never rename one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +143,8 @@ pub struct FieldError {
     /// JSON path of the field, e.g. `options[1].label`.
     pub field: String,
     /// The error code this problem maps to (VALIDATION_ERROR or a specific one).
-    pub code: &'static str,
+    #[serde(serialize_with = "code_as_str")]
+    pub code: Code,
     pub message: String,
 }
 
@@ -155,7 +155,7 @@ impl FieldError {
     pub fn with_code(field: impl Into<String>, code: Code, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
-            code: code.as_str(),
+            code,
             message: message.into(),
         }
     }
@@ -203,14 +203,9 @@ impl Error {
     /// such code with status 400; otherwise VALIDATION_ERROR (422). Every problem
     /// is listed in `details.errors` either way.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        let specific = errors
-            .iter()
-            .find(|e| e.code != Code::ValidationError.as_str());
+        let specific = errors.iter().find(|e| e.code != Code::ValidationError);
         let (code, message) = match specific {
-            Some(e) => (
-                code_from_str(e.code).unwrap_or(Code::ValidationError),
-                e.message.clone(),
-            ),
+            Some(e) => (e.code, e.message.clone()),
             None if errors.len() == 1 => (Code::ValidationError, errors[0].message.clone()),
             None => (
                 Code::ValidationError,
@@ -242,6 +237,20 @@ impl Error {
     }
 }
 
+impl Error {
+    /// Takes the error apart, for the one place that renders it (`http::error`).
+    pub(crate) fn into_inner(self) -> ErrorInner {
+        *self.0
+    }
+}
+
+impl ErrorInner {
+    /// The internal cause, logged and never shown to the client.
+    pub(crate) fn cause(&self) -> Option<&anyhow::Error> {
+        self.cause.as_ref()
+    }
+}
+
 impl std::ops::Deref for Error {
     type Target = ErrorInner;
     fn deref(&self) -> &ErrorInner {
@@ -249,20 +258,9 @@ impl std::ops::Deref for Error {
     }
 }
 
-fn code_from_str(s: &str) -> Option<Code> {
-    use Code::*;
-    [
-        InvalidCallbackUrl,
-        InvalidExpiration,
-        InvalidOpenUrl,
-        InvalidResponse,
-        OptionNotFound,
-        ResponseRequired,
-        ResponseTypeMismatch,
-        InvalidIdempotencyKey,
-    ]
-    .into_iter()
-    .find(|c| c.as_str() == s)
+/// Codes go on the wire as their stable names.
+fn code_as_str<S: serde::Serializer>(code: &Code, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(code.as_str())
 }
 
 impl std::fmt::Display for Error {
@@ -291,34 +289,5 @@ impl From<anyhow::Error> for Error {
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Self::internal(e)
-    }
-}
-
-impl IntoResponse for Error {
-    fn into_response(self) -> Response {
-        let ErrorInner {
-            code,
-            message,
-            details,
-            retry_after,
-            cause,
-        } = *self.0;
-        if let Some(cause) = &cause {
-            // Logged once, here, with the cause chain; the client sees an opaque 500.
-            tracing::error!(
-                error.code = code.as_str(),
-                error.cause = format!("{cause:#}"),
-                "request failed"
-            );
-        }
-        let body =
-            json!({ "error": { "code": code.as_str(), "message": message, "details": details } });
-        let mut resp = (code.status(), axum::Json(body)).into_response();
-        if let Some(secs) = retry_after
-            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-        {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        resp
     }
 }

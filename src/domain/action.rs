@@ -3,7 +3,7 @@
 
 use crate::domain::access::Visibility;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 pub use crate::domain::validate::{ValidationContext, validate_spec};
@@ -32,7 +32,7 @@ impl Environment {
 }
 
 /// Action status (guide: "Statuses"). Only `open` accepts changes; the others are terminal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Open,
@@ -341,14 +341,14 @@ impl ActionSpec {
 }
 
 /// Who made a change or a decision. Receipts carry it without e-mail addresses.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Actor {
     #[serde(rename = "type")]
     pub kind: ActorKind,
     pub id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ActorKind {
     User,
@@ -430,23 +430,140 @@ pub struct ActionRecord {
     pub closed_at: Option<String>,
 }
 
-impl ActionRecord {
-    /// The Action as the API shows it (guide: "The Action object").
-    pub fn to_json(&self) -> Value {
-        let s = &self.spec;
-        let r = self.resolution.as_ref();
+/// The Action as the API shows it (guide: "The Action object"): every field always present,
+/// `null` when unset. It lives beside the record rather than in
+/// `http::api::wire` because use cases build replies that the idempotency
+/// store keeps and replays (`service::actions::envelope`).
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct ActionOut {
+    pub id: String,
+    /// Always `action`.
+    pub object: &'static str,
+    pub status: Status,
+    pub environment: Environment,
+    pub workspace_id: String,
+    pub source_id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub priority: Priority,
+    pub action_version: i64,
+    pub fingerprint: String,
+    pub options: Option<Vec<ActionOption>>,
+    pub interaction: Option<Interaction>,
+    pub context: Option<Vec<ContextBlock>>,
+    pub controls: Option<Vec<Control>>,
+    pub decision_class: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub decision_context: Option<Value>,
+    pub open_url: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+    pub callback_url: Option<String>,
+    /// `unsupported`, `poll` or `callback`.
+    pub context_request_mode: String,
+    pub on_expire: Option<OnExpire>,
+    pub assignee_email: Option<String>,
+    pub assignee_user_id: Option<String>,
+    /// `workspace` or `restricted`.
+    pub visibility: &'static str,
+    pub reviewer_emails: Option<Vec<String>>,
+    pub reviewer_user_ids: Option<Vec<String>>,
+    pub approval_policy: Option<ApprovalPolicy>,
+    pub dedupe_key: Option<String>,
+    /// The decision's response value, for typed interactions.
+    #[schema(value_type = Option<Object>)]
+    pub response: Option<Value>,
+    pub resolution_option_id: Option<String>,
+    pub resolution_reason: Option<String>,
+    pub resolved_by: Option<Actor>,
+    pub resolved_at: Option<String>,
+    /// The signed decision receipt (guide: "Receipts").
+    #[schema(value_type = Option<Object>)]
+    pub receipt: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub outcome: Option<Value>,
+    pub snoozed_until: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub closed_at: Option<String>,
+    pub expires_at: Option<String>,
+}
+
+impl From<&ActionRecord> for ActionOut {
+    fn from(a: &ActionRecord) -> Self {
+        let s = &a.spec;
+        let r = a.resolution.as_ref();
+        Self {
+            id: a.id.clone(),
+            object: "action",
+            status: a.status,
+            environment: a.environment,
+            workspace_id: a.workspace_id.clone(),
+            source_id: a.source_id.clone(),
+            title: s.title.clone(),
+            description: s.description.clone(),
+            priority: s.priority,
+            action_version: a.action_version,
+            fingerprint: a.fingerprint.clone(),
+            options: s.options.clone(),
+            interaction: s.interaction.clone(),
+            context: s.context.clone(),
+            controls: s.controls.clone(),
+            decision_class: s.decision_class.clone(),
+            decision_context: s.decision_context.clone(),
+            open_url: s.open_url.clone(),
+            metadata: s.metadata.clone(),
+            callback_url: s.callback_url.clone(),
+            context_request_mode: s
+                .context_request_mode
+                .clone()
+                .unwrap_or_else(|| "unsupported".to_owned()),
+            on_expire: s.on_expire.clone(),
+            assignee_email: s.assignee_email.clone(),
+            assignee_user_id: s.assignee_user_id.clone(),
+            visibility: s.visibility().as_str(),
+            reviewer_emails: s.reviewer_emails.clone(),
+            reviewer_user_ids: s.reviewer_user_ids.clone(),
+            approval_policy: s.approval_policy.clone(),
+            dedupe_key: s.dedupe_key.clone(),
+            response: r.and_then(|r| r.response.clone()),
+            resolution_option_id: r.and_then(|r| r.option_id.clone()),
+            resolution_reason: r.and_then(|r| r.reason.clone()),
+            resolved_by: r.map(|r| r.decided_by.clone()),
+            resolved_at: r.map(|r| r.decided_at.clone()),
+            receipt: a.receipt.clone(),
+            outcome: a.outcome.clone(),
+            snoozed_until: a.snoozed_until.clone(),
+            created_at: a.created_at.clone(),
+            updated_at: a.updated_at.clone(),
+            closed_at: a.closed_at.clone(),
+            expires_at: s.expires_at.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The hand-written `json!` that `ActionOut` replaced, kept as the reference
+    /// the typed shape must match key for key.
+    fn to_json(a: &ActionRecord) -> Value {
+        let s = &a.spec;
+        let r = a.resolution.as_ref();
         json!({
-            "id": self.id,
+            "id": a.id,
             "object": "action",
-            "status": self.status.as_str(),
-            "environment": self.environment.as_str(),
-            "workspace_id": self.workspace_id,
-            "source_id": self.source_id,
+            "status": a.status.as_str(),
+            "environment": a.environment.as_str(),
+            "workspace_id": a.workspace_id,
+            "source_id": a.source_id,
             "title": s.title,
             "description": s.description,
             "priority": s.priority.as_str(),
-            "action_version": self.action_version,
-            "fingerprint": self.fingerprint,
+            "action_version": a.action_version,
+            "fingerprint": a.fingerprint,
             "options": s.options,
             "interaction": s.interaction,
             "context": s.context,
@@ -470,13 +587,80 @@ impl ActionRecord {
             "resolution_reason": r.and_then(|r| r.reason.clone()),
             "resolved_by": r.map(|r| &r.decided_by),
             "resolved_at": r.map(|r| &r.decided_at),
-            "receipt": self.receipt,
-            "outcome": self.outcome,
-            "snoozed_until": self.snoozed_until,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "closed_at": self.closed_at,
+            "receipt": a.receipt,
+            "outcome": a.outcome,
+            "snoozed_until": a.snoozed_until,
+            "created_at": a.created_at,
+            "updated_at": a.updated_at,
+            "closed_at": a.closed_at,
             "expires_at": s.expires_at,
         })
+    }
+
+    fn rich() -> ActionRecord {
+        let spec: ActionSpec = serde_json::from_value(json!({
+            "title": "Deploy", "description": "to prod", "priority": "high",
+            "options": [{"id": "yes", "label": "Yes", "style": "primary", "sort_order": 0}],
+            "open_url": "https://example.com/x", "expires_at": "2030-01-01T00:00:00.000Z",
+            "on_expire": {"action": "resolve", "option_id": "yes"},
+            "controls": [{"key": "k", "label": "L", "kind": "link", "url": "https://e.com"}],
+            "context": [{"type": "text", "text": "t"}, {"type": "kv", "items": [{"key": "a", "value": "b"}]}],
+            "decision_class": "deploy", "decision_context": {"n": 1}, "metadata": {"m": [1, 2]},
+            "callback_url": "https://e.com/cb", "context_request_mode": "poll",
+            "assignee_email": "a@e.com", "visibility": "restricted",
+            "reviewer_emails": ["r@e.com"], "reviewer_user_ids": ["usr_1"],
+            "approval_policy": {"required_approvals": 2}, "dedupe_key": "d"
+        }))
+        .unwrap();
+        ActionRecord {
+            id: "act_1".into(),
+            workspace_id: "wks_1".into(),
+            source_id: "src_1".into(),
+            environment: Environment::Test,
+            status: Status::Resolved,
+            action_version: 3,
+            fingerprint: "sha256:ab".into(),
+            spec,
+            resolution: Some(Resolution {
+                option_id: Some("yes".into()),
+                response: Some(json!({"value": true})),
+                reason: Some("ok".into()),
+                decided_by: Actor::user("usr_1"),
+                decided_at: "2026-01-01T00:00:00.000Z".into(),
+                votes: None,
+            }),
+            receipt: Some(json!({"id": "rcp_1", "jws": "x"})),
+            outcome: Some(json!({"status": "success"})),
+            snoozed_until: Some("2026-02-01T00:00:00.000Z".into()),
+            created_at: "2025-12-31T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            closed_at: Some("2026-01-01T00:00:00.000Z".into()),
+        }
+    }
+
+    #[test]
+    fn action_out_serialises_exactly_as_to_json() {
+        let a = rich();
+        assert_eq!(
+            serde_json::to_value(ActionOut::from(&a)).unwrap(),
+            to_json(&a)
+        );
+        let bare = ActionRecord {
+            spec: ActionSpec {
+                title: "t".into(),
+                ..Default::default()
+            },
+            resolution: None,
+            receipt: None,
+            outcome: None,
+            snoozed_until: None,
+            closed_at: None,
+            status: Status::Open,
+            ..a
+        };
+        assert_eq!(
+            serde_json::to_value(ActionOut::from(&bare)).unwrap(),
+            to_json(&bare)
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Authentication at the edge (SPEC §5): a handler's extractor states who may
+//! Authentication at the edge (guide: "Authentication"): a handler's extractor states who may
 //! call it. Source keys and user tokens are separate boundaries; a credential of
 //! one is refused on the other.
 

@@ -1,11 +1,11 @@
 //! The public guide served at GET /v1/docs: `docs/guide.md`, embedded at build
 //! time and split into sections at each `## ` heading.
 
-use serde_json::{Value, json};
+use crate::http::api::wire::system::{Guide, GuideSection};
 
 const GUIDE: &str = include_str!("../../docs/guide.md");
 
-pub fn guide() -> Value {
+pub fn guide() -> Guide {
     let mut title = "hds guide";
     let mut sections = Vec::new();
     let mut current: Option<(String, String)> = None;
@@ -32,12 +32,19 @@ pub fn guide() -> Value {
         }
     }
     sections.extend(current);
-    json!({
-        "title": title,
-        "api_version": crate::API_VERSION,
-        "format": "markdown",
-        "sections": sections.into_iter().map(|(t, body)| json!({ "id": slug(&t), "title": t, "markdown": body.trim() })).collect::<Vec<_>>(),
-    })
+    Guide {
+        title: title.to_owned(),
+        api_version: crate::API_VERSION,
+        format: "markdown",
+        sections: sections
+            .into_iter()
+            .map(|(t, body)| GuideSection {
+                id: slug(&t),
+                markdown: body.trim().to_owned(),
+                title: t,
+            })
+            .collect(),
+    }
 }
 
 fn slug(t: &str) -> String {
@@ -54,10 +61,7 @@ mod tests {
     #[test]
     fn headings_inside_code_fences_are_not_sections() {
         let g = super::guide();
-        assert_eq!(g["title"], "hds guide");
-        assert!(g["sections"].as_array().is_some_and(|s| {
-            s.iter()
-                .all(|s| !s["title"].as_str().unwrap_or("").starts_with('#'))
-        }));
+        assert_eq!(g.title, "hds guide");
+        assert!(g.sections.iter().all(|s| !s.title.starts_with('#')));
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::error::{Code, Error, FieldError};
 
-/// Largest request body of any route (SPEC §8: Action create/patch).
+/// Largest request body of any route (guide: "Limits": Action create/patch).
 pub const MAX_BODY: usize = 256 * 1024;
 
 fn too_large(rej: BytesRejection, action: bool) -> Error {
@@ -51,29 +51,22 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
 }
 
 /// A JSON body deserialised into `T`; malformed or mistyped bodies give
-/// VALIDATION_ERROR naming the field.
-pub struct ApiJson<T>(pub T);
+/// VALIDATION_ERROR naming the field. Over 256 KB gives 413
+/// PAYLOAD_TOO_LARGE, or ACTION_PAYLOAD_TOO_LARGE with `ACTION = true`
+/// (Action create and patch; guide: "Limits").
+pub struct ApiJson<T, const ACTION: bool = false>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+/// The raw JSON body of Action patch.
+pub type ActionJson = ApiJson<Value, true>;
+
+impl<S: Send + Sync, T: DeserializeOwned, const ACTION: bool> FromRequest<S>
+    for ApiJson<T, ACTION>
+{
     type Rejection = Error;
     async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
         let bytes = Bytes::from_request(req, state)
             .await
-            .map_err(|r| too_large(r, false))?;
-        Ok(Self(parse(&bytes)?))
-    }
-}
-
-/// The raw JSON body of Action create and patch; over 256 KB gives 413
-/// ACTION_PAYLOAD_TOO_LARGE.
-pub struct ActionJson(pub Value);
-
-impl<S: Send + Sync> FromRequest<S> for ActionJson {
-    type Rejection = Error;
-    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|r| too_large(r, true))?;
+            .map_err(|r| too_large(r, ACTION))?;
         Ok(Self(parse(&bytes)?))
     }
 }

@@ -5,19 +5,21 @@
 pub mod api;
 pub mod auth;
 pub mod docs;
+pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod rate_limit;
 pub mod session;
 pub mod ui;
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 use tracing::Instrument;
 use utoipa::OpenApi;
@@ -26,20 +28,19 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
-use api::{actions, me, session as auth_session, sources, system};
+use api::{actions, auth as signin, me, session as auth_session, sources, system};
 
 /// Builds the router and the OpenAPI document from the same table.
-pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let _ = state;
+pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
-        // system (SPEC §4.1)
+        // system (guide: "Endpoints")
         .routes(routes!(system::index))
         .routes(routes!(system::health))
         .routes(routes!(system::ready))
         .routes(routes!(system::receipt_keys))
         .routes(routes!(system::docs))
         .routes(routes!(system::openapi))
-        // actions (SPEC §4.6)
+        // actions (guide: "Endpoints")
         .routes(routes!(actions::create_action))
         .routes(routes!(actions::get_source_action))
         .routes(routes!(actions::get_action, actions::patch_action))
@@ -49,7 +50,7 @@ pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(actions::cancel_action))
         .routes(routes!(actions::report_outcome))
         .routes(routes!(me::list_my_actions))
-        // sources (SPEC §4.8)
+        // sources (guide: "GET /v1/sources and GET /v1/sources/{source_id}")
         .routes(routes!(sources::list_sources, sources::create_source))
         .routes(routes!(
             sources::get_source,
@@ -57,22 +58,29 @@ pub fn routes(state: AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
             sources::revoke_source
         ))
         .routes(routes!(sources::rotate_source_keys))
-        // sign-in and session (SPEC §4.2), bootstrap (§4.5)
+        // sign-in and session (guide: "Sign-in and sessions"), bootstrap
         .routes(routes!(auth_session::list_providers))
         .routes(routes!(auth_session::get_session))
         .routes(routes!(auth_session::logout))
         .routes(routes!(auth_session::bootstrap))
-        .merge(api::auth::router())
+        // Browser sign-in redirects (303) and the native token exchange.
+        .routes(routes!(signin::start_signin))
+        .routes(routes!(signin::finish_signin, signin::finish_signin_form))
+        .routes(routes!(signin::native_challenge))
+        .routes(routes!(signin::native_signin))
+        .routes(routes!(signin::apple_code_signin))
         .split_for_parts()
 }
 
-/// Wraps the routes with the shared middleware and fallbacks.
-pub fn finish(router: Router<AppState>, state: AppState) -> Router {
+/// Wraps the routes with the shared middleware and fallbacks; the OpenAPI
+/// document built with them is served from an `Extension`.
+pub fn finish(router: Router<AppState>, doc: utoipa::openapi::OpenApi, state: AppState) -> Router {
     router
         // The dashboard: HTML pages, not part of the OpenAPI document.
         .merge(ui::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(Extension(Arc::new(doc)))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY))
         // A panicking handler answers 500 in the envelope instead of dropping the connection.
         .layer(CatchPanicLayer::custom(|_| {

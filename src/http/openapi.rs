@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 )]
 pub struct ApiDoc;
 
-/// The error envelope of every non-2xx response (SPEC §7).
+/// The error envelope of every non-2xx response (guide: "Errors").
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
     pub error: ErrorDetail,

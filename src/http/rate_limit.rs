@@ -1,4 +1,4 @@
-//! Per-credential rate limiting (SPEC §7: 429 RATE_LIMITED with Retry-After):
+//! Per-credential rate limiting (guide: "Rate limiting": 429 RATE_LIMITED with Retry-After):
 //! a token bucket per Source or user, in memory (one process serves an instance).
 
 use std::num::NonZeroU32;

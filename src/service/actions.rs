@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 
 use crate::domain::access::ActionAccess;
 use crate::domain::action::{
-    ActionRecord, Actor, Environment, Status, ValidationContext, validate_spec,
+    ActionOut, ActionRecord, Actor, Environment, Status, ValidationContext, validate_spec,
 };
 use crate::domain::decision::{self, MAX_REASON};
-use crate::domain::event::ActionEvent;
+use crate::domain::event::{ActionEvent, HistoryEntry};
 use crate::domain::validate::{apply_patch, parse_create_bytes};
 use crate::domain::{fingerprint, ids, time};
 use crate::error::{Code, Error, FieldError, Result};
@@ -22,7 +22,7 @@ use crate::service::effects;
 use crate::service::idempotency::{self, Reply};
 use crate::store::{actions as store, events, workspaces};
 
-/// Longest a long poll or blocking create may hold (SPEC §8).
+/// Longest a long poll or blocking create may hold (guide: "Limits").
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
 fn validation_ctx(
@@ -39,8 +39,10 @@ fn validation_ctx(
     }
 }
 
+/// `{data: Action, idempotent_replay}` as a value, for replies the
+/// idempotency store keeps and replays.
 pub(crate) fn envelope(a: &ActionRecord, replay: bool) -> Value {
-    json!({ "data": a.to_json(), "idempotent_replay": replay })
+    json!({ "data": ActionOut::from(a), "idempotent_replay": replay })
 }
 
 /// Reads an Action the Source owns, in the key's environment; 404 otherwise.
@@ -214,7 +216,7 @@ pub async fn get_for_source(
     src: SourceCaller,
     id: String,
     wait: Duration,
-) -> Result<Value> {
+) -> Result<ActionRecord> {
     let sub = s.waiters.subscribe(&id);
     let notified = sub.notified();
     tokio::pin!(notified);
@@ -222,11 +224,11 @@ pub async fn get_for_source(
     let read = |src: SourceCaller, id: String| s.db.read(move |c| owned(c, &src, &id));
     let a = read(src.clone(), id.clone()).await?;
     if a.status != Status::Open || wait.is_zero() {
-        return Ok(envelope(&a, false));
+        return Ok(a);
     }
     // Woken or timed out, the answer is the Action as it is now.
     let _ = tokio::time::timeout(wait.min(MAX_WAIT), notified).await;
-    Ok(envelope(&read(src, id).await?, false))
+    read(src, id).await
 }
 
 /// Holds until the Action is closed or `wait` passes (X-Service-Blocking).
@@ -243,11 +245,10 @@ async fn wait_for_close(
         return Ok(reply);
     }
     let replay = reply.replayed;
-    let mut body = get_for_source(s, src, id, wait).await?;
-    body["idempotent_replay"] = Value::Bool(replay);
+    let a = get_for_source(s, src, id, wait).await?;
     Ok(Reply {
         status: reply.status,
-        body,
+        body: envelope(&a, replay),
         replayed: replay,
     })
 }
@@ -280,7 +281,12 @@ impl EnvFilter {
 }
 
 /// GET /v1/actions/{id}: the Action and its history, for its Source or a member.
-pub async fn get(s: &Services, caller: Caller, id: String, env: EnvFilter) -> Result<Value> {
+pub async fn get(
+    s: &Services,
+    caller: Caller,
+    id: String,
+    env: EnvFilter,
+) -> Result<(ActionRecord, Vec<HistoryEntry>)> {
     s.db.read(move |c| {
         let a = match &caller {
             Caller::Source(src) => owned(c, src, &id)?,
@@ -289,15 +295,19 @@ pub async fn get(s: &Services, caller: Caller, id: String, env: EnvFilter) -> Re
                 _ => return Err(Error::action_not_found()),
             },
         };
-        let mut data = a.to_json();
-        data["history"] = serde_json::to_value(events::history(c, &a.id)?)?;
-        Ok(json!({ "data": data, "idempotent_replay": false }))
+        let history = events::history(c, &a.id)?;
+        Ok((a, history))
     })
     .await
 }
 
-/// PATCH /v1/actions/{id}: a material change advances the version (DESIGN §4).
-pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> Result<Value> {
+/// PATCH /v1/actions/{id}: a material change advances the version (guide: "Binding: action_version and fingerprint").
+pub async fn patch(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    body: Value,
+) -> Result<ActionRecord> {
     let fields = body.as_object().map(|o| o.keys().cloned().collect());
     let now = s.clock.now();
     let vctx = validation_ctx(s, now, src.team_workspace, fields);
@@ -306,7 +316,7 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
         decision::ensure_open(&a)?;
         let spec = validate_spec(apply_patch(&a.spec, body.clone())?, &vctx)?;
         if spec == a.spec {
-            return Ok(envelope(&a, false));
+            return Ok(a);
         }
         let fp = fingerprint::fingerprint(&spec);
         let material = fp != a.fingerprint;
@@ -346,7 +356,7 @@ pub async fn patch(s: &Services, src: SourceCaller, id: String, body: Value) -> 
         };
         let actor = Actor::source(&src.source_id);
         effects::record(c, fx, &a.id, &actor, a.action_version, event, &a.updated_at)?;
-        Ok(envelope(&a, false))
+        Ok(a)
     })
     .await
 }

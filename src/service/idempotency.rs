@@ -1,4 +1,4 @@
-//! Idempotency keys (DESIGN §7, after Stripe): a key is 1–255 printable ASCII
+//! Idempotency keys (guide: "Idempotency"; after Stripe): a key is 1–255 printable ASCII
 //! characters, scoped to the Source and environment. An exact retry replays the
 //! stored response; the same key with another request is refused; a retry that
 //! arrives while the first is still running gets 409 + `Retry-After: 1`.

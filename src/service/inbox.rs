@@ -1,12 +1,11 @@
 //! GET /v1/me/actions: the reviewer's inbox, with every filter and bound of
-//! SPEC §4.6.
+//! the guide's "GET /v1/me/actions".
 
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 use crate::domain::access;
-use crate::domain::action::{Environment, Priority};
+use crate::domain::action::{ActionRecord, Environment, Priority};
 use crate::domain::time;
 use crate::error::{Error, FieldError, Result};
 use crate::service::Services;
@@ -53,19 +52,20 @@ fn one_of(
     v.to_owned()
 }
 
-pub async fn list(s: &Services, user: UserCaller, p: InboxParams) -> Result<Value> {
+/// A page of the inbox and whether more matched than the limit.
+pub async fn list(
+    s: &Services,
+    user: UserCaller,
+    p: InboxParams,
+) -> Result<(Vec<ActionRecord>, bool)> {
     let Some(q) = query(&user, p, s.clock.now())? else {
-        return Ok(json!({ "object": "list", "data": [], "has_more": false }));
+        return Ok((Vec::new(), false));
     };
     let limit = q.limit;
     let mut rows = s.db.read(move |c| store::inbox(c, &q)).await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
-    Ok(json!({
-        "object": "list",
-        "data": rows.iter().map(|a| a.to_json()).collect::<Vec<_>>(),
-        "has_more": has_more,
-    }))
+    Ok((rows, has_more))
 }
 
 /// How many Actions each status tab holds under the same filters (the

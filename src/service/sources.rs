@@ -1,8 +1,7 @@
-//! Source management (SPEC §4.8): members list and read; owners and admins
+//! Source management (guide: "GET /v1/sources and GET /v1/sources/{source_id}"): members list and read; owners and admins
 //! create, update, rotate and revoke.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::domain::access;
@@ -11,7 +10,7 @@ use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
-use crate::store::sources as store;
+use crate::store::sources::{self as store, Secrets, Source};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -77,30 +76,29 @@ fn not_found() -> Error {
     )
 }
 
-pub async fn list(s: &Services, user: UserCaller) -> Result<Value> {
+pub async fn list(s: &Services, user: UserCaller) -> Result<Vec<Source>> {
     let ws = workspace(&user, false)?;
-    let list = s.db.read(move |c| store::list(c, &ws)).await?;
-    Ok(json!({ "object": "list", "data": list, "has_more": false }))
+    s.db.read(move |c| store::list(c, &ws)).await
 }
 
-pub async fn get(s: &Services, user: UserCaller, id: String) -> Result<Value> {
+pub async fn get(s: &Services, user: UserCaller, id: String) -> Result<Source> {
     let ws = workspace(&user, false)?;
-    let src =
-        s.db.read(move |c| store::get(c, &ws, &id))
-            .await?
-            .ok_or_else(not_found)?;
-    Ok(json!({ "data": src }))
+    s.db.read(move |c| store::get(c, &ws, &id))
+        .await?
+        .ok_or_else(not_found)
 }
 
 /// Creates a Source; its keys and webhook secret are in this response only.
-pub async fn create(s: &Services, user: UserCaller, req: SourceCreate) -> Result<Value> {
+pub async fn create(
+    s: &Services,
+    user: UserCaller,
+    req: SourceCreate,
+) -> Result<(Source, Secrets)> {
     let ws = workspace(&user, true)?;
     let name = check_name(&req.name)?;
     let now = time::format(s.clock.now());
-    let (src, secrets) =
-        s.db.write(move |c| store::create(c, &ws, &name, req.description.as_deref(), &now))
-            .await?;
-    Ok(json!({ "data": src, "secrets": secrets }))
+    s.db.write(move |c| store::create(c, &ws, &name, req.description.as_deref(), &now))
+        .await
 }
 
 pub async fn update(
@@ -108,24 +106,22 @@ pub async fn update(
     user: UserCaller,
     id: String,
     req: SourceUpdate,
-) -> Result<Value> {
+) -> Result<Source> {
     let ws = workspace(&user, true)?;
     let name = req.name.as_deref().map(check_name).transpose()?;
     let now = time::format(s.clock.now());
-    let src =
-        s.db.write(move |c| {
-            store::update(
-                c,
-                &ws,
-                &id,
-                name.as_deref(),
-                req.description.as_ref().map(|d| d.as_deref()),
-                &now,
-            )
-        })
-        .await?
-        .ok_or_else(not_found)?;
-    Ok(json!({ "data": src }))
+    s.db.write(move |c| {
+        store::update(
+            c,
+            &ws,
+            &id,
+            name.as_deref(),
+            req.description.as_ref().map(|d| d.as_deref()),
+            &now,
+        )
+    })
+    .await?
+    .ok_or_else(not_found)
 }
 
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
@@ -144,7 +140,7 @@ pub async fn rotate_keys(
     user: UserCaller,
     id: String,
     req: KeyRotate,
-) -> Result<Value> {
+) -> Result<(Source, Secrets)> {
     let ws = workspace(&user, true)?;
     let envs = match req.environment.as_deref().unwrap_or("both") {
         "both" => vec![Environment::Live, Environment::Test],
@@ -166,10 +162,10 @@ pub async fn rotate_keys(
     }
     let webhook = req.webhook_secret;
     let now = time::format(s.clock.now());
-    let (src, secrets) =
+    let rotated =
         s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs, webhook, &now))
             .await?
             .ok_or_else(not_found)?;
     s.key_cache.clear();
-    Ok(json!({ "data": src, "secrets": secrets }))
+    Ok(rotated)
 }

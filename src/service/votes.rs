@@ -1,10 +1,10 @@
-//! Approval votes (SPEC §3.1 rule 6): on an Action with an `approval_policy`,
+//! Approval votes (guide: "POST /v1/actions/{action_id}/votes"): on an Action with an `approval_policy`,
 //! each listed reviewer votes once. `reject_threshold` rejections (default 1)
 //! resolve it with the reject choice; `required_approvals` approvals resolve it
 //! with the approve choice. The quorum's resolution carries a receipt that lists
 //! the votes.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
@@ -15,11 +15,10 @@ use crate::domain::event::ActionEvent;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access, check_reason, envelope};
+use crate::service::actions::{access, check_reason};
 use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
 use crate::service::effects;
-use crate::service::idempotency::Reply;
 use crate::store::{actions as store, votes};
 
 /// POST /v1/actions/{id}/votes
@@ -51,18 +50,37 @@ fn choice(a: &ActionRecord, approve: bool) -> (Option<String>, Option<Value>) {
     )
 }
 
-fn tally(list: &[(String, String)], a: &ActionRecord) -> Value {
-    let policy = a.spec.approval_policy.as_ref();
-    let (approvals, rejections) = approval::count(list);
-    json!({
-        "approvals": approvals,
-        "rejections": rejections,
-        "required_approvals": policy.map(|p| p.required_approvals),
-        "reject_threshold": policy.map(|p| p.reject_threshold.unwrap_or(1)),
-    })
+/// The votes so far against the Action's approval policy.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Tally {
+    pub approvals: usize,
+    pub rejections: usize,
+    pub required_approvals: Option<u32>,
+    /// Rejections that close the Action; 1 unless the policy says otherwise.
+    pub reject_threshold: Option<u32>,
 }
 
-pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) -> Result<Reply> {
+/// A vote's result: the Action as it now is, with the tally; `replayed`
+/// when the same vote was cast before.
+#[derive(Clone, Debug)]
+pub struct Voted {
+    pub action: ActionRecord,
+    pub tally: Tally,
+    pub replayed: bool,
+}
+
+fn tally(list: &[(String, String)], a: &ActionRecord) -> Tally {
+    let policy = a.spec.approval_policy.as_ref();
+    let (approvals, rejections) = approval::count(list);
+    Tally {
+        approvals,
+        rejections,
+        required_approvals: policy.map(|p| p.required_approvals),
+        reject_threshold: policy.map(|p| p.reject_threshold.unwrap_or(1)),
+    }
+}
+
+pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) -> Result<Voted> {
     if !matches!(req.vote.as_str(), "approve" | "reject") {
         return Err(Error::field("vote", "vote must be `approve` or `reject`"));
     }
@@ -87,11 +105,10 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         // A retried vote answers as before, even after it closed the Action.
         match votes::of_user(c, &a.id, &user.user_id)? {
             Some(v) if v == req.vote => {
-                let mut body = envelope(&a, true);
-                body["tally"] = tally(&votes::all(c, &a.id)?, &a);
-                return Ok(Reply {
-                    status: 200,
-                    body,
+                let tally = tally(&votes::all(c, &a.id)?, &a);
+                return Ok(Voted {
+                    action: a,
+                    tally,
                     replayed: true,
                 });
             }
@@ -149,11 +166,10 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
             }
             None => store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
         };
-        let mut body = envelope(&current, false);
-        body["tally"] = tally(&list, &current);
-        Ok(Reply {
-            status: 200,
-            body,
+        let tally = tally(&list, &current);
+        Ok(Voted {
+            action: current,
+            tally,
             replayed: false,
         })
     })

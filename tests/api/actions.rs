@@ -571,7 +571,7 @@ async fn create_validation_codes() {
     )
     .await;
 
-    // Limits of SPEC §8.
+    // Limits (guide: "Limits").
     let big = "x".repeat(33 * 1024);
     let e = refuse(
         with(json!({"metadata": {"blob": big}})),

@@ -1,4 +1,4 @@
-//! Decisions on Actions (SPEC §4.4): each refusal with its code, and that no
+//! Decisions on Actions (guide: "POST /v1/actions/{action_id}/decision"): each refusal with its code, and that no
 //! refusal decides anything.
 
 use serde_json::{Value, json};

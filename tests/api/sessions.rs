@@ -1,4 +1,4 @@
-//! Sessions (SPEC §4.2, §5; DESIGN §8): one-time links, the `service_session`
+//! Sessions (guide: "Sign-in and sessions"): one-time links, the `service_session`
 //! cookie, bearer sessions, logout, CSRF and the bootstrap data.
 
 use reqwest::Method;

@@ -1,4 +1,4 @@
-//! Sources (SPEC §4.8) and Source scoping of Actions.
+//! Sources (guide: "GET /v1/sources and GET /v1/sources/{source_id}") and Source scoping of Actions.
 
 use hds::domain::access::Role;
 use reqwest::Method;

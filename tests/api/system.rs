@@ -169,3 +169,40 @@ async fn rate_limit_answers_429_with_retry_after() {
     }
     assert_eq!(codes, [404, 404, 429, 429]);
 }
+
+/// Every 2xx response in the OpenAPI document names its body's schema, so a
+/// client can be generated from it; 204 has no body and 3xx are exempt.
+#[tokio::test]
+async fn openapi_gives_every_success_response_a_schema() {
+    let app = TestApp::spawn().await;
+    let doc = app
+        .call(Method::GET, "/v1/openapi.json", None, None, &[])
+        .await;
+    let body = doc.ok(200);
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (path, ops) in body["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            for (status, resp) in op["responses"].as_object().into_iter().flatten() {
+                if !status.starts_with('2') || status == "204" {
+                    continue;
+                }
+                checked += 1;
+                let has_schema = resp["content"]
+                    .as_object()
+                    .is_some_and(|c| !c.is_empty() && c.values().all(|m| m["schema"].is_object()));
+                if !has_schema {
+                    missing.push(format!("{method} {path} {status}"));
+                }
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} success responses found");
+    assert!(
+        missing.is_empty(),
+        "success responses without a schema: {missing:?}"
+    );
+    // The Action schema is a real object with its fields, not prose.
+    let action = &body["components"]["schemas"]["ActionOut"];
+    assert!(action["properties"]["fingerprint"].is_object(), "{action}");
+}

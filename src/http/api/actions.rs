@@ -1,19 +1,20 @@
-//! /v1/actions routes (SPEC §4.6).
+//! /v1/actions routes (guide: "Endpoints").
 
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::IntoParams;
 
 use crate::app::AppState;
 use crate::domain::action::ActionSpec;
 use crate::error::{Error, Result};
-use crate::http::api::reply;
+use crate::http::api::wire::Envelope;
+use crate::http::api::wire::actions::{ActionDetail, ActionOut, VoteOut};
+use crate::http::api::{replayable, reply};
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
 use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::service::actions::{self, EnvFilter};
@@ -49,8 +50,8 @@ fn blocking(h: &HeaderMap) -> Result<bool> {
     request_body = ActionSpec,
     params(("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters"),
            ("X-Service-Blocking" = Option<bool>, Header, description = "hold up to 30 s until the Action is decided")),
-    responses((status = 201, description = "created: {data: Action, idempotent_replay}"),
-              (status = 200, description = "an open Action with the same dedupe_key and content"),
+    responses((status = 201, description = "created", body = Envelope<ActionOut>),
+              (status = 200, description = "an open Action with the same dedupe_key and content (idempotent_replay: true)", body = Envelope<ActionOut>),
               (status = 400, description = "INVALID_OPEN_URL, INVALID_CALLBACK_URL, INVALID_EXPIRATION, INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_CONFLICT, DEDUPE_CONFLICT", body = crate::http::openapi::ErrorBody),
               (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody),
@@ -78,14 +79,14 @@ pub struct WaitParams {
 
 /// Read an Action as its Source, optionally long-polling for the decision.
 #[utoipa::path(get, path = "/v1/source/actions/{action_id}", tag = "actions", params(("action_id" = String, Path), WaitParams),
-    responses((status = 200, description = "{data: Action}"), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the Action", body = Envelope<ActionOut>), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn get_source_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     ApiPath(id): ApiPath<String>,
     ApiQuery(p): ApiQuery<WaitParams>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Envelope<ActionOut>>> {
     let wait = p.wait_seconds.unwrap_or(0);
     if wait > 30 {
         return Err(Error::field(
@@ -93,9 +94,8 @@ pub async fn get_source_action(
             "wait_seconds must be between 0 and 30",
         ));
     }
-    Ok(Json(
-        actions::get_for_source(&st.services, src, id, Duration::from_secs(wait)).await?,
-    ))
+    let a = actions::get_for_source(&st.services, src, id, Duration::from_secs(wait)).await?;
+    Ok(Json(Envelope::fresh(ActionOut::from(&a))))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -107,37 +107,42 @@ pub struct EnvParams {
 
 /// Read an Action with its history, as its Source or a workspace member.
 #[utoipa::path(get, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path), EnvParams),
-    responses((status = 200, description = "{data: Action with history}"), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the Action with its history", body = Envelope<ActionDetail>), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = []), ("user_token" = [])))]
 pub async fn get_action(
     State(st): State<AppState>,
     AnyAuth(caller): AnyAuth,
     ApiPath(id): ApiPath<String>,
     ApiQuery(p): ApiQuery<EnvParams>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Envelope<ActionDetail>>> {
     let env = EnvFilter::parse(p.environment.as_deref())?;
-    Ok(Json(actions::get(&st.services, caller, id, env).await?))
+    let (a, history) = actions::get(&st.services, caller, id, env).await?;
+    Ok(Json(Envelope::fresh(ActionDetail {
+        action: ActionOut::from(&a),
+        history,
+    })))
 }
 
 /// Change an open Action; material changes advance action_version.
 #[utoipa::path(patch, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path)),
     request_body(content = Object, description = "any of title, description, priority, open_url, expires_at, on_expire, controls, context, decision_class, decision_context, metadata"),
-    responses((status = 200, description = "{data: Action}"), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
+    responses((status = 200, description = "the Action as changed", body = Envelope<ActionOut>), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
               (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn patch_action(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     ApiPath(id): ApiPath<String>,
-    ActionJson(body): ActionJson,
-) -> Result<Json<Value>> {
-    Ok(Json(actions::patch(&st.services, src, id, body).await?))
+    ApiJson(body): ActionJson,
+) -> Result<Json<Envelope<ActionOut>>> {
+    let a = actions::patch(&st.services, src, id, body).await?;
+    Ok(Json(Envelope::fresh(ActionOut::from(&a))))
 }
 
 /// Decide an open Action, bound to the version and fingerprint the person saw.
 #[utoipa::path(post, path = "/v1/actions/{action_id}/decision", tag = "actions", params(("action_id" = String, Path)),
     request_body = DecisionRequest,
-    responses((status = 200, description = "the resolved Action with its receipt"),
+    responses((status = 200, description = "the resolved Action with its receipt", body = Envelope<ActionOut>),
               (status = 400, description = "OPTION_NOT_FOUND, RESPONSE_REQUIRED, RESPONSE_TYPE_MISMATCH, INVALID_RESPONSE", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, APPROVAL_VOTE_REQUIRED", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]
@@ -146,14 +151,14 @@ pub async fn decide_action(
     UserAuth(user): UserAuth,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<DecisionRequest>,
-) -> Result<Json<Value>> {
+) -> Result<Json<serde_json::Value>> {
     Ok(Json(decisions::decide(&st.services, user, id, req).await?))
 }
 
 /// Resolve an open Action as its Source (with a receipt).
 #[utoipa::path(post, path = "/v1/actions/{action_id}/resolve", tag = "actions", params(("action_id" = String, Path)),
     request_body = ResolveRequest,
-    responses((status = 200, description = "the resolved Action with its receipt"), (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the resolved Action with its receipt", body = Envelope<ActionOut>), (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn resolve_action(
     State(st): State<AppState>,
@@ -170,7 +175,7 @@ pub async fn resolve_action(
 /// Cancel an open Action as its Source.
 #[utoipa::path(post, path = "/v1/actions/{action_id}/cancel", tag = "actions", params(("action_id" = String, Path)),
     request_body = CancelRequest,
-    responses((status = 200, description = "the cancelled Action"), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the cancelled Action", body = Envelope<ActionOut>), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn cancel_action(
     State(st): State<AppState>,
@@ -187,7 +192,7 @@ pub async fn cancel_action(
 /// Record what happened when the Source acted on the decision.
 #[utoipa::path(post, path = "/v1/actions/{action_id}/outcome", tag = "actions", params(("action_id" = String, Path)),
     request_body = OutcomeReport,
-    responses((status = 201, description = "the Action with its outcome"),
+    responses((status = 201, description = "the Action with its outcome", body = Envelope<ActionOut>),
               (status = 409, description = "ACTION_NOT_RESOLVED, OUTCOME_ALREADY_REPORTED, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn report_outcome(
@@ -206,7 +211,7 @@ pub async fn report_outcome(
 #[utoipa::path(post, path = "/v1/actions/{action_id}/votes", tag = "actions", params(("action_id" = String, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "validated; a vote is idempotent per reviewer and Action")),
     request_body = crate::service::votes::VoteRequest,
-    responses((status = 200, description = "{data: Action, tally}"), (status = 403, description = "FORBIDDEN: not a listed reviewer", body = crate::http::openapi::ErrorBody),
+    responses((status = 200, description = "the Action and the tally; a repeated vote answers the same with idempotent_replay: true", body = VoteOut), (status = 403, description = "FORBIDDEN: not a listed reviewer", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, VOTE_ALREADY_CAST", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]
 pub async fn vote_on_action(
@@ -217,7 +222,11 @@ pub async fn vote_on_action(
     ApiJson(req): ApiJson<crate::service::votes::VoteRequest>,
 ) -> Result<Response> {
     idempotency_key(&headers)?;
-    Ok(reply(
-        crate::service::votes::cast(&st.services, user, id, req).await?,
-    ))
+    let v = crate::service::votes::cast(&st.services, user, id, req).await?;
+    let body = VoteOut {
+        data: ActionOut::from(&v.action),
+        idempotent_replay: v.replayed,
+        tally: v.tally,
+    };
+    Ok(replayable(StatusCode::OK, body, v.replayed))
 }

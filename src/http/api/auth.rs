@@ -1,4 +1,4 @@
-//! Sign-in with an identity provider (SPEC §4.2, DESIGN §8): the browser flow
+//! Sign-in with an identity provider (guide: "Sign-in and sessions"): the browser flow
 //! (start, callback), the native ID-token exchange and Apple's code exchange.
 
 use axum::Json;
@@ -7,32 +7,22 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower_sessions::Session;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error, FieldError, Result};
+use crate::http::api::wire::session::{BearerOut, Challenge};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::http::session::local_next;
 use crate::service::oidc::{self, AppClient, Callback};
 use crate::service::signin::SignedIn;
 
-/// Ties a browser sign-in to the browser that started it (DESIGN §8). Scoped
+/// Ties a browser sign-in to the browser that started it (guide: "Browser flow"). Scoped
 /// to /v1/auth/ and short-lived; SameSite=None on https so Apple's cross-site
 /// form POST still carries it.
 const BINDING_COOKIE: &str = "hds_oidc_binding";
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(start_signin))
-        .routes(routes!(finish_signin, finish_signin_form))
-        .routes(routes!(native_challenge))
-        .routes(routes!(native_signin))
-        .routes(routes!(apple_code_signin))
-}
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct StartParams {
@@ -168,18 +158,18 @@ fn refusal(headers: &HeaderMap, e: Error) -> Response {
 /// Get a nonce for the native sign-in: single attempt, valid 5 minutes.
 #[utoipa::path(post, path = "/v1/auth/{provider}/native/challenge", tag = "auth",
     params(("provider" = String, Path)),
-    responses((status = 200, description = "{nonce, expires_at}: pass the nonce to the provider's SDK (Apple: raw or hex SHA-256)"),
+    responses((status = 200, description = "pass the nonce to the provider's SDK (Apple: raw or hex SHA-256)", body = Challenge),
         (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody)))]
 pub async fn native_challenge(
     State(st): State<AppState>,
     ApiPath(provider): ApiPath<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Challenge>> {
     let (nonce, expires_at) = oidc::challenge(&st.services, &provider).await?;
-    Ok(Json(json!({ "nonce": nonce, "expires_at": expires_at })))
+    Ok(Json(Challenge { nonce, expires_at }))
 }
 
 /// The body of the native exchange: NativeGoogleLoginRequest and
-/// NativeAppleLoginRequest of SPEC §4.2 have this one shape.
+/// NativeAppleLoginRequest of the API have this one shape.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NativeLoginRequest {
@@ -193,7 +183,7 @@ pub struct NativeLoginRequest {
 #[utoipa::path(post, path = "/v1/auth/{provider}/native", tag = "auth",
     params(("provider" = String, Path), ("X-Service-Client" = Option<String>, Header, description = "the app's name and version, recorded on the session")),
     request_body = NativeLoginRequest,
-    responses((status = 200, description = "{token: svc_usr_…, expires_at, user}"),
+    responses((status = 200, description = "a bearer session", body = BearerOut),
         (status = 401, description = "INVALID_ID_TOKEN: names the failed check (signature, iss, aud, exp, nonce)", body = crate::http::openapi::ErrorBody),
         (status = 403, description = "SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
@@ -203,7 +193,7 @@ pub async fn native_signin(
     ApiPath(provider): ApiPath<String>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<NativeLoginRequest>,
-) -> Result<Json<Value>> {
+) -> Result<Json<BearerOut>> {
     let signed_in = oidc::native(
         &st.services,
         &provider,
@@ -215,7 +205,7 @@ pub async fn native_signin(
     Ok(Json(bearer_json(signed_in)))
 }
 
-/// AppleAuthorizationCodeLoginRequest of SPEC §4.2.
+/// AppleAuthorizationCodeLoginRequest of the API.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppleAuthorizationCodeLoginRequest {
@@ -231,7 +221,7 @@ pub struct AppleAuthorizationCodeLoginRequest {
     params(("provider" = String, Path, description = "an Apple provider, e.g. `apple`"),
         ("X-Service-Client" = Option<String>, Header, description = "the app's name and version, recorded on the session")),
     request_body = AppleAuthorizationCodeLoginRequest,
-    responses((status = 200, description = "{token: svc_usr_…, expires_at, user}"),
+    responses((status = 200, description = "a bearer session", body = BearerOut),
         (status = 401, description = "INVALID_ID_TOKEN", body = crate::http::openapi::ErrorBody),
         (status = 403, description = "SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "PROVIDER_NOT_FOUND (also: not an Apple provider)", body = crate::http::openapi::ErrorBody),
@@ -241,7 +231,7 @@ pub async fn apple_code_signin(
     ApiPath(provider): ApiPath<String>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<AppleAuthorizationCodeLoginRequest>,
-) -> Result<Json<Value>> {
+) -> Result<Json<BearerOut>> {
     let signed_in = oidc::apple_code(
         &st.services,
         &provider,
@@ -253,8 +243,12 @@ pub async fn apple_code_signin(
     Ok(Json(bearer_json(signed_in)))
 }
 
-fn bearer_json(s: SignedIn) -> Value {
-    json!({ "token": s.token, "expires_at": s.expires_at, "user": s.user })
+fn bearer_json(s: SignedIn) -> BearerOut {
+    BearerOut {
+        token: s.token,
+        expires_at: s.expires_at,
+        user: s.user.into(),
+    }
 }
 
 fn app_client(headers: &HeaderMap) -> AppClient {

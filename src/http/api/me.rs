@@ -2,22 +2,27 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::Value;
 
 use crate::app::AppState;
 use crate::error::Result;
+use crate::http::api::wire::List;
+use crate::http::api::wire::actions::ActionOut;
 use crate::http::auth::UserAuth;
 use crate::http::extract::ApiQuery;
 use crate::service::inbox::{self, InboxParams};
 
 /// List Actions for the inbox of the active workspace.
 #[utoipa::path(get, path = "/v1/me/actions", tag = "actions", params(InboxParams),
-    responses((status = 200, description = "{object: list, data: [Action], has_more}"), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the Actions, most pressing first", body = List<ActionOut>), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]
 pub async fn list_my_actions(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
     ApiQuery(p): ApiQuery<InboxParams>,
-) -> Result<Json<Value>> {
-    Ok(Json(inbox::list(&st.services, user, p).await?))
+) -> Result<Json<List<ActionOut>>> {
+    let (rows, has_more) = inbox::list(&st.services, user, p).await?;
+    Ok(Json(List::new(
+        rows.iter().map(ActionOut::from).collect(),
+        has_more,
+    )))
 }

@@ -7,6 +7,7 @@ pub mod me;
 pub mod session;
 pub mod sources;
 pub mod system;
+pub mod wire;
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,7 +19,12 @@ use crate::service::idempotency::Reply;
 pub fn reply(r: Reply) -> Response {
     let replayed = r.replayed || r.body["idempotent_replay"] == true;
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK);
-    let mut resp = (status, axum::Json(r.body)).into_response();
+    replayable(status, r.body, replayed)
+}
+
+/// A JSON body, marked `Idempotent-Replayed: true` when it repeats an earlier answer.
+pub fn replayable(status: StatusCode, body: impl serde::Serialize, replayed: bool) -> Response {
+    let mut resp = (status, axum::Json(body)).into_response();
     if replayed {
         resp.headers_mut()
             .insert("idempotent-replayed", HeaderValue::from_static("true"));

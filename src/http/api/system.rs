@@ -1,20 +1,23 @@
-//! System routes (SPEC §4.1): service index, liveness, readiness, receipt keys,
+//! System routes (guide: "Endpoints"): service index, liveness, readiness, receipt keys,
 //! the public guide and the OpenAPI document.
 
-use axum::Json;
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use axum::{Extension, Json};
 use sha2::{Digest, Sha256};
+use utoipa::openapi::OpenApi;
 
 use crate::app::AppState;
 use crate::domain::receipt;
 use crate::error::Result;
+use crate::http::api::wire::system::{Guide, Health, IndexOut, Jwks, Links, Ready, ReadyChecks};
 use crate::store::receipts;
 
 /// Service index: JSON for API clients; browsers (Accept: text/html) go to the dashboard.
-#[utoipa::path(get, path = "/", tag = "system", responses((status = 200, description = "name, API version and links"), (status = 303, description = "browsers: to /app")))]
+#[utoipa::path(get, path = "/", tag = "system", responses((status = 200, description = "name, API version and links", body = IndexOut), (status = 303, description = "browsers: to /app")))]
 pub async fn index(State(st): State<AppState>, headers: HeaderMap) -> Response {
     let browser = headers
         .get(header::ACCEPT)
@@ -23,24 +26,32 @@ pub async fn index(State(st): State<AppState>, headers: HeaderMap) -> Response {
     if browser {
         return axum::response::Redirect::to("/app").into_response();
     }
-    Json(json!({
-        "name": "hds",
-        "description": "Human-Decision Service",
-        "api_version": crate::API_VERSION,
-        "base_url": st.services.config.base_url,
-        "links": { "docs": "/v1/docs", "openapi": "/v1/openapi.json", "receipt_keys": "/v1/receipts/keys", "health": "/health", "ready": "/ready", "dashboard": "/app", "signin_methods": "/v1/auth/providers" },
-    }))
+    Json(IndexOut {
+        name: "hds",
+        description: "Human-Decision Service",
+        api_version: crate::API_VERSION,
+        base_url: st.services.config.base_url.clone(),
+        links: Links {
+            docs: "/v1/docs",
+            openapi: "/v1/openapi.json",
+            receipt_keys: "/v1/receipts/keys",
+            health: "/health",
+            ready: "/ready",
+            dashboard: "/app",
+            signin_methods: "/v1/auth/providers",
+        },
+    })
     .into_response()
 }
 
 /// Process liveness; says nothing about the deployment.
-#[utoipa::path(get, path = "/health", tag = "system", responses((status = 200, description = "{status: ok}")))]
-pub async fn health() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(get, path = "/health", tag = "system", responses((status = 200, description = "alive", body = Health)))]
+pub async fn health() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
 /// Readiness: the database answers a read and the writer commits.
-#[utoipa::path(get, path = "/ready", tag = "system", responses((status = 200, description = "ready"), (status = 503, description = "not ready")))]
+#[utoipa::path(get, path = "/ready", tag = "system", responses((status = 200, description = "ready", body = Ready), (status = 503, description = "not ready", body = Ready)))]
 pub async fn ready(State(st): State<AppState>) -> Response {
     let db = &st.services.db;
     let read = db
@@ -52,10 +63,14 @@ pub async fn ready(State(st): State<AppState>) -> Response {
         .await
         .is_ok();
     let ok = read && write;
-    let body = json!({
-        "status": if ok { "ready" } else { "unavailable" },
-        "checks": { "database_read": if read { "ok" } else { "failing" }, "database_write": if write { "ok" } else { "failing" } },
-    });
+    let check = |ok: bool| if ok { "ok" } else { "failing" };
+    let body = Ready {
+        status: if ok { "ready" } else { "unavailable" },
+        checks: ReadyChecks {
+            database_read: check(read),
+            database_write: check(write),
+        },
+    };
     let status = if ok {
         StatusCode::OK
     } else {
@@ -65,7 +80,7 @@ pub async fn ready(State(st): State<AppState>) -> Response {
 }
 
 /// The JWKS of every key that ever signed a receipt.
-#[utoipa::path(get, path = "/v1/receipts/keys", tag = "receipts", responses((status = 200, description = "JWKS (RFC 7517)"), (status = 304, description = "not modified")))]
+#[utoipa::path(get, path = "/v1/receipts/keys", tag = "receipts", responses((status = 200, description = "JWKS (RFC 7517)", body = Jwks, content_type = "application/jwk-set+json"), (status = 304, description = "not modified")))]
 pub async fn receipt_keys(State(st): State<AppState>, headers: HeaderMap) -> Result<Response> {
     let keys = st.services.db.read(receipts::keys).await?;
     let body = receipt::jwks(&keys).to_string();
@@ -94,13 +109,13 @@ pub async fn receipt_keys(State(st): State<AppState>, headers: HeaderMap) -> Res
 }
 
 /// The public user guide, as JSON sections of Markdown.
-#[utoipa::path(get, path = "/v1/docs", tag = "system", responses((status = 200, description = "{title, api_version, sections: [{id, title, markdown}]}")))]
-pub async fn docs() -> Json<Value> {
+#[utoipa::path(get, path = "/v1/docs", tag = "system", responses((status = 200, description = "the guide as Markdown sections", body = Guide)))]
+pub async fn docs() -> Json<Guide> {
     Json(crate::http::docs::guide())
 }
 
 /// This API's OpenAPI 3.1 document, generated from the route table.
-#[utoipa::path(get, path = "/v1/openapi.json", tag = "system", responses((status = 200, description = "OpenAPI document")))]
-pub async fn openapi(State(st): State<AppState>) -> Json<Value> {
-    Json((*st.openapi).clone())
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "system", responses((status = 200, description = "OpenAPI document", body = Object)))]
+pub async fn openapi(Extension(doc): Extension<Arc<OpenApi>>) -> Response {
+    Json(doc.as_ref()).into_response()
 }

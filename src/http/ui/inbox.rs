@@ -11,9 +11,9 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::app::AppState;
+use crate::domain::action::{ActionRecord, ActionSpec, Environment, Interaction};
 use crate::domain::time;
 use crate::error::{Code, Result};
 use crate::http::session::PageUser;
@@ -158,13 +158,11 @@ pub struct InboxFragment {
 /// Source ids → names, for the rows and the filter.
 async fn source_names(s: &Services, user: &UserCaller) -> Result<Vec<SourceChoice>> {
     let listed = sources::list(s, user.clone()).await?;
-    Ok(listed["data"]
-        .as_array()
+    Ok(listed
         .into_iter()
-        .flatten()
         .map(|src| SourceChoice {
-            id: src["id"].as_str().unwrap_or_default().to_owned(),
-            name: src["name"].as_str().unwrap_or_default().to_owned(),
+            id: src.id,
+            name: src.name,
         })
         .collect())
 }
@@ -182,7 +180,7 @@ async fn read_list(
     let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
         || f.environment() != "live"
         || f.scope() != "all";
-    let listed = match inbox::list(s, user.clone(), f.params()).await {
+    let (listed, has_more) = match inbox::list(s, user.clone(), f.params()).await {
         Ok(v) => v,
         Err(e) if e.code == Code::ValidationError => {
             return Ok(InboxList {
@@ -197,12 +195,7 @@ async fn read_list(
         }
         Err(e) => return Err(e),
     };
-    let rows: Vec<Row> = listed["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| row(a, names, now))
-        .collect();
+    let rows: Vec<Row> = listed.iter().map(|a| row(a, names, now)).collect();
     let counts = inbox::counts(s, user, f.params()).await?;
     let tabs = [
         ("open", "Open", counts.open),
@@ -228,7 +221,7 @@ async fn read_list(
     Ok(InboxList {
         tabs,
         rows,
-        has_more: listed["has_more"] == true,
+        has_more,
         version,
         open_count,
         error: None,
@@ -236,36 +229,37 @@ async fn read_list(
     })
 }
 
-fn row(a: &Value, names: &HashMap<String, String>, now: time::Timestamp) -> Row {
-    let text = |k: &str| a[k].as_str().unwrap_or_default().to_owned();
-    let source_id = text("source_id");
+fn row(a: &ActionRecord, names: &HashMap<String, String>, now: time::Timestamp) -> Row {
     Row {
-        id: text("id"),
-        title: text("title"),
-        source: names.get(&source_id).cloned().unwrap_or(source_id),
-        priority: text("priority"),
-        status: text("status"),
-        test: a["environment"] == "test",
-        created: When::new(a["created_at"].as_str().unwrap_or_default(), now),
-        assignee: a["assignee_email"].as_str().map(str::to_owned),
-        kind: answer_kind(a),
+        id: a.id.clone(),
+        title: a.spec.title.clone(),
+        source: names
+            .get(&a.source_id)
+            .cloned()
+            .unwrap_or_else(|| a.source_id.clone()),
+        priority: a.spec.priority.as_str().to_owned(),
+        status: a.status.as_str().to_owned(),
+        test: a.environment == Environment::Test,
+        created: When::new(&a.created_at, now),
+        assignee: a.spec.assignee_email.clone(),
+        kind: answer_kind(&a.spec),
     }
 }
 
-fn answer_kind(a: &Value) -> String {
-    if !a["approval_policy"].is_null() {
+fn answer_kind(spec: &ActionSpec) -> String {
+    if spec.approval_policy.is_some() {
         return "Approval vote".into();
     }
-    if let Some(options) = a["options"].as_array() {
+    if let Some(options) = &spec.options {
         return format!("{} options", options.len());
     }
-    match a["interaction"]["type"].as_str() {
-        Some("boolean") => "Yes / No",
-        Some("text") => "Written answer",
-        Some("number") => "Number",
-        Some("choice") => "Choice",
-        Some("form") => "Form",
-        _ => "",
+    match spec.interaction {
+        Some(Interaction::Boolean) => "Yes / No",
+        Some(Interaction::Text { .. }) => "Written answer",
+        Some(Interaction::Number { .. }) => "Number",
+        Some(Interaction::Choice { .. }) => "Choice",
+        Some(Interaction::Form { .. }) => "Form",
+        None => "",
     }
     .into()
 }

@@ -2,13 +2,13 @@
 //! rotate and revoke (each behind a confirmation). The service decides who may
 //! manage Sources; the page only hides what a member could not do anyway.
 
+use crate::store::sources::{Secrets, Source};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::app::AppState;
 use crate::domain::access;
@@ -52,36 +52,30 @@ pub struct SourcesPage {
     error: Option<String>,
 }
 
-fn source_vm(v: &Value, now: time::Timestamp) -> SourceVm {
-    let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+fn source_vm(v: Source, now: time::Timestamp) -> SourceVm {
     SourceVm {
-        id: text("id"),
-        name: text("name"),
-        description: v["description"].as_str().map(str::to_owned),
-        active: v["status"] == "active",
-        keys: v["keys"]
-            .as_array()
+        created: When::new(&v.created_at, now),
+        active: v.status == "active",
+        keys: v
+            .keys
             .into_iter()
-            .flatten()
             .map(|k| KeyVm {
-                environment: k["environment"].as_str().unwrap_or_default().to_owned(),
-                masked: format!(
-                    "{}…",
-                    k["hint"].as_str().unwrap_or_default().trim_end_matches('…')
-                ),
+                masked: format!("{}…", k.hint.trim_end_matches('…')),
+                environment: k.environment,
             })
             .collect(),
-        created: When::new(v["created_at"].as_str().unwrap_or_default(), now),
+        id: v.id,
+        name: v.name,
+        description: v.description,
     }
 }
 
-fn secrets_vm(title: String, v: &Value) -> SecretsVm {
-    let text = |k: &str| v[k].as_str().map(str::to_owned);
+fn secrets_vm(title: String, v: Secrets) -> SecretsVm {
     SecretsVm {
         title,
-        live_key: text("live_key"),
-        test_key: text("test_key"),
-        webhook_secret: text("webhook_secret"),
+        live_key: v.live_key,
+        test_key: v.test_key,
+        webhook_secret: v.webhook_secret,
     }
 }
 
@@ -90,12 +84,7 @@ async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
     let now = st.services.clock.now();
     Ok(SourcesPage {
         layout: Layout::signed_in(st, page, "Sources", "sources").await?,
-        sources: listed["data"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|v| source_vm(v, now))
-            .collect(),
+        sources: listed.into_iter().map(|v| source_vm(v, now)).collect(),
         admin: page
             .user
             .active_workspace()
@@ -148,12 +137,11 @@ pub async fn create_source(
         description: form.text("description"),
     };
     match sources::create(&st.services, p.user.clone(), req).await {
-        Ok(made) => {
+        Ok((made, secrets)) => {
             let mut out = page(&st, &p).await?;
-            let name = made["data"]["name"].as_str().unwrap_or_default();
             out.secrets = Some(secrets_vm(
-                format!("Source “{name}” created"),
-                &made["secrets"],
+                format!("Source “{}” created", made.name),
+                secrets,
             ));
             Ok((StatusCode::CREATED, out).into_response())
         }
@@ -163,7 +151,7 @@ pub async fn create_source(
 
 async fn source_name(st: &AppState, p: &PageUser, id: &str) -> Result<String, UiError> {
     let got = sources::get(&st.services, p.user.clone(), id.to_owned()).await?;
-    Ok(got["data"]["name"].as_str().unwrap_or(id).to_owned())
+    Ok(got.name)
 }
 
 /// POST /app/sources/{id}/rotate: new live and test keys (and, if asked, a
@@ -194,12 +182,9 @@ pub async fn rotate_source(
         webhook_secret: form.get("webhook_secret") == Some("yes"),
     };
     match sources::rotate_keys(&st.services, p.user.clone(), id, req).await {
-        Ok(made) => {
+        Ok((_, secrets)) => {
             let mut out = page(&st, &p).await?;
-            out.secrets = Some(secrets_vm(
-                format!("New keys for “{name}”"),
-                &made["secrets"],
-            ));
+            out.secrets = Some(secrets_vm(format!("New keys for “{name}”"), secrets));
             Ok(out.into_response())
         }
         Err(e) => with_error(&st, &p, e).await,
