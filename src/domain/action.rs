@@ -410,6 +410,47 @@ pub struct Resolution {
     pub votes: Option<Value>,
 }
 
+/// The execution outcome a Source reported (guide: "Outcome"); immutable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Outcome {
+    /// `success` or `failed`.
+    pub status: String,
+    pub duration_ms: u64,
+    pub rollback: bool,
+    /// The binding the Source acted on.
+    pub action_version: i64,
+    pub fingerprint: String,
+    #[serde(default)]
+    pub message: Option<String>,
+    pub reported_at: String,
+}
+
+impl Outcome {
+    /// Whether `other` reports the same thing (the time it was reported aside):
+    /// an exact retry rather than a second, different outcome.
+    pub fn same_report(&self, other: &Outcome) -> bool {
+        Outcome {
+            reported_at: other.reported_at.clone(),
+            ..self.clone()
+        } == *other
+    }
+}
+
+/// A signed decision receipt as an Action carries it (guide: "Receipts").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Receipt {
+    /// `rcp_…`
+    pub id: String,
+    pub kid: String,
+    /// Always `EdDSA`.
+    pub alg: String,
+    /// The compact JWS; verify it with the published keys.
+    pub jws: String,
+    /// The claims the JWS signs, decoded for convenience.
+    #[schema(value_type = Object)]
+    pub payload: Value,
+}
+
 /// A stored Action with everything the API shows of it.
 #[derive(Clone, Debug)]
 pub struct ActionRecord {
@@ -422,8 +463,8 @@ pub struct ActionRecord {
     pub fingerprint: String,
     pub spec: ActionSpec,
     pub resolution: Option<Resolution>,
-    pub receipt: Option<Value>,
-    pub outcome: Option<Value>,
+    pub receipt: Option<Receipt>,
+    pub outcome: Option<Outcome>,
     pub snoozed_until: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -478,10 +519,8 @@ pub struct ActionOut {
     pub resolved_by: Option<Actor>,
     pub resolved_at: Option<String>,
     /// The signed decision receipt (guide: "Receipts").
-    #[schema(value_type = Option<Object>)]
-    pub receipt: Option<Value>,
-    #[schema(value_type = Option<Object>)]
-    pub outcome: Option<Value>,
+    pub receipt: Option<Receipt>,
+    pub outcome: Option<Outcome>,
     pub snoozed_until: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -629,8 +668,22 @@ mod tests {
                 decided_at: "2026-01-01T00:00:00.000Z".into(),
                 votes: None,
             }),
-            receipt: Some(json!({"id": "rcp_1", "jws": "x"})),
-            outcome: Some(json!({"status": "success"})),
+            receipt: Some(Receipt {
+                id: "rcp_1".into(),
+                kid: "k".into(),
+                alg: "EdDSA".into(),
+                jws: "x".into(),
+                payload: json!({"seq": 1}),
+            }),
+            outcome: Some(Outcome {
+                status: "success".into(),
+                duration_ms: 5,
+                rollback: false,
+                action_version: 1,
+                fingerprint: "sha256:ab".into(),
+                message: None,
+                reported_at: "2026-11-23T10:00:00.000Z".into(),
+            }),
             snoozed_until: Some("2026-02-01T00:00:00.000Z".into()),
             created_at: "2025-12-31T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::action::Actor;
+use crate::domain::action::{Actor, Outcome};
 
 /// What happened to an Action. `type` names the kind and `data` holds its
 /// fields, as they are stored in `action_events`.
@@ -45,7 +45,7 @@ pub enum ActionEvent {
         reason: Option<String>,
     },
     /// The execution outcome the Source reported, as stored on the Action.
-    OutcomeReported(Map<String, Value>),
+    OutcomeReported(Outcome),
 }
 
 impl ActionEvent {
@@ -128,9 +128,15 @@ mod tests {
             ActionEvent::Expired {
                 reason: Some("expired".into()),
             },
-            ActionEvent::OutcomeReported(
-                json!({"status": "success"}).as_object().cloned().unwrap(),
-            ),
+            ActionEvent::OutcomeReported(Outcome {
+                status: "success".into(),
+                duration_ms: 1200,
+                rollback: false,
+                action_version: 1,
+                fingerprint: "sha256:ab".into(),
+                message: None,
+                reported_at: "2026-11-23T10:00:00.000Z".into(),
+            }),
         ];
         for e in events {
             let back = ActionEvent::from_stored(e.kind(), e.data()).unwrap();

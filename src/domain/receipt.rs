@@ -5,6 +5,7 @@
 //! Building the compact form is three base64url segments and one signature, so
 //! it is done here directly over ed25519-dalek rather than through a JWT crate.
 
+use crate::domain::action::Receipt;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
@@ -121,8 +122,14 @@ pub fn chain_hash(jws: &str) -> String {
 }
 
 /// The Action's `receipt` object.
-pub fn receipt_object(id: &str, kid: &str, jws: &str, payload: &Value) -> Value {
-    json!({ "id": id, "kid": kid, "alg": ALG, "jws": jws, "payload": payload })
+pub fn receipt_object(id: &str, kid: &str, jws: &str, payload: &Value) -> Receipt {
+    Receipt {
+        id: id.to_owned(),
+        kid: kid.to_owned(),
+        alg: ALG.to_owned(),
+        jws: jws.to_owned(),
+        payload: payload.clone(),
+    }
 }
 
 /// Verifies a compact JWS against a set of public keys; returns its claims.

@@ -45,8 +45,8 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
         let may_decide = access.offers_decision();
         let history = events::history(c, &a.id)?;
-        let receipt_check = match a.receipt.as_ref().and_then(|r| r["jws"].as_str()) {
-            Some(jws) => Some(check_receipt(c, jws, &a.id)?),
+        let receipt_check = match a.receipt.as_ref() {
+            Some(r) => Some(check_receipt(c, &r.jws, &a.id)?),
             None => None,
         };
         let people = people_in(c, &history)?;

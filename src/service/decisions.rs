@@ -5,10 +5,10 @@
 
 use rusqlite::Connection;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::action::{ActionRecord, Actor, Resolution, Status};
+use crate::domain::action::{ActionRecord, Actor, Outcome, Resolution, Status};
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::ActionEvent;
 use crate::domain::receipt::{self, ChainLink};
@@ -282,31 +282,60 @@ pub async fn report_outcome(
     let request = serde_json::to_value(&req)?;
     let now = time::format(s.clock.now());
     idempotency::write(s, &owner, key, &route, request, move |c, fx| {
-                let a = owned(c, &src, &id)?;
-                if a.status != Status::Resolved {
-                    return Err(Error::new(Code::ActionNotResolved, format!("Action {} is {}; an outcome can be reported only for a resolved Action", a.id, a.status.as_str())));
-                }
-                decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
-                let fields = json!({
-                    "status": req.status, "duration_ms": req.duration_ms, "rollback": req.rollback,
-                    "action_version": req.action_version, "fingerprint": req.fingerprint, "message": req.message,
-                });
-                if let Some(existing) = &a.outcome {
-                    let same = existing.as_object().is_some_and(|e| fields.as_object().is_some_and(|f| f.iter().all(|(k, v)| e.get(k) == Some(v))));
-                    if same {
-                        return Ok((201, envelope(&a, true)));
-                    }
-                    return Err(Error::new(Code::OutcomeAlreadyReported, "a different outcome was already reported for this Action; outcomes are immutable")
-                        .with_detail("outcome", existing.clone()));
-                }
-                let mut outcome = fields;
-                outcome["reported_at"] = json!(now);
-                if !store::set_outcome(c, &a.id, &outcome, &now)? {
-                    return Err(Error::new(Code::OutcomeAlreadyReported, "an outcome was already reported for this Action"));
-                }
-                let event = ActionEvent::OutcomeReported(outcome.as_object().cloned().unwrap_or_default());
-                effects::record(c, fx, &a.id, &Actor::source(&src.source_id), a.action_version, event, &now)?;
-                Ok((201, envelope(&store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?, false)))
+        let a = owned(c, &src, &id)?;
+        if a.status != Status::Resolved {
+            return Err(Error::new(
+                Code::ActionNotResolved,
+                format!(
+                    "Action {} is {}; an outcome can be reported only for a resolved Action",
+                    a.id,
+                    a.status.as_str()
+                ),
+            ));
+        }
+        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+        let outcome = Outcome {
+            status: req.status,
+            duration_ms: req.duration_ms,
+            rollback: req.rollback,
+            action_version: req.action_version,
+            fingerprint: req.fingerprint,
+            message: req.message,
+            reported_at: now.clone(),
+        };
+        if let Some(existing) = &a.outcome {
+            if existing.same_report(&outcome) {
+                return Ok((201, envelope(&a, true)));
+            }
+            return Err(Error::new(
+                Code::OutcomeAlreadyReported,
+                "a different outcome was already reported for this Action; outcomes are immutable",
+            )
+            .with_detail("outcome", serde_json::to_value(existing)?));
+        }
+        if !store::set_outcome(c, &a.id, &outcome, &now)? {
+            return Err(Error::new(
+                Code::OutcomeAlreadyReported,
+                "an outcome was already reported for this Action",
+            ));
+        }
+        let event = ActionEvent::OutcomeReported(outcome);
+        effects::record(
+            c,
+            fx,
+            &a.id,
+            &Actor::source(&src.source_id),
+            a.action_version,
+            event,
+            &now,
+        )?;
+        Ok((
+            201,
+            envelope(
+                &store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
+                false,
+            ),
+        ))
     })
     .await
 }

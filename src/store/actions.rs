@@ -6,7 +6,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use serde_json::Value;
 
-use crate::domain::action::{ActionRecord, Environment, Priority, Resolution, Status};
+use crate::domain::action::{ActionRecord, Environment, Outcome, Priority, Resolution, Status};
 use crate::domain::receipt;
 use crate::error::Result;
 
@@ -81,7 +81,16 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
                 )
             })?,
         receipt,
-        outcome: json_col(9)?,
+        outcome: json_col(9)?
+            .map(serde_json::from_value::<Outcome>)
+            .transpose()
+            .map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    9,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                )
+            })?,
         snoozed_until: r.get(10)?,
         created_at: r.get(11)?,
         updated_at: r.get(12)?,
@@ -154,10 +163,10 @@ pub fn set_receipt(c: &Connection, id: &str, receipt_id: &str) -> Result<()> {
 }
 
 /// Records the execution outcome once; returns false when one already exists.
-pub fn set_outcome(c: &Connection, id: &str, outcome: &Value, now: &str) -> Result<bool> {
+pub fn set_outcome(c: &Connection, id: &str, outcome: &Outcome, now: &str) -> Result<bool> {
     let n = c
         .prepare_cached("UPDATE actions SET outcome = ?1, updated_at = ?2 WHERE id = ?3 AND outcome IS NULL AND status = 'resolved'")?
-        .execute(params![outcome.to_string(), now, id])?;
+        .execute(params![serde_json::to_string(outcome)?, now, id])?;
     Ok(n == 1)
 }
 

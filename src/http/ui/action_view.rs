@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::domain::action::{ActionRecord, Actor, ActorKind, ContextBlock, Interaction, Status};
+use crate::domain::action::{
+    ActionRecord, Actor, ActorKind, ContextBlock, Interaction, Outcome, Status,
+};
 use crate::domain::event::{ActionEvent, HistoryEntry};
 use crate::domain::time::Timestamp;
 use crate::http::ui::markdown::{self, safe_url};
@@ -452,11 +454,8 @@ fn event(
         ActionEvent::Cancelled { reason: why } => (format!("Cancelled by {by}"), reason(why)),
         ActionEvent::Expired { .. } => ("Expired without a decision".into(), None),
         ActionEvent::OutcomeReported(o) => (
-            format!(
-                "Outcome reported by {by}: {}",
-                o.get("status").and_then(Value::as_str).unwrap_or("?")
-            ),
-            o.get("message").and_then(Value::as_str).map(str::to_owned),
+            format!("Outcome reported by {by}: {}", o.status),
+            o.message.clone(),
         ),
     };
     EventVm {
@@ -469,33 +468,32 @@ fn event(
 
 fn receipt(a: &ActionRecord, v: &ActionView) -> Option<ReceiptVm> {
     let r = a.receipt.as_ref()?;
-    let text = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
     let (verified, problem) = match &v.receipt_check {
         Some(Ok(())) => (true, String::new()),
         Some(Err(why)) => (false, why.clone()),
         None => (false, "not checked".into()),
     };
     Some(ReceiptVm {
-        id: text("id"),
-        kid: text("kid"),
-        alg: text("alg"),
-        seq: r["payload"]["seq"].to_string(),
+        id: r.id.clone(),
+        kid: r.kid.clone(),
+        alg: r.alg.clone(),
+        seq: r.payload["seq"].to_string(),
         verified,
         problem,
     })
 }
 
-fn outcome(o: &Value, now: Timestamp) -> OutcomeVm {
-    let ms = o["duration_ms"].as_u64().unwrap_or(0);
+fn outcome(o: &Outcome, now: Timestamp) -> OutcomeVm {
+    let ms = o.duration_ms;
     OutcomeVm {
-        status: o["status"].as_str().unwrap_or_default().to_owned(),
+        status: o.status.clone(),
         duration: if ms < 10_000 {
             format!("{ms} ms")
         } else {
             format!("{:.1} s", ms as f64 / 1000.0)
         },
-        rollback: o["rollback"] == true,
-        message: o["message"].as_str().map(str::to_owned),
-        reported: When::opt(o["reported_at"].as_str(), now),
+        rollback: o.rollback,
+        message: o.message.clone(),
+        reported: Some(When::new(&o.reported_at, now)),
     }
 }
