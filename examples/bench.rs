@@ -103,6 +103,11 @@ struct Args {
     /// Concurrency levels of the create phase.
     #[arg(long, value_delimiter = ',', default_value = "16,64")]
     concurrency: Vec<usize>,
+    /// Rounds per concurrency level: each runs every closed-loop phase once, so
+    /// unkeyed and keyed windows alternate; ratios use the medians. Raise it on
+    /// a busy machine, where other tenants' load moves within one run.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Measured seconds per concurrency level.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
@@ -1252,6 +1257,18 @@ fn main() -> Result<()> {
     rt.block_on(run(args))
 }
 
+/// Keyed against unkeyed creates at one concurrency (medians over the rounds).
+struct KeyedRatio {
+    c: usize,
+    unkeyed: f64,
+    keyed: f64,
+    /// keyed ÷ unkeyed creates/s.
+    ratio: f64,
+    /// Server CPU µs per create.
+    unkeyed_us: Option<f64>,
+    keyed_us: Option<f64>,
+}
+
 /// (phase name, label, request maker, expected status) of a closed-loop phase.
 type Load<'a> = (&'static str, &'static str, &'a dyn Fn(u64) -> Vec<u8>, u16);
 
@@ -1377,7 +1394,8 @@ async fn run(args: Args) -> Result<()> {
     // Concurrency-major, so the unkeyed and keyed creates of one level run back
     // to back under the same conditions.
     for &c in &args.concurrency {
-        for &(ph, what, make, expect) in &loads {
+        for &(ph, what, make, expect) in loads.iter().cycle().take(loads.len() * args.rounds.max(1))
+        {
             if !phase(ph) {
                 continue;
             }
@@ -1455,18 +1473,35 @@ async fn run(args: Args) -> Result<()> {
             r.p99 < 25.0,
         );
     }
-    // (concurrency, unkeyed/s, keyed/s, keyed ÷ unkeyed) where both ran.
-    let keyed_ratios: Vec<(usize, f64, f64, f64)> = creates
+    // Median over the rounds of one load at one concurrency.
+    let median = |what: &str, c: usize, f: &dyn Fn(&CreateResult) -> Option<f64>| {
+        let mut v: Vec<f64> = creates
+            .iter()
+            .filter(|r| r.what == what && r.concurrency == c)
+            .filter_map(f)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    let cpu_us = |r: &CreateResult| r.cpu.server_secs.map(|s| s * 1e6 / r.ok as f64);
+    // Where both ran; medians over the rounds.
+    let keyed_ratios: Vec<KeyedRatio> = args
+        .concurrency
         .iter()
-        .filter(|k| k.what == "keyed")
-        .filter_map(|k| {
-            let u = creates
-                .iter()
-                .find(|u| u.what == "creates" && u.concurrency == k.concurrency)?;
-            Some((k.concurrency, u.per_s, k.per_s, k.per_s / u.per_s))
+        .filter_map(|&c| {
+            let unkeyed = median("creates", c, &|r| Some(r.per_s))?;
+            let keyed = median("keyed", c, &|r| Some(r.per_s))?;
+            Some(KeyedRatio {
+                c,
+                unkeyed,
+                keyed,
+                ratio: keyed / unkeyed,
+                unkeyed_us: median("creates", c, &cpu_us),
+                keyed_us: median("keyed", c, &cpu_us),
+            })
         })
         .collect();
-    for &(c, _, _, ratio) in &keyed_ratios {
+    for &KeyedRatio { c, ratio, .. } in &keyed_ratios {
         check(
             format!("keyed/unkeyed creates at c{c} >= 0.85"),
             ratio,
@@ -1535,11 +1570,27 @@ async fn run(args: Args) -> Result<()> {
             f(r.cpu.other_pct),
         );
     }
-    for &(c, u, k, ratio) in &keyed_ratios {
+    for &KeyedRatio {
+        c,
+        unkeyed: u,
+        keyed: k,
+        ratio,
+        unkeyed_us: cu,
+        keyed_us: ck,
+    } in &keyed_ratios
+    {
+        let us = |x: Option<f64>| x.map_or("?".into(), |v| format!("{v:.0}"));
         let _ = writeln!(
             out,
-            "keyed/unk.  c={c:<3} keyed {k:.0}/s vs unkeyed {u:.0}/s = {ratio:.3} ({:+.1}%)",
-            (ratio - 1.0) * 100.0
+            "keyed/unk.  c={c:<3} keyed {k:.0}/s vs unkeyed {u:.0}/s = {ratio:.3} ({:+.1}%); server CPU {} vs {} µs/req{}",
+            (ratio - 1.0) * 100.0,
+            us(ck),
+            us(cu),
+            if args.rounds > 1 {
+                format!(" (medians of {} rounds)", args.rounds)
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(w) = &wake {
@@ -1647,11 +1698,14 @@ async fn run(args: Args) -> Result<()> {
             "writer_thread_cpu_us_per_create": opt(r.cpu.writer_secs.map(|s| s * 1e6 / r.ok as f64), r1),
             "other_cpu_pct": opt(r.cpu.other_pct, r1),
         })).collect::<Vec<_>>(),
-        "keyed_vs_unkeyed": keyed_ratios.iter().map(|&(c, u, k, ratio)| json!({
-            "concurrency": c,
-            "unkeyed_per_s": r1(u),
-            "keyed_per_s": r1(k),
-            "ratio": r3(ratio),
+        "keyed_vs_unkeyed": keyed_ratios.iter().map(|k| json!({
+            "concurrency": k.c,
+            "rounds": args.rounds,
+            "unkeyed_per_s": r1(k.unkeyed),
+            "keyed_per_s": r1(k.keyed),
+            "ratio": r3(k.ratio),
+            "unkeyed_server_cpu_us_per_create": opt(k.unkeyed_us, r1),
+            "keyed_server_cpu_us_per_create": opt(k.keyed_us, r1),
         })).collect::<Vec<_>>(),
         "other_loads": creates.iter().filter(|r| r.what != "creates" && r.what != "keyed").map(|r| json!({
             "what": r.what,
