@@ -752,6 +752,7 @@ async fn phase_load(
     make: &dyn Fn(u64) -> Vec<u8>,
     expect: u16,
     conc: usize,
+    window: u64,
     warmup: f64,
     duration: f64,
     tck: f64,
@@ -778,7 +779,10 @@ async fn phase_load(
             c,
             make,
             expect,
-            conc as u64 * 1000 + i as u64,
+            // Unique per window and connection, so sequence numbers (and with
+            // them Idempotency-Keys) never repeat in a run: a repeated key
+            // would be answered as a replay, not a create.
+            window * 10_000 + i as u64,
             measure_from,
             end,
         )
@@ -1393,6 +1397,7 @@ async fn run(args: Args) -> Result<()> {
     ];
     // Concurrency-major, so the unkeyed and keyed creates of one level run back
     // to back under the same conditions.
+    let mut window = 0;
     for &c in &args.concurrency {
         for &(ph, what, make, expect) in loads.iter().cycle().take(loads.len() * args.rounds.max(1))
         {
@@ -1403,12 +1408,14 @@ async fn run(args: Args) -> Result<()> {
                 "{what}: c={c}, {} s warm-up + {} s ...",
                 args.warmup, args.duration
             );
+            window += 1;
             let r = phase_load(
                 &target,
                 what,
                 make,
                 expect,
                 c,
+                window,
                 args.warmup,
                 args.duration,
                 tck,
