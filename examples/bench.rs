@@ -20,6 +20,10 @@
 //! Figures (method and history in docs/benchmarks.md):
 //! * creates: N keep-alive connections each looping `POST /v1/actions` (~1 KB
 //!   body) for a fixed window after a warm-up; only 201s count; closed loop.
+//! * keyed creates: the same, every request with its own `Idempotency-Key`,
+//!   run right after the unkeyed window at each concurrency (same server, same
+//!   client), and the keyed/unkeyed ratio. The keyed window runs second, on a
+//!   database the unkeyed one has grown, which if anything flatters unkeyed.
 //! * wake: create, hold `GET /v1/source/actions/{id}?wait_seconds=30`, decide
 //!   with the user token; wake = decision response arrived -> long-poll response
 //!   arrived (the commit has happened by then); also decision sent -> poll
@@ -29,7 +33,6 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -89,14 +92,24 @@ struct Args {
     #[arg(long)]
     pid: Option<u32>,
 
-    /// Phases to run, comma-separated: creates, wake, polls; optional extras for
-    /// diagnosis: health (GET /health: HTTP + middleware cost) and reads
-    /// (GET /v1/source/actions/{id}: + Source-key auth and one read).
-    #[arg(long, value_delimiter = ',', default_value = "creates,wake,polls")]
+    /// Phases to run, comma-separated: creates, keyed (creates with a unique
+    /// Idempotency-Key each), wake, polls; optional extras for diagnosis: health
+    /// (GET /health: HTTP + middleware cost) and reads (GET
+    /// /v1/source/actions/{id}: + Source-key auth and one read).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "creates,keyed,wake,polls"
+    )]
     phases: Vec<String>,
     /// Concurrency levels of the create phase.
     #[arg(long, value_delimiter = ',', default_value = "16,64")]
     concurrency: Vec<usize>,
+    /// Rounds per concurrency level: each runs every closed-loop phase once, so
+    /// unkeyed and keyed windows alternate; ratios use the medians. Raise it on
+    /// a busy machine, where other tenants' load moves within one run.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Measured seconds per concurrency level.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
@@ -310,10 +323,24 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// One request with `Content-Length`, ready to write.
 fn encode(method: &str, path: &str, host: &str, token: &str, body: Option<&[u8]>) -> Vec<u8> {
-    let mut r = Vec::with_capacity(256 + body.map_or(0, <[u8]>::len));
+    encode_with(method, path, host, token, "", body)
+}
+
+/// `encode` with extra header lines (`extra` is empty or ends in CRLF).
+fn encode_with(
+    method: &str,
+    path: &str,
+    host: &str,
+    token: &str,
+    extra: &str,
+    body: Option<&[u8]>,
+) -> Vec<u8> {
+    let mut r = Vec::with_capacity(256 + extra.len() + body.map_or(0, <[u8]>::len));
     r.extend_from_slice(
-        format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n")
-            .as_bytes(),
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n{extra}"
+        )
+        .as_bytes(),
     );
     match body {
         Some(b) => {
@@ -529,8 +556,8 @@ fn start_server(args: &Args, dir: &Path) -> Result<(Server, SocketAddr)> {
         ),
         None => Stdio::null(),
     };
-    let child = Command::new(&args.hds)
-        .args(["serve", "--data-dir"])
+    let mut cmd = Command::new(&args.hds);
+    cmd.args(["serve", "--data-dir"])
         .arg(dir)
         .args([
             "--listen",
@@ -540,45 +567,8 @@ fn start_server(args: &Args, dir: &Path) -> Result<(Server, SocketAddr)> {
             "--durability",
             &args.durability,
         ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .with_context(|| format!("starting {} serve", args.hds.display()))?;
-    let mut server = Server { child };
-    let stdout = server
-        .child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("no stdout pipe"))?;
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    // Reads the first line, then keeps draining so the server never blocks on stdout.
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = String::new();
-        let mut first = true;
-        loop {
-            line.clear();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if first {
-                        let _ = tx.send(line.trim().to_owned());
-                        first = false;
-                    }
-                }
-            }
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| anyhow!("hds serve printed no listening line within 30 s"))?;
-    let addr = line
-        .strip_prefix("hds listening on http://")
-        .ok_or_else(|| anyhow!("unexpected first line from hds serve: {line:?}"))?
-        .parse::<SocketAddr>()
-        .with_context(|| format!("address in {line:?}"))?;
-    Ok((server, addr))
+        .stderr(stderr);
+    common::start_server(cmd)
 }
 
 fn parse_url(url: &str) -> Result<SocketAddr> {
@@ -764,6 +754,7 @@ async fn phase_load(
     make: &dyn Fn(u64) -> Vec<u8>,
     expect: u16,
     conc: usize,
+    window: u64,
     warmup: f64,
     duration: f64,
     tck: f64,
@@ -790,7 +781,10 @@ async fn phase_load(
             c,
             make,
             expect,
-            conc as u64 * 1000 + i as u64,
+            // Unique per window and connection, so sequence numbers (and with
+            // them Idempotency-Keys) never repeat in a run: a repeated key
+            // would be answered as a replay, not a create.
+            window * 10_000 + i as u64,
             measure_from,
             end,
         )
@@ -1255,9 +1249,9 @@ fn main() -> Result<()> {
     for p in &args.phases {
         if !matches!(
             p.as_str(),
-            "creates" | "health" | "reads" | "wake" | "polls"
+            "creates" | "keyed" | "health" | "reads" | "wake" | "polls"
         ) {
-            bail!("unknown phase {p:?}; use creates, health, reads, wake, polls");
+            bail!("unknown phase {p:?}; use creates, keyed, health, reads, wake, polls");
         }
     }
     if !matches!(args.durability.as_str(), "full" | "normal") {
@@ -1267,6 +1261,18 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(run(args))
+}
+
+/// Keyed against unkeyed creates at one concurrency (medians over the rounds).
+struct KeyedRatio {
+    c: usize,
+    unkeyed: f64,
+    keyed: f64,
+    /// keyed ÷ unkeyed creates/s.
+    ratio: f64,
+    /// Server CPU µs per create.
+    unkeyed_us: Option<f64>,
+    keyed_us: Option<f64>,
 }
 
 /// (phase name, label, request maker, expected status) of a closed-loop phase.
@@ -1363,6 +1369,20 @@ async fn run(args: Args) -> Result<()> {
             Some(&action_body(seq)),
         )
     };
+    // Unique per run too, so reruns against one --url server never replay.
+    let run_tag = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let make_keyed = |seq: u64| {
+        encode_with(
+            "POST",
+            "/v1/actions",
+            &target.host,
+            &target.source_key,
+            &format!("Idempotency-Key: bench-{run_tag}-{seq}\r\n"),
+            Some(&action_body(seq)),
+        )
+    };
     let make_health = |_| encode("GET", "/health", &target.host, "-", None);
     let read_path = if phase("reads") {
         let id = create_many(&target, 1, 1).await?.remove(0);
@@ -1371,26 +1391,33 @@ async fn run(args: Args) -> Result<()> {
         String::new()
     };
     let make_read = |_| encode("GET", &read_path, &target.host, &target.source_key, None);
-    let loads: [Load; 3] = [
+    let loads: [Load; 4] = [
         ("creates", "creates", &make_create, 201),
+        ("keyed", "keyed", &make_keyed, 201),
         ("health", "GET /health", &make_health, 200),
         ("reads", "GET action", &make_read, 200),
     ];
-    for (ph, what, make, expect) in loads {
-        if !phase(ph) {
-            continue;
-        }
-        for &c in &args.concurrency {
+    // Concurrency-major, so the unkeyed and keyed creates of one level run back
+    // to back under the same conditions.
+    let mut window = 0;
+    for &c in &args.concurrency {
+        for &(ph, what, make, expect) in loads.iter().cycle().take(loads.len() * args.rounds.max(1))
+        {
+            if !phase(ph) {
+                continue;
+            }
             eprintln!(
                 "{what}: c={c}, {} s warm-up + {} s ...",
                 args.warmup, args.duration
             );
+            window += 1;
             let r = phase_load(
                 &target,
                 what,
                 make,
                 expect,
                 c,
+                window,
                 args.warmup,
                 args.duration,
                 tck,
@@ -1455,6 +1482,41 @@ async fn run(args: Args) -> Result<()> {
             r.p99 < 25.0,
         );
     }
+    // Median over the rounds of one load at one concurrency.
+    let median = |what: &str, c: usize, f: &dyn Fn(&CreateResult) -> Option<f64>| {
+        let mut v: Vec<f64> = creates
+            .iter()
+            .filter(|r| r.what == what && r.concurrency == c)
+            .filter_map(f)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    let cpu_us = |r: &CreateResult| r.cpu.server_secs.map(|s| s * 1e6 / r.ok as f64);
+    // Where both ran; medians over the rounds.
+    let keyed_ratios: Vec<KeyedRatio> = args
+        .concurrency
+        .iter()
+        .filter_map(|&c| {
+            let unkeyed = median("creates", c, &|r| Some(r.per_s))?;
+            let keyed = median("keyed", c, &|r| Some(r.per_s))?;
+            Some(KeyedRatio {
+                c,
+                unkeyed,
+                keyed,
+                ratio: keyed / unkeyed,
+                unkeyed_us: median("creates", c, &cpu_us),
+                keyed_us: median("keyed", c, &cpu_us),
+            })
+        })
+        .collect();
+    for &KeyedRatio { c, ratio, .. } in &keyed_ratios {
+        check(
+            format!("keyed/unkeyed creates at c{c} >= 0.85"),
+            ratio,
+            ratio >= 0.85,
+        );
+    }
     if let Some(w) = &wake {
         check("wake p99 < 5 ms".into(), w.wake_p99, w.wake_p99 < 5.0);
     }
@@ -1515,6 +1577,29 @@ async fn run(args: Args) -> Result<()> {
                 .map_or("?".into(), |s| format!("{:.0}", s * 1e6 / r.ok as f64)),
             f(r.cpu.bench_pct),
             f(r.cpu.other_pct),
+        );
+    }
+    for &KeyedRatio {
+        c,
+        unkeyed: u,
+        keyed: k,
+        ratio,
+        unkeyed_us: cu,
+        keyed_us: ck,
+    } in &keyed_ratios
+    {
+        let us = |x: Option<f64>| x.map_or("?".into(), |v| format!("{v:.0}"));
+        let _ = writeln!(
+            out,
+            "keyed/unk.  c={c:<3} keyed {k:.0}/s vs unkeyed {u:.0}/s = {ratio:.3} ({:+.1}%); server CPU {} vs {} µs/req{}",
+            (ratio - 1.0) * 100.0,
+            us(ck),
+            us(cu),
+            if args.rounds > 1 {
+                format!(" (medians of {} rounds)", args.rounds)
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(w) = &wake {
@@ -1610,7 +1695,28 @@ async fn run(args: Args) -> Result<()> {
             "bench_cpu_pct": opt(r.cpu.bench_pct, r1),
             "other_cpu_pct": opt(r.cpu.other_pct, r1),
         })).collect::<Vec<_>>(),
-        "other_loads": creates.iter().filter(|r| r.what != "creates").map(|r| json!({
+        "keyed_creates": creates.iter().filter(|r| r.what == "keyed").map(|r| json!({
+            "concurrency": r.concurrency,
+            "per_s": r1(r.per_s),
+            "p50_ms": r2(r.p50),
+            "p99_ms": r2(r.p99),
+            "max_ms": r2(r.max),
+            "ok": r.ok,
+            "errors": r.errors,
+            "server_cpu_us_per_create": opt(r.cpu.server_secs.map(|s| s * 1e6 / r.ok as f64), r1),
+            "writer_thread_cpu_us_per_create": opt(r.cpu.writer_secs.map(|s| s * 1e6 / r.ok as f64), r1),
+            "other_cpu_pct": opt(r.cpu.other_pct, r1),
+        })).collect::<Vec<_>>(),
+        "keyed_vs_unkeyed": keyed_ratios.iter().map(|k| json!({
+            "concurrency": k.c,
+            "rounds": args.rounds,
+            "unkeyed_per_s": r1(k.unkeyed),
+            "keyed_per_s": r1(k.keyed),
+            "ratio": r3(k.ratio),
+            "unkeyed_server_cpu_us_per_create": opt(k.unkeyed_us, r1),
+            "keyed_server_cpu_us_per_create": opt(k.keyed_us, r1),
+        })).collect::<Vec<_>>(),
+        "other_loads": creates.iter().filter(|r| r.what != "creates" && r.what != "keyed").map(|r| json!({
             "what": r.what,
             "concurrency": r.concurrency,
             "per_s": r1(r.per_s),

@@ -30,7 +30,6 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -137,52 +136,16 @@ fn start_server(args: &Args, dir: &Path, log: &Path, port: u16) -> Result<(Serve
     let stderr =
         std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let listen = format!("127.0.0.1:{port}");
-    let child = Command::new(&args.hds)
-        .args(["serve", "--data-dir"])
+    let mut cmd = Command::new(&args.hds);
+    cmd.args(["serve", "--data-dir"])
         .arg(dir)
         .args(["--listen", &listen, "--rate-limit", "0"])
         .args(["--base-url", &format!("http://{listen}")])
         .args(["--durability", &args.durability])
         // The access log is the measurement: make sure it is on.
         .env("RUST_LOG", "hds=info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
-        .spawn()
-        .with_context(|| format!("starting {} serve", args.hds.display()))?;
-    let mut server = Server { child };
-    let stdout = server
-        .child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("no stdout pipe"))?;
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    // Reads the first line, then keeps draining so the server never blocks on stdout.
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = String::new();
-        let mut first = true;
-        loop {
-            line.clear();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) if first => {
-                    let _ = tx.send(line.trim().to_owned());
-                    first = false;
-                }
-                Ok(_) => {}
-            }
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| anyhow!("hds serve printed no listening line within 30 s"))?;
-    let addr = line
-        .strip_prefix("hds listening on http://")
-        .ok_or_else(|| anyhow!("unexpected first line from hds serve: {line:?}"))?
-        .parse::<SocketAddr>()
-        .with_context(|| format!("address in {line:?}"))?;
-    Ok((server, addr))
+        .stderr(Stdio::from(stderr));
+    common::start_server(cmd)
 }
 
 // ---------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-//! Shared by the benchmark programs (`bench`, `inbox_bench`): stopping the
-//! server process they start, and machine facts for their reports.
+//! Shared by the benchmark programs (`bench`, `inbox_bench`): starting and
+//! stopping the server process they run, and machine facts for their reports.
 
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 /// A started `hds serve`; stopped (TERM, then KILL after 5 s) when dropped.
@@ -37,6 +39,51 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Spawns `cmd` (an `hds serve …` with its arguments, environment and stderr
+/// already set) with stdout piped, and waits up to 30 s for its first line,
+/// `hds listening on http://ADDR`. A thread keeps draining stdout afterwards
+/// so the server never blocks writing to it.
+pub fn start_server(mut cmd: Command) -> Result<(Server, SocketAddr)> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {program} serve"))?;
+    let mut server = Server { child };
+    let stdout = server
+        .child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow!("no stdout pipe"))?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = String::new();
+        let mut first = true;
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if first => {
+                    let _ = tx.send(line.trim().to_owned());
+                    first = false;
+                }
+                Ok(_) => {}
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| anyhow!("hds serve printed no listening line within 30 s"))?;
+    let addr = line
+        .strip_prefix("hds listening on http://")
+        .ok_or_else(|| anyhow!("unexpected first line from hds serve: {line:?}"))?
+        .parse::<SocketAddr>()
+        .with_context(|| format!("address in {line:?}"))?;
+    Ok((server, addr))
 }
 
 /// `hds init --data-dir DIR --json`: the credentials of a fresh data dir.

@@ -19,7 +19,7 @@ use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
 use crate::service::effects;
-use crate::service::idempotency::{self, Reply};
+use crate::service::idempotency::{self, Outcome, Reply, Serialised};
 use crate::store::{actions as store, events, workspaces};
 
 /// Longest a long poll or blocking create may hold (guide: "Limits").
@@ -89,6 +89,14 @@ pub(crate) fn check_reason(reason: &Option<String>) -> Result<()> {
     Ok(())
 }
 
+/// What POST /v1/actions answers. A fresh create carries its body as the JSON
+/// text that was serialised once, before the write, and also stored for
+/// replays; anything else (a replay, a dedupe match, a held create) a value.
+pub enum Created {
+    Fresh(Serialised),
+    Reply(Reply),
+}
+
 /// POST /v1/actions. With `hold` (X-Service-Blocking), waits up to that long for
 /// a decision; the idempotency key stays in flight meanwhile, so a retry gets
 /// IDEMPOTENCY_CONFLICT rather than a second answer.
@@ -98,7 +106,7 @@ pub async fn create(
     body: &[u8],
     key: Option<String>,
     hold: Option<Duration>,
-) -> Result<Reply> {
+) -> Result<Created> {
     // Held from here until the answer is sent, the blocking hold included.
     let _guard = key
         .as_deref()
@@ -114,19 +122,24 @@ pub async fn create(
         }
         None => String::new(),
     };
-    if let Some(earlier) = idempotency::lookup(&s.db, &src, key.as_deref(), &request_hash).await? {
-        return match hold {
-            Some(wait) => wait_for_close(s, src, earlier, wait).await,
-            None => Ok(earlier),
-        };
-    }
+    // A stored answer is looked up inside the write (below), so a keyed create
+    // costs no extra read. Only a body that fails validation looks first: an
+    // exact retry then still gets the original response even when
+    // re-validating it now fails (e.g. an `expires_at` that has passed since).
     let clock_now = s.clock.now();
-    let spec = validate_spec(
-        parse_create_bytes(body)?,
-        &validation_ctx(s, clock_now, src.team_workspace, None),
-    )?;
+    let ctx = validation_ctx(s, clock_now, src.team_workspace, None);
+    let spec = match parse_create_bytes(body).and_then(|spec| validate_spec(spec, &ctx)) {
+        Ok(spec) => spec,
+        Err(invalid) => {
+            return match idempotency::lookup(&s.db, &src, key.as_deref(), &request_hash).await? {
+                Some(earlier) => held(s, src, earlier, hold).await,
+                None => Err(invalid),
+            };
+        }
+    };
     // Everything that needs no database is prepared here, so the single writer
-    // thread only runs SQL: id, fingerprint, stored JSON and the response.
+    // thread only runs SQL: id, fingerprint, stored JSON and the response text
+    // (sent as the HTTP body and, with a key, stored as is).
     let now = time::format(clock_now);
     let a = ActionRecord {
         id: ids::new_id(ids::ACTION),
@@ -146,19 +159,20 @@ pub async fn create(
         closed_at: None,
     };
     let spec_json = serde_json::to_string(&a.spec)?;
-    let created = envelope(&a, false);
+    let created = serde_json::to_string(&envelope(&a, false))?;
+    let id = a.id.clone();
     let writer_src = src.clone();
-    let reply = s
+    let outcome = s
         .write(move |c, fx| {
             let src = writer_src;
-            let at = a.created_at.clone();
-            idempotency::run(c, fx, &src, key.as_deref(), &request_hash, &at, |c, fx| {
+            idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(dk) = &a.spec.dedupe_key
                     && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
                     if open.fingerprint == a.fingerprint {
-                        return Ok((200, envelope(&open, true)));
+                        let json = serde_json::to_string(&envelope(&open, true))?;
+                        return Ok(Serialised { status: 200, json });
                     }
                     return Err(Error::new(Code::DedupeConflict, "an open Action with this dedupe_key has different content; cancel or resolve it first, or use another dedupe_key")
                         .with_detail("action_id", open.id.clone())
@@ -167,13 +181,42 @@ pub async fn create(
                 store::insert(c, &a, &spec_json)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
                 effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;
-                Ok((201, created))
+                Ok(Serialised { status: 201, json: created })
             })
         })
         .await?;
+    match outcome {
+        Outcome::Fresh(fresh) if fresh.status == 201 => match hold {
+            Some(wait) => hold_open(s, src, id, 201, false, wait)
+                .await
+                .map(Created::Reply),
+            None => Ok(Created::Fresh(fresh)),
+        },
+        // A dedupe match (rare): back to a value, to hold on the open Action.
+        Outcome::Fresh(other) => {
+            let reply = Reply {
+                status: other.status,
+                body: serde_json::from_str(&other.json)?,
+                replayed: false,
+            };
+            held(s, src, reply, hold).await
+        }
+        Outcome::Replayed(earlier) => held(s, src, earlier, hold).await,
+    }
+}
+
+/// `reply`, or with `hold`, what it holds for (see `wait_for_close`).
+async fn held(
+    s: &Services,
+    src: SourceCaller,
+    reply: Reply,
+    hold: Option<Duration>,
+) -> Result<Created> {
     match hold {
-        Some(wait) => wait_for_close(s, src, reply, wait).await,
-        None => Ok(reply),
+        Some(wait) => wait_for_close(s, src, reply, wait)
+            .await
+            .map(Created::Reply),
+        None => Ok(Created::Reply(reply)),
     }
 }
 
@@ -244,12 +287,23 @@ async fn wait_for_close(
     if reply.body["data"]["status"] != "open" {
         return Ok(reply);
     }
-    let replay = reply.replayed;
+    hold_open(s, src, id, reply.status, reply.replayed, wait).await
+}
+
+/// Holds on the open Action `id`; answers with it as it is when the wait ends.
+async fn hold_open(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    status: u16,
+    replayed: bool,
+    wait: Duration,
+) -> Result<Reply> {
     let a = get_for_source(s, src, id, wait).await?;
     Ok(Reply {
-        status: reply.status,
-        body: envelope(&a, replay),
-        replayed: replay,
+        status,
+        body: envelope(&a, replayed),
+        replayed,
     })
 }
 

@@ -29,18 +29,20 @@ pub fn get(c: &Connection, source_id: &str, env: Environment, key: &str) -> Resu
     .transpose()
 }
 
-pub fn put(
-    c: &Connection,
-    source_id: &str,
-    env: Environment,
-    key: &str,
-    s: &Stored,
-    now: &str,
-) -> Result<()> {
+/// A new stored response. `response` is the JSON text as sent, so the writer
+/// thread stores what the caller already serialised instead of serialising again.
+pub struct New<'a> {
+    pub request_hash: &'a str,
+    pub status_code: u16,
+    pub response: &'a str,
+    pub created_at: &'a str,
+}
+
+pub fn put(c: &Connection, source_id: &str, env: Environment, key: &str, s: &New) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO idempotency_keys(source_id, environment, key, request_hash, status_code, response, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![source_id, env.as_str(), key, s.request_hash, s.status_code, s.response.to_string(), now])?;
+    .execute(params![source_id, env.as_str(), key, s.request_hash, s.status_code, s.response, s.created_at])?;
     Ok(())
 }
 

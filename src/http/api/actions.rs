@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -17,7 +18,7 @@ use crate::http::api::wire::actions::{ActionDetail, ActionOut, VoteOut};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
 use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
-use crate::service::actions::{self, EnvFilter};
+use crate::service::actions::{self, Created, EnvFilter};
 use crate::service::decisions::{
     self, CancelRequest, DecisionRequest, OutcomeReport, ResolveRequest,
 };
@@ -65,9 +66,18 @@ pub async fn create_action(
 ) -> Result<Response> {
     let key = idempotency_key(&headers)?;
     let hold = blocking(&headers)?.then_some(actions::MAX_WAIT);
-    Ok(reply(
-        actions::create(&st.services, src, &body, key, hold).await?,
-    ))
+    Ok(
+        match actions::create(&st.services, src, &body, key, hold).await? {
+            // Already serialised (and stored under the key): sent as is.
+            Created::Fresh(r) => (
+                StatusCode::from_u16(r.status).unwrap_or(StatusCode::CREATED),
+                [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                r.json,
+            )
+                .into_response(),
+            Created::Reply(r) => reply(r),
+        },
+    )
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
