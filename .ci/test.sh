@@ -25,6 +25,29 @@ quietly() {
     rm -f "$out"
 }
 
+# Installs Debian packages as root or through passwordless sudo; otherwise
+# says what to install and stops.
+apt_updated=""
+apt_install() {
+    local as_root=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo > /dev/null && sudo -n true 2> /dev/null; then
+            as_root=(sudo -n)
+        else
+            echo "test setup: $* missing and this user cannot install it;" \
+                "as root run: apt-get update && apt-get install -y $*" >&2
+            exit 2
+        fi
+    fi
+    echo "test setup: apt-get install $*" >&2
+    if [ -z "$apt_updated" ]; then
+        quietly "apt-get update" ${as_root[@]+"${as_root[@]}"} apt-get update -q
+        apt_updated=1
+    fi
+    quietly "apt-get install $*" ${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q "$@"
+}
+
 # Python: a project virtualenv, (re)installed when its imports fail or
 # requirements.txt changed since the last install.
 venv=.venv
@@ -35,6 +58,10 @@ py_ready() {
 if ! py_ready; then
     echo "test setup: installing tests/py/requirements.txt into $venv/" >&2
     if ! "$venv/bin/python" -c '' 2> /dev/null; then
+        # Debian's own python3 needs python3-venv for `-m venv` (ensurepip).
+        if ! python3 -c 'import ensurepip, venv' 2> /dev/null; then
+            apt_install python3-venv
+        fi
         quietly "creating $venv" python3 -m venv --clear "$venv"
     fi
     quietly "pip install" "$venv/bin/python" -m pip install --quiet \
@@ -58,21 +85,9 @@ if ! cmp -s tests/node/package-lock.json "$stamp" ||
     cp tests/node/package-lock.json "$stamp"
 fi
 
-# Chromium: Debian's package, as root or through passwordless sudo.
+# Chromium: Debian's package (the browser tests drive /usr/bin/chromium).
 if ! command -v chromium > /dev/null; then
-    if [ "$(id -u)" -eq 0 ]; then
-        as_root=()
-    elif command -v sudo > /dev/null && sudo -n true 2> /dev/null; then
-        as_root=(sudo -n)
-    else
-        echo "test setup: chromium is missing and this user cannot install it;" \
-            "as root run: apt-get update && apt-get install -y chromium" >&2
-        exit 2
-    fi
-    echo "test setup: apt-get install chromium" >&2
-    quietly "apt-get update" "${as_root[@]}" apt-get update -q
-    quietly "apt-get install chromium" "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q chromium
+    apt_install chromium
     if ! command -v chromium > /dev/null; then
         echo "test setup: chromium is still missing after apt-get install" >&2
         exit 2

@@ -20,12 +20,16 @@ pub enum ActionEvent {
     },
     Updated {
         /// The fields the PATCH named.
+        #[serde(default)]
         fields: Vec<String>,
         /// Whether the material content (and so the version) changed.
+        #[serde(default)]
         material: bool,
         fingerprint: String,
         /// The earlier value of each named field whose value changed, so a
         /// stale decision can be shown what changed since the reviewer looked.
+        /// Empty in events recorded before hds kept it (schema v1).
+        #[serde(default)]
         before: Map<String, Value>,
     },
     Resolved {
@@ -142,6 +146,15 @@ mod tests {
             let back = ActionEvent::from_stored(e.kind(), e.data()).unwrap();
             assert_eq!(back, e);
         }
+    }
+
+    #[test]
+    fn updates_recorded_before_hds_kept_before_still_read() {
+        let v1 = json!({"fields": ["title"], "material": true, "fingerprint": "sha256:cd"});
+        let e = ActionEvent::from_stored("updated", v1).unwrap();
+        assert!(
+            matches!(e, ActionEvent::Updated { before, material: true, .. } if before.is_empty())
+        );
     }
 
     #[test]

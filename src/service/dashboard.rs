@@ -95,5 +95,9 @@ fn people_in(c: &Connection, history: &[HistoryEntry]) -> Result<HashMap<String,
 
 /// Open live Actions of the active workspace: the number beside "Inbox".
 pub async fn open_count(s: &Services, user: &UserCaller) -> Result<i64> {
-    Ok(inbox::counts(s, user, InboxParams::default()).await?.open)
+    Ok(
+        inbox::counts(s, user, InboxParams::default(), s.clock.now())
+            .await?
+            .open,
+    )
 }

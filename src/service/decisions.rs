@@ -192,7 +192,7 @@ pub async fn resolve(
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;
     let now = s.clock.now();
-    idempotency::write(s, &owner, key, &route, request, move |c, fx| {
+    idempotency::write(s, &owner, key, &route, request, now, move |c, fx| {
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;
         decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
@@ -224,8 +224,9 @@ pub async fn cancel(
     let route = format!("POST /v1/actions/{id}/cancel");
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;
-    let now = time::format(s.clock.now());
-    idempotency::write(s, &owner, key, &route, request, move |c, fx| {
+    let clock_now = s.clock.now();
+    let now = time::format(clock_now);
+    idempotency::write(s, &owner, key, &route, request, clock_now, move |c, fx| {
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;
         let actor = Actor::source(&src.source_id);
@@ -280,8 +281,9 @@ pub async fn report_outcome(
     let route = format!("POST /v1/actions/{id}/outcome");
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;
-    let now = time::format(s.clock.now());
-    idempotency::write(s, &owner, key, &route, request, move |c, fx| {
+    let clock_now = s.clock.now();
+    let now = time::format(clock_now);
+    idempotency::write(s, &owner, key, &route, request, clock_now, move |c, fx| {
         let a = owned(c, &src, &id)?;
         if a.status != Status::Resolved {
             return Err(Error::new(

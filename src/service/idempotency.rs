@@ -290,6 +290,7 @@ pub async fn write(
     key: Option<String>,
     route: &str,
     request: Value,
+    now: time::Timestamp,
     work: impl FnOnce(&Connection, &mut Effects) -> Result<(u16, Value)> + Send + 'static,
 ) -> Result<Reply> {
     let hash = match key {
@@ -301,7 +302,7 @@ pub async fn write(
         .map(|k| s.inflight.acquire(src, k))
         .transpose()?;
     let src = src.clone();
-    let now = time::format(s.clock.now());
+    let now = time::format(now);
     s.write(move |c, fx| run(c, fx, &src, key.as_deref(), &hash, &now, work))
         .await
 }

@@ -57,8 +57,9 @@ pub async fn list(
     s: &Services,
     user: UserCaller,
     p: InboxParams,
+    now: time::Timestamp,
 ) -> Result<(Vec<ActionRecord>, bool)> {
-    let Some(q) = query(&user, p, s.clock.now())? else {
+    let Some(q) = query(&user, p, now)? else {
         return Ok((Vec::new(), false));
     };
     let limit = q.limit;
@@ -70,8 +71,14 @@ pub async fn list(
 
 /// How many Actions each status tab holds under the same filters (the
 /// dashboard's tabs, `GET /v1/bootstrap`).
-pub async fn counts(s: &Services, user: &UserCaller, p: InboxParams) -> Result<store::InboxCounts> {
-    let Some(q) = query(user, p, s.clock.now())? else {
+/// `now` decides which snoozed Actions are back; pass the list's own.
+pub async fn counts(
+    s: &Services,
+    user: &UserCaller,
+    p: InboxParams,
+    now: time::Timestamp,
+) -> Result<store::InboxCounts> {
+    let Some(q) = query(user, p, now)? else {
         return Ok(store::InboxCounts::default());
     };
     s.db.read(move |c| store::inbox_counts(c, &q)).await

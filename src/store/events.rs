@@ -43,8 +43,15 @@ pub fn history(c: &Connection, action_id: &str) -> Result<Vec<HistoryEntry>> {
     for row in rows {
         let (kind, actor_type, actor_id, action_version, data, created_at) = row?;
         let data: Value = serde_json::from_str(&data)?;
-        let event = ActionEvent::from_stored(&kind, data)
-            .map_err(|e| anyhow::anyhow!("history of {action_id}: `{kind}` event: {e}"))?;
+        let event = match ActionEvent::from_stored(&kind, data) {
+            Ok(event) => event,
+            Err(e) => {
+                // Only a newer hds writes kinds this one does not know (after a
+                // downgrade): the rest of the history still reads.
+                tracing::warn!(action.id = %action_id, event.kind = %kind, error = %e, "history event skipped");
+                continue;
+            }
+        };
         let kind = match actor_type.as_str() {
             "user" => ActorKind::User,
             "source" => ActorKind::Source,

@@ -470,19 +470,11 @@ async fn on_expire_resolve_closes_the_action_with_a_system_receipt() {
     body["expires_at"] = json!(in_an_hour);
     body["on_expire"] = json!({"action": "resolve", "option_id": "reject"});
     let a = app.create_action(body).await;
-    // No waiting in real time: the clock moves past the deadline, the expiry
-    // pass runs at once, and the long poll answers when it closes the Action.
+    // No waiting in real time: the Source's poll is held, the clock moves past
+    // the deadline, the expiry pass runs at once and its commit wakes the poll.
+    let poll = app.held_poll(a["id"].as_str().unwrap()).await;
     clock.advance(time::Duration::hours(2));
-    let r = app
-        .get(
-            &format!(
-                "/v1/source/actions/{}?wait_seconds=15",
-                a["id"].as_str().unwrap()
-            ),
-            &app.live_key(),
-        )
-        .await;
-    let d = &r.ok(200)["data"];
+    let d = &TestApp::answer(poll).await;
     assert_eq!(d["status"], "resolved");
     assert_eq!(d["resolution_option_id"], "reject");
     assert_eq!(d["resolved_by"]["type"], "system");

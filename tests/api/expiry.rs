@@ -25,33 +25,24 @@ async fn past_the_deadline_actions_expire_or_cancel_and_their_long_polls_answer(
     let app = TestApp::spawn().await;
     let expires = expiring(&app, json!({"action": "expire"})).await;
     let cancels = expiring(&app, json!({"action": "cancel"})).await;
-    let poll = |id: String| {
-        let app = &app;
-        async move {
-            app.get(
-                &format!("/v1/source/actions/{id}?wait_seconds=15"),
-                &app.live_key(),
-            )
-            .await
-        }
-    };
+    // The Source waits on both before the deadline.
+    let poll_e = app.held_poll(&expires).await;
+    let poll_c = app.held_poll(&cancels).await;
     // Before the deadline nothing happens, however often the pass runs.
-    app.state
-        .services
-        .clock
-        .advance(time::Duration::minutes(59));
+    let clock = &app.state.services.clock;
+    clock.advance(time::Duration::minutes(59));
     let r = app
         .get(&format!("/v1/actions/{expires}"), &app.live_key())
         .await;
     assert_eq!(r.ok(200)["data"]["status"], "open");
-    app.state.services.clock.advance(time::Duration::minutes(2));
-    let (e, c) = tokio::join!(poll(expires.clone()), poll(cancels.clone()));
-    assert_eq!(e.ok(200)["data"]["status"], "expired");
-    assert_eq!(c.ok(200)["data"]["status"], "cancelled");
-    assert!(
-        e.body["data"]["receipt"].is_null(),
-        "expiry decides nothing"
-    );
+    assert!(!poll_e.is_finished() && !poll_c.is_finished());
+    // Past it, the expiry pass runs at once and its commit wakes both polls.
+    clock.advance(time::Duration::minutes(2));
+    let e = TestApp::answer(poll_e).await;
+    let c = TestApp::answer(poll_c).await;
+    assert_eq!(e["status"], "expired");
+    assert_eq!(c["status"], "cancelled");
+    assert!(e["receipt"].is_null(), "expiry decides nothing");
     // Each closing is in the history, by the system, with its reason.
     for (id, kind) in [(&expires, "expired"), (&cancels, "cancelled")] {
         let r = app.get(&format!("/v1/actions/{id}"), &app.live_key()).await;

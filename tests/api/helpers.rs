@@ -223,6 +223,36 @@ impl TestApp {
 
     /// Waits (bounded) until `n` long polls are held by the server: awaits the
     /// waiters' published count, no polling.
+    /// Starts a Source long poll (`wait_seconds=30`) on `id` and returns once
+    /// the server holds it; the handle yields the answer's `data`.
+    pub async fn held_poll(&self, id: &str) -> tokio::task::JoinHandle<Value> {
+        let held = *self.state.services.waiters.held().borrow();
+        let (http, url, key) = (
+            self.http.clone(),
+            format!("{}/v1/source/actions/{id}?wait_seconds=30", self.base),
+            self.live_key(),
+        );
+        let poll = tokio::spawn(async move {
+            let r = http.get(url).bearer_auth(key).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()["data"].clone()
+        });
+        self.until_polls_held(held + 1).await;
+        assert!(
+            !poll.is_finished(),
+            "the poll answered before anything happened"
+        );
+        poll
+    }
+
+    /// The answer of a held poll, which must come well before its 30 s.
+    pub async fn answer(poll: tokio::task::JoinHandle<Value>) -> Value {
+        tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .expect("the held long poll was not woken")
+            .unwrap()
+    }
+
     pub async fn until_polls_held(&self, n: usize) {
         let mut held = self.state.services.waiters.held();
         let waited = tokio::time::timeout(Duration::from_secs(5), held.wait_for(|h| *h >= n)).await;

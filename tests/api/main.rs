@@ -9,6 +9,7 @@ mod decisions;
 mod expiry;
 mod helpers;
 mod inbox;
+mod long_polls;
 mod receipts;
 mod sessions;
 mod signin_oidc;

@@ -20,7 +20,7 @@ pub async fn list_my_actions(
     UserAuth(user): UserAuth,
     ApiQuery(p): ApiQuery<InboxParams>,
 ) -> Result<Json<List<ActionOut>>> {
-    let (rows, has_more) = inbox::list(&st.services, user, p).await?;
+    let (rows, has_more) = inbox::list(&st.services, user, p, st.services.clock.now()).await?;
     Ok(Json(List::new(
         rows.iter().map(ActionOut::from).collect(),
         has_more,

@@ -153,7 +153,13 @@ pub async fn bootstrap(
         .iter()
         .find(|w| Some(w.id.as_str()) == active)
         .cloned();
-    let counts = inbox::counts(&st.services, &user, inbox::InboxParams::default()).await?;
+    let counts = inbox::counts(
+        &st.services,
+        &user,
+        inbox::InboxParams::default(),
+        st.services.clock.now(),
+    )
+    .await?;
     Ok(Json(Data {
         data: BootstrapOut {
             user: Person {

@@ -180,7 +180,7 @@ async fn read_list(
     let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
         || f.environment() != "live"
         || f.scope() != "all";
-    let (listed, has_more) = match inbox::list(s, user.clone(), f.params()).await {
+    let (listed, has_more) = match inbox::list(s, user.clone(), f.params(), now).await {
         Ok(v) => v,
         Err(e) if e.code == Code::ValidationError => {
             return Ok(InboxList {
@@ -196,7 +196,7 @@ async fn read_list(
         Err(e) => return Err(e),
     };
     let rows: Vec<Row> = listed.iter().map(|a| row(a, names, now)).collect();
-    let counts = inbox::counts(s, user, f.params()).await?;
+    let counts = inbox::counts(s, user, f.params(), now).await?;
     let tabs = [
         ("open", "Open", counts.open),
         ("snoozed", "Snoozed", counts.snoozed),

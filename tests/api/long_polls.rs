@@ -1,0 +1,98 @@
+//! Every way an Action closes wakes a Source's held long poll, after the
+//! commit (the decision itself: actions.rs; expiry: expiry.rs), and every
+//! change tells open dashboards to refresh.
+
+use hds::domain::access::Role;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, two_options};
+
+fn binding(a: &Value) -> Value {
+    json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"]})
+}
+
+#[tokio::test]
+async fn a_source_resolve_or_cancel_wakes_a_held_long_poll() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let resolved = app.create_action(two_options("Resolve me")).await;
+    let cancelled = app.create_action(two_options("Cancel me")).await;
+    let id = |a: &Value| a["id"].as_str().unwrap().to_owned();
+
+    let poll = app.held_poll(&id(&resolved)).await;
+    let mut body = binding(&resolved);
+    body["option_id"] = json!("approve");
+    let _: Value = source
+        .post(&format!("/v1/actions/{}/resolve", id(&resolved)), body, 200)
+        .await;
+    let d = TestApp::answer(poll).await;
+    assert_eq!(d["status"], "resolved");
+    assert_eq!(d["resolved_by"]["type"], "source");
+
+    let poll = app.held_poll(&id(&cancelled)).await;
+    let _: Value = source
+        .post(
+            &format!("/v1/actions/{}/cancel", id(&cancelled)),
+            json!({"reason": "superseded"}),
+            200,
+        )
+        .await;
+    let d = TestApp::answer(poll).await;
+    assert_eq!(d["status"], "cancelled");
+    assert_eq!(d["resolution_reason"], "superseded");
+}
+
+#[tokio::test]
+async fn a_vote_wakes_the_poll_only_when_it_reaches_the_quorum() {
+    let app = TestApp::spawn().await;
+    let (ann, bob) = (app.member(Role::Reviewer), app.member(Role::Reviewer));
+    let mut body = two_options("Rotate the root key");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([ann.person().id, bob.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let a = app.create_action(body).await;
+    let path = format!("/v1/actions/{}/votes", a["id"].as_str().unwrap());
+    let vote = |v: &str| {
+        let mut b = binding(&a);
+        b["vote"] = json!(v);
+        b
+    };
+    let poll = app.held_poll(a["id"].as_str().unwrap()).await;
+    let _: Value = ann.post(&path, vote("approve"), 200).await;
+    // One approval of two: the Action stays open and the poll stays held.
+    tokio::task::yield_now().await;
+    assert!(!poll.is_finished(), "an open Action woke the poll");
+    let _: Value = bob.post(&path, vote("approve"), 200).await;
+    let d = TestApp::answer(poll).await;
+    assert_eq!(d["status"], "resolved");
+    assert_eq!(d["resolution_option_id"], "approve");
+}
+
+#[tokio::test]
+async fn every_change_to_an_action_tells_open_dashboards_to_refresh() {
+    let app = TestApp::spawn().await;
+    let mut changes = app.state.services.changes.subscribe();
+    changes.mark_unchanged();
+    let source = app.source();
+    let a = app.create_action(two_options("Watched")).await;
+    assert!(changes.has_changed().unwrap(), "create");
+    changes.mark_unchanged();
+    let path = format!("/v1/actions/{}", a["id"].as_str().unwrap());
+    let patched: Value = source
+        .patch(&path, json!({"title": "Watched closely"}), 200)
+        .await;
+    assert!(changes.has_changed().unwrap(), "patch");
+    changes.mark_unchanged();
+    let d = app
+        .decide(&patched["data"], json!({"option_id": "approve"}))
+        .await;
+    let d = d.ok(200)["data"].clone();
+    assert!(changes.has_changed().unwrap(), "decision");
+    changes.mark_unchanged();
+    // The outcome changes what the Action page and closed tabs show too.
+    let mut outcome = binding(&d);
+    outcome["status"] = json!("success");
+    outcome["duration_ms"] = json!(1200);
+    let _: Value = source.post(&format!("{path}/outcome"), outcome, 201).await;
+    assert!(changes.has_changed().unwrap(), "outcome");
+}
