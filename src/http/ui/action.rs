@@ -18,7 +18,7 @@ use crate::domain::event::ActionEvent;
 use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view::{ActionVm, plain};
-use crate::http::ui::view::{ConfirmPage, FormData, Layout, UiError, check_csrf, see_other};
+use crate::http::ui::view::{Ask, ConfirmPage, FormData, Layout, UiError, check_csrf, see_other};
 use crate::service::dashboard::{self, ActionView};
 use crate::service::decisions::{self, DecisionRequest};
 use crate::service::votes::{self, VoteRequest};
@@ -111,16 +111,14 @@ pub async fn decide_action(
     let s = &st.services;
     let view = dashboard::action(s, &page.user, id.clone()).await?;
     if let Some(label) = unconfirmed_destructive(&view.action, &form) {
-        return Ok(ConfirmPage {
-            layout: Layout::signed_in(&st, &page, "Confirm", "inbox").await?,
+        let ask = Ask {
             heading: "This is destructive".into(),
             message: format!("This is destructive: {label}. Confirm?"),
             post_to: format!("/app/actions/{}/decide", view.action.id),
-            hidden: ConfirmPage::resend(&form),
             confirm_label: format!("Yes, {label}"),
             cancel_url: format!("/app/actions/{}", view.action.id),
-        }
-        .into_response());
+        };
+        return ConfirmPage::ask(&st, &page, "inbox", &form, ask).await;
     }
     let outcome = match submission(&view.action, &form) {
         Ok(Submission::Decide(req)) => decisions::decide(s, page.user.clone(), id.clone(), req)

@@ -15,7 +15,9 @@ use crate::domain::access;
 use crate::domain::time;
 use crate::error::{Error, Result};
 use crate::http::session::PageUser;
-use crate::http::ui::view::{ConfirmPage, FormData, Layout, UiError, When, check_csrf, see_other};
+use crate::http::ui::view::{
+    Ask, ConfirmPage, FormData, Layout, UiError, When, check_csrf, see_other,
+};
 use crate::service::sources::{self, KeyRotate, SourceCreate};
 
 pub struct KeyVm {
@@ -166,16 +168,16 @@ pub async fn rotate_source(
     check_csrf(&st, &headers, &p, &form)?;
     let name = source_name(&st, &p, &id).await?;
     if form.get("confirmed") != Some("yes") {
-        return Ok(ConfirmPage {
-            layout: Layout::signed_in(&st, &p, "Confirm", "sources").await?,
+        let ask = Ask {
             heading: "Replace this Source's keys?".into(),
-            message: format!("The live and test keys of “{name}” stop working at once. Whatever uses them fails until it is given the new keys."),
+            message: format!(
+                "The live and test keys of “{name}” stop working at once. Whatever uses them fails until it is given the new keys."
+            ),
             post_to: format!("/app/sources/{id}/rotate"),
-            hidden: ConfirmPage::resend(&form),
             confirm_label: "Replace the keys".into(),
             cancel_url: "/app/sources".into(),
-        }
-        .into_response());
+        };
+        return ConfirmPage::ask(&st, &p, "sources", &form, ask).await;
     }
     let req = KeyRotate {
         environment: Some("both".into()),
@@ -202,16 +204,16 @@ pub async fn revoke_source(
     check_csrf(&st, &headers, &p, &form)?;
     let name = source_name(&st, &p, &id).await?;
     if form.get("confirmed") != Some("yes") {
-        return Ok(ConfirmPage {
-            layout: Layout::signed_in(&st, &p, "Confirm", "sources").await?,
+        let ask = Ask {
             heading: "Revoke this Source?".into(),
-            message: format!("“{name}” can no longer send or read anything; its keys stop working for good. Its Actions, history and receipts are kept."),
+            message: format!(
+                "“{name}” can no longer send or read anything; its keys stop working for good. Its Actions, history and receipts are kept."
+            ),
             post_to: format!("/app/sources/{id}/revoke"),
-            hidden: ConfirmPage::resend(&form),
             confirm_label: "Revoke the Source".into(),
             cancel_url: "/app/sources".into(),
-        }
-        .into_response());
+        };
+        return ConfirmPage::ask(&st, &p, "sources", &form, ask).await;
     }
     match sources::revoke(&st.services, p.user.clone(), id).await {
         Ok(()) => Ok(see_other("/app/sources?done=revoked")),

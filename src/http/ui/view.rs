@@ -252,7 +252,37 @@ pub struct ConfirmPage {
     pub cancel_url: String,
 }
 
+/// What a confirmation page asks: the question, what happens, where the
+/// confirmed form goes, and where "cancel" leads.
+pub struct Ask {
+    pub heading: String,
+    pub message: String,
+    pub post_to: String,
+    pub confirm_label: String,
+    pub cancel_url: String,
+}
+
 impl ConfirmPage {
+    /// The page that asks first, carrying `form` over with `confirmed=yes`.
+    pub async fn ask(
+        st: &crate::app::AppState,
+        p: &PageUser,
+        nav: &'static str,
+        form: &FormData,
+        ask: Ask,
+    ) -> Result<Response, UiError> {
+        Ok(ConfirmPage {
+            layout: Layout::signed_in(st, p, "Confirm", nav).await?,
+            heading: ask.heading,
+            message: ask.message,
+            post_to: ask.post_to,
+            hidden: Self::resend(form),
+            confirm_label: ask.confirm_label,
+            cancel_url: ask.cancel_url,
+        }
+        .into_response())
+    }
+
     /// Carries `form` over, minus its token, plus the confirmation.
     pub fn resend(form: &FormData) -> Vec<(String, String)> {
         form.pairs()
