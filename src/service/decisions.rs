@@ -140,42 +140,40 @@ pub async fn decide(
     user: UserCaller,
     id: String,
     req: DecisionRequest,
-) -> Result<Value> {
+) -> Result<ActionRecord> {
     check_reason(&req.reason)?;
     let svc = s.clone();
     let now = s.clock.now();
-    let a = s
-        .write(move |c, fx| {
-            let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-            let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
-            if !access.can_decide() {
-                return Err(Error::new(
-                    Code::Forbidden,
-                    "you may see this Action but not decide it",
-                ));
-            }
-            decision::ensure_open(&a)?;
-            if a.spec.approval_policy.is_some() {
-                return Err(Error::new(
-                    Code::ApprovalVoteRequired,
-                    "this Action has an approval policy: vote with POST /v1/actions/{id}/votes",
-                ));
-            }
-            decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
-            let (option_id, response) =
-                decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
-            let resolution = Resolution {
-                option_id,
-                response,
-                reason: req.reason,
-                decided_by: Actor::user(&user.user_id),
-                decided_at: time::format(now),
-                votes: None,
-            };
-            resolve_with_receipt(c, fx, &svc, &a, resolution, now)
-        })
-        .await?;
-    Ok(envelope(&a, false))
+    s.write(move |c, fx| {
+        let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
+        let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+        if !access.can_decide() {
+            return Err(Error::new(
+                Code::Forbidden,
+                "you may see this Action but not decide it",
+            ));
+        }
+        decision::ensure_open(&a)?;
+        if a.spec.approval_policy.is_some() {
+            return Err(Error::new(
+                Code::ApprovalVoteRequired,
+                "this Action has an approval policy: vote with POST /v1/actions/{id}/votes",
+            ));
+        }
+        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+        let (option_id, response) =
+            decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
+        let resolution = Resolution {
+            option_id,
+            response,
+            reason: req.reason,
+            decided_by: Actor::user(&user.user_id),
+            decided_at: time::format(now),
+            votes: None,
+        };
+        resolve_with_receipt(c, fx, &svc, &a, resolution, now)
+    })
+    .await
 }
 
 /// POST /v1/actions/{id}/resolve by the owning Source.

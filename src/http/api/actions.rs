@@ -161,8 +161,9 @@ pub async fn decide_action(
     UserAuth(user): UserAuth,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<DecisionRequest>,
-) -> Result<Json<serde_json::Value>> {
-    Ok(Json(decisions::decide(&st.services, user, id, req).await?))
+) -> Result<Json<Envelope<ActionOut>>> {
+    let a = decisions::decide(&st.services, user, id, req).await?;
+    Ok(Json(Envelope::fresh(ActionOut::from(&a))))
 }
 
 /// Resolve an open Action as its Source (with a receipt).
