@@ -269,6 +269,8 @@ pub async fn get_for_source(
     if a.status != Status::Open || wait.is_zero() {
         return Ok(a);
     }
+    // Not kept while waiting: a held poll should cost as little as possible.
+    drop(a);
     // Woken or timed out, the answer is the Action as it is now.
     let _ = tokio::time::timeout(wait.min(MAX_WAIT), notified).await;
     read(src, id).await
