@@ -15,19 +15,20 @@ const SELECT: &str = "SELECT a.id, a.workspace_id, a.source_id, a.environment, a
     r.id, r.kid, r.jws
     FROM actions a LEFT JOIN receipts r ON r.id = a.receipt_id";
 
+/// A nullable JSON column decoded as `T`.
+fn json_col<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row,
+    i: usize,
+) -> rusqlite::Result<Option<T>> {
+    let s: Option<String> = r.get(i)?;
+    s.map(|s| serde_json::from_str(&s))
+        .transpose()
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+        })
+}
+
 fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
-    let json_col = |i: usize| -> rusqlite::Result<Option<Value>> {
-        let s: Option<String> = r.get(i)?;
-        s.map(|s| serde_json::from_str(&s))
-            .transpose()
-            .map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    i,
-                    rusqlite::types::Type::Text,
-                    Box::new(e),
-                )
-            })
-    };
     let bad = |i: usize, what: &str| {
         rusqlite::Error::FromSqlConversionFailure(
             i,
@@ -70,27 +71,9 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
         spec: serde_json::from_str(&spec).map_err(|e| {
             rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(e))
         })?,
-        resolution: json_col(8)?
-            .map(serde_json::from_value::<Resolution>)
-            .transpose()
-            .map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    8,
-                    rusqlite::types::Type::Text,
-                    Box::new(e),
-                )
-            })?,
+        resolution: json_col::<Resolution>(r, 8)?,
         receipt,
-        outcome: json_col(9)?
-            .map(serde_json::from_value::<Outcome>)
-            .transpose()
-            .map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    9,
-                    rusqlite::types::Type::Text,
-                    Box::new(e),
-                )
-            })?,
+        outcome: json_col::<Outcome>(r, 9)?,
         snoozed_until: r.get(10)?,
         created_at: r.get(11)?,
         updated_at: r.get(12)?,
