@@ -28,6 +28,11 @@ fn init(data: &Path) -> Value {
 
 /// Starts `hds serve` on an ephemeral port; returns the child and its base URL.
 fn serve(data: &Path) -> (Child, String) {
+    serve_logging_to(data, Stdio::null())
+}
+
+/// `serve` with the server's log (stderr) sent to `log`.
+fn serve_logging_to(data: &Path, log: Stdio) -> (Child, String) {
     let mut child = Command::new(HDS)
         .args([
             "serve",
@@ -39,7 +44,8 @@ fn serve(data: &Path) -> (Child, String) {
         ])
         .arg(data)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
+        .env("RUST_LOG", "info")
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -132,6 +138,40 @@ async fn every_acknowledged_create_survives_kill_9() {
         missing.len(),
         acked.len(),
         &missing[..missing.len().min(5)]
+    );
+}
+
+/// Whoever reads the access log must not be able to sign in as someone: a
+/// one-time link's secret never reaches the log, though the request does.
+#[tokio::test]
+async fn the_access_log_never_holds_a_signin_link_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let creds = init(&data);
+    let link = creds["signin_url"].as_str().unwrap();
+    let path = &link[link.find("/app/signin/link/").unwrap()..];
+    let secret = path.trim_start_matches("/app/signin/link/");
+    assert!(secret.len() > 20);
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let (mut child, base) = serve_logging_to(&data, Stdio::from(log));
+    let http = client_builder().build().unwrap();
+    let page = http.get(format!("{base}{path}")).send().await.unwrap();
+    assert_eq!(page.status(), 200, "the link's confirmation page");
+    // A later request: its access-log line follows the link's.
+    let r = http.get(format!("{base}/health")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    assert!(text.contains("/health"), "no access log at all:\n{text}");
+    assert!(
+        text.contains("/app/signin/link/…"),
+        "the link request is logged, redacted:\n{text}"
+    );
+    assert!(
+        !text.contains(secret),
+        "the link's secret is in the log:\n{text}"
     );
 }
 

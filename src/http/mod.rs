@@ -109,10 +109,27 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Error {
 pub const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
 
+/// Path prefixes whose next segment is a secret that signs someone in (one-time
+/// sign-in links; invitation links, whose URL shape the guide fixes): whoever
+/// reads the log must not be able to use them.
+const SECRET_SEGMENTS: &[&str] = &["/app/signin/link/", "/app/invitations/"];
+
+/// The path as the access log shows it: secret segments replaced by `…`.
+fn loggable_path(path: &str) -> String {
+    for prefix in SECRET_SEGMENTS {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let after = rest.find('/').map_or("", |i| &rest[i..]);
+            return format!("{prefix}…{after}");
+        }
+    }
+    path.to_owned()
+}
+
 /// Every request, once: echoes a sane incoming `X-Request-ID` or assigns
 /// `req_<ULID>`, runs the request inside a span carrying that id (so any log
 /// line of the request names it), sets the security headers, and writes one
-/// access-log line: method, path (never the query or body), status, time.
+/// access-log line: method, path (secret segments redacted; never the query or
+/// body), status, time.
 async fn observe(mut req: Request, next: Next) -> Response {
     let start = Instant::now();
     let incoming = req
@@ -132,7 +149,7 @@ async fn observe(mut req: Request, next: Next) -> Response {
         HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("req_invalid"));
     req.headers_mut().insert("x-request-id", value.clone());
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    let path = loggable_path(req.uri().path());
     let span = tracing::info_span!("request", request.id = %id);
     let mut resp = next.run(req).instrument(span.clone()).await;
     span.in_scope(|| {
@@ -173,4 +190,22 @@ async fn observe(mut req: Request, next: Next) -> Response {
         );
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable_path;
+
+    #[test]
+    fn secret_path_segments_are_not_logged() {
+        assert_eq!(
+            loggable_path("/app/signin/link/Jd8abc"),
+            "/app/signin/link/…"
+        );
+        assert_eq!(
+            loggable_path("/app/invitations/tok/accept"),
+            "/app/invitations/…/accept"
+        );
+        assert_eq!(loggable_path("/v1/actions/act_1"), "/v1/actions/act_1");
+    }
 }
