@@ -19,8 +19,14 @@ pub struct Config {
     /// Directory holding the database and the receipt signing keys.
     #[arg(long, env = "HDS_DATA_DIR", default_value = "./hds-data")]
     pub data_dir: PathBuf,
-    /// Public base URL (receipt issuer, links). Set it to the reverse proxy's https URL.
-    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    /// Public base URL (receipt issuer, links, the origin forms must come from).
+    /// Set it to the reverse proxy's https URL. Default: http:// and the address
+    /// hds listens on (127.0.0.1 when it listens on all addresses).
+    #[arg(long = "base-url", env = "HDS_BASE_URL")]
+    pub base_url_flag: Option<String>,
+    /// The effective public base URL: `--base-url`, or one that follows
+    /// `--listen` (set by `hds serve` once it has bound; see `follow_listener`).
+    #[arg(skip)]
     pub base_url: String,
     /// `full`: fsync every commit (a decision survives power loss); `normal`:
     /// survives a crash of hds, may lose the last commits on power loss.
@@ -157,6 +163,7 @@ impl Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir,
+            base_url_flag: None,
             base_url: "http://127.0.0.1:8080".into(),
             durability: Durability::Full,
             allow_private_callbacks: false,
@@ -183,6 +190,26 @@ impl Config {
         let file = parse_file(&text).with_context(|| format!("in {}", path.display()))?;
         self.auth = file.auth;
         Ok(())
+    }
+
+    /// Settles the base URL once the listener is bound: `--base-url` when given,
+    /// else `http://<bound address>`, so links and the origin check follow
+    /// `--listen` (a wildcard address becomes loopback).
+    pub fn follow_listener(&mut self, bound: SocketAddr) {
+        self.base_url = match &self.base_url_flag {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => {
+                let mut addr = bound;
+                if addr.ip().is_unspecified() {
+                    addr.set_ip(if addr.is_ipv6() {
+                        std::net::Ipv6Addr::LOCALHOST.into()
+                    } else {
+                        std::net::Ipv4Addr::LOCALHOST.into()
+                    });
+                }
+                format!("http://{addr}")
+            }
+        };
     }
 
     /// Cookies get `Secure` when the public URL is https.

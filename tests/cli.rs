@@ -175,6 +175,81 @@ async fn the_access_log_never_holds_a_signin_link_secret() {
     );
 }
 
+/// A first start on an empty data dir whose port is taken stops before it
+/// creates anything, so no secret is made and lost; the next start on a free
+/// port makes and prints them. Without --base-url, the printed link and the
+/// origin forms must come from follow the address hds listens on.
+#[tokio::test]
+async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().to_string();
+    let out = Command::new(HDS)
+        .args(["serve", "--listen", &busy, "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("listening on {busy}")), "{err}");
+    assert!(out.stdout.is_empty(), "nothing printed, nothing made");
+    assert!(!data.join("hds.db").exists(), "no database was created");
+    drop(taken);
+
+    let mut child = Command::new(HDS)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
+    let link = lines
+        .map(|l| l.unwrap())
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.contains("/app/signin/link/"))
+                .map(str::to_owned)
+        })
+        .expect("the first start prints a sign-in link");
+    assert!(
+        link.starts_with(&format!("{base}/app/signin/link/")),
+        "{link} vs {base}"
+    );
+
+    let http = client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // A form from an origin this server does not serve is refused, and the
+    // page says which origin it expected.
+    let refused = http
+        .post(&link)
+        .header("origin", "http://127.0.0.1:9")
+        .form(&[("next", "/app")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains(&format!("expects {base}")), "{page}");
+    // From its own origin, the link signs in.
+    let ok = http
+        .post(&link)
+        .header("origin", &base)
+        .form(&[("next", "/app")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 303);
+    assert_eq!(ok.headers()["location"], "/app");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[tokio::test]
 async fn online_backup_restores_into_a_new_data_dir() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,7 @@
 //! `hds serve`: run the service until SIGINT/SIGTERM.
 
+use anyhow::Context;
+
 use crate::cli::DataDir;
 use crate::config::Config;
 
@@ -15,12 +17,16 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         .max_blocking_threads(8)
         .enable_all()
         .build()?;
-    let first_start = first_start(&config)?;
     rt.block_on(async move {
-        let listen = config.listen;
-        let state = crate::app::start(config).await?;
-        let listener = tokio::net::TcpListener::bind(listen).await?;
+        // Bind first: a busy port stops the start before anything is created,
+        // so the secrets of a first start are never made and then lost.
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        config.follow_listener(addr);
+        let first_start = first_start(&config)?;
+        let state = crate::app::start(config).await?;
         // Tests and scripts read this line to learn the port when listening on :0.
         println!("hds listening on http://{addr}");
         if let Some(created) = first_start {

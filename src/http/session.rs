@@ -167,6 +167,25 @@ pub fn same_origin(headers: &HeaderMap, config: &Config) -> bool {
     }
 }
 
+/// The refusal of a request from another origin. When the browser named its
+/// origin, the message says which origin this hds expected: a server started
+/// on another port or behind a proxy without `--base-url` fails this way.
+pub fn cross_origin(headers: &HeaderMap, config: &Config, what: &str) -> Error {
+    let expected = config.origin();
+    match headers.get("origin").and_then(|v| v.to_str().ok()) {
+        Some(origin) => Error::new(
+            Code::CsrfFailed,
+            format!(
+                "{what} refused: the request came from {origin}, but this hds expects {expected} \
+                 (its --base-url); if {origin} is this server, start it with --base-url {origin}"
+            ),
+        )
+        .with_detail("origin", origin)
+        .with_detail("expected_origin", expected),
+        None => csrf_refused(&format!("{what} came from another site")),
+    }
+}
+
 fn csrf_refused(why: &str) -> Error {
     Error::new(
         Code::CsrfFailed,
@@ -183,7 +202,7 @@ pub fn check_csrf(
     presented: &str,
 ) -> Result<()> {
     if !same_origin(headers, config) {
-        return Err(csrf_refused("the request came from another site"));
+        return Err(cross_origin(headers, config, "the request"));
     }
     if expected.is_empty() || !bool::from(expected.as_bytes().ct_eq(presented.as_bytes())) {
         return Err(csrf_refused(

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tower_sessions::Session;
 
 use crate::app::AppState;
-use crate::error::{Code, Error};
+use crate::error::Code;
 use crate::http::session::{self, PageUser};
 use crate::http::ui::view::{FormData, Layout, UiError, check_csrf, see_other};
 use crate::service::signin::{self, SessionKind, SessionMeta};
@@ -191,7 +191,7 @@ pub async fn redeem_link(
     // No session exists yet, so no form token: the origin check is what stops
     // another site from signing a visitor into someone else's account.
     if !session::same_origin(&headers, &st.services.config) {
-        return Err(Error::new(Code::CsrfFailed, "sign-in from another site refused").into());
+        return Err(session::cross_origin(&headers, &st.services.config, "sign-in").into());
     }
     let next = session::local_next(form.get("next"))?;
     let header_text = |name: &str| {

@@ -148,6 +148,7 @@ struct ErrorPage {
 impl IntoResponse for UiError {
     fn into_response(self) -> Response {
         let (code, message) = (self.0.code, self.0.message.clone());
+        let wrong_origin = self.0.details.contains_key("expected_origin");
         // The API rendering logs an internal cause once and picks the status
         // and Retry-After; only the body is replaced by the page.
         let mut resp = self.0.into_response();
@@ -158,7 +159,8 @@ impl IntoResponse for UiError {
             _ => "That did not work",
         };
         let message = match code {
-            Code::CsrfFailed => "This form expired or was sent from another site. Go back, reload the page and try again.".to_owned(),
+            // A wrong --base-url says so; a stale form gets the plain advice.
+            Code::CsrfFailed if !wrong_origin => "This form expired or was sent from another site. Go back, reload the page and try again.".to_owned(),
             _ => message,
         };
         let page = ErrorPage {
