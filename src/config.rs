@@ -117,6 +117,12 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
+    /// The browser flow needs a web client id; with only native client ids
+    /// (`client_ids`) the provider serves the native exchange alone.
+    pub fn has_browser_flow(&self) -> bool {
+        self.client_id.is_some()
+    }
+
     pub fn issuer_url(&self) -> String {
         match (&self.issuer, self.kind) {
             (Some(i), _) => i.clone(),

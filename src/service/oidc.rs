@@ -48,6 +48,22 @@ pub fn provider<'a>(s: &'a Services, name: &str) -> Result<&'a ProviderConfig> {
     })
 }
 
+/// A provider with a browser flow; a native-only one is refused before any
+/// outbound call (discovery), as an unknown one is.
+fn browser_provider<'a>(s: &'a Services, name: &str) -> Result<&'a ProviderConfig> {
+    let cfg = provider(s, name)?;
+    if !cfg.has_browser_flow() {
+        return Err(Error::new(
+            Code::ProviderNotFound,
+            format!(
+                "the sign-in provider {name:?} has no browser sign-in (only native client ids); \
+                 GET /v1/auth/providers lists the methods"
+            ),
+        ));
+    }
+    Ok(cfg)
+}
+
 fn redirect_uri(s: &Services, name: &str) -> String {
     format!(
         "{}/v1/auth/{name}/callback",
@@ -135,7 +151,7 @@ pub async fn start(
     next: String,
     binding: Option<&str>,
 ) -> Result<Started> {
-    let cfg = provider(s, name)?;
+    let cfg = browser_provider(s, name)?;
     let issuer = s.oidc.issuer(name, cfg).await?;
     let client = client(s, name, cfg, &issuer)?;
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -214,7 +230,7 @@ pub async fn finish(
     binding: Option<&str>,
     user_agent: Option<String>,
 ) -> Result<(SignedIn, String)> {
-    let cfg = provider(s, name)?;
+    let cfg = browser_provider(s, name)?;
     let state = answer
         .state
         .clone()

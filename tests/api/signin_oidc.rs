@@ -417,3 +417,51 @@ async fn next_must_be_a_local_path() {
         .await;
     r.error(502, "PROVIDER_UNAVAILABLE");
 }
+
+/// A provider with only native client ids has no browser flow: its start
+/// route answers 404 PROVIDER_NOT_FOUND without any call to the issuer.
+#[tokio::test]
+async fn a_native_only_provider_refuses_the_browser_flow_without_calling_out() {
+    // An "issuer" on loopback that counts the connections it is offered.
+    let issuer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer_url = format!("http://{}", issuer.local_addr().unwrap());
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    tokio::spawn(async move {
+        while let Ok((_socket, _)) = issuer.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let app = TestApp::spawn_with(|c| {
+        let mut p = provider(ProviderKind::Oidc, &issuer_url, "unused");
+        p.client_id = None;
+        p.client_ids = vec!["ios-app".into()];
+        c.auth.providers.insert("corp".into(), p);
+    })
+    .await;
+    let providers = app
+        .anonymous()
+        .get::<Value>("/v1/auth/providers", 200)
+        .await;
+    let corp = providers["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "corp")
+        .unwrap()
+        .clone();
+    assert!(corp["start_url"].is_null(), "{corp}");
+    for _ in 0..3 {
+        let e = app
+            .anonymous()
+            .get_err("/v1/auth/corp/start?next=/app", 404, "PROVIDER_NOT_FOUND")
+            .await;
+        assert!(e["message"].as_str().unwrap().contains("native"), "{e}");
+    }
+    tokio::task::yield_now().await;
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no outbound call"
+    );
+}

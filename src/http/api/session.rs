@@ -35,9 +35,8 @@ pub fn methods(st: &AppState) -> Vec<SigninMethod> {
             name: p.label(name),
             // A provider with only native client ids has no browser flow.
             start_url: p
-                .client_id
-                .as_ref()
-                .map(|_| format!("/v1/auth/{name}/start")),
+                .has_browser_flow()
+                .then(|| format!("/v1/auth/{name}/start")),
             native: NativeUrls {
                 challenge_url: format!("/v1/auth/{name}/native/challenge"),
                 exchange_url: format!("/v1/auth/{name}/native"),
