@@ -206,3 +206,39 @@ async fn openapi_gives_every_success_response_a_schema() {
     let action = &body["components"]["schemas"]["ActionOut"];
     assert!(action["properties"]["fingerprint"].is_object(), "{action}");
 }
+
+/// Errors the application produces are never bare: static files and
+/// undecodable paths answer in the envelope, dashboard pages with the error page.
+#[tokio::test]
+async fn static_and_dashboard_errors_are_never_bare_text() {
+    let app = TestApp::spawn().await;
+    let anyone = app.anonymous();
+    let e = anyone
+        .get_err("/static/no-such-file.css", 404, "NOT_FOUND")
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("no-such-file.css"));
+    anyone
+        .get_err("/static/%FF.css", 422, "VALIDATION_ERROR")
+        .await;
+    let admin = app.admin();
+    let browser = app.browser(admin.person()).await;
+    let r = browser
+        .call(Method::GET, "/app/actions/%FF", None, &[])
+        .await;
+    assert_eq!(r.status.as_u16(), 422, "{}", r.body);
+    let ct = r.headers["content-type"].to_str().unwrap();
+    assert!(ct.starts_with("text/html"), "{ct}");
+    assert!(r.body.as_str().unwrap().contains("VALIDATION_ERROR"));
+    // A query that is not UTF-8 is decoded leniently: the inbox names the
+    // bad filter instead of failing.
+    let r = browser
+        .call(Method::GET, "/app?priority=%FF%FE", None, &[])
+        .await;
+    assert_eq!(r.status.as_u16(), 200);
+    assert!(
+        r.body
+            .as_str()
+            .unwrap()
+            .contains("is not valid; use one of low")
+    );
+}

@@ -3,7 +3,7 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -12,7 +12,9 @@ use crate::app::AppState;
 use crate::domain::time;
 use crate::error::{Error, FieldError};
 use crate::http::session::{self, PageUser};
-use crate::http::ui::view::{FormData, Layout, UiError, When, check_csrf, see_other};
+use crate::http::ui::view::{
+    FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+};
 use crate::service::tokens::{self, MAX_TOKEN_DAYS};
 use crate::store::users::Credential;
 
@@ -127,7 +129,7 @@ pub struct AccountQuery {
 pub async fn account_page(
     State(st): State<AppState>,
     p: PageUser,
-    Query(q): Query<AccountQuery>,
+    PageQuery(q): PageQuery<AccountQuery>,
 ) -> Result<AccountPage, UiError> {
     let mut out = page(&st, &p).await?;
     out.flash =
@@ -178,7 +180,7 @@ pub async fn revoke_credential(
     State(st): State<AppState>,
     p: PageUser,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;

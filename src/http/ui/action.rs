@@ -6,7 +6,7 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -18,7 +18,9 @@ use crate::domain::event::ActionEvent;
 use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view::{ActionVm, plain};
-use crate::http::ui::view::{Ask, ConfirmPage, FormData, Layout, UiError, check_csrf, see_other};
+use crate::http::ui::view::{
+    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, check_csrf, see_other,
+};
 use crate::service::dashboard::{self, ActionView};
 use crate::service::decisions::{self, DecisionRequest};
 use crate::service::votes::{self, VoteRequest};
@@ -79,8 +81,8 @@ pub struct ActionQuery {
 pub async fn action_page(
     State(st): State<AppState>,
     page: PageUser,
-    Path(id): Path<String>,
-    Query(q): Query<ActionQuery>,
+    PagePath(id): PagePath<String>,
+    PageQuery(q): PageQuery<ActionQuery>,
 ) -> Result<ActionPage, UiError> {
     let view = dashboard::action(&st.services, &page.user, id).await?;
     let mut out = page_for(&st, &page, &view).await?;
@@ -104,7 +106,7 @@ pub async fn decide_action(
     State(st): State<AppState>,
     page: PageUser,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &page, &form)?;
@@ -321,7 +323,7 @@ fn number(raw: &str) -> Result<Value> {
 pub async fn download_receipt(
     State(st): State<AppState>,
     page: PageUser,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
 ) -> Result<Response, UiError> {
     let view = dashboard::action(&st.services, &page.user, id).await?;
     let Some(receipt) = &view.action.receipt else {

@@ -2,11 +2,13 @@
 //! from disk). Pages link assets as `/static/<name>?v=<content hash>`, so a
 //! matching request may be cached for a year and a new build is never stale.
 
-use axum::extract::{Path, Query};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
 use serde::Deserialize;
+
+use crate::error::{Code, Error};
+use crate::http::extract::{ApiPath, ApiQuery};
 
 #[derive(RustEmbed)]
 #[folder = "static/"]
@@ -31,16 +33,23 @@ pub struct AssetQuery {
     v: Option<String>,
 }
 
-/// GET /static/{*path}
-pub async fn serve_asset(Path(path): Path<String>, Query(q): Query<AssetQuery>) -> Response {
+fn no_such_file(path: &str) -> Error {
+    Error::new(Code::NotFound, format!("no static file /static/{path}"))
+}
+
+/// GET /static/{*path}. Errors are in the API's envelope, like every other.
+pub async fn serve_asset(
+    ApiPath(path): ApiPath<String>,
+    ApiQuery(q): ApiQuery<AssetQuery>,
+) -> Result<Response, Error> {
     if path
         .split('/')
         .any(|seg| seg.is_empty() || seg.starts_with('.'))
     {
-        return StatusCode::NOT_FOUND.into_response();
+        return Err(no_such_file(&path));
     }
     let Some(file) = Static::get(&path) else {
-        return StatusCode::NOT_FOUND.into_response();
+        return Err(no_such_file(&path));
     };
     let current = hex::encode(&file.metadata.sha256_hash()[..6]);
     // Only the URL naming this exact content is immutable; anything else
@@ -56,12 +65,12 @@ pub async fn serve_asset(Path(path): Path<String>, Query(q): Query<AssetQuery>) 
     }
     let mime = HeaderValue::from_str(&mime)
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));
-    (
+    Ok((
         [
             (header::CONTENT_TYPE, mime),
             (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
         ],
         file.data.into_owned(),
     )
-        .into_response()
+        .into_response())
 }

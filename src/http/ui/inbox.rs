@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -17,7 +17,7 @@ use crate::domain::action::{ActionRecord, ActionSpec, Environment, Interaction};
 use crate::domain::time;
 use crate::error::{Code, Result};
 use crate::http::session::PageUser;
-use crate::http::ui::view::{Layout, UiError, When};
+use crate::http::ui::view::{Layout, PageQuery, UiError, When};
 use crate::service::actions::MAX_WAIT;
 use crate::service::caller::UserCaller;
 use crate::service::dashboard;
@@ -268,7 +268,7 @@ fn answer_kind(spec: &ActionSpec) -> String {
 pub async fn inbox_page(
     State(st): State<AppState>,
     page: PageUser,
-    Query(filters): Query<Filters>,
+    PageQuery(filters): PageQuery<Filters>,
 ) -> Result<InboxPage, UiError> {
     let s = &st.services;
     let sources = source_names(s, &page.user).await?;
@@ -291,7 +291,7 @@ pub async fn inbox_page(
 pub async fn inbox_rows(
     State(st): State<AppState>,
     page: PageUser,
-    Query(filters): Query<Filters>,
+    PageQuery(filters): PageQuery<Filters>,
 ) -> Result<InboxFragment, UiError> {
     let s = &st.services;
     let names = source_names(s, &page.user)
@@ -319,7 +319,7 @@ pub async fn inbox_events(
     State(st): State<AppState>,
     _page: PageUser,
     headers: HeaderMap,
-    Query(q): Query<Since>,
+    PageQuery(q): PageQuery<Since>,
 ) -> Response {
     let mut rx = st.services.changes.subscribe();
     let seen = headers

@@ -4,7 +4,7 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -13,7 +13,9 @@ use tower_sessions::Session;
 use crate::app::AppState;
 use crate::error::Code;
 use crate::http::session::{self, PageUser};
-use crate::http::ui::view::{FormData, Layout, UiError, check_csrf, see_other};
+use crate::http::ui::view::{
+    FormData, Layout, PagePath, PageQuery, UiError, check_csrf, see_other,
+};
 use crate::service::signin::{self, SessionKind, SessionMeta};
 use crate::service::tokens;
 
@@ -141,7 +143,10 @@ fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
 }
 
 /// GET /app/signin
-pub async fn signin_form(State(st): State<AppState>, Query(q): Query<SigninQuery>) -> Response {
+pub async fn signin_form(
+    State(st): State<AppState>,
+    PageQuery(q): PageQuery<SigninQuery>,
+) -> Response {
     // An unsafe `next` is dropped here; the start route refuses it outright.
     let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
     let code = q.error.as_deref().or(q.done.as_deref());
@@ -164,8 +169,8 @@ pub struct NextQuery {
 /// does not use it, so a mail scanner fetching it burns nothing.
 pub async fn link_form(
     State(st): State<AppState>,
-    Path(token): Path<String>,
-    Query(q): Query<NextQuery>,
+    PagePath(token): PagePath<String>,
+    PageQuery(q): PageQuery<NextQuery>,
 ) -> Result<Response, UiError> {
     let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
     if !signin::link_is_live(&st.services, &token).await? {
@@ -185,7 +190,7 @@ pub async fn redeem_link(
     State(st): State<AppState>,
     session: Session,
     headers: HeaderMap,
-    Path(token): Path<String>,
+    PagePath(token): PagePath<String>,
     form: FormData,
 ) -> Result<Response, UiError> {
     // No session exists yet, so no form token: the origin check is what stops

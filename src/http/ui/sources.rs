@@ -5,7 +5,7 @@
 use crate::store::sources::{Secrets, Source};
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -16,7 +16,7 @@ use crate::domain::time;
 use crate::error::{Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::view::{
-    Ask, ConfirmPage, FormData, Layout, UiError, When, check_csrf, see_other,
+    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
 };
 use crate::service::sources::{self, KeyRotate, SourceCreate};
 
@@ -118,7 +118,7 @@ pub struct SourcesQuery {
 pub async fn sources_page(
     State(st): State<AppState>,
     p: PageUser,
-    Query(q): Query<SourcesQuery>,
+    PageQuery(q): PageQuery<SourcesQuery>,
 ) -> Result<SourcesPage, UiError> {
     let mut out = page(&st, &p).await?;
     out.flash = (q.done.as_deref() == Some("revoked"))
@@ -162,7 +162,7 @@ pub async fn rotate_source(
     State(st): State<AppState>,
     p: PageUser,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
@@ -198,7 +198,7 @@ pub async fn revoke_source(
     State(st): State<AppState>,
     p: PageUser,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PagePath(id): PagePath<String>,
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::app::AppState;
 use crate::domain::time::{self, Timestamp};
 use crate::error::{Code, Error};
-use crate::http::extract::MAX_BODY;
+use crate::http::extract::{ApiPath, ApiQuery, MAX_BODY};
 use crate::http::session::PageUser;
 use crate::http::ui::assets;
 use crate::service::dashboard;
@@ -129,6 +129,40 @@ pub fn ago(secs: i64) -> String {
 /// A dashboard failure: the error's status with an HTML page in words.
 #[derive(Debug)]
 pub struct UiError(pub Error);
+
+/// A path parameter of a dashboard route; one that does not decode (say,
+/// invalid UTF-8) gets the error page, never a bare text answer.
+pub struct PagePath<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> axum::extract::FromRequestParts<S>
+    for PagePath<T>
+{
+    type Rejection = UiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, UiError> {
+        let ApiPath(v) = ApiPath::<T>::from_request_parts(parts, state).await?;
+        Ok(Self(v))
+    }
+}
+
+/// The query of a dashboard route, refused with the error page when it does
+/// not parse.
+pub struct PageQuery<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S>
+    for PageQuery<T>
+{
+    type Rejection = UiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, UiError> {
+        let ApiQuery(v) = ApiQuery::<T>::from_request_parts(parts, state).await?;
+        Ok(Self(v))
+    }
+}
 
 impl From<Error> for UiError {
     fn from(e: Error) -> Self {
