@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod ids;
 pub mod receipt;
 pub mod session;
+pub mod strict_json;
 pub mod time;
 pub mod urls;
 pub mod validate;

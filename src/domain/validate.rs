@@ -71,6 +71,7 @@ pub fn parse_create(body: Value) -> Result<ActionSpec, Error> {
 /// straight into `ActionSpec`; only a failing body takes the slower route
 /// through `parse_create`, which names every problem.
 pub fn parse_create_bytes(bytes: &[u8]) -> Result<ActionSpec, Error> {
+    crate::domain::strict_json::check(bytes)?;
     if let Ok(spec) = serde_json::from_slice::<ActionSpec>(bytes) {
         // Typed fields are bounded by validation; free-form ones are checked here.
         if let Some(v) = &spec.decision_context {

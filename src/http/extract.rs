@@ -9,6 +9,7 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::domain::strict_json;
 use crate::error::{Code, Error, FieldError};
 
 /// Largest request body of any route (guide: "Limits": Action create/patch).
@@ -34,6 +35,7 @@ fn too_large(rej: BytesRejection, action: bool) -> Error {
 }
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    strict_json::check(bytes)?;
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         Error::validation(vec![FieldError::new(
             "body",

@@ -502,6 +502,29 @@ impl Actor {
         decode(&self.call(Method::DELETE, path, None, &[]).await, status)
     }
 
+    /// Sends `body` exactly as written (duplicate keys, arrays, odd numbers) as
+    /// JSON, with this actor's bearer token; the answer as it came.
+    pub async fn raw(&self, method: Method, path: &str, body: &str) -> Resp {
+        let url = self.url(path);
+        let mut req = self
+            .http
+            .request(method.clone(), &url)
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().await.unwrap();
+        let (status, headers) = (r.status(), r.headers().clone());
+        let body = serde_json::from_str(&r.text().await.unwrap()).unwrap_or(Value::Null);
+        Resp {
+            what: format!("{method} {url}"),
+            status,
+            headers,
+            body,
+        }
+    }
+
     /// Asserts the error envelope with `code`; returns the error object.
     pub async fn get_err(&self, path: &str, status: u16, code: &str) -> Value {
         let r = self.call(Method::GET, path, None, &[]).await;

@@ -242,3 +242,94 @@ async fn static_and_dashboard_errors_are_never_bare_text() {
             .contains("is not valid; use one of low")
     );
 }
+
+/// Every JSON body is strict: an object, no key twice, no NUL, integers within
+/// ±2^53. Each refusal names the field, and nothing is written.
+#[tokio::test]
+async fn bodies_with_duplicate_keys_arrays_nul_or_huge_integers_are_refused() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let admin = app.admin();
+    let opts = r#""options":[{"id":"a","label":"A"},{"id":"b","label":"B"}]"#;
+    let cases = [
+        (
+            format!(r#"{{"title":"x",{opts},"title":"y"}}"#),
+            "title",
+            "twice",
+        ),
+        (
+            format!(r#"{{"title":"x",{opts},"metadata":{{"k":1,"k":2}}}}"#),
+            "metadata.k",
+            "twice",
+        ),
+        (format!(r#"{{"title":"a\u0000b",{opts}}}"#), "title", "NUL"),
+        (
+            format!(r#"{{"title":"x",{opts},"metadata":{{"n":18446744073709551615}}}}"#),
+            "metadata.n",
+            "2^53",
+        ),
+        (
+            format!(r#"["x",[{{"id":"a","label":"A"}}]]"#),
+            "body",
+            "JSON object",
+        ),
+    ];
+    for (body, field, words) in &cases {
+        let r = source.raw(Method::POST, "/v1/actions", body).await;
+        let e = r.error(422, "VALIDATION_ERROR");
+        let f = &e["details"]["errors"][0];
+        assert_eq!(f["field"], *field, "{body}: {e}");
+        assert!(
+            f["message"].as_str().unwrap().contains(words),
+            "{body}: {e}"
+        );
+    }
+    // The other bodies follow the same rules: a positional array, a duplicate key.
+    let a = app
+        .create_action(crate::helpers::two_options("Strict"))
+        .await;
+    let id = a["id"].as_str().unwrap();
+    let fp = a["fingerprint"].as_str().unwrap();
+    let decision = format!(
+        r#"{{"action_version":1,"fingerprint":"{fp}","option_id":"approve","option_id":"reject"}}"#
+    );
+    let path = format!("/v1/actions/{id}/decision");
+    let r = admin.raw(Method::POST, &path, &decision).await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "option_id"
+    );
+    let positional = format!(r#"[1,"{fp}","approve"]"#);
+    admin
+        .raw(Method::POST, &path, &positional)
+        .await
+        .error(422, "VALIDATION_ERROR");
+    let src_id = app.creds["source_id"].as_str().unwrap();
+    let patch = format!("/v1/sources/{src_id}");
+    admin
+        .raw(Method::PATCH, &patch, r#"["renamed"]"#)
+        .await
+        .error(422, "VALIDATION_ERROR");
+    let rotate = format!("/v1/sources/{src_id}/keys/rotate");
+    admin
+        .raw(Method::POST, &rotate, r#"["live"]"#)
+        .await
+        .error(422, "VALIDATION_ERROR");
+    // Nothing was decided, renamed or rotated; the one Action is still open.
+    let list: serde_json::Value = admin.get("/v1/me/actions?status=all", 200).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert_eq!(list["data"][0]["status"], "open");
+    let src: serde_json::Value = admin.get(&format!("/v1/sources/{src_id}"), 200).await;
+    assert_eq!(src["data"]["name"], "Default Source");
+    // An outcome's duration beyond 2^53 is refused like any other integer.
+    let huge = format!(
+        r#"{{"status":"success","duration_ms":18446744073709551615,"action_version":1,"fingerprint":"{fp}"}}"#
+    );
+    let r = source
+        .raw(Method::POST, &format!("/v1/actions/{id}/outcome"), &huge)
+        .await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "duration_ms"
+    );
+}

@@ -1,0 +1,198 @@
+//! The JSON every request body must be (guide: "Conventions"): an object at
+//! the top (never a positional array), no key twice in one object (no "last
+//! one wins"), no NUL character in any string, and integers within ±2^53
+//! (I-JSON, RFC 7493), so what hds stores and fingerprints is what was meant.
+//! One pass over the bytes, without building a value.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+use crate::error::{Error, FieldError};
+
+/// Largest integer magnitude a JSON number keeps exactly in every client.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Checks `bytes` against the rules above; the error names the JSON path.
+pub fn check(bytes: &[u8]) -> Result<(), Error> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return Err(Error::field(
+            "body",
+            "the request body must be a JSON object ({…}), not an array or a single value",
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let found = Node {
+        path: String::new(),
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end());
+    // Syntax errors are left to the parser that follows, which words them.
+    match found {
+        Err(e) if e.is_data() => {
+            let text = e.to_string();
+            let (field, message) = text
+                .split_once('\u{1f}')
+                .map(|(f, m)| (f.to_owned(), m.split(" at line ").next().unwrap_or(m)))
+                .unwrap_or(("body".to_owned(), text.as_str()));
+            Err(Error::validation(vec![FieldError::new(
+                field,
+                message.to_owned(),
+            )]))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One JSON value at `path`.
+struct Node {
+    path: String,
+}
+
+impl Node {
+    /// The field name errors use elsewhere (`metadata.k`, `options[0]`);
+    /// `body` for the whole body.
+    fn field(&self) -> &str {
+        if self.path.is_empty() {
+            "body"
+        } else {
+            &self.path
+        }
+    }
+
+    fn refuse<E: de::Error>(&self, why: impl fmt::Display) -> E {
+        // The path travels in front of a unit separator; `check` splits it off.
+        E::custom(format_args!(
+            "{}\u{1f}{}: {why}",
+            self.field(),
+            self.field()
+        ))
+    }
+
+    fn child(&self, key: &str) -> Node {
+        let path = if self.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path)
+        };
+        Node { path }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Node {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Node {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen: HashSet<Cow<'de, str>> = HashSet::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key.contains('\0') {
+                return Err(self.refuse("a key contains a NUL character"));
+            }
+            let child = self.child(&key);
+            if !seen.insert(key) {
+                return Err(child.refuse("this key appears twice in one object"));
+            }
+            map.next_value_seed(child)?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        while seq
+            .next_element_seed(Node {
+                path: format!("{}[{i}]", self.path),
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        if v.contains('\0') {
+            return Err(self.refuse("NUL characters are not allowed in strings"));
+        }
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        if v > MAX_SAFE_INTEGER {
+            return Err(self.refuse(format_args!(
+                "{v} is beyond ±2^53, where JSON numbers stop being exact; send it as a string"
+            )));
+        }
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        if v.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(self.refuse(format_args!(
+                "{v} is beyond ±2^53, where JSON numbers stop being exact; send it as a string"
+            )));
+        }
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(body: &str) -> (String, String) {
+        let e = check(body.as_bytes()).expect_err(body);
+        let f = &e.details["errors"][0];
+        (
+            f["field"].as_str().unwrap().to_owned(),
+            f["message"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    #[test]
+    fn plain_objects_pass() {
+        check(br#"{"title": "a", "n": 9007199254740991, "m": -9007199254740991, "x": [1.5, null, true, {"k": "v"}]}"#).unwrap();
+        check(b"  ").unwrap();
+        // Syntax errors are the parser's to word.
+        check(b"{\"a\": ").unwrap();
+    }
+
+    #[test]
+    fn duplicates_arrays_nul_and_huge_integers_are_refused_with_their_path() {
+        assert_eq!(refused(r#"{"title": "a", "title": "b"}"#).0, "title");
+        assert_eq!(refused(r#"{"m": {"k": 1, "k": 2}}"#).0, "m.k");
+        assert!(refused(r#"[1, 2]"#).1.contains("must be a JSON object"));
+        assert!(refused(r#""text""#).1.contains("must be a JSON object"));
+        let (field, message) = refused(r#"{"title": "a\u0000b"}"#);
+        assert_eq!(field, "title");
+        assert!(message.contains("NUL"), "{message}");
+        let (field, message) = refused(r#"{"duration_ms": 18446744073709551615}"#);
+        assert_eq!(field, "duration_ms");
+        assert!(message.contains("2^53"), "{message}");
+        assert_eq!(refused(r#"{"l": [0, -9007199254740993]}"#).0, "l[1]");
+    }
+}
