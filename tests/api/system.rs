@@ -269,7 +269,7 @@ async fn bodies_with_duplicate_keys_arrays_nul_or_huge_integers_are_refused() {
             "2^53",
         ),
         (
-            format!(r#"["x",[{{"id":"a","label":"A"}}]]"#),
+            r#"["x",[{"id":"a","label":"A"}]]"#.to_string(),
             "body",
             "JSON object",
         ),
