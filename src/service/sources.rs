@@ -5,11 +5,14 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::domain::access;
-use crate::domain::action::Environment;
+use crate::domain::action::{Actor, Environment, Resolution, Status};
+use crate::domain::event::ActionEvent;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
+use crate::service::effects;
+use crate::store::actions;
 use crate::store::sources::{self as store, Secrets, Source};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -124,12 +127,39 @@ pub async fn update(
     .ok_or_else(not_found)
 }
 
+/// Why a revoked Source's open Actions were cancelled, in their history.
+pub const REVOKED_REASON: &str = "the Source was revoked";
+
+/// Revokes a Source and, in the same transaction, cancels its open Actions
+/// (nobody is left to act on a decision); their long polls answer at once.
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
     let now = time::format(s.clock.now());
-    let revoked =
-        s.db.write(move |c| store::revoke(c, &ws, &id, &now))
-            .await?;
+    let revoked = s
+        .write(move |c, fx| {
+            if !store::revoke(c, &ws, &id, &now)? {
+                return Ok(false);
+            }
+            let resolution = Resolution {
+                option_id: None,
+                response: None,
+                reason: Some(REVOKED_REASON.into()),
+                decided_by: Actor::system(),
+                decided_at: now.clone(),
+                votes: None,
+            };
+            for (action_id, version) in actions::open_of_source(c, &id)? {
+                if actions::close(c, &action_id, Status::Cancelled, &resolution)? {
+                    let event = ActionEvent::Cancelled {
+                        reason: resolution.reason.clone(),
+                    };
+                    let by = &resolution.decided_by;
+                    effects::record(c, fx, &action_id, by, version, event, &now)?;
+                }
+            }
+            Ok(true)
+        })
+        .await?;
     s.key_cache.clear();
     if revoked { Ok(()) } else { Err(not_found()) }
 }

@@ -139,6 +139,16 @@ pub fn close(c: &Connection, id: &str, status: Status, resolution: &Resolution) 
     Ok(n == 1)
 }
 
+/// (id, version) of every open Action of a Source, in both environments
+/// (index `actions_by_source`).
+pub fn open_of_source(c: &Connection, source_id: &str) -> Result<Vec<(String, i64)>> {
+    let mut st = c.prepare_cached(
+        "SELECT id, action_version FROM actions WHERE source_id = ?1 AND status = 'open' ORDER BY created_at",
+    )?;
+    let rows = st.query_map([source_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 pub fn set_receipt(c: &Connection, id: &str, receipt_id: &str) -> Result<()> {
     c.prepare_cached("UPDATE actions SET receipt_id = ?1 WHERE id = ?2")?
         .execute(params![receipt_id, id])?;

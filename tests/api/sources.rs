@@ -244,3 +244,54 @@ async fn the_webhook_secret_rotates_on_request() {
     .await
     .error(422, "VALIDATION_ERROR");
 }
+
+/// Revoking a Source cancels its open Actions (live and test) in the same
+/// commit: nobody is left to act on a decision, so none can be made, and the
+/// Source's held long poll answers at once. Closed Actions are untouched.
+#[tokio::test]
+async fn revoking_a_source_cancels_its_open_actions() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let live = app.create_action(two_options("Open, live")).await;
+    let test = app
+        .create_action_with(&app.test_key(), two_options("Open, test"))
+        .await;
+    let done = app.create_action(two_options("Decided")).await;
+    app.decide(&done, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let poll = app.held_poll(live["id"].as_str().unwrap()).await;
+
+    let src = app.creds["source_id"].as_str().unwrap();
+    let _: Value = admin.delete(&format!("/v1/sources/{src}"), 204).await;
+
+    let polled = TestApp::answer(poll).await;
+    assert_eq!(polled["status"], "cancelled");
+    assert_eq!(polled["resolution_reason"], "the Source was revoked");
+    for (a, env) in [(&live, "live"), (&test, "test")] {
+        let id = a["id"].as_str().unwrap();
+        let read: Value = admin
+            .get(&format!("/v1/actions/{id}?environment={env}"), 200)
+            .await;
+        let last = read["data"]["history"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(read["data"]["status"], "cancelled");
+        assert_eq!(last["type"], "cancelled");
+        assert_eq!(last["actor"]["type"], "system");
+        assert_eq!(last["data"]["reason"], "the Source was revoked");
+        app.decide(a, json!({"option_id": "approve"}))
+            .await
+            .error(409, "ACTION_NOT_OPEN");
+    }
+    let kept: Value = admin
+        .get(
+            &format!("/v1/actions/{}", done["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(kept["data"]["status"], "resolved");
+}
