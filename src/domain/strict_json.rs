@@ -5,7 +5,6 @@
 //! One pass over the bytes, without building a value.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -26,7 +25,8 @@ pub fn check(bytes: &[u8]) -> Result<(), Error> {
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let found = Node {
-        path: String::new(),
+        parent: None,
+        step: Step::Root,
     }
     .deserialize(&mut de)
     .and_then(|()| de.end());
@@ -47,49 +47,56 @@ pub fn check(bytes: &[u8]) -> Result<(), Error> {
     }
 }
 
-/// One JSON value at `path`.
-struct Node {
-    path: String,
+/// One JSON value, with the way to it; the path is only spelled out when
+/// something is refused, so a valid body costs no allocation per key.
+struct Node<'a> {
+    parent: Option<&'a Node<'a>>,
+    step: Step<'a>,
 }
 
-impl Node {
+enum Step<'a> {
+    Root,
+    Key(&'a str),
+    Index(usize),
+}
+
+impl Node<'_> {
     /// The field name errors use elsewhere (`metadata.k`, `options[0]`);
     /// `body` for the whole body.
-    fn field(&self) -> &str {
-        if self.path.is_empty() {
-            "body"
-        } else {
-            &self.path
+    fn field(&self) -> String {
+        let path = self.path();
+        if path.is_empty() { "body".into() } else { path }
+    }
+
+    fn path(&self) -> String {
+        let mut out = self.parent.map(Node::path).unwrap_or_default();
+        match self.step {
+            Step::Root => {}
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
         }
+        out
     }
 
     fn refuse<E: de::Error>(&self, why: impl fmt::Display) -> E {
         // The path travels in front of a unit separator; `check` splits it off.
-        E::custom(format_args!(
-            "{}\u{1f}{}: {why}",
-            self.field(),
-            self.field()
-        ))
-    }
-
-    fn child(&self, key: &str) -> Node {
-        let path = if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
-        };
-        Node { path }
+        let field = self.field();
+        E::custom(format_args!("{field}\u{1f}{field}: {why}"))
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Node {
+impl<'de> DeserializeSeed<'de> for Node<'_> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Node {
+impl<'de> Visitor<'de> for Node<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -97,16 +104,21 @@ impl<'de> Visitor<'de> for Node {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen: HashSet<Cow<'de, str>> = HashSet::new();
+        // Objects are small: a list finds a repeated key as fast as a set.
+        let mut seen: Vec<Cow<'de, str>> = Vec::new();
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let child = Node {
+                parent: Some(&self),
+                step: Step::Key(&key),
+            };
             if key.contains('\0') {
-                return Err(self.refuse("a key contains a NUL character"));
+                return Err(child.refuse("a key contains a NUL character"));
             }
-            let child = self.child(&key);
-            if !seen.insert(key) {
+            if seen.contains(&key) {
                 return Err(child.refuse("this key appears twice in one object"));
             }
             map.next_value_seed(child)?;
+            seen.push(key);
         }
         Ok(())
     }
@@ -115,7 +127,8 @@ impl<'de> Visitor<'de> for Node {
         let mut i = 0usize;
         while seq
             .next_element_seed(Node {
-                path: format!("{}[{i}]", self.path),
+                parent: Some(&self),
+                step: Step::Index(i),
             })?
             .is_some()
         {
