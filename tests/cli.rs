@@ -208,6 +208,7 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
     let first = lines.next().unwrap().unwrap();
     let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
     let link = lines
+        .by_ref()
         .map(|l| l.unwrap())
         .find_map(|l| {
             l.split_whitespace()
@@ -215,6 +216,8 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
                 .map(str::to_owned)
         })
         .expect("the first start prints a sign-in link");
+    // Keep reading, as a terminal would: the server's stdout stays open.
+    std::thread::spawn(move || lines.for_each(drop));
     assert!(
         link.starts_with(&format!("{base}/app/signin/link/")),
         "{link} vs {base}"

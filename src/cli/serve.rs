@@ -27,10 +27,18 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         config.follow_listener(addr);
         let first_start = first_start(&config)?;
         let state = crate::app::start(config).await?;
-        // Tests and scripts read this line to learn the port when listening on :0.
-        println!("hds listening on http://{addr}");
+        // Tests and scripts read the first line to learn the port when
+        // listening on :0. The banner is written in one piece, and a stdout
+        // that was closed (a reader that stopped at the link) is not a reason
+        // to stop serving: write errors are ignored, where `println!` panics.
+        let mut banner = format!("hds listening on http://{addr}\n");
         if let Some(created) = first_start {
-            print_first_start(&created);
+            banner.push_str(&first_start_banner(&created));
+        }
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
         tracing::info!(%addr, "hds started");
         crate::app::serve(listener, state, shutdown_signal()).await?;
@@ -65,21 +73,26 @@ fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
     Ok(Some(created))
 }
 
-fn print_first_start(c: &serde_json::Value) {
+fn first_start_banner(c: &serde_json::Value) -> String {
     let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
-    println!(
-        "first start: created workspace {}, its admin and a Source.",
-        f("workspace_id")
-    );
-    println!("  sign in (once, within 24 h): {}", f("signin_url"));
-    println!(
-        "  Source {}: live key {}",
-        f("source_id"),
-        f("source_key_live")
-    );
-    println!("                 test key {}", f("source_key_test"));
-    println!("  webhook secret {}", f("webhook_secret"));
-    println!("These secrets are shown once. `hds users link EMAIL` prints a new sign-in link.");
+    [
+        format!(
+            "first start: created workspace {}, its admin and a Source.",
+            f("workspace_id")
+        ),
+        format!("  sign in (once, within 24 h): {}", f("signin_url")),
+        format!(
+            "  Source {}: live key {}",
+            f("source_id"),
+            f("source_key_live")
+        ),
+        format!("                 test key {}", f("source_key_test")),
+        format!("  webhook secret {}", f("webhook_secret")),
+        "These secrets are shown once. `hds users link EMAIL` prints a new sign-in link."
+            .to_owned(),
+        String::new(),
+    ]
+    .join("\n")
 }
 
 async fn shutdown_signal() {
