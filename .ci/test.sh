@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite (README: "The two commands"). Installs what the tests need
-# when it is missing, then runs `cargo test --all-targets` and closes with
-# "tests: N passed, M failed":
-# - .venv/: a virtualenv with tests/py/requirements.txt (PyJWT, rfc8785), the
+# when it is missing, runs `cargo test --all-targets`, then schemathesis against
+# the server it built (tests/schemathesis/run.sh), and closes with
+# "tests: N passed, M failed". What it installs:
+# - .venv/: a virtualenv with tests/py/requirements.txt (PyJWT, rfc8785: the
 #   independent receipt and fingerprint checks the tests run as `python3`;
+#   schemathesis, the API fuzzer run last against the real server);
 # - tests/node/node_modules: `npm ci` from package-lock.json (playwright-core,
 #   identity providers on loopback);
 # - Debian's chromium (the browser tests drive /usr/bin/chromium).
@@ -52,7 +54,7 @@ apt_install() {
 # requirements.txt changed since the last install.
 venv=.venv
 py_ready() {
-    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography' 2> /dev/null &&
+    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography, schemathesis' 2> /dev/null &&
         cmp -s tests/py/requirements.txt "$venv/requirements.installed"
 }
 if ! py_ready; then
@@ -68,7 +70,7 @@ if ! py_ready; then
         --disable-pip-version-check -r tests/py/requirements.txt
     cp tests/py/requirements.txt "$venv/requirements.installed"
     if ! py_ready; then
-        echo "test setup: $venv still cannot import jwt, rfc8785, cryptography" >&2
+        echo "test setup: $venv still cannot import jwt, rfc8785, cryptography, schemathesis" >&2
         exit 2
     fi
 fi
@@ -99,6 +101,12 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --all-targets --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# schemathesis against the server binary the tests just built: every check,
+# with a Source key and with a user token; 0 failures is the gate.
+if [ "$status" -eq 0 ]; then
+    SCHEMATHESIS="$PWD/$venv/bin/schemathesis" bash tests/schemathesis/run.sh target/debug/hds
+    status=$?
+fi
 set -e
 # cargo prints one "test result" line per test binary (the last one is the
 # benchmark example's, with 0 tests); close with the total.

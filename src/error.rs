@@ -148,15 +148,33 @@ pub struct FieldError {
     pub message: String,
 }
 
+/// Error text quotes what the caller sent (a field path, an unknown key);
+/// control characters in it are written as `\u{…}` escapes, so a message is
+/// always one printable line.
+fn printable(s: String) -> String {
+    if !s.chars().any(char::is_control) {
+        return s;
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::with_code(field, Code::ValidationError, message)
     }
     pub fn with_code(field: impl Into<String>, code: Code, message: impl Into<String>) -> Self {
         Self {
-            field: field.into(),
+            field: printable(field.into()),
             code,
-            message: message.into(),
+            message: printable(message.into()),
         }
     }
 }
@@ -181,7 +199,7 @@ impl Error {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
         Self(Box::new(ErrorInner {
             code,
-            message: message.into(),
+            message: printable(message.into()),
             details: Map::new(),
             retry_after: None,
             cause: None,

@@ -100,7 +100,14 @@ impl Priority {
 #[serde(deny_unknown_fields)]
 pub struct ActionOption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,64}$")]
     pub id: Option<String>,
+    /// 1-100 characters on one line.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub label: String,
     /// `primary`, `secondary` (default) or `destructive`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,15 +238,32 @@ pub struct ApprovalPolicy {
 
 /// Every field a Source may send on create (guide: "POST /v1/actions"). After
 /// `validate_spec` it is also the stored, normalised form.
+///
+/// Rules across fields, which this schema does not carry: exactly one of
+/// `options` and `interaction`; `expires_at` an RFC 3339 time with an offset,
+/// in the future and within 366 days (400 INVALID_EXPIRATION); `open_url` an
+/// absolute http(s) URL (400 INVALID_OPEN_URL) and `callback_url` a public
+/// https URL (400 INVALID_CALLBACK_URL); `visibility: restricted` with exactly
+/// one non-empty list of `reviewer_emails` or `reviewer_user_ids`, and those
+/// lists only then; `callback` controls and `context_request_mode: callback`
+/// need a `callback_url`; option ids unique; `on_expire.option_id` names an
+/// option. The guide lists every rule with its error.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActionSpec {
+    /// 1-200 characters on one line.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub title: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default)]
     pub priority: Priority,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 1, max_items = 20)]
     pub options: Option<Vec<ActionOption>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interaction: Option<Interaction>,
@@ -489,6 +513,7 @@ pub struct ActionOut {
     pub priority: Priority,
     pub action_version: i64,
     pub fingerprint: String,
+    #[schema(min_items = 1, max_items = 20)]
     pub options: Option<Vec<ActionOption>>,
     pub interaction: Option<Interaction>,
     pub context: Option<Vec<ContextBlock>>,

@@ -173,6 +173,39 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 }
 
+/// `deserialize_with` for an integer field. JSON Schema counts `3.0` as the
+/// integer 3, so a client may send it and it is read as 3; a fraction, or a
+/// value beyond the target type (or ±2^53), is refused with the value named.
+pub fn integer<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    let n = <serde_json::Number as serde::Deserialize>::deserialize(d)?;
+    let whole = match (n.as_i64(), n.as_f64()) {
+        (Some(i), _) => Some(i),
+        (None, Some(f)) if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 => Some(f as i64),
+        _ => None,
+    };
+    let Some(whole) = whole else {
+        return Err(de::Error::custom(format!(
+            "expected a whole number, got {n}"
+        )));
+    };
+    T::try_from(whole).map_err(|_| de::Error::custom(format!("{n} is out of range")))
+}
+
+/// `integer` for an optional field (`null` or absent is None).
+pub fn optional_integer<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    #[derive(serde::Deserialize)]
+    struct Whole<T: TryFrom<i64>>(#[serde(deserialize_with = "integer")] T);
+    Ok(<Option<Whole<T>> as serde::Deserialize>::deserialize(d)?.map(|Whole(v)| v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -201,6 +201,11 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             "title",
             format!("title is longer than {MAX_TITLE} characters"),
         ));
+    } else if s.title.chars().any(char::is_control) {
+        errs.push(FieldError::new(
+            "title",
+            "title must be one line, without control characters (line breaks, tabs, NUL); put detail in description",
+        ));
     }
     if s.description
         .as_ref()
@@ -457,6 +462,11 @@ fn check_options(options: &mut [crate::domain::action::ActionOption], errs: &mut
             errs.push(FieldError::new(
                 format!("options[{i}].label"),
                 "label must be 1-100 characters",
+            ));
+        } else if o.label.chars().any(char::is_control) {
+            errs.push(FieldError::new(
+                format!("options[{i}].label"),
+                "label must be one line, without control characters",
             ));
         }
         let id = o.id.clone().unwrap_or_else(|| slugify(&o.label, i));

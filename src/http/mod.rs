@@ -31,8 +31,8 @@ use crate::error::{Code, Error};
 use api::{actions, auth as signin, me, session as auth_session, sources, system};
 
 /// Builds the router and the OpenAPI document from the same table.
-pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+pub fn routes() -> (Router<AppState>, serde_json::Value) {
+    let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         // system (guide: "Endpoints")
         .routes(routes!(system::index))
         .routes(routes!(system::health))
@@ -69,12 +69,13 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(signin::native_challenge))
         .routes(routes!(signin::native_signin))
         .routes(routes!(signin::apple_code_signin))
-        .split_for_parts()
+        .split_for_parts();
+    (router, openapi::complete(doc))
 }
 
 /// Wraps the routes with the shared middleware and fallbacks; the OpenAPI
 /// document built with them is served from an `Extension`.
-pub fn finish(router: Router<AppState>, doc: utoipa::openapi::OpenApi, state: AppState) -> Router {
+pub fn finish(router: Router<AppState>, doc: serde_json::Value, state: AppState) -> Router {
     router
         // The dashboard: HTML pages, not part of the OpenAPI document.
         .merge(ui::router())

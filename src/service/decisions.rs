@@ -12,6 +12,7 @@ use crate::domain::action::{ActionRecord, Actor, Outcome, Resolution, Status};
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::ActionEvent;
 use crate::domain::receipt::{self, ChainLink};
+use crate::domain::strict_json;
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
@@ -25,6 +26,8 @@ use crate::store::{actions as store, receipts as receipt_store};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionRequest {
+    #[serde(deserialize_with = "strict_json::integer")]
+    #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,
     #[serde(default)]
@@ -33,6 +36,7 @@ pub struct DecisionRequest {
     #[schema(value_type = Object)]
     pub response: Option<Value>,
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub reason: Option<String>,
 }
 
@@ -45,11 +49,13 @@ pub struct ResolveRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub response: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "strict_json::optional_integer")]
+    #[schema(minimum = 1)]
     pub action_version: Option<i64>,
     #[serde(default)]
     pub fingerprint: Option<String>,
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub reason: Option<String>,
 }
 
@@ -58,6 +64,7 @@ pub struct ResolveRequest {
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub reason: Option<String>,
 }
 
@@ -66,14 +73,23 @@ pub struct CancelRequest {
 #[serde(deny_unknown_fields)]
 pub struct OutcomeReport {
     /// `success` or `failed`.
+    #[schema(schema_with = outcome_status_schema)]
     pub status: String,
+    #[serde(deserialize_with = "strict_json::integer")]
     pub duration_ms: u64,
     #[serde(default)]
     pub rollback: bool,
+    #[serde(deserialize_with = "strict_json::integer")]
+    #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub message: Option<String>,
+}
+
+fn outcome_status_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&["success", "failed"])
 }
 
 /// Closes an open Action as resolved and issues its receipt, in the caller's

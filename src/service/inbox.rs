@@ -16,23 +16,58 @@ pub const MAX_SEARCH: usize = 120;
 
 /// Query string of GET /v1/me/actions.
 #[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct InboxParams {
     /// open (default), snoozed, resolved, cancelled, expired, all
+    #[param(schema_with = status_schema)]
     pub status: Option<String>,
     /// Matches the title; at most 120 characters.
+    #[param(max_length = 120)]
     pub search: Option<String>,
     pub source_id: Option<String>,
     /// low, normal, high, urgent
+    #[param(schema_with = priority_schema)]
     pub priority: Option<String>,
     /// live (default), test, all
+    #[param(schema_with = environment_schema)]
     pub environment: Option<String>,
     /// mine, unassigned, all (default)
+    #[param(schema_with = scope_schema)]
     pub scope: Option<String>,
     /// Alias of `scope`, kept for SPEC compatibility; `scope` wins when both are given.
+    #[param(schema_with = scope_schema)]
     pub routing: Option<String>,
     /// 1..200, default 100
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+}
+
+const STATUSES: &[&str] = &["open", "snoozed", "resolved", "cancelled", "expired", "all"];
+pub const ENVIRONMENTS: &[&str] = &["live", "test", "all"];
+const SCOPES: &[&str] = &["mine", "unassigned", "all"];
+const PRIORITIES: &[&str] = &["low", "normal", "high", "urgent"];
+
+/// A string parameter limited to `values`, the same list `query` checks.
+pub fn string_enum(values: &[&str]) -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.iter().copied()))
+        .build()
+}
+
+fn status_schema() -> utoipa::openapi::Object {
+    string_enum(STATUSES)
+}
+fn priority_schema() -> utoipa::openapi::Object {
+    string_enum(PRIORITIES)
+}
+pub fn environment_schema() -> utoipa::openapi::Object {
+    string_enum(ENVIRONMENTS)
+}
+fn scope_schema() -> utoipa::openapi::Object {
+    string_enum(SCOPES)
 }
 
 fn one_of(
@@ -92,35 +127,23 @@ pub fn query(
     now: time::Timestamp,
 ) -> Result<Option<InboxQuery>> {
     let mut errs = Vec::new();
-    let status = one_of(
-        "status",
-        p.status.as_deref(),
-        &["open", "snoozed", "resolved", "cancelled", "expired", "all"],
-        "open",
-        &mut errs,
-    );
+    let status = one_of("status", p.status.as_deref(), STATUSES, "open", &mut errs);
     let env = one_of(
         "environment",
         p.environment.as_deref(),
-        &["live", "test", "all"],
+        ENVIRONMENTS,
         "live",
         &mut errs,
     );
     let scope = one_of(
         "scope",
         p.scope.as_deref().or(p.routing.as_deref()),
-        &["mine", "unassigned", "all"],
+        SCOPES,
         "all",
         &mut errs,
     );
     if let Some(r) = &p.routing {
-        one_of(
-            "routing",
-            Some(r),
-            &["mine", "unassigned", "all"],
-            "all",
-            &mut errs,
-        );
+        one_of("routing", Some(r), SCOPES, "all", &mut errs);
     }
     if p.search
         .as_ref()

@@ -18,6 +18,12 @@ use crate::store::sources::{self as store, Secrets, Source};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceCreate {
+    /// 1-100 characters, one line.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
@@ -26,7 +32,13 @@ pub struct SourceCreate {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceUpdate {
+    /// 1-100 characters, one line.
     #[serde(default)]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub name: Option<String>,
     /// `null` clears the description.
     #[serde(default, deserialize_with = "present")]
@@ -44,10 +56,15 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Strin
 pub struct KeyRotate {
     /// Keys to replace: `live`, `test`, `both` (default) or `none`.
     #[serde(default)]
+    #[schema(schema_with = rotate_environment_schema)]
     pub environment: Option<String>,
     /// Also replace the webhook signing secret.
     #[serde(default)]
     pub webhook_secret: bool,
+}
+
+fn rotate_environment_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&["live", "test", "both", "none"])
 }
 
 fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
@@ -68,6 +85,12 @@ fn check_name(name: &str) -> Result<String> {
     let n = name.trim();
     if n.is_empty() || n.chars().count() > 100 {
         return Err(Error::field("name", "name must be 1-100 characters"));
+    }
+    if n.chars().any(char::is_control) {
+        return Err(Error::field(
+            "name",
+            "name must be one line, without control characters (line breaks, tabs, NUL)",
+        ));
     }
     Ok(n.to_owned())
 }

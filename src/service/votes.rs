@@ -26,11 +26,19 @@ use crate::store::{actions as store, votes};
 #[serde(deny_unknown_fields)]
 pub struct VoteRequest {
     /// `approve` or `reject`.
+    #[schema(schema_with = vote_schema)]
     pub vote: String,
+    #[serde(deserialize_with = "crate::domain::strict_json::integer")]
+    #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub reason: Option<String>,
+}
+
+fn vote_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&["approve", "reject"])
 }
 
 /// What approve and reject mean on this Action: the first and second option,

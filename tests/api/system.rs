@@ -333,3 +333,153 @@ async fn bodies_with_duplicate_keys_arrays_nul_or_huge_integers_are_refused() {
         "duration_ms"
     );
 }
+
+/// Single-line fields (a title, an option label, a Source name) refuse
+/// control characters with the field named; error text never echoes a
+/// control character raw; `1.0` is the integer 1, as JSON Schema counts it.
+#[tokio::test]
+async fn single_line_fields_refuse_control_characters() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let admin = app.admin();
+    let cases = [
+        (
+            r#"{"title":"two\nlines","options":[{"id":"a","label":"A"}]}"#,
+            "title",
+        ),
+        (
+            r#"{"title":"tab\there","options":[{"id":"a","label":"A"}]}"#,
+            "title",
+        ),
+        (
+            r#"{"title":"ok","options":[{"id":"a","label":"A\u001b[31m"}]}"#,
+            "options[0].label",
+        ),
+    ];
+    for (body, field) in cases {
+        let r = source.raw(Method::POST, "/v1/actions", body).await;
+        let e = r.error(422, "VALIDATION_ERROR");
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{body}: {e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("control characters"),
+            "{e}"
+        );
+    }
+    let r = admin
+        .raw(Method::POST, "/v1/sources", r#"{"name":"line\rbreak"}"#)
+        .await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "name"
+    );
+    // An unknown key holding control characters is named, escaped.
+    let r = source
+        .raw(
+            Method::POST,
+            "/v1/actions",
+            r#"{"title":"x","options":[{"id":"a","label":"A"}],"bad\u0007key":1}"#,
+        )
+        .await;
+    let e = r.error(422, "VALIDATION_ERROR");
+    let field = e["details"]["errors"][0]["field"].as_str().unwrap();
+    assert_eq!(field, "bad\\u{7}key", "{e}");
+    assert!(!e.to_string().contains('\u{7}'));
+    // Nothing was created.
+    let list: serde_json::Value = admin.get("/v1/me/actions?status=all", 200).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 0);
+
+    // `"action_version": 1.0` is the whole number 1; 1.5 is refused.
+    let a = app
+        .create_action(crate::helpers::two_options("Whole"))
+        .await;
+    let id = a["id"].as_str().unwrap();
+    let fp = a["fingerprint"].as_str().unwrap();
+    let path = format!("/v1/actions/{id}/decision");
+    let half = format!(r#"{{"action_version":1.5,"fingerprint":"{fp}","option_id":"approve"}}"#);
+    let r = admin.raw(Method::POST, &path, &half).await;
+    let e = r.error(422, "VALIDATION_ERROR");
+    assert_eq!(e["details"]["errors"][0]["field"], "action_version", "{e}");
+    let whole = format!(r#"{{"action_version":1.0,"fingerprint":"{fp}","option_id":"approve"}}"#);
+    let decided = admin.raw(Method::POST, &path, &whole).await;
+    assert_eq!(decided.ok(200)["data"]["status"], "resolved");
+}
+
+/// The document names every answer a route can give: 401 and 429 on every
+/// route that takes a credential, 404 wherever a path names a resource, 422
+/// wherever a body or parameter is read, 413 wherever a body is; query
+/// parameters are in the query; strings carry the no-NUL rule and integers
+/// the ±2^53 bound.
+#[tokio::test]
+async fn openapi_lists_every_status_a_route_can_answer() {
+    let app = TestApp::spawn().await;
+    let doc = app
+        .call(Method::GET, "/v1/openapi.json", None, None, &[])
+        .await;
+    let body = doc.ok(200);
+    let mut wrong = Vec::new();
+    for (path, ops) in body["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let has = |s: &str| op["responses"].get(s).is_some();
+            let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            let params: Vec<&str> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| p["in"].as_str().unwrap())
+                .collect();
+            let body = op.get("requestBody").is_some();
+            let mut need = Vec::new();
+            if secured {
+                need.extend(["401", "429"]);
+            }
+            if params.contains(&"path") {
+                need.push("404");
+            }
+            if body {
+                need.extend(["413", "422"]);
+            }
+            if params.contains(&"query") {
+                need.push("422");
+            }
+            for s in need {
+                if !has(s) {
+                    wrong.push(format!("{method} {path} lacks {s}"));
+                }
+            }
+            // A path parameter must be in the path template.
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().unwrap();
+                if p["in"] == "path" && !path.contains(&format!("{{{name}}}")) {
+                    wrong.push(format!("{method} {path}: {name} is not a path parameter"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let schemas = &body["components"]["schemas"];
+    let decision = &schemas["DecisionRequest"]["properties"];
+    assert_eq!(decision["action_version"]["maximum"], 9007199254740991u64);
+    assert_eq!(decision["fingerprint"]["pattern"], "^[^\\u0000]*$");
+    assert_eq!(decision["reason"]["maxLength"], 2000);
+    assert_eq!(
+        schemas["VoteRequest"]["properties"]["vote"]["enum"],
+        serde_json::json!(["approve", "reject"])
+    );
+    assert_eq!(
+        schemas["ActionSpec"]["properties"]["options"]["maxItems"],
+        20
+    );
+    assert!(schemas["JsonValue"]["anyOf"].is_array());
+    let wait = &body["paths"]["/v1/source/actions/{action_id}"]["get"]["parameters"];
+    let wait = wait
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "wait_seconds")
+        .unwrap();
+    assert_eq!(wait["in"], "query");
+    assert_eq!(wait["schema"]["maximum"], 30);
+}

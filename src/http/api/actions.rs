@@ -81,9 +81,11 @@ pub async fn create_action(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct WaitParams {
     /// 0..30 seconds to hold while the Action is open.
+    #[param(minimum = 0, maximum = 30)]
     pub wait_seconds: Option<u64>,
 }
 
@@ -109,9 +111,11 @@ pub async fn get_source_action(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct EnvParams {
     /// live (default), test or all; applies to user callers.
+    #[param(schema_with = crate::service::inbox::environment_schema)]
     pub environment: Option<String>,
 }
 

@@ -25,8 +25,14 @@ use crate::service::signin::SignedIn;
 const BINDING_COOKIE: &str = "hds_oidc_binding";
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StartParams {
-    /// Local path to continue to after sign-in (default `/app`); other sites are refused.
+    /// Local path to continue to after sign-in (default `/app`); other sites,
+    /// `//host` and `/\\host` forms and control characters are refused.
+    #[param(
+        max_length = 512,
+        pattern = "^(/([^/\\\\\\u0000-\\u001f\\u007f-\\u009f][^\\\\\\u0000-\\u001f\\u007f-\\u009f]*)?)?$"
+    )]
     pub next: Option<String>,
 }
 

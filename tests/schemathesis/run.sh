@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs schemathesis (tests/py/requirements.txt pins it) against a real hds:
+# a fresh data dir, `hds serve` on an ephemeral loopback port, then every
+# check twice: once with a Source key, once with a user token. Exits non-zero
+# on any failure. Usage: tests/schemathesis/run.sh [path/to/hds]
+# Environment: ST_MAX_EXAMPLES (default 40 per operation), ST_SEED (default 1).
+set -euo pipefail
+cd "$(dirname "$0")"
+hds=$(realpath "${1:-../../target/debug/hds}")
+st=${SCHEMATHESIS:-../../.venv/bin/schemathesis}
+work=$(mktemp -d)
+server=""
+cleanup() {
+    if [ -n "$server" ]; then kill "$server" 2> /dev/null || true; wait "$server" 2> /dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$hds" init --data-dir "$work/data" --json > "$work/creds.json"
+field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$work/creds.json" "$1"; }
+# The per-credential limit is off so the run reaches the handlers; what it
+# would answer (429) is documented on every operation anyway.
+mkfifo "$work/out"
+"$hds" serve --data-dir "$work/data" --listen 127.0.0.1:0 --rate-limit 0 \
+    > "$work/out" 2> "$work/serve.log" &
+server=$!
+exec 3< "$work/out"
+read -r first <&3
+base=${first#hds listening on }
+# Keep draining the server's stdout so it never blocks on a full pipe.
+cat <&3 > /dev/null &
+
+status=0
+for who in source_key_live user_token; do
+    echo "schemathesis: $base with $who"
+    if ! "$st" --config-file schemathesis.toml run "$base/v1/openapi.json" \
+        -H "Authorization: Bearer $(field "$who")" \
+        --max-examples "${ST_MAX_EXAMPLES:-40}" --seed "${ST_SEED:-1}" \
+        --workers 2 --no-color > "$work/$who.txt" 2>&1; then
+        status=1
+        cat "$work/$who.txt"
+    fi
+    # The summary: operations, test cases, failures.
+    sed -n '/^API Operations:/,$p' "$work/$who.txt" | grep -E "Selected|Tested|generated|failures|passed|Failures|❌|=====" || true
+done
+if grep -q "panicked" "$work/serve.log"; then
+    echo "schemathesis: the server panicked:" >&2
+    grep -B2 -A5 "panicked" "$work/serve.log" >&2
+    status=1
+fi
+exit "$status"
