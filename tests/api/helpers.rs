@@ -115,6 +115,9 @@ impl TestApp {
         let creds = hds::cli::init::initialise(&data, "admin@example.com", "Test").unwrap();
         let mut config = hds::config::Config::for_data_dir(data);
         config.rate_limit = 0;
+        // Tests send many refused credentials from 127.0.0.1; tests/api/abuse.rs
+        // turns the per-address budget back on.
+        config.anonymous_rate_limit = 0;
         tune(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
