@@ -361,6 +361,17 @@ impl TestApp {
         self.with_token(&conn, Person { id: user.id, email })
     }
 
+    /// How many rows `table` holds, read from the SQLite file read-only.
+    pub fn count_rows(&self, table: &str) -> i64 {
+        let conn = rusqlite::Connection::open_with_flags(
+            self.data_dir().join("hds.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
     fn db(&self) -> rusqlite::Connection {
         hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap()
     }
