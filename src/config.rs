@@ -49,7 +49,7 @@ pub struct Config {
     pub anonymous_burst: u32,
     /// Reverse proxies (IPs or CIDRs, comma-separated) whose client-address
     /// header is believed. Default: none; the TCP peer is the client.
-    #[arg(long = "trusted-proxy", env = "HDS_TRUSTED_PROXY", value_delimiter = ',',
+    #[arg(long = "trusted-proxy", env = "HDS_TRUSTED_PROXY", value_delimiter = ',', value_name = "IP_OR_CIDR",
         value_parser = crate::http::client_addr::parse_proxy)]
     pub trusted_proxies: Vec<IpNet>,
     /// The header a trusted proxy puts the client's address in; the rightmost

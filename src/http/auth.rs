@@ -4,10 +4,10 @@
 //! client address's budget (guide: "Rate limiting"); once that is used up, the
 //! address is refused before hds looks anything up.
 
-use axum::extract::FromRequestParts;
-use axum::http::Method;
 use std::net::IpAddr;
 
+use axum::extract::FromRequestParts;
+use axum::http::Method;
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
 use tower_sessions::Session;
