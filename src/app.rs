@@ -3,6 +3,7 @@
 //! same functions.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -11,7 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::http::rate_limit::Limiter;
+use crate::http::rate_limit::{AddressLimiter, Limiter};
 use crate::service::Services;
 use crate::store::Db;
 
@@ -19,6 +20,8 @@ use crate::store::Db;
 pub struct AppState {
     pub services: Services,
     pub limiter: Arc<Limiter>,
+    /// The per-address budget for sign-in and refused credentials.
+    pub addresses: Arc<AddressLimiter>,
 }
 
 /// Opens (or initialises) the data dir and starts the background workers.
@@ -37,6 +40,10 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
     let db = Db::open(&config.db_path(), config.durability)
         .with_context(|| format!("opening {}", config.db_path().display()))?;
     let limiter = Arc::new(Limiter::new(config.rate_limit));
+    let addresses = Arc::new(AddressLimiter::new(
+        config.anonymous_rate_limit,
+        config.anonymous_burst,
+    ));
     let services = Services::new(db, Arc::new(config), clock);
     let keyring = services.keyring.clone();
     let now = crate::domain::time::format(services.clock.now());
@@ -46,8 +53,12 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         .await
         .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
     crate::workers::spawn(services.clone());
-    tokio::spawn(prune_limiter(limiter.clone()));
-    Ok(AppState { services, limiter })
+    tokio::spawn(prune_limiters(limiter.clone(), addresses.clone()));
+    Ok(AppState {
+        services,
+        limiter,
+        addresses,
+    })
 }
 
 /// The whole service: the route table with its OpenAPI document, built once.
@@ -63,17 +74,20 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     // A make-service shares one router across connections; serving the Router
-    // directly rebuilds it per connection (~15 KiB per held long poll).
-    axum::serve(listener, build_router(state).into_make_service())
+    // directly rebuilds it per connection (~15 KiB per held long poll). It
+    // records each connection's peer (`ConnectInfo`), the rate limits' client.
+    let app = build_router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }
 
-/// Drops idle rate-limit buckets hourly (the limiter lives in the HTTP layer).
-async fn prune_limiter(limiter: Arc<Limiter>) {
+/// Drops idle rate-limit buckets hourly (the limiters live in the HTTP layer).
+async fn prune_limiters(limiter: Arc<Limiter>, addresses: Arc<AddressLimiter>) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
     loop {
         tick.tick().await;
         limiter.prune();
+        addresses.prune();
     }
 }

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use http::HeaderName;
+use ipnet::IpNet;
 use serde::Deserialize;
 
 use crate::store::Durability;
@@ -38,6 +40,22 @@ pub struct Config {
     /// Requests per second per Source or user (burst: twice that); 0 disables.
     #[arg(long, env = "HDS_RATE_LIMIT", default_value_t = 100)]
     pub rate_limit: u32,
+    /// Per client address, per minute: sign-in requests that write or call an
+    /// identity provider, plus refused credentials (guide: "Rate limiting"); 0 disables.
+    #[arg(long, env = "HDS_ANONYMOUS_RATE_LIMIT", default_value_t = 30)]
+    pub anonymous_rate_limit: u32,
+    /// How many of those one address may send at once before the per-minute rate applies.
+    #[arg(long, env = "HDS_ANONYMOUS_BURST", default_value_t = 10)]
+    pub anonymous_burst: u32,
+    /// Reverse proxies (IPs or CIDRs, comma-separated) whose client-address
+    /// header is believed. Default: none; the TCP peer is the client.
+    #[arg(long = "trusted-proxy", env = "HDS_TRUSTED_PROXY", value_delimiter = ',', value_name = "IP_OR_CIDR",
+        value_parser = crate::http::client_addr::parse_proxy)]
+    pub trusted_proxies: Vec<IpNet>,
+    /// The header a trusted proxy puts the client's address in; the rightmost
+    /// entry that is not a trusted proxy is the client.
+    #[arg(long, env = "HDS_CLIENT_IP_HEADER", default_value = "x-forwarded-for")]
+    pub client_ip_header: HeaderName,
     /// On the first start of an empty data dir, the admin to create.
     #[arg(
         long,
@@ -174,6 +192,10 @@ impl Config {
             durability: Durability::Full,
             allow_private_callbacks: false,
             rate_limit: 100,
+            anonymous_rate_limit: 30,
+            anonymous_burst: 10,
+            trusted_proxies: Vec::new(),
+            client_ip_header: HeaderName::from_static("x-forwarded-for"),
             admin_email: "admin@localhost.localdomain".into(),
             config_file: None,
             auth: AuthConfig::default(),

@@ -25,6 +25,16 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             .with_context(|| format!("listening on {}", config.listen))?;
         let addr = listener.local_addr()?;
         config.follow_listener(addr);
+        if config.secure_cookies()
+            && config.trusted_proxies.is_empty()
+            && config.anonymous_rate_limit > 0
+        {
+            // An https base URL usually means a TLS proxy in front.
+            tracing::warn!(
+                "the base URL is https but no --trusted-proxy is set: behind a reverse proxy, \
+                 every client shares one per-address sign-in budget (guide: \"Rate limiting\")"
+            );
+        }
         let first_start = first_start(&config)?;
         let state = crate::app::start(config).await?;
         // Tests and scripts read the first line to learn the port when

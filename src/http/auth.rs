@@ -1,16 +1,21 @@
 //! Authentication at the edge (guide: "Authentication"): a handler's extractor states who may
 //! call it. Source keys and user tokens are separate boundaries; a credential of
-//! one is refused on the other.
+//! one is refused on the other. A refused credential counts against the
+//! client address's budget (guide: "Rate limiting"); once that is used up, the
+//! address is refused before hds looks anything up.
+
+use std::net::IpAddr;
 
 use axum::extract::FromRequestParts;
 use axum::http::Method;
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
 use tower_sessions::Session;
 
 use crate::app::AppState;
 use crate::domain::credentials::{USER_TOKEN_PREFIX, hash_secret, source_key_environment};
 use crate::error::{Code, Error, Result};
+use crate::http::client_addr;
 use crate::http::session::{self, CredentialRef};
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
 use crate::store::sources;
@@ -45,7 +50,11 @@ fn bearer(parts: &Parts) -> Result<String> {
     Ok(token.to_owned())
 }
 
-async fn source_from(state: &AppState, key: String) -> Result<SourceCaller> {
+async fn source_from(
+    state: &AppState,
+    client: Option<IpAddr>,
+    key: String,
+) -> Result<SourceCaller> {
     if key.starts_with(USER_TOKEN_PREFIX) {
         return Err(Error::new(
             Code::InvalidApiKey,
@@ -63,6 +72,9 @@ async fn source_from(state: &AppState, key: String) -> Result<SourceCaller> {
     let owner = match cache.get(&hash) {
         Some(o) => Some(o),
         None => {
+            // A key in use is in the cache; others cost a read, which an
+            // address out of budget does not get.
+            state.addresses.gate(client)?;
             let h = hash.clone();
             let found = state
                 .services
@@ -96,7 +108,7 @@ async fn source_from(state: &AppState, key: String) -> Result<SourceCaller> {
     })
 }
 
-async fn user_from(state: &AppState, token: String) -> Result<UserCaller> {
+async fn user_from(state: &AppState, client: Option<IpAddr>, token: String) -> Result<UserCaller> {
     if source_key_environment(&token).is_some() {
         return Err(Error::new(
             Code::InvalidApiKey,
@@ -109,6 +121,7 @@ async fn user_from(state: &AppState, token: String) -> Result<UserCaller> {
             "the token is not a user token",
         ));
     }
+    state.addresses.gate(client)?;
     let user = session::load_user(state, CredentialRef::Token(token))
         .await?
         .ok_or_else(|| {
@@ -143,10 +156,25 @@ async fn cookie_user_from(state: &AppState, parts: &Parts) -> Result<Option<User
     Ok(Some(user))
 }
 
+/// Whether the request carries our session cookie (whose check reads the store).
+fn has_session_cookie(parts: &Parts) -> bool {
+    let name = format!("{}=", session::COOKIE_NAME);
+    parts
+        .headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .any(|pair| pair.trim_start().starts_with(&name))
+}
+
 /// A user by bearer token, else by cookie.
-async fn person(parts: &Parts, state: &AppState) -> Result<UserCaller> {
+async fn person(parts: &Parts, state: &AppState, client: Option<IpAddr>) -> Result<UserCaller> {
     if parts.headers.contains_key(AUTHORIZATION) {
-        return user_from(state, bearer(parts)?).await;
+        return user_from(state, client, bearer(parts)?).await;
+    }
+    if has_session_cookie(parts) {
+        state.addresses.gate(client)?;
     }
     cookie_user_from(state, parts).await?.ok_or_else(|| {
         Error::new(
@@ -159,28 +187,43 @@ async fn person(parts: &Parts, state: &AppState) -> Result<UserCaller> {
 impl FromRequestParts<AppState> for SourceAuth {
     type Rejection = Error;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        Ok(Self(source_from(state, bearer(parts)?).await?))
+        let client = client_addr::key(parts, &state.services.config);
+        let source = async { source_from(state, client, bearer(parts)?).await };
+        let source = source
+            .await
+            .map_err(|e| state.addresses.refused(client, e))?;
+        Ok(Self(source))
     }
 }
 
 impl FromRequestParts<AppState> for UserAuth {
     type Rejection = Error;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        Ok(Self(person(parts, state).await?))
+        let client = client_addr::key(parts, &state.services.config);
+        let user = person(parts, state, client).await;
+        Ok(Self(user.map_err(|e| state.addresses.refused(client, e))?))
     }
 }
 
 impl FromRequestParts<AppState> for AnyAuth {
     type Rejection = Error;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        if !parts.headers.contains_key(AUTHORIZATION) {
-            return Ok(Self(Caller::User(person(parts, state).await?)));
-        }
-        let token = bearer(parts)?;
-        if token.starts_with(USER_TOKEN_PREFIX) {
-            Ok(Self(Caller::User(user_from(state, token).await?)))
-        } else {
-            Ok(Self(Caller::Source(source_from(state, token).await?)))
-        }
+        let client = client_addr::key(parts, &state.services.config);
+        any(parts, state, client)
+            .await
+            .map(Self)
+            .map_err(|e| state.addresses.refused(client, e))
+    }
+}
+
+async fn any(parts: &Parts, state: &AppState, client: Option<IpAddr>) -> Result<Caller> {
+    if !parts.headers.contains_key(AUTHORIZATION) {
+        return Ok(Caller::User(person(parts, state, client).await?));
+    }
+    let token = bearer(parts)?;
+    if token.starts_with(USER_TOKEN_PREFIX) {
+        Ok(Caller::User(user_from(state, client, token).await?))
+    } else {
+        Ok(Caller::Source(source_from(state, client, token).await?))
     }
 }

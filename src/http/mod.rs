@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod client_addr;
 pub mod docs;
 pub mod error;
 pub mod extract;

@@ -115,6 +115,9 @@ impl TestApp {
         let creds = hds::cli::init::initialise(&data, "admin@example.com", "Test").unwrap();
         let mut config = hds::config::Config::for_data_dir(data);
         config.rate_limit = 0;
+        // Tests send many refused credentials from 127.0.0.1; tests/api/abuse.rs
+        // turns the per-address budget back on.
+        config.anonymous_rate_limit = 0;
         tune(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -356,6 +359,17 @@ impl TestApp {
         let user = hds::store::users::create(&conn, &email, None, &now).unwrap();
         hds::store::workspaces::add_member(&conn, &ws.id, &user.id, Role::Owner, &now).unwrap();
         self.with_token(&conn, Person { id: user.id, email })
+    }
+
+    /// How many rows `table` holds, read from the SQLite file read-only.
+    pub fn count_rows(&self, table: &str) -> i64 {
+        let conn = rusqlite::Connection::open_with_flags(
+            self.data_dir().join("hds.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
     }
 
     fn db(&self) -> rusqlite::Connection {

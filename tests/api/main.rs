@@ -2,6 +2,7 @@
 //! HTTP tests: each starts the real router on 127.0.0.1:0 with a fresh SQLite
 //! data dir and talks HTTP to it.
 
+mod abuse;
 mod actions;
 mod browser;
 mod concurrency;

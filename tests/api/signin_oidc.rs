@@ -3,7 +3,7 @@
 //! issuer for the native exchanges (`native`). Each test starts its own
 //! issuer and hds server and talks HTTP to both.
 
-mod idp;
+pub mod idp;
 mod native;
 
 use hds::config::ProviderKind;

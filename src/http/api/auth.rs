@@ -15,6 +15,7 @@ use crate::app::AppState;
 use crate::error::{Code, Error, FieldError, Result};
 use crate::http::api::wire::session::{BearerOut, Challenge};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::http::rate_limit::AddressBudget;
 use crate::http::session::local_next;
 use crate::service::oidc::{self, AppClient, Callback};
 use crate::service::signin::SignedIn;
@@ -42,8 +43,10 @@ pub struct StartParams {
     responses((status = 303, description = "to the provider's authorization page; sets the hds_oidc_binding cookie"),
         (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
         (status = 422, description = "VALIDATION_ERROR: `next` is not a local path", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED: this address's sign-in budget is used up; see Retry-After", body = crate::http::openapi::ErrorBody),
         (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
 pub async fn start_signin(
+    _: AddressBudget,
     State(st): State<AppState>,
     ApiPath(provider): ApiPath<String>,
     ApiQuery(p): ApiQuery<StartParams>,
@@ -165,8 +168,10 @@ fn refusal(headers: &HeaderMap, e: Error) -> Response {
 #[utoipa::path(post, path = "/v1/auth/{provider}/native/challenge", tag = "auth",
     params(("provider" = String, Path)),
     responses((status = 200, description = "pass the nonce to the provider's SDK (Apple: raw or hex SHA-256)", body = Challenge),
-        (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody)))]
+        (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED: this address's sign-in budget is used up; see Retry-After", body = crate::http::openapi::ErrorBody)))]
 pub async fn native_challenge(
+    _: AddressBudget,
     State(st): State<AppState>,
     ApiPath(provider): ApiPath<String>,
 ) -> Result<Json<Challenge>> {
@@ -193,8 +198,10 @@ pub struct NativeLoginRequest {
         (status = 401, description = "INVALID_ID_TOKEN: names the failed check (signature, iss, aud, exp, nonce)", body = crate::http::openapi::ErrorBody),
         (status = 403, description = "SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED: this address's sign-in budget is used up; see Retry-After", body = crate::http::openapi::ErrorBody),
         (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
 pub async fn native_signin(
+    _: AddressBudget,
     State(st): State<AppState>,
     ApiPath(provider): ApiPath<String>,
     headers: HeaderMap,
@@ -231,8 +238,10 @@ pub struct AppleAuthorizationCodeLoginRequest {
         (status = 401, description = "INVALID_ID_TOKEN", body = crate::http::openapi::ErrorBody),
         (status = 403, description = "SIGNIN_NOT_ALLOWED", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "PROVIDER_NOT_FOUND (also: not an Apple provider)", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED: this address's sign-in budget is used up; see Retry-After", body = crate::http::openapi::ErrorBody),
         (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
 pub async fn apple_code_signin(
+    _: AddressBudget,
     State(st): State<AppState>,
     ApiPath(provider): ApiPath<String>,
     headers: HeaderMap,

@@ -14,7 +14,7 @@ use crate::app::AppState;
 use crate::error::Code;
 use crate::http::session::{self, PageUser};
 use crate::http::ui::view::{
-    FormData, Layout, PagePath, PageQuery, UiError, check_csrf, see_other,
+    FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, check_csrf, see_other,
 };
 use crate::service::signin::{self, SessionKind, SessionMeta};
 use crate::service::tokens;
@@ -168,6 +168,7 @@ pub struct NextQuery {
 /// GET /app/signin/link/{token}: a page with one button. Opening the link
 /// does not use it, so a mail scanner fetching it burns nothing.
 pub async fn link_form(
+    _: PageAddressBudget,
     State(st): State<AppState>,
     PagePath(token): PagePath<String>,
     PageQuery(q): PageQuery<NextQuery>,
@@ -187,6 +188,7 @@ pub async fn link_form(
 
 /// POST /app/signin/link/{token}: uses the link, starts the browser session.
 pub async fn redeem_link(
+    _: PageAddressBudget,
     State(st): State<AppState>,
     session: Session,
     headers: HeaderMap,

@@ -13,6 +13,7 @@ use crate::app::AppState;
 use crate::domain::time::{self, Timestamp};
 use crate::error::{Code, Error};
 use crate::http::extract::{ApiPath, ApiQuery, MAX_BODY};
+use crate::http::rate_limit::AddressBudget;
 use crate::http::session::PageUser;
 use crate::http::ui::assets;
 use crate::service::dashboard;
@@ -161,6 +162,21 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestP
     ) -> Result<Self, UiError> {
         let ApiQuery(v) = ApiQuery::<T>::from_request_parts(parts, state).await?;
         Ok(Self(v))
+    }
+}
+
+/// `AddressBudget` for a dashboard route: over budget, the error page (429,
+/// Retry-After).
+pub struct PageAddressBudget;
+
+impl axum::extract::FromRequestParts<AppState> for PageAddressBudget {
+    type Rejection = UiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, UiError> {
+        AddressBudget::from_request_parts(parts, state).await?;
+        Ok(Self)
     }
 }
 
