@@ -197,7 +197,8 @@ fn complete_operation(path: &str, method: &str, op: &mut serde_json::Value) {
         .collect();
     let has_body = op.get("requestBody").is_some();
     let write = method != "get";
-    let anonymous_signin = path.starts_with("/v1/auth/{provider}/");
+    // The routes the per-address budget counts (guide: "Rate limiting").
+    let anonymous_signin = path.starts_with("/v1/auth/{provider}/") && !path.ends_with("/callback");
     let mut add = |status: &str, description: &str| {
         let responses = &mut op["responses"];
         if responses.get(status).is_none() {
