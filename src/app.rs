@@ -1,6 +1,6 @@
 //! Wiring: `AppState`, `start` (open the data dir, prepare keys, start
-//! workers), `build_router` and `serve`. `hds serve` and every test use these
-//! same functions.
+//! workers), `build_router`, `serve` and `serve_metrics`. `hds serve` and
+//! every test use these same functions.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::rate_limit::Limiter;
+use crate::metrics::Metrics;
 use crate::service::Services;
 use crate::store::Db;
 
@@ -19,6 +20,8 @@ use crate::store::Db;
 pub struct AppState {
     pub services: Services,
     pub limiter: Arc<Limiter>,
+    /// Recorded by every request and the writer; served by `serve_metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Opens (or initialises) the data dir and starts the background workers.
@@ -37,6 +40,8 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
     let db = Db::open(&config.db_path(), config.durability)
         .with_context(|| format!("opening {}", config.db_path().display()))?;
     let limiter = Arc::new(Limiter::new(config.rate_limit));
+    let started = clock.now().unix_timestamp_nanos() as f64 / 1e9;
+    let metrics = Arc::new(Metrics::new(db.writer_metrics(), started));
     let services = Services::new(db, Arc::new(config), clock);
     let keyring = services.keyring.clone();
     let now = crate::domain::time::format(services.clock.now());
@@ -47,7 +52,11 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
     crate::workers::spawn(services.clone());
     tokio::spawn(prune_limiter(limiter.clone()));
-    Ok(AppState { services, limiter })
+    Ok(AppState {
+        services,
+        limiter,
+        metrics,
+    })
 }
 
 /// The whole service: the route table with its OpenAPI document, built once.
@@ -67,6 +76,22 @@ pub async fn serve(
     axum::serve(listener, build_router(state).into_make_service())
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// Serves `GET /metrics` alone (guide: "Metrics") until `shutdown` resolves:
+/// the `--metrics-listen` address, kept apart from the public listener so
+/// metrics never pass through the public reverse proxy.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        crate::http::metrics::router(state).into_make_service(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Drops idle rate-limit buckets hourly (the limiter lives in the HTTP layer).
