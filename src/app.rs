@@ -1,6 +1,6 @@
 //! Wiring: `AppState`, `start` (open the data dir, prepare keys, start
-//! workers), `build_router` and `serve`. `hds serve` and every test use these
-//! same functions.
+//! workers), `build_router`, `serve` and `serve_metrics`. `hds serve` and
+//! every test use these same functions.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::rate_limit::{AddressLimiter, Limiter};
+use crate::metrics::Metrics;
 use crate::service::Services;
 use crate::store::Db;
 
@@ -22,6 +23,8 @@ pub struct AppState {
     pub limiter: Arc<Limiter>,
     /// The per-address budget for sign-in and refused credentials.
     pub addresses: Arc<AddressLimiter>,
+    /// Recorded by every request and the writer; served by `serve_metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Opens (or initialises) the data dir and starts the background workers.
@@ -44,6 +47,8 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         config.anonymous_rate_limit,
         config.anonymous_burst,
     ));
+    let started = clock.now().unix_timestamp_nanos() as f64 / 1e9;
+    let metrics = Arc::new(Metrics::new(db.writer_metrics(), started));
     let services = Services::new(db, Arc::new(config), clock);
     let keyring = services.keyring.clone();
     let now = crate::domain::time::format(services.clock.now());
@@ -58,6 +63,7 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         services,
         limiter,
         addresses,
+        metrics,
     })
 }
 
@@ -80,6 +86,22 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// Serves `GET /metrics` alone (guide: "Metrics") until `shutdown` resolves:
+/// the `--metrics-listen` address, kept apart from the public listener so
+/// metrics never pass through the public reverse proxy.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        crate::http::metrics::router(state).into_make_service(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Drops idle rate-limit buckets hourly (the limiters live in the HTTP layer).

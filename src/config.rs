@@ -18,6 +18,10 @@ pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "HDS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// Serve Prometheus metrics at `GET /metrics` on this second address
+    /// (e.g. 127.0.0.1:9090); off when unset. Keep it off the public proxy.
+    #[arg(long, env = "HDS_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Directory holding the database and the receipt signing keys.
     #[arg(long, env = "HDS_DATA_DIR", default_value = "./hds-data")]
     pub data_dir: PathBuf,
@@ -186,6 +190,7 @@ impl Config {
     pub fn for_data_dir(data_dir: PathBuf) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            metrics_listen: None,
             data_dir,
             base_url_flag: None,
             base_url: "http://127.0.0.1:8080".into(),

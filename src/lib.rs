@@ -10,6 +10,7 @@
 //! - `workers`  background loops (expiry, housekeeping)
 //! - `error`    the error type and its HTTP mapping
 //! - `files`    owner-only permissions for the data dir and secret files
+//! - `metrics`  Prometheus metrics: the registry and what is recorded
 
 pub mod app;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod domain;
 pub mod error;
 pub mod files;
 pub mod http;
+pub mod metrics;
 pub mod service;
 pub mod store;
 pub mod workers;

@@ -253,6 +253,71 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
     child.wait().unwrap();
 }
 
+/// `--metrics-listen` binds before anything is made, like `--listen`, and
+/// serves `/metrics` on its own address only.
+#[tokio::test]
+async fn metrics_listen_serves_metrics_on_a_second_address_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().to_string();
+    let out = Command::new(HDS)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .env("HDS_METRICS_LISTEN", &busy)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("listening on {busy} (--metrics-listen)")),
+        "{err}"
+    );
+    assert!(!data.join("hds.db").exists(), "no database was created");
+    drop(taken);
+
+    let mut child = Command::new(HDS)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
+    let second = lines.next().unwrap().unwrap();
+    let metrics = second.strip_prefix("metrics on ").unwrap().to_owned();
+    std::thread::spawn(move || lines.for_each(drop));
+    let http = client_builder().build().unwrap();
+    assert_eq!(
+        http.get(format!("{base}/health"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let scrape = http.get(&metrics).send().await.unwrap();
+    assert_eq!(scrape.status(), 200);
+    let text = scrape.text().await.unwrap();
+    assert!(
+        text.contains(r#"hds_http_requests_total{route="/health",method="GET",status="200"} 1"#),
+        "{text}"
+    );
+    let public = http.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(public.status(), 404);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[tokio::test]
 async fn online_backup_restores_into_a_new_data_dir() {
     let dir = tempfile::tempdir().unwrap();

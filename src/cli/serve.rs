@@ -24,6 +24,14 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let metrics_listener = match config.metrics_listen {
+            Some(at) => Some(
+                tokio::net::TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("listening on {at} (--metrics-listen)"))?,
+            ),
+            None => None,
+        };
         config.follow_listener(addr);
         if config.secure_cookies()
             && config.trusted_proxies.is_empty()
@@ -42,6 +50,10 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         // that was closed (a reader that stopped at the link) is not a reason
         // to stop serving: write errors are ignored, where `println!` panics.
         let mut banner = format!("hds listening on http://{addr}\n");
+        if let Some(m) = &metrics_listener {
+            let at = m.local_addr()?;
+            banner.push_str(&format!("metrics on http://{at}/metrics\n"));
+        }
         if let Some(created) = first_start {
             banner.push_str(&first_start_banner(&created));
         }
@@ -51,6 +63,15 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
         tracing::info!(%addr, "hds started");
+        if let Some(m) = metrics_listener {
+            // Stops with the runtime, once the main listener has drained.
+            let state = state.clone();
+            tokio::spawn(async move {
+                if let Err(e) = crate::app::serve_metrics(m, state, std::future::pending()).await {
+                    tracing::error!(error = %e, "the metrics listener stopped");
+                }
+            });
+        }
         crate::app::serve(listener, state, shutdown_signal()).await?;
         tracing::info!("hds stopped");
         Ok(())

@@ -1,6 +1,6 @@
 //! The route table: every route of the service on one screen, plus the
 //! middleware every response passes through (request id, security headers,
-//! access log) and the envelope for unknown routes and methods.
+//! access log, metrics) and the envelope for unknown routes and methods.
 
 pub mod api;
 pub mod auth;
@@ -8,6 +8,7 @@ pub mod client_addr;
 pub mod docs;
 pub mod error;
 pub mod extract;
+pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
 pub mod session;
@@ -16,7 +17,7 @@ pub mod ui;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -89,7 +90,12 @@ pub fn finish(router: Router<AppState>, doc: serde_json::Value, state: AppState)
             Error::internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
         .layer(session::layer(&state))
-        .layer(middleware::from_fn(observe))
+        // `Router::layer` wraps each route after routing, so `observe` sees the
+        // `MatchedPath` of the route (none for the fallback).
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            observe,
+        ))
         .with_state(state)
 }
 
@@ -131,8 +137,12 @@ fn loggable_path(path: &str) -> String {
 /// `req_<ULID>`, runs the request inside a span carrying that id (so any log
 /// line of the request names it), sets the security headers, and writes one
 /// access-log line: method, path (secret segments redacted; never the query or
-/// body), status, time.
-async fn observe(mut req: Request, next: Next) -> Response {
+/// body), status, time; and counts it in the metrics by route template.
+async fn observe(
+    State(metrics): State<Arc<crate::metrics::Metrics>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let start = Instant::now();
     let incoming = req
         .headers()
@@ -152,12 +162,15 @@ async fn observe(mut req: Request, next: Next) -> Response {
     req.headers_mut().insert("x-request-id", value.clone());
     let method = req.method().clone();
     let path = loggable_path(req.uri().path());
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let span = tracing::info_span!("request", request.id = %id);
     let mut resp = next.run(req).instrument(span.clone()).await;
+    let (status, took) = (resp.status().as_u16(), start.elapsed());
+    metrics.request_done(route, &method, status, took);
     span.in_scope(|| {
         tracing::info!(
-            http.method = %method, http.path = %path, http.status = resp.status().as_u16(),
-            duration_ms = start.elapsed().as_secs_f64() * 1000.0, "request"
+            http.method = %method, http.path = %path, http.status = status,
+            duration_ms = took.as_secs_f64() * 1000.0, "request"
         )
     });
     let h = resp.headers_mut();

@@ -3,6 +3,7 @@
 //! No database connection is held while waiting.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, watch};
 
@@ -11,6 +12,9 @@ pub struct Waiters {
     /// How many Actions have a waiter, published on every change, so an
     /// observer (the tests) can await a held long poll instead of polling.
     held: watch::Sender<usize>,
+    /// Live subscriptions: requests waiting on an Action (the metrics'
+    /// `hds_long_polls_held`); two polls on one Action count twice.
+    polls: AtomicUsize,
 }
 
 impl Default for Waiters {
@@ -18,6 +22,7 @@ impl Default for Waiters {
         Self {
             by_action: Mutex::default(),
             held: watch::Sender::new(0),
+            polls: AtomicUsize::new(0),
         }
     }
 }
@@ -33,6 +38,7 @@ impl Waiters {
     pub fn subscribe(&self, action_id: &str) -> Subscription<'_> {
         let mut map = self.by_action.lock().unwrap_or_else(|p| p.into_inner());
         let notify = map.entry(action_id.to_owned()).or_default().clone();
+        self.polls.fetch_add(1, Ordering::Relaxed);
         self.held.send_replace(map.len());
         Subscription {
             waiters: self,
@@ -57,6 +63,12 @@ impl Waiters {
         self.len() == 0
     }
 
+    /// Requests subscribed right now: held long polls and blocking creates
+    /// (a Source's plain read subscribes too, for the moment it reads).
+    pub fn polls(&self) -> usize {
+        self.polls.load(Ordering::Relaxed)
+    }
+
     /// Watches [`Waiters::len`]: the receiver sees each new count.
     pub fn held(&self) -> watch::Receiver<usize> {
         self.held.subscribe()
@@ -73,6 +85,7 @@ impl Subscription<'_> {
 
 impl Drop for Subscription<'_> {
     fn drop(&mut self) {
+        self.waiters.polls.fetch_sub(1, Ordering::Relaxed);
         let mut map = self
             .waiters
             .by_action

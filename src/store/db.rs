@@ -6,7 +6,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use r2d2::Pool;
 use r2d2_sqlite::SqliteConnectionManager;
@@ -15,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Span;
 
 use crate::error::{Code, Error, Result};
+use crate::metrics::WriterMetrics;
 
 /// `synchronous` setting of the writer (README: "Durability").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +54,8 @@ pub struct Db {
     readers: Pool<SqliteConnectionManager>,
     writer: mpsc::Sender<Job>,
     path: PathBuf,
+    /// Batch sizes and commits, recorded by the writer thread.
+    writer_metrics: Arc<WriterMetrics>,
 }
 
 impl Db {
@@ -67,18 +71,31 @@ impl Db {
         let readers = Pool::builder().max_size(READ_POOL_SIZE).build(manager)?;
 
         let (tx, rx) = mpsc::channel::<Job>(QUEUE_DEPTH);
+        let writer_metrics = Arc::new(WriterMetrics::default());
+        let recorded = writer_metrics.clone();
         std::thread::Builder::new()
             .name("hds-writer".into())
-            .spawn(move || writer_loop(conn, rx))?;
+            .spawn(move || writer_loop(conn, rx, &recorded))?;
         Ok(Self {
             readers,
             writer: tx,
             path: path.to_owned(),
+            writer_metrics,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What the writer thread records (guide: "Metrics").
+    pub fn writer_metrics(&self) -> &WriterMetrics {
+        &self.writer_metrics
+    }
+
+    /// Write jobs sent to the writer and not yet taken into a transaction.
+    pub fn queue_depth(&self) -> usize {
+        self.writer.max_capacity() - self.writer.capacity()
     }
 
     /// Runs `f` on a pooled read connection, off the async runtime.
@@ -154,7 +171,7 @@ fn in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) 
     result
 }
 
-fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>) {
+fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMetrics) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -163,8 +180,10 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        let (size, began) = (batch.len(), Instant::now());
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             tracing::error!(error = %e, "BEGIN IMMEDIATE failed; failing the batch");
+            metrics.batch_done(size, began.elapsed(), false);
             for job in batch {
                 job(None)(Some(e.to_string()));
             }
@@ -196,6 +215,7 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>) {
                 e.to_string()
             }),
         };
+        metrics.batch_done(size, began.elapsed(), commit_error.is_none());
         for done in completions {
             done(commit_error.clone());
         }

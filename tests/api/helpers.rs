@@ -15,6 +15,8 @@ pub struct TestApp {
     /// The running app's state, to observe what HTTP cannot (held long polls).
     pub state: hds::app::AppState,
     pub base: String,
+    /// `http://…/metrics` on the app's second, metrics-only listener.
+    pub metrics_url: String,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
     pub creds: Value,
@@ -128,9 +130,18 @@ impl TestApp {
             state.clone(),
             std::future::pending(),
         ));
+        // As `hds serve --metrics-listen`: a second port serving /metrics alone.
+        let metrics = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let metrics_url = format!("http://{}/metrics", metrics.local_addr().unwrap());
+        tokio::spawn(hds::app::serve_metrics(
+            metrics,
+            state.clone(),
+            std::future::pending(),
+        ));
         Self {
             state,
             base,
+            metrics_url,
             http: crate::helpers::client_builder().build().unwrap(),
             dir,
             creds,
@@ -219,6 +230,19 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// Scrapes the metrics listener; asserts 200 and the OpenMetrics type.
+    pub async fn scrape(&self) -> Metrics {
+        let r = self.http.get(&self.metrics_url).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        );
+        let text = r.text().await.unwrap();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        Metrics { text }
+    }
+
     /// The server's clock, formatted as stored.
     pub fn now(&self) -> String {
         hds::domain::time::format(self.state.services.clock.now())
@@ -263,6 +287,29 @@ impl TestApp {
             matches!(waited, Ok(Ok(_))),
             "{n} long poll(s) were never held"
         );
+    }
+}
+
+/// One scrape of `/metrics`, as text.
+pub struct Metrics {
+    pub text: String,
+}
+
+impl Metrics {
+    /// The value of one series, written as it appears in the exposition:
+    /// `name{label="value",…}`, or the bare name; None when absent.
+    pub fn get(&self, series: &str) -> Option<f64> {
+        self.text.lines().find_map(|l| {
+            let value = l.strip_prefix(series)?.strip_prefix(' ')?;
+            Some(value.parse().unwrap())
+        })
+    }
+
+    /// `get`, asserting the series is there.
+    #[track_caller]
+    pub fn value(&self, series: &str) -> f64 {
+        self.get(series)
+            .unwrap_or_else(|| panic!("no series {series} in:\n{}", self.text))
     }
 }
 

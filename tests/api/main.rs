@@ -11,6 +11,7 @@ mod expiry;
 mod helpers;
 mod inbox;
 mod long_polls;
+mod metrics;
 mod receipts;
 mod sessions;
 mod signin_oidc;

@@ -1,0 +1,282 @@
+//! Prometheus metrics (guide: "Metrics"): the registry, what the request path
+//! and the writer record, and the exposition the `--metrics-listen` address
+//! serves. Not here: the listener (`app::serve_metrics`) and its router
+//! (`http::metrics`).
+//!
+//! Recording is lock-free or per-series: a family looks its series up under a
+//! shared read lock and a histogram takes its own short lock, so requests on
+//! different routes never wait on each other. Gauges that mirror state held
+//! elsewhere (queue depth, held polls) are read when scraped, not kept up to
+//! date on every change.
+
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use axum::extract::MatchedPath;
+use axum::http::Method;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use crate::service::Services;
+
+/// What `GET /metrics` answers with: the OpenMetrics text the encoder writes
+/// (it has `info` metrics and `# EOF`, which the older `text/plain;
+/// version=0.0.4` format does not). Prometheus asks for it by default.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Request latency buckets, in seconds: from a cached read (~1 ms) to a long
+/// poll held for its full 30 s (`wait_seconds` is capped at 30).
+const LATENCY_BUCKETS: [f64; 15] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// The service's metrics. One per running app, in `AppState`; no globals.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    queue_depth: Gauge,
+    long_polls: Gauge,
+    // Outbox depth (webhook deliveries waiting) is registered here, read at
+    // scrape like the queue depth, once the outbox lands (issue 8).
+}
+
+/// What the writer thread records; owned by `store::Db`, which has no other
+/// tie to the metrics, and registered with the rest by `Metrics::new`.
+#[derive(Clone)]
+pub struct WriterMetrics {
+    /// Write jobs (one per request that writes) carried by one transaction.
+    pub batch_size: Histogram,
+    /// From BEGIN IMMEDIATE to the end of COMMIT (the fsync, under `full`).
+    pub batch_seconds: Histogram,
+    pub commits: Counter,
+    /// Batches whose BEGIN or COMMIT failed, or that SQLite rolled back.
+    pub failed_batches: Counter,
+}
+
+impl Default for WriterMetrics {
+    fn default() -> Self {
+        Self {
+            // 1, 2, 4 … 512 (`MAX_BATCH`).
+            batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            // 0.25 ms … ~1 s.
+            batch_seconds: Histogram::new(exponential_buckets(0.00025, 2.0, 13)),
+            commits: Counter::default(),
+            failed_batches: Counter::default(),
+        }
+    }
+}
+
+impl WriterMetrics {
+    pub fn batch_done(&self, size: usize, took: Duration, committed: bool) {
+        self.batch_size.observe(size as f64);
+        self.batch_seconds.observe(took.as_secs_f64());
+        if committed {
+            self.commits.inc();
+        } else {
+            self.failed_batches.inc();
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Route,
+    method: Verb,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: Route,
+    method: Verb,
+}
+
+/// The matched route template (`/v1/actions/{action_id}`), never the raw
+/// path: raw paths hold ids and secret tokens, and would make a series per
+/// Action. A request that matched no route is `unmatched`.
+#[derive(Clone, Debug)]
+struct Route(Option<MatchedPath>);
+
+impl Route {
+    fn as_str(&self) -> &str {
+        self.0.as_ref().map_or("unmatched", MatchedPath::as_str)
+    }
+}
+
+impl Hash for Route {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.as_str().hash(h);
+    }
+}
+
+impl PartialEq for Route {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Route {}
+
+impl EncodeLabelValue for Route {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.as_str(), encoder)
+    }
+}
+
+/// The request method; any method outside RFC 9110's is `other`, so a client
+/// cannot make a series per made-up method.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+struct Verb(&'static str);
+
+impl Verb {
+    fn of(m: &Method) -> Self {
+        static KNOWN: [Method; 9] = [
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+            Method::OPTIONS,
+            Method::CONNECT,
+            Method::TRACE,
+        ];
+        match KNOWN.iter().find(|k| *k == m) {
+            Some(k) => Self(k.as_str()),
+            None => Self("other"),
+        }
+    }
+}
+
+impl EncodeLabelValue for Verb {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.0, encoder)
+    }
+}
+
+impl Metrics {
+    /// Registers every metric. `writer` is the database writer's
+    /// (`Db::writer_metrics`); `started` is when the service started, in
+    /// seconds since the Unix epoch.
+    pub fn new(writer: &WriterMetrics, started: f64) -> Self {
+        let mut registry = Registry::with_prefix("hds");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by matched route template, method and status",
+            requests.clone(),
+        );
+        let durations: Family<RouteLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS));
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from receiving a request to its response headers, by matched route template and method (long polls included)",
+            durations.clone(),
+        );
+        registry.register(
+            "writer_batch_size",
+            "Write jobs committed together in one transaction (group commit)",
+            writer.batch_size.clone(),
+        );
+        registry.register(
+            "writer_batch_duration_seconds",
+            "Time one write transaction took, from BEGIN to the end of COMMIT",
+            writer.batch_seconds.clone(),
+        );
+        registry.register(
+            "writer_commits",
+            "Write transactions committed",
+            writer.commits.clone(),
+        );
+        registry.register(
+            "writer_failed_batches",
+            "Write transactions that failed to begin or commit (every job in them failed)",
+            writer.failed_batches.clone(),
+        );
+        let queue_depth = Gauge::default();
+        registry.register(
+            "writer_queue_depth",
+            "Write jobs queued for the writer thread, not yet in a transaction",
+            queue_depth.clone(),
+        );
+        let long_polls = Gauge::default();
+        registry.register(
+            "long_polls_held",
+            "Requests waiting for an Action to close: long polls and X-Service-Blocking creates",
+            long_polls.clone(),
+        );
+        registry.register(
+            "build",
+            "The running build",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+        );
+        let start = Gauge::<f64, AtomicU64>::default();
+        start.set(started);
+        registry.register(
+            "start_time_seconds",
+            "When this process started serving, in seconds since the Unix epoch",
+            start,
+        );
+        Self {
+            registry,
+            requests,
+            durations,
+            queue_depth,
+            long_polls,
+        }
+    }
+
+    /// Records one answered request. `route` is the request's `MatchedPath`
+    /// extension (None when no route matched).
+    pub fn request_done(
+        &self,
+        route: Option<MatchedPath>,
+        method: &Method,
+        status: u16,
+        took: Duration,
+    ) {
+        let (route, method) = (Route(route), Verb::of(method));
+        self.durations
+            .get_or_create(&RouteLabels {
+                route: route.clone(),
+                method,
+            })
+            .observe(took.as_secs_f64());
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method,
+                status,
+            })
+            .inc();
+    }
+
+    /// The exposition, with the gauges read from `services` now.
+    pub fn render(&self, services: &Services) -> String {
+        self.queue_depth.set(services.db.queue_depth() as i64);
+        self.long_polls.set(services.waiters.polls() as i64);
+        let mut out = String::with_capacity(16 * 1024);
+        // Writing to a String cannot fail; the encoder's only errors are the writer's.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn made_up_methods_share_one_series() {
+        let brew = Verb::of(&Method::from_bytes(b"BREW").unwrap());
+        assert_eq!(brew, Verb("other"));
+        assert_eq!(Verb::of(&Method::PATCH), Verb("PATCH"));
+    }
+}
