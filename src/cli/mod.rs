@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the service.
-    Serve(crate::config::Config),
+    Serve(Box<crate::config::Config>),
     /// Initialise a data dir: schema, signing key, workspace, admin, first Source.
     Init(init::Args),
     /// Copy the database to PATH while the server runs (SQLite online backup).
@@ -44,7 +44,7 @@ pub enum Command {
 
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve(config) => serve::run(config),
+        Command::Serve(config) => serve::run(*config),
         Command::Init(a) => init::run(a),
         Command::Backup(a) => backup::backup(a),
         Command::Restore(a) => backup::restore(a),
