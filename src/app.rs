@@ -56,17 +56,17 @@ pub fn build_router(state: AppState) -> Router {
     crate::http::finish(router, doc, state)
 }
 
-/// Serves until `shutdown` resolves; in-flight requests finish first.
+/// Serves until `shutdown` resolves; in-flight requests finish first. Slow
+/// clients are cut off by the read timeouts of `Config` (`http::server`).
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // A make-service shares one router across connections; serving the Router
-    // directly rebuilds it per connection (~15 KiB per held long poll).
-    axum::serve(listener, build_router(state).into_make_service())
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = crate::http::server::Limits::from_config(&state.services.config);
+    // One router shared by all connections (each holds an `Arc` of it):
+    // building it per connection cost ~15 KiB per held long poll.
+    crate::http::server::serve(listener, build_router(state), limits, shutdown).await
 }
 
 /// Drops idle rate-limit buckets hourly (the limiter lives in the HTTP layer).

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod rate_limit;
+pub mod server;
 pub mod session;
 pub mod ui;
 
