@@ -13,6 +13,7 @@ mod long_polls;
 mod receipts;
 mod sessions;
 mod signin_oidc;
+mod slow_clients;
 mod sources;
 mod system;
 mod votes;
