@@ -3,7 +3,6 @@
 //! every test use these same functions.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -73,19 +72,17 @@ pub fn build_router(state: AppState) -> Router {
     crate::http::finish(router, doc, state)
 }
 
-/// Serves until `shutdown` resolves; in-flight requests finish first.
+/// Serves until `shutdown` resolves; in-flight requests finish first. Slow
+/// clients are cut off by the read timeouts of `Config` (`http::server`).
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // A make-service shares one router across connections; serving the Router
-    // directly rebuilds it per connection (~15 KiB per held long poll). It
-    // records each connection's peer (`ConnectInfo`), the rate limits' client.
-    let app = build_router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = crate::http::server::Limits::from_config(&state.services.config);
+    // One router shared by all connections (each holds an `Arc` of it):
+    // building it per connection cost ~15 KiB per held long poll.
+    crate::http::server::serve(listener, build_router(state), limits, shutdown).await
 }
 
 /// Serves `GET /metrics` alone (guide: "Metrics") until `shutdown` resolves:

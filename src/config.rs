@@ -60,6 +60,28 @@ pub struct Config {
     /// entry that is not a trusted proxy is the client.
     #[arg(long, env = "HDS_CLIENT_IP_HEADER", default_value = "x-forwarded-for")]
     pub client_ip_header: HeaderName,
+    /// Seconds a client has to send a request's line and headers, counted from
+    /// the connection's start or from its first byte after an idle wait; a
+    /// slower client is disconnected.
+    #[arg(long, env = "HDS_HEADER_READ_TIMEOUT", default_value_t = 10, value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+    /// Seconds a client has to send a request's body, counted from its headers;
+    /// a slower body is refused (nothing of it is used) and the connection closed.
+    #[arg(long, env = "HDS_BODY_READ_TIMEOUT", default_value_t = 30, value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_read_timeout: u64,
+    /// Seconds a keep-alive connection may wait idle for its next request
+    /// before hds closes it. Keep it above a reverse proxy's idle timeout for
+    /// its upstream connections (nginx: 60 s).
+    #[arg(long, env = "HDS_KEEP_ALIVE_TIMEOUT", default_value_t = 75, value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep_alive_timeout: u64,
+    /// Connections served at once; further ones wait in the listen queue until
+    /// one closes. Keep it below the open-file limit (`ulimit -n`) minus ~100.
+    #[arg(long, env = "HDS_MAX_CONNECTIONS", default_value_t = 4096, value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     /// On the first start of an empty data dir, the admin to create.
     #[arg(
         long,
@@ -201,6 +223,10 @@ impl Config {
             anonymous_burst: 10,
             trusted_proxies: Vec::new(),
             client_ip_header: HeaderName::from_static("x-forwarded-for"),
+            header_read_timeout: 10,
+            body_read_timeout: 30,
+            keep_alive_timeout: 75,
+            max_connections: 4096,
             admin_email: "admin@localhost.localdomain".into(),
             config_file: None,
             auth: AuthConfig::default(),

@@ -11,6 +11,7 @@ pub mod extract;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
+pub mod server;
 pub mod session;
 pub mod ui;
 

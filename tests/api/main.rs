@@ -15,6 +15,7 @@ mod metrics;
 mod receipts;
 mod sessions;
 mod signin_oidc;
+mod slow_clients;
 mod sources;
 mod system;
 mod votes;
