@@ -5,9 +5,11 @@
 # on any failure. Usage: tests/schemathesis/run.sh [path/to/hds]
 # Environment: ST_MAX_EXAMPLES (default 40 per operation), ST_SEED (default 1).
 set -euo pipefail
-cd "$(dirname "$0")"
-hds=$(realpath "${1:-../../target/debug/hds}")
-st=${SCHEMATHESIS:-../../.venv/bin/schemathesis}
+here=$(dirname "$0")
+# Paths given relative to where the script was called from.
+hds=$(realpath "${1:-$here/../../target/debug/hds}")
+st=$(realpath "${SCHEMATHESIS:-$here/../../.venv/bin/schemathesis}")
+cd "$here"
 work=$(mktemp -d)
 server=""
 cleanup() {
