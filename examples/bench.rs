@@ -564,6 +564,9 @@ fn start_server(args: &Args, dir: &Path) -> Result<(Server, SocketAddr)> {
             "127.0.0.1:0",
             "--rate-limit",
             "0",
+            // The benchmark holds thousands of long polls from one address.
+            "--max-connections-per-address",
+            "0",
             "--durability",
             &args.durability,
         ])

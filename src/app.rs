@@ -82,7 +82,8 @@ pub async fn serve(
     let limits = crate::http::server::Limits::from_config(&state.services.config);
     // One router shared by all connections (each holds an `Arc` of it):
     // building it per connection cost ~15 KiB per held long poll.
-    crate::http::server::serve(listener, build_router(state), limits, shutdown).await
+    let trusted = state.services.config.trusted_proxies.clone();
+    crate::http::server::serve(listener, build_router(state), limits, &trusted, shutdown).await
 }
 
 /// Serves `GET /metrics` alone (guide: "Metrics") until `shutdown` resolves:
@@ -93,17 +94,18 @@ pub async fn serve_metrics(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        crate::http::metrics::router(state).into_make_service(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    // The same server, so slow clients here are cut by the same deadlines.
+    let limits = crate::http::server::Limits::from_config(&state.services.config);
+    let trusted = state.services.config.trusted_proxies.clone();
+    let router = crate::http::metrics::router(state);
+    crate::http::server::serve(listener, router, limits, &trusted, shutdown).await
 }
 
-/// Drops idle rate-limit buckets hourly (the limiters live in the HTTP layer).
+/// Drops full (idle) rate-limit buckets every minute (the limiters live in
+/// the HTTP layer): an address bucket refills within seconds, so a client
+/// cycling through many IPv6 /64s cannot grow the map for long.
 async fn prune_limiters(limiter: Arc<Limiter>, addresses: Arc<AddressLimiter>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
     loop {
         tick.tick().await;
         limiter.prune();

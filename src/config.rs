@@ -19,7 +19,7 @@ pub struct Config {
     #[arg(long, env = "HDS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// Serve Prometheus metrics at `GET /metrics` on this second address
-    /// (e.g. 127.0.0.1:9090); off when unset. Keep it off the public proxy.
+    /// (e.g. 127.0.0.1:9464); off when unset. Keep it off the public proxy.
     #[arg(long, env = "HDS_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
     /// Directory holding the database and the receipt signing keys.
@@ -82,6 +82,22 @@ pub struct Config {
     #[arg(long, env = "HDS_MAX_CONNECTIONS", default_value_t = 4096, value_name = "N",
         value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+    /// Connections one client address (an IPv6 /64) may hold at once; more
+    /// are closed at once. Trusted proxies (`--trusted-proxy`) are exempt.
+    /// 0: no cap per address.
+    #[arg(
+        long,
+        env = "HDS_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 256,
+        value_name = "N"
+    )]
+    pub max_connections_per_address: u32,
+    /// Seconds a response may wait to be written without any progress (a
+    /// client that does not read what it asked for) before hds closes the
+    /// connection. A response that keeps flowing is never cut.
+    #[arg(long, env = "HDS_WRITE_TIMEOUT", default_value_t = 30, value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub write_timeout: u64,
     /// On the first start of an empty data dir, the admin to create.
     #[arg(
         long,
@@ -227,6 +243,8 @@ impl Config {
             body_read_timeout: 30,
             keep_alive_timeout: 75,
             max_connections: 4096,
+            max_connections_per_address: 256,
+            write_timeout: 30,
             admin_email: "admin@localhost.localdomain".into(),
             config_file: None,
             auth: AuthConfig::default(),

@@ -113,7 +113,11 @@ pub struct ActionOption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub style: Option<String>,
     /// Zero-based position; always recomputed from the list order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
     pub sort_order: Option<i64>,
 }
 
@@ -123,7 +127,11 @@ pub struct ActionOption {
 pub enum Interaction {
     Boolean,
     Text {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "crate::domain::strict_json::optional_integer"
+        )]
         max_length: Option<u64>,
     },
     Number {
@@ -229,8 +237,13 @@ pub struct OnExpire {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalPolicy {
+    #[serde(deserialize_with = "crate::domain::strict_json::integer")]
     pub required_approvals: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
     pub reject_threshold: Option<u32>,
     #[serde(default)]
     pub allow_self_approval: bool,

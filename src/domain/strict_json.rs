@@ -1,6 +1,6 @@
 //! The JSON every request body must be (guide: "Conventions"): an object at
 //! the top (never a positional array), no key twice in one object (no "last
-//! one wins"), no NUL character in any string, and integers within ±2^53
+//! one wins"), no NUL character in any string, and numbers within ±2^53
 //! (I-JSON, RFC 7493), so what hds stores and fingerprints is what was meant.
 //! One pass over the bytes, without building a value.
 
@@ -162,7 +162,15 @@ impl<'de> Visitor<'de> for Node<'_> {
         Ok(())
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+    /// A number with a fraction or exponent: beyond ±2^53 it is refused like
+    /// an integer (JSON Schema calls `1e300` an integer, and no client reads
+    /// it back exactly).
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        if v.abs() > MAX_SAFE_INTEGER as f64 {
+            return Err(self.refuse(format_args!(
+                "{v} is beyond ±2^53, where JSON numbers stop being exact; send it as a string"
+            )));
+        }
         Ok(())
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {

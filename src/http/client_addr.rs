@@ -53,11 +53,13 @@ pub fn resolve(
         return Some(peer);
     }
     // Repeated header lines are one comma-separated list, in order (RFC 9110 §5.3).
+    // Split the raw bytes: a line with one unreadable entry (a client's own
+    // junk before what the proxy appended) still yields the proxy's entries.
     let entries: Vec<&str> = headers
         .get_all(header)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
+        .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+        .map(|e| std::str::from_utf8(e).unwrap_or(""))
         .collect();
     let mut client = peer;
     for entry in entries.iter().rev() {

@@ -79,6 +79,11 @@ pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
                 continue;
             };
             for (method, op) in item.iter_mut() {
+                // A path item also holds `parameters`, `summary`…: only
+                // operations are completed.
+                if !HTTP_METHODS.contains(&method.as_str()) {
+                    continue;
+                }
                 complete_operation(path, method, op);
                 if let Some(schema) =
                     op.pointer_mut("/requestBody/content/application~1json/schema")
@@ -96,8 +101,32 @@ pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
             strict(schema);
         }
         schemas.insert("JsonValue".to_owned(), json_value());
+        if let Some(patch) = action_patch(schemas.get("ActionSpec")) {
+            schemas.insert("ActionPatch".to_owned(), patch);
+        }
+    }
+    let patch_body =
+        "/paths/~1v1~1actions~1{action_id}/patch/requestBody/content/application~1json/schema";
+    if let Some(body) = v.pointer_mut(patch_body) {
+        *body = serde_json::json!({"$ref": "#/components/schemas/ActionPatch"});
     }
     v
+}
+
+/// The PATCH body: the create fields a Source may change (`PATCH_FIELDS`),
+/// with their create schemas, and nothing else.
+fn action_patch(spec: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    let props = spec?.get("properties")?.as_object()?;
+    let fields: serde_json::Map<String, serde_json::Value> = crate::domain::action::PATCH_FIELDS
+        .iter()
+        .filter_map(|f| props.get(*f).map(|s| ((*f).to_owned(), s.clone())))
+        .collect();
+    Some(serde_json::json!({
+        "type": "object",
+        "description": "Any of the fields below; the rules of ActionSpec apply to each. Material changes advance action_version.",
+        "properties": fields,
+        "additionalProperties": false
+    }))
 }
 
 /// No NUL in any string (guide: "Conventions").
@@ -180,6 +209,10 @@ fn json_value() -> serde_json::Value {
     })
 }
 
+const HTTP_METHODS: &[&str] = &[
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
 fn complete_operation(path: &str, method: &str, op: &mut serde_json::Value) {
     use serde_json::json;
     let security: Vec<String> = op["security"]
@@ -196,7 +229,8 @@ fn complete_operation(path: &str, method: &str, op: &mut serde_json::Value) {
         .filter_map(|p| p["in"].as_str().map(str::to_owned))
         .collect();
     let has_body = op.get("requestBody").is_some();
-    let write = method != "get";
+    // GET routes that write: the browser sign-in's start and callback.
+    let write = method != "get" || path.ends_with("/start") || path.ends_with("/callback");
     // The routes the per-address budget counts (guide: "Rate limiting").
     let anonymous_signin = path.starts_with("/v1/auth/{provider}/") && !path.ends_with("/callback");
     let mut add = |status: &str, description: &str| {
@@ -222,7 +256,7 @@ fn complete_operation(path: &str, method: &str, op: &mut serde_json::Value) {
         );
         add(
             "429",
-            "RATE_LIMITED: this credential is over its rate limit; wait Retry-After seconds",
+            "RATE_LIMITED: this credential is over its rate limit, or (details.scope `address`) this client address sent too many refused credentials; wait Retry-After seconds",
         );
     }
     if write && security.iter().any(|s| s == "session_cookie") {

@@ -482,4 +482,46 @@ async fn openapi_lists_every_status_a_route_can_answer() {
         .unwrap();
     assert_eq!(wait["in"], "query");
     assert_eq!(wait["schema"]["maximum"], 30);
+    // Answers the rules above do not derive, named route by route.
+    let paths = &body["paths"];
+    let expected: &[(&str, &str, &[&str])] = &[
+        (
+            "/v1/actions/{action_id}/decision",
+            "post",
+            &["400", "403", "409"],
+        ),
+        ("/v1/actions/{action_id}/votes", "post", &["403", "409"]),
+        ("/v1/sources", "get", &["403"]),
+        ("/v1/sources", "post", &["403"]),
+        ("/v1/sources/{source_id}", "patch", &["403"]),
+        ("/v1/sources/{source_id}", "delete", &["403"]),
+        ("/v1/sources/{source_id}/keys/rotate", "post", &["403"]),
+        (
+            "/v1/auth/{provider}/start",
+            "get",
+            &["404", "429", "502", "503"],
+        ),
+        ("/v1/auth/{provider}/callback", "get", &["503"]),
+        ("/v1/auth/{provider}/native/challenge", "post", &["429"]),
+        ("/v1/auth/logout", "post", &["403"]),
+        ("/v1/actions", "post", &["400", "409", "413", "503"]),
+    ];
+    for (path, method, statuses) in expected {
+        for s in *statuses {
+            assert!(
+                paths[path][method]["responses"].get(s).is_some(),
+                "{method} {path} does not list {s}"
+            );
+        }
+    }
+    // PATCH takes the changeable fields only.
+    let patch = &schemas["ActionPatch"];
+    assert_eq!(patch["additionalProperties"], false);
+    assert!(patch["properties"]["title"].is_object());
+    assert!(patch["properties"].get("options").is_none(), "{patch}");
+    assert_eq!(
+        paths["/v1/actions/{action_id}"]["patch"]["requestBody"]["content"]["application/json"]["schema"]
+            ["$ref"],
+        "#/components/schemas/ActionPatch"
+    );
 }

@@ -13,7 +13,7 @@ use crate::http::extract::{ApiJson, ApiPath, OptionalJson};
 use crate::service::sources::{self, KeyRotate, SourceCreate, SourceUpdate};
 
 /// List the workspace's Sources.
-#[utoipa::path(get, path = "/v1/sources", tag = "sources", responses((status = 200, description = "the Sources", body = List<SourceOut>)), security(("user_token" = [])))]
+#[utoipa::path(get, path = "/v1/sources", tag = "sources", responses((status = 200, description = "the Sources", body = List<SourceOut>), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn list_sources(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -27,7 +27,7 @@ pub async fn list_sources(
 
 /// Create a Source; its keys and webhook secret are shown only in this response.
 #[utoipa::path(post, path = "/v1/sources", tag = "sources", request_body = SourceCreate,
-    responses((status = 201, description = "the Source; secrets has live_key, test_key and webhook_secret", body = SourceWithSecrets)), security(("user_token" = [])))]
+    responses((status = 201, description = "the Source; secrets has live_key, test_key and webhook_secret", body = SourceWithSecrets), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn create_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -39,7 +39,7 @@ pub async fn create_source(
 
 /// Read one Source.
 #[utoipa::path(get, path = "/v1/sources/{source_id}", tag = "sources", params(("source_id" = String, Path)),
-    responses((status = 200, description = "the Source", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+    responses((status = 200, description = "the Source", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn get_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -53,7 +53,7 @@ pub async fn get_source(
 
 /// Rename or describe a Source.
 #[utoipa::path(patch, path = "/v1/sources/{source_id}", tag = "sources", params(("source_id" = String, Path)), request_body = SourceUpdate,
-    responses((status = 200, description = "the Source as changed", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+    responses((status = 200, description = "the Source as changed", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn update_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -68,7 +68,7 @@ pub async fn update_source(
 
 /// Revoke a Source; its Actions and history are kept.
 #[utoipa::path(delete, path = "/v1/sources/{source_id}", tag = "sources", params(("source_id" = String, Path)),
-    responses((status = 204, description = "revoked"), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+    responses((status = 204, description = "revoked"), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn revoke_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -80,7 +80,7 @@ pub async fn revoke_source(
 
 /// Rotate a Source's keys; the old keys stop working at once.
 #[utoipa::path(post, path = "/v1/sources/{source_id}/keys/rotate", tag = "sources", params(("source_id" = String, Path)), request_body = KeyRotate,
-    responses((status = 200, description = "the Source; secrets has only the rotated keys and secret", body = SourceWithSecrets), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+    responses((status = 200, description = "the Source; secrets has only the rotated keys and secret", body = SourceWithSecrets), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn rotate_source_keys(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

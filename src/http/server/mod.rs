@@ -17,17 +17,11 @@ use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, Response, header};
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
 use crate::config::Config;
 use timed::{ConnState, ResponseBody, TimedBody, TimedIo};
-
-/// How long a connection closed with part of a request unread keeps reading
-/// (and discarding) after its response: closing a socket with unread input
-/// sends a reset, which can destroy the response before the client reads it.
-const LINGER: Duration = Duration::from_secs(2);
 
 /// The connection rules, from `Config` (`--header-read-timeout` and friends).
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +29,11 @@ pub struct Limits {
     pub header_read: Duration,
     pub body_read: Duration,
     pub keep_alive: Duration,
+    /// A response write that makes no progress this long ends the connection.
+    pub write_stall: Duration,
     pub max_connections: usize,
+    /// Connections at once from one client address (IPv6: one /64); 0: no cap.
+    pub max_per_address: usize,
 }
 
 impl Limits {
@@ -44,7 +42,9 @@ impl Limits {
             header_read: Duration::from_secs(c.header_read_timeout),
             body_read: Duration::from_secs(c.body_read_timeout),
             keep_alive: Duration::from_secs(c.keep_alive_timeout),
+            write_stall: Duration::from_secs(c.write_timeout),
             max_connections: c.max_connections as usize,
+            max_per_address: c.max_connections_per_address as usize,
         }
     }
 }
@@ -60,9 +60,15 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    trusted: &[ipnet::IpNet],
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let places = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = Arc::new(PerAddress {
+        max: limits.max_per_address,
+        trusted: trusted.to_vec(),
+        counts: std::sync::Mutex::new(std::collections::HashMap::new()),
+    });
     // `stop` tells connections to finish; each holds a `running` receiver,
     // so `running_tx.closed()` resolves when the last one has ended.
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -84,10 +90,16 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // One client holding its share already: this connection is closed
+        // at once (its permit returns), so one address cannot fill the cap.
+        let Some(address_place) = per_address.admit(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: too many from this address");
+            continue;
+        };
         let (router, stop, running) = (router.clone(), stop_rx.clone(), running_rx.clone());
         tokio::spawn(async move {
             connection(stream, peer, router, limits, stop).await;
-            drop((place, running));
+            drop((place, address_place, running));
         });
     }
     drop(listener);
@@ -95,6 +107,56 @@ pub async fn serve(
     drop(running_rx);
     running_tx.closed().await;
     Ok(())
+}
+
+/// Connections held per client address (an IPv4 address or an IPv6 /64).
+struct PerAddress {
+    max: usize,
+    /// Reverse proxies carry many clients: never capped.
+    trusted: Vec<ipnet::IpNet>,
+    counts: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+/// One admitted connection; dropping it frees its place.
+struct AddressPlace {
+    owner: Arc<PerAddress>,
+    key: Option<std::net::IpAddr>,
+}
+
+impl PerAddress {
+    fn admit(self: &Arc<Self>, peer: std::net::IpAddr) -> Option<AddressPlace> {
+        let peer = peer.to_canonical();
+        if self.max == 0 || self.trusted.iter().any(|n| n.contains(&peer)) {
+            return Some(AddressPlace {
+                owner: self.clone(),
+                key: None,
+            });
+        }
+        let key = crate::http::client_addr::bucket(Some(peer))?;
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counts.entry(key).or_insert(0);
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressPlace {
+            owner: self.clone(),
+            key: Some(key),
+        })
+    }
+}
+
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let Some(key) = self.key else { return };
+        let mut counts = self.owner.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&key);
+            }
+        }
+    }
 }
 
 /// A failed accept: a client that gave up in the queue is nothing; anything
@@ -136,9 +198,11 @@ async fn connection(
         .header_read_timeout(None)
         .serve_connection(io, service);
     let mut stopping = false;
+    // hyper flushes the last response, then shuts the stream down, which
+    // lingers when a request was left partly unread (`TimedIo::poll_shutdown`).
     let done = loop {
         tokio::select! {
-            r = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break r,
+            r = &mut conn => break r,
             _ = stop.wait_for(|s| *s), if !stopping => {
                 stopping = true;
                 Pin::new(&mut conn).graceful_shutdown();
@@ -148,23 +212,7 @@ async fn connection(
     if let Err(e) = done {
         // Timeouts, resets, malformed requests: the client is gone or refused.
         tracing::debug!(error = %e, %peer, "connection ended");
-        return;
     }
-    let mut stream = conn.into_parts().io.into_inner().into_inner();
-    let _ = stream.shutdown().await;
-    if state.unread_body.load(Ordering::Relaxed) {
-        linger(&mut stream).await;
-    }
-}
-
-/// After our FIN, reads and drops what the client still sends until it closes,
-/// for at most `LINGER`.
-async fn linger(stream: &mut TcpStream) {
-    let mut sink = [0u8; 4096];
-    let _ = tokio::time::timeout(LINGER, async {
-        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
 }
 
 /// The router as one connection sees it: every request carries the peer

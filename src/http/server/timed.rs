@@ -1,7 +1,9 @@
-//! Read deadlines of one connection: `TimedIo` bounds the wait for a request's
-//! head (header timeout) and for the next request (keep-alive timeout);
+//! Deadlines of one connection: `TimedIo` bounds the wait for a request's
+//! head (header timeout), for the next request (keep-alive timeout) and for a
+//! write that makes no progress (a client that does not read its answers);
 //! `TimedBody` bounds the reading of a body; `ResponseBody` marks the end of a
-//! request. Nothing bounds a response: long polls and event streams run on.
+//! request. A response that keeps flowing is never cut: long polls and event
+//! streams run on.
 
 use std::future::Future;
 use std::io;
@@ -93,13 +95,28 @@ impl ConnState {
     }
 }
 
-/// The TCP stream with the connection's read deadlines: a read that waits
-/// past one fails with `TimedOut`, and hyper closes the connection.
+/// How long a connection closed with part of a request unread keeps reading
+/// (and discarding) after its response: closing a socket with unread input
+/// sends a reset, which can destroy the response before the client reads it.
+const LINGER: Duration = Duration::from_secs(2);
+/// At most this much is read and discarded while lingering.
+const LINGER_BYTES: usize = 8 << 20;
+
+/// The TCP stream with the connection's deadlines: a read that waits past
+/// one, or a write that makes no progress for the write timeout, fails with
+/// `TimedOut`, and hyper closes the connection.
 pub(super) struct TimedIo<S> {
     io: S,
     state: Arc<ConnState>,
     limits: Limits,
     timer: Option<Pin<Box<Sleep>>>,
+    /// Since when writes have been waiting without progress.
+    write_stalled: Option<Instant>,
+    write_timer: Option<Pin<Box<Sleep>>>,
+    /// Shutdown: our FIN is sent; then the linger (see `LINGER`).
+    shut: bool,
+    linger_until: Option<Instant>,
+    lingered: usize,
 }
 
 impl<S> TimedIo<S> {
@@ -109,10 +126,37 @@ impl<S> TimedIo<S> {
             state,
             limits,
             timer: None,
+            write_stalled: None,
+            write_timer: None,
+            shut: false,
+            linger_until: None,
+            lingered: 0,
         }
     }
-    pub(super) fn into_inner(self) -> S {
-        self.io
+
+    /// A write (or flush) that waits: fails once it has waited the write
+    /// timeout since the last progress; any progress resets the wait.
+    fn stall<T>(
+        &mut self,
+        polled: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Pending => {
+                let since = *self.write_stalled.get_or_insert_with(Instant::now);
+                if expired(&mut self.write_timer, since + self.limits.write_stall, cx) {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "client not reading its responses",
+                    )));
+                }
+                Poll::Pending
+            }
+            ready => {
+                self.write_stalled = None;
+                ready
+            }
+        }
     }
 }
 
@@ -147,29 +191,61 @@ impl<S: AsyncRead + Unpin> AsyncRead for TimedIo<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for TimedIo<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TimedIo<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.stall(polled, cx)
     }
     fn poll_write_vectored(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.stall(polled, cx)
     }
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.stall(polled, cx)
     }
+    /// hyper calls this once the last response is flushed. Sends our FIN;
+    /// then, if a request was left partly unread, reads and discards what the
+    /// client still sends until it closes, for at most `LINGER` and
+    /// `LINGER_BYTES`, so the client reads our answer instead of a reset.
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
+        let this = &mut *self;
+        if !this.shut {
+            let polled = Pin::new(&mut this.io).poll_shutdown(cx);
+            std::task::ready!(this.stall(polled, cx))?;
+            this.shut = true;
+        }
+        if !this.state.unread_body.load(Ordering::Relaxed) {
+            return Poll::Ready(Ok(()));
+        }
+        let until = *this
+            .linger_until
+            .get_or_insert_with(|| Instant::now() + LINGER);
+        let mut sink = [0u8; 4096];
+        while this.lingered < LINGER_BYTES {
+            let mut buf = ReadBuf::new(&mut sink);
+            match Pin::new(&mut this.io).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if !buf.filled().is_empty() => {
+                    this.lingered += buf.filled().len();
+                }
+                // The client closed (or reset): done.
+                Poll::Ready(_) => break,
+                Poll::Pending if expired(&mut this.timer, until, cx) => break,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
