@@ -146,6 +146,24 @@ mod tests {
         assert_eq!(got, Some(ip("10.0.0.1")));
     }
 
+    /// nginx appends the peer to the client's own header line: junk bytes
+    /// the client wrote there must not hide the entry the proxy added.
+    #[test]
+    fn an_unreadable_entry_does_not_hide_the_proxys_entry() {
+        let mut h = HeaderMap::new();
+        h.append(
+            "x-forwarded-for",
+            axum::http::HeaderValue::from_bytes(b"\xff\xfejunk, 198.51.100.7").unwrap(),
+        );
+        let got = resolve(
+            Some(ip("127.0.0.1")),
+            &h,
+            &nets(&["127.0.0.1"]),
+            "x-forwarded-for",
+        );
+        assert_eq!(got, Some(ip("198.51.100.7")));
+    }
+
     #[test]
     fn behind_a_trusted_proxy_the_rightmost_untrusted_entry_is_the_client() {
         let trusted = nets(&["10.0.0.0/8"]);
