@@ -569,3 +569,111 @@ async fn bad_input_on_every_workspace_route_is_refused_and_writes_nothing() {
         .await;
     assert_eq!(app.count_rows("memberships"), 2);
 }
+
+#[tokio::test]
+async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let admin = app.member(Role::Admin);
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(admin.person()).await;
+    let csrf = browser.csrf().to_owned();
+
+    // An admin is offered changes for the reviewer (never owner), none for the owner.
+    let page = browser.page("/app/members").await;
+    let reviewer_form = format!("/app/members/{}/role", reviewer.person().id);
+    let owner_form = format!("/app/members/{}/role", owner.person().id);
+    assert!(page.contains(&reviewer_form), "{page}");
+    assert!(!page.contains(&owner_form));
+    assert!(!page.contains(&format!("/app/members/{}/remove", owner.person().id)));
+    assert!(!page.contains(r#"<option value="owner">"#));
+    assert!(
+        !page.contains("INVITATIONS"),
+        "the marker is a template comment"
+    );
+    // A reviewer sees the list and no forms.
+    let rb = app.browser(reviewer.person()).await;
+    let page = rb.page("/app/members").await;
+    assert!(page.contains(&owner.person().email) && !page.contains("/role\""));
+
+    // The form changes the role as the API would.
+    let r = browser
+        .post_form(
+            &reviewer_form,
+            Some(&app.base),
+            &[("_csrf", &csrf), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(role_of(&app, &reviewer).await.as_deref(), Some("viewer"));
+    // Granting owner by a crafted form is refused with the API's rule.
+    let r = browser
+        .post_form(
+            &reviewer_form,
+            Some(&app.base),
+            &[("_csrf", &csrf), ("role", "owner")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("only owners"));
+    // Without the CSRF token nothing happens.
+    let r = browser
+        .post_form(&reviewer_form, Some(&app.base), &[("role", "admin")])
+        .await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(role_of(&app, &reviewer).await.as_deref(), Some("viewer"));
+
+    // New workspace: created, owned, and this session switches to it.
+    let r = browser
+        .post_form(
+            "/app/workspaces",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("name", "Night shift")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/app/members?done=created");
+    let page = browser.page("/app/members?done=created").await;
+    assert!(
+        page.contains("Night shift") && page.contains("You are owner here"),
+        "{page}"
+    );
+    let r = browser
+        .post_form(
+            "/app/workspaces",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("name", "a\u{7}b")],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert_eq!(app.count_rows("workspaces"), 2);
+    // The header's switcher lists both and goes back.
+    let page = browser.page("/app").await;
+    assert!(page.contains(r#"action="/app/workspaces/select""#) && page.contains("Night shift"));
+    let ws_a = hds::store::workspaces::oldest(
+        &hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap(),
+    )
+    .unwrap()
+    .unwrap();
+    let r = browser
+        .post_form(
+            "/app/workspaces/select",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("workspace_id", &ws_a)],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(active_of(&browser).await, ws_a);
+    // The admin's bearer token was never switched.
+    assert_eq!(active_of(&admin).await, ws_a);
+    let r = browser
+        .post_form(
+            "/app/workspaces/select",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("workspace_id", "ws_other")],
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    let page = browser.page("/app/workspaces").await;
+    assert!(page.contains("Night shift") && page.contains("Create workspace"));
+}
