@@ -32,6 +32,8 @@ pub enum Code {
     SourceNotFound,
     NotFound,
     ProviderNotFound,
+    WorkspaceNotFound,
+    MemberNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -44,6 +46,7 @@ pub enum Code {
     IdempotencyConflict,
     ApprovalVoteRequired,
     VoteAlreadyCast,
+    LastOwner,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -81,6 +84,8 @@ impl Code {
             ActionNotFound => "ACTION_NOT_FOUND",
             SourceNotFound => "SOURCE_NOT_FOUND",
             NotFound => "NOT_FOUND",
+            WorkspaceNotFound => "WORKSPACE_NOT_FOUND",
+            MemberNotFound => "MEMBER_NOT_FOUND",
             MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ActionNotOpen => "ACTION_NOT_OPEN",
             ActionChanged => "ACTION_CHANGED",
@@ -91,6 +96,7 @@ impl Code {
             IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
             ApprovalVoteRequired => "APPROVAL_VOTE_REQUIRED",
             VoteAlreadyCast => "VOTE_ALREADY_CAST",
+            LastOwner => "LAST_OWNER",
             ActionPayloadTooLarge => "ACTION_PAYLOAD_TOO_LARGE",
             PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ValidationError => "VALIDATION_ERROR",
@@ -115,7 +121,8 @@ impl Code {
                 StatusCode::UNAUTHORIZED
             }
             Forbidden | SigninNotAllowed | CsrfFailed => StatusCode::FORBIDDEN,
-            ActionNotFound | SourceNotFound | NotFound | ProviderNotFound => StatusCode::NOT_FOUND,
+            ActionNotFound | SourceNotFound | NotFound | ProviderNotFound | WorkspaceNotFound
+            | MemberNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
             | ActionChanged
@@ -125,7 +132,8 @@ impl Code {
             | DedupeConflict
             | IdempotencyConflict
             | ApprovalVoteRequired
-            | VoteAlreadyCast => StatusCode::CONFLICT,
+            | VoteAlreadyCast
+            | LastOwner => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

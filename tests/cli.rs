@@ -444,3 +444,114 @@ fn client_builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
 }
+
+fn hds(args: &[&str], data: &Path) -> std::process::Output {
+    Command::new(HDS)
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .unwrap()
+}
+
+fn role_in_oldest(data: &Path, email: &str) -> String {
+    let c = rusqlite::Connection::open(data.join("hds.db")).unwrap();
+    c.query_row(
+        "SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id
+         WHERE u.email = ?1 ORDER BY m.created_at LIMIT 1",
+        [email],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn users_link_create_as_on_an_existing_person_says_the_role_was_not_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let first = hds(
+        &[
+            "users",
+            "link",
+            "bob@example.com",
+            "--create-as",
+            "reviewer",
+        ],
+        &data,
+    );
+    assert!(first.status.success(), "{first:?}");
+    assert!(String::from_utf8_lossy(&first.stderr).contains("signs bob@example.com in once"));
+    let again = hds(
+        &["users", "link", "bob@example.com", "--create-as", "admin"],
+        &data,
+    );
+    assert!(again.status.success(), "{again:?}");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("bob@example.com is already a reviewer of")
+            && stderr.contains("the role was not changed")
+            && stderr.contains("PATCH /v1/workspaces/members/usr_"),
+        "{stderr}"
+    );
+    // Still a link on stdout, and the role is what it was.
+    assert!(String::from_utf8_lossy(&again.stdout).contains("/app/signin/link/"));
+    assert_eq!(role_in_oldest(&data, "bob@example.com"), "reviewer");
+    // A role that does not exist is refused even for a known person.
+    let bad = hds(
+        &["users", "link", "bob@example.com", "--create-as", "root"],
+        &data,
+    );
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("--create-as takes admin, reviewer or viewer")
+    );
+}
+
+#[test]
+fn workspaces_create_and_list_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let made = hds(
+        &[
+            "workspaces",
+            "create",
+            "Payments team",
+            "--owner",
+            "carol@example.com",
+        ],
+        &data,
+    );
+    assert!(made.status.success(), "{made:?}");
+    let id = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+    assert!(id.starts_with("ws_"), "{id}");
+    assert!(String::from_utf8_lossy(&made.stderr).contains("hds users link carol@example.com"));
+    assert_eq!(role_in_oldest(&data, "carol@example.com"), "owner");
+    let list = hds(&["workspaces", "list"], &data);
+    assert!(list.status.success(), "{list:?}");
+    let out = String::from_utf8_lossy(&list.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[1].starts_with(&id)
+            && lines[1].contains("team\t1 member\towners: carol@example.com\tPayments team"),
+        "{out}"
+    );
+    // Bad names and owners change nothing.
+    for (name, owner, says) in [
+        ("", "carol@example.com", "name must be 1-100 characters"),
+        ("two\nlines", "carol@example.com", "one line"),
+        ("Ops", "not-an-email", "is not an e-mail address"),
+    ] {
+        let bad = hds(&["workspaces", "create", name, "--owner", owner], &data);
+        assert!(!bad.status.success());
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).contains(says),
+            "{bad:?}"
+        );
+    }
+    let list = hds(&["workspaces", "list"], &data);
+    assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 2);
+}

@@ -6,6 +6,7 @@ pub mod keys;
 pub mod serve;
 pub mod users;
 pub mod verify_receipt;
+pub mod workspaces;
 
 use std::process::ExitCode;
 
@@ -40,6 +41,9 @@ pub enum Command {
     /// People: one-time sign-in links.
     #[command(subcommand)]
     Users(users::UsersCommand),
+    /// Workspaces: create a team workspace, list them all.
+    #[command(subcommand)]
+    Workspaces(workspaces::WorkspacesCommand),
 }
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -51,6 +55,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Keys(k) => keys::run(k),
         Command::VerifyReceipt(a) => return verify_receipt::run(a),
         Command::Users(u) => users::run(u),
+        Command::Workspaces(w) => workspaces::run(w),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -33,7 +33,11 @@ pub struct LinkArgs {
 pub fn run(cmd: UsersCommand) -> anyhow::Result<()> {
     match cmd {
         UsersCommand::Link(a) => {
-            println!("{}", link(&a)?);
+            let (url, note) = link_with_note(&a)?;
+            println!("{url}");
+            if let Some(note) = note {
+                eprintln!("{note}");
+            }
             eprintln!(
                 "This link signs {} in once, within 24 hours. Send it privately.",
                 a.email
@@ -45,6 +49,13 @@ pub fn run(cmd: UsersCommand) -> anyhow::Result<()> {
 
 /// Works while the server runs: one short IMMEDIATE transaction on the database.
 pub fn link(a: &LinkArgs) -> anyhow::Result<String> {
+    Ok(link_with_note(a)?.0)
+}
+
+/// The link, and what the command must say on stderr when `--create-as`
+/// named a person who exists already: their role is never changed here
+/// (the members page and PATCH /v1/workspaces/members/{user_id} do that).
+pub fn link_with_note(a: &LinkArgs) -> anyhow::Result<(String, Option<String>)> {
     if !a.dir.db_path().exists() {
         bail!(
             "{} has no database; run `hds init` first",
@@ -56,12 +67,21 @@ pub fn link(a: &LinkArgs) -> anyhow::Result<String> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let clock_now = Clock::system().now();
     let now = time::format(clock_now);
-    let user = match (users::by_email(&tx, &a.email).map_err(err)?, &a.create_as) {
-        (Some(u), _) => u,
+    let create_as = match a.create_as.as_deref() {
+        None => None,
+        Some(r) => match Role::parse(r).filter(|r| *r != Role::Owner) {
+            Some(role) => Some(role),
+            None => bail!("--create-as takes admin, reviewer or viewer"),
+        },
+    };
+    let mut note = None;
+    let user = match (users::by_email(&tx, &a.email).map_err(err)?, create_as) {
+        (Some(u), None) => u,
+        (Some(u), Some(asked)) => {
+            note = Some(unchanged_role(&tx, &u, asked).map_err(err)?);
+            u
+        }
         (None, Some(role)) => {
-            let Some(role) = Role::parse(role).filter(|r| *r != Role::Owner) else {
-                bail!("--create-as takes admin, reviewer or viewer");
-            };
             if !a.email.contains('@') {
                 bail!("`{}` is not an e-mail address", a.email);
             }
@@ -80,5 +100,38 @@ pub fn link(a: &LinkArgs) -> anyhow::Result<String> {
     let url =
         crate::service::signin::new_link(&tx, &a.base_url, &user.id, clock_now).map_err(err)?;
     tx.commit()?;
-    Ok(url)
+    Ok((url, note))
+}
+
+/// Says that `--create-as` changed nothing for a person who exists.
+fn unchanged_role(
+    c: &rusqlite::Connection,
+    u: &users::User,
+    asked: Role,
+) -> crate::error::Result<String> {
+    let Some(ws) = workspaces::oldest(c)? else {
+        return Ok(format!(
+            "{} exists already; --create-as {asked} was ignored",
+            u.email
+        ));
+    };
+    let name = workspaces::get(c, &ws)?.map_or(ws.clone(), |w| w.name);
+    Ok(match workspaces::role_of(c, &ws, &u.id)? {
+        Some(role) => format!(
+            "{} is already a{} {role} of {name}; the role was not changed (asked: {asked}) — \
+             use the members page (/app/members) or PATCH /v1/workspaces/members/{}",
+            u.email,
+            if role == Role::Admin || role == Role::Owner {
+                "n"
+            } else {
+                ""
+            },
+            u.id
+        ),
+        None => format!(
+            "{} exists already and is not a member of {name}; --create-as {asked} was ignored \
+             and no membership was added",
+            u.email
+        ),
+    })
 }

@@ -147,6 +147,32 @@ pub fn can_change_member(actor: Role, from: Role, to: Option<Role>) -> bool {
     !touches_owner || actor == Role::Owner
 }
 
+/// The role a refused member change names in `details.required_role`:
+/// `owner` when it touches an owner (or grants `owner`), else `admin`.
+pub fn required_for_member_change(from: Role, to: Option<Role>) -> Role {
+    if from == Role::Owner || to == Some(Role::Owner) {
+        Role::Owner
+    } else {
+        required_for_management()
+    }
+}
+
+/// The roles `actor` may give a member who is now `from` (never `from`
+/// itself): what the members page offers, and exactly what the API allows.
+pub fn grantable_roles(actor: Role, from: Role) -> Vec<Role> {
+    Role::ALL
+        .into_iter()
+        .filter(|to| *to != from && can_change_member(actor, from, Some(*to)))
+        .collect()
+}
+
+/// Whether a change from `from` to `to` (None: removal) would leave the
+/// workspace without an owner, given how many owners it has now. Such a
+/// change is refused with 409 `LAST_OWNER` (guide: "Workspaces and members").
+pub fn leaves_no_owner(from: Role, to: Option<Role>, owners: i64) -> bool {
+    from == Role::Owner && to != Some(Role::Owner) && owners <= 1
+}
+
 /// Open the billing portal.
 pub fn can_open_billing(role: Role) -> bool {
     role == Role::Owner
@@ -216,6 +242,18 @@ mod tests {
         assert!(can_change_member(Owner, Owner, None));
         assert!(!can_change_member(Reviewer, Viewer, None));
         assert!(can_invite(Admin, Reviewer) && !can_invite(Admin, Owner));
+        assert_eq!(required_for_member_change(Admin, Some(Viewer)), Admin);
+        assert_eq!(required_for_member_change(Owner, None), Owner);
+        assert_eq!(required_for_member_change(Viewer, Some(Owner)), Owner);
+        assert_eq!(grantable_roles(Admin, Viewer), vec![Admin, Reviewer]);
+        assert_eq!(grantable_roles(Owner, Owner), vec![Admin, Reviewer, Viewer]);
+        assert!(grantable_roles(Admin, Owner).is_empty());
+        assert!(grantable_roles(Reviewer, Viewer).is_empty());
+        assert!(leaves_no_owner(Owner, Some(Admin), 1));
+        assert!(leaves_no_owner(Owner, None, 1));
+        assert!(!leaves_no_owner(Owner, None, 2));
+        assert!(!leaves_no_owner(Owner, Some(Owner), 1));
+        assert!(!leaves_no_owner(Admin, None, 1));
         assert!(can_open_billing(Owner) && !can_open_billing(Admin));
         assert!(can_manage_sources(Admin) && !can_manage_sources(Reviewer));
     }

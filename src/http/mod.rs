@@ -31,7 +31,7 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
-use api::{actions, auth as signin, me, session as auth_session, sources, system};
+use api::{actions, auth as signin, me, session as auth_session, sources, system, workspaces};
 
 /// Builds the router and the OpenAPI document from the same table.
 pub fn routes() -> (Router<AppState>, serde_json::Value) {
@@ -61,6 +61,17 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
             sources::revoke_source
         ))
         .routes(routes!(sources::rotate_source_keys))
+        // workspaces and members (guide: "Workspaces and members")
+        .routes(routes!(
+            workspaces::list_workspaces,
+            workspaces::create_workspace
+        ))
+        .routes(routes!(workspaces::select_workspace))
+        .routes(routes!(workspaces::list_members))
+        .routes(routes!(
+            workspaces::update_member,
+            workspaces::remove_member
+        ))
         // sign-in and session (guide: "Sign-in and sessions"), bootstrap
         .routes(routes!(auth_session::list_providers))
         .routes(routes!(auth_session::get_session))

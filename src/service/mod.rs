@@ -18,6 +18,7 @@ pub mod sources;
 pub mod tokens;
 pub mod votes;
 pub mod waiters;
+pub mod workspaces;
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Workspaces and memberships.
+//! Workspaces and memberships (guide: "Workspaces and members").
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -94,7 +94,7 @@ pub fn role_of(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Opti
 pub fn of_user(c: &Connection, user_id: &str) -> Result<Vec<(Workspace, Role)>> {
     let mut st = c.prepare_cached(
         "SELECT w.id, w.name, w.kind, w.created_at, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
-         WHERE m.user_id = ?1 ORDER BY w.created_at",
+         WHERE m.user_id = ?1 ORDER BY w.created_at, w.id",
     )?;
     let rows = st.query_map([user_id], |r| {
         Ok((
@@ -106,6 +106,118 @@ pub fn of_user(c: &Connection, user_id: &str) -> Result<Vec<(Workspace, Role)>> 
             },
             role_at(r, 4)?,
         ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// A member of a workspace as listed: the person and their role there.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Member {
+    pub user_id: String,
+    pub email: String,
+    pub name: Option<String>,
+    pub role: Role,
+    /// When the membership began.
+    pub joined_at: String,
+}
+
+const MEMBER_COLS: &str = "u.id, u.email, u.name, m.role, m.created_at";
+
+fn member_at(r: &rusqlite::Row) -> rusqlite::Result<Member> {
+    Ok(Member {
+        user_id: r.get(0)?,
+        email: r.get(1)?,
+        name: r.get(2)?,
+        role: role_at(r, 3)?,
+        joined_at: r.get(4)?,
+    })
+}
+
+/// Every member of a workspace, owners first, then by e-mail.
+pub fn members(c: &Connection, workspace_id: &str) -> Result<Vec<Member>> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {MEMBER_COLS} FROM memberships m JOIN users u ON u.id = m.user_id
+         WHERE m.workspace_id = ?1
+         ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 WHEN 'reviewer' THEN 2 ELSE 3 END, u.email"
+    ))?;
+    let rows = st.query_map([workspace_id], member_at)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One member of a workspace, if `user_id` is one.
+pub fn member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Option<Member>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {MEMBER_COLS} FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.workspace_id = ?1 AND m.user_id = ?2"
+    ))?
+    .query_row([workspace_id, user_id], member_at)
+    .optional()?)
+}
+
+/// How many owners a workspace has.
+pub fn owner_count(c: &Connection, workspace_id: &str) -> Result<i64> {
+    Ok(c.query_row(
+        "SELECT count(*) FROM memberships WHERE workspace_id = ?1 AND role = 'owner'",
+        [workspace_id],
+        |r| r.get(0),
+    )?)
+}
+
+/// Changes a member's role; false when they are not a member.
+pub fn set_role(c: &Connection, workspace_id: &str, user_id: &str, role: Role) -> Result<bool> {
+    Ok(c.execute(
+        "UPDATE memberships SET role = ?3 WHERE workspace_id = ?1 AND user_id = ?2",
+        params![workspace_id, user_id, role.as_str()],
+    )? == 1)
+}
+
+/// Removes a member and ends every selection of this workspace by their
+/// sessions and tokens (they fall back to their oldest membership); false
+/// when they were not a member.
+pub fn remove_member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<bool> {
+    let n = c.execute(
+        "DELETE FROM memberships WHERE workspace_id = ?1 AND user_id = ?2",
+        params![workspace_id, user_id],
+    )?;
+    c.execute(
+        "UPDATE user_tokens SET workspace_id = NULL WHERE user_id = ?2 AND workspace_id = ?1",
+        params![workspace_id, user_id],
+    )?;
+    Ok(n == 1)
+}
+
+/// A workspace as `hds workspaces list` shows it.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub workspace: Workspace,
+    pub members: i64,
+    /// The owners' e-mails.
+    pub owners: Vec<String>,
+}
+
+/// Every workspace, oldest first, with its member count and owners.
+pub fn all(c: &Connection) -> Result<Vec<Summary>> {
+    let mut st = c.prepare(
+        "SELECT w.id, w.name, w.kind, w.created_at,
+                (SELECT count(*) FROM memberships m WHERE m.workspace_id = w.id),
+                (SELECT group_concat(u.email, ' ') FROM memberships m JOIN users u ON u.id = m.user_id
+                  WHERE m.workspace_id = w.id AND m.role = 'owner')
+         FROM workspaces w ORDER BY w.created_at, w.id",
+    )?;
+    let rows = st.query_map([], |r| {
+        let owners: Option<String> = r.get(5)?;
+        Ok(Summary {
+            workspace: Workspace {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                kind: r.get(2)?,
+                created_at: r.get(3)?,
+            },
+            members: r.get(4)?,
+            owners: owners
+                .map(|o| o.split(' ').map(str::to_owned).collect())
+                .unwrap_or_default(),
+        })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -8,6 +8,7 @@ pub mod session;
 pub mod sources;
 pub mod system;
 pub mod wire;
+pub mod workspaces;
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -277,7 +277,8 @@ pub async fn inbox_page(
         .map(|c| (c.id.clone(), c.name.clone()))
         .collect();
     let list = read_list(s, &page.user, &filters, &names).await?;
-    let layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count);
+    let mut layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count);
+    layout.workspaces = Layout::switcher(&st, &page).await?;
     Ok(InboxPage {
         rows_url: format!("/app/inbox/rows?{}", filters.query(filters.status())),
         layout,

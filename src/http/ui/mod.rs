@@ -13,6 +13,7 @@ pub mod markdown;
 mod signin;
 mod sources;
 mod view;
+mod workspaces;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -47,6 +48,15 @@ pub fn router() -> Router<AppState> {
         )
         .route("/app/sources/{id}/rotate", post(sources::rotate_source))
         .route("/app/sources/{id}/revoke", post(sources::revoke_source))
+        // workspaces and members (guide: "Workspaces and members")
+        .route(
+            "/app/workspaces",
+            get(workspaces::workspaces_page).post(workspaces::create_workspace),
+        )
+        .route("/app/workspaces/select", post(workspaces::select_workspace))
+        .route("/app/members", get(workspaces::members_page))
+        .route("/app/members/{id}/role", post(workspaces::change_role))
+        .route("/app/members/{id}/remove", post(workspaces::remove_member))
         // account
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))

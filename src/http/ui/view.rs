@@ -30,6 +30,15 @@ pub struct Layout {
     pub active: &'static str,
     pub css: String,
     pub js: String,
+    /// The header's workspace switcher: every workspace of the person.
+    pub workspaces: Vec<WorkspaceChoice>,
+}
+
+/// One entry of the header's workspace switcher.
+pub struct WorkspaceChoice {
+    pub id: String,
+    pub name: String,
+    pub active: bool,
 }
 
 impl Layout {
@@ -40,7 +49,22 @@ impl Layout {
         active: &'static str,
     ) -> Result<Self, UiError> {
         let open_count = dashboard::open_count(&st.services, &page.user).await?;
-        Ok(Self::with_count(page, title, active, open_count))
+        let mut layout = Self::with_count(page, title, active, open_count);
+        layout.workspaces = Self::switcher(st, page).await?;
+        Ok(layout)
+    }
+
+    /// The person's workspaces for the header's switcher.
+    pub async fn switcher(st: &AppState, page: &PageUser) -> Result<Vec<WorkspaceChoice>, UiError> {
+        let all = crate::service::workspaces::list(&st.services, &page.user).await?;
+        Ok(all
+            .into_iter()
+            .map(|w| WorkspaceChoice {
+                id: w.workspace.id,
+                name: w.workspace.name,
+                active: w.active,
+            })
+            .collect())
     }
 
     /// As `signed_in`, when the page has counted open Actions already.
@@ -69,6 +93,7 @@ impl Layout {
             active: "",
             css: assets::url("app.css"),
             js: assets::url("app.js"),
+            workspaces: Vec::new(),
         }
     }
 }
@@ -204,7 +229,11 @@ impl IntoResponse for UiError {
         let mut resp = self.0.into_response();
         let heading = match code {
             Code::Forbidden | Code::CsrfFailed | Code::SigninNotAllowed => "Not allowed",
-            Code::ActionNotFound | Code::SourceNotFound | Code::NotFound => "Not found",
+            Code::ActionNotFound
+            | Code::SourceNotFound
+            | Code::NotFound
+            | Code::WorkspaceNotFound
+            | Code::MemberNotFound => "Not found",
             Code::Internal | Code::Unavailable => "Something went wrong",
             _ => "That did not work",
         };

@@ -1,0 +1,269 @@
+//! The workspace pages: the header's switcher (POST /app/workspaces/select),
+//! "Your workspaces" with the "New workspace" form, and the members page with
+//! role change and removal forms. Each form calls the same service as
+//! /v1/workspaces; the members page offers exactly what `domain::access`
+//! allows the person, and the service checks again.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::domain::access::{self, Role};
+use crate::error::Error;
+use crate::http::session::PageUser;
+use crate::http::ui::view::{
+    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+};
+use crate::service::workspaces::{self, MemberUpdate, WorkspaceCreate, WorkspaceSelect};
+
+/// A local path to return to after switching; anything else goes to the inbox.
+fn back_to(form: &FormData) -> String {
+    match form.get("next") {
+        Some(n) if n.starts_with("/app") && !n.starts_with("//") && !n.contains('\\') => {
+            n.to_owned()
+        }
+        _ => "/app".to_owned(),
+    }
+}
+
+/// POST /app/workspaces/select: the header's switcher.
+pub async fn select_workspace(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let req = WorkspaceSelect {
+        workspace_id: form.get("workspace_id").unwrap_or_default().to_owned(),
+    };
+    workspaces::select(&st.services, &p.user, req).await?;
+    Ok(see_other(&back_to(&form)))
+}
+
+pub struct WorkspaceVm {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub role: Role,
+    pub active: bool,
+    pub created: When,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "workspaces.html")]
+pub struct WorkspacesPage {
+    layout: Layout,
+    workspaces: Vec<WorkspaceVm>,
+    error: Option<String>,
+}
+
+async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, UiError> {
+    let all = workspaces::list(&st.services, &p.user).await?;
+    let now = st.services.clock.now();
+    Ok(WorkspacesPage {
+        layout: Layout::signed_in(st, p, "Workspaces", "workspaces").await?,
+        workspaces: all
+            .into_iter()
+            .map(|w| WorkspaceVm {
+                created: When::new(&w.workspace.created_at, now),
+                id: w.workspace.id,
+                name: w.workspace.name,
+                kind: w.workspace.kind,
+                role: w.role,
+                active: w.active,
+            })
+            .collect(),
+        error: None,
+    })
+}
+
+/// GET /app/workspaces
+pub async fn workspaces_page(
+    State(st): State<AppState>,
+    p: PageUser,
+) -> Result<WorkspacesPage, UiError> {
+    workspaces_view(&st, &p).await
+}
+
+/// POST /app/workspaces: creates a team workspace the person owns and
+/// switches this session to it.
+pub async fn create_workspace(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let req = WorkspaceCreate {
+        name: form.get("name").unwrap_or_default().to_owned(),
+    };
+    match workspaces::create(&st.services, &p.user, req).await {
+        Ok(made) => {
+            let select = WorkspaceSelect {
+                workspace_id: made.workspace.id,
+            };
+            workspaces::select(&st.services, &p.user, select).await?;
+            Ok(see_other("/app/members?done=created"))
+        }
+        Err(e) if e.code.status().is_client_error() => {
+            let mut out = workspaces_view(&st, &p).await?;
+            out.error = Some(e.message.clone());
+            Ok((e.code.status(), out).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub struct MemberVm {
+    pub user_id: String,
+    pub email: String,
+    pub name: Option<String>,
+    pub role: Role,
+    pub joined: When,
+    pub is_me: bool,
+    /// Roles the viewer of the page may give this member (never the current one).
+    pub grantable: Vec<Role>,
+    pub removable: bool,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "members.html")]
+pub struct MembersPage {
+    layout: Layout,
+    workspace_name: String,
+    my_role: Role,
+    members: Vec<MemberVm>,
+    manages: bool,
+    flash: Option<&'static str>,
+    error: Option<String>,
+}
+
+async fn members_view(st: &AppState, p: &PageUser) -> Result<MembersPage, UiError> {
+    let listed = workspaces::members(&st.services, &p.user).await?;
+    let mine = workspaces::list(&st.services, &p.user).await?;
+    let active = mine.into_iter().find(|w| w.active).ok_or_else(|| {
+        UiError(Error::new(
+            crate::error::Code::WorkspaceNotFound,
+            "you belong to no workspace",
+        ))
+    })?;
+    let me = active.role;
+    let now = st.services.clock.now();
+    let members = listed
+        .into_iter()
+        .map(|m| MemberVm {
+            grantable: access::grantable_roles(me, m.role),
+            removable: access::can_change_member(me, m.role, None),
+            is_me: m.user_id == p.user.user_id,
+            joined: When::new(&m.joined_at, now),
+            user_id: m.user_id,
+            email: m.email,
+            name: m.name,
+            role: m.role,
+        })
+        .collect();
+    Ok(MembersPage {
+        layout: Layout::signed_in(st, p, "Members", "members").await?,
+        workspace_name: active.workspace.name,
+        my_role: me,
+        members,
+        manages: access::manages_workspace(me),
+        flash: None,
+        error: None,
+    })
+}
+
+async fn members_with_error(st: &AppState, p: &PageUser, e: Error) -> Result<Response, UiError> {
+    if !e.code.status().is_client_error() {
+        return Err(e.into());
+    }
+    let mut out = members_view(st, p).await?;
+    out.error = Some(e.message.clone());
+    Ok((e.code.status(), out).into_response())
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct MembersQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+/// GET /app/members
+pub async fn members_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    PageQuery(q): PageQuery<MembersQuery>,
+) -> Result<MembersPage, UiError> {
+    let mut out = members_view(&st, &p).await?;
+    out.flash = match q.done.as_deref() {
+        Some("role") => Some("Role changed."),
+        Some("removed") => Some("Member removed. Their sessions no longer see this workspace."),
+        Some("created") => {
+            Some("Workspace created; you are its owner and it is now your active workspace.")
+        }
+        _ => None,
+    };
+    Ok(out)
+}
+
+/// POST /app/members/{user_id}/role
+pub async fn change_role(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let req = MemberUpdate {
+        role: form.get("role").unwrap_or_default().to_owned(),
+    };
+    match workspaces::change_role(&st.services, &p.user, id, req).await {
+        Ok(_) => Ok(see_other("/app/members?done=role")),
+        Err(e) => members_with_error(&st, &p, e).await,
+    }
+}
+
+/// POST /app/members/{user_id}/remove, behind a confirmation.
+pub async fn remove_member(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    if form.get("confirmed") != Some("yes") {
+        let listed = workspaces::members(&st.services, &p.user).await?;
+        let Some(m) = listed.into_iter().find(|m| m.user_id == id) else {
+            return members_with_error(
+                &st,
+                &p,
+                Error::new(
+                    crate::error::Code::MemberNotFound,
+                    "no member with that user id in this workspace",
+                ),
+            )
+            .await;
+        };
+        let ask = Ask {
+            heading: "Remove this member?".into(),
+            message: format!(
+                "{} loses access to this workspace at once: its inbox, Actions and Sources. Their decisions and receipts are kept.",
+                m.email
+            ),
+            post_to: format!("/app/members/{id}/remove"),
+            confirm_label: "Remove the member".into(),
+            cancel_url: "/app/members".into(),
+        };
+        return ConfirmPage::ask(&st, &p, "members", &form, ask).await;
+    }
+    match workspaces::remove(&st.services, &p.user, id).await {
+        Ok(()) => Ok(see_other("/app/members?done=removed")),
+        Err(e) => members_with_error(&st, &p, e).await,
+    }
+}

@@ -1,0 +1,679 @@
+//! Workspaces and members (guide: "Workspaces and members"): the active
+//! workspace per session or token, isolation between workspaces, the role
+//! matrix, the last owner, and bad input on every route.
+
+use hds::domain::access::Role;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, TestApp, two_options};
+
+/// Adds `who` to `workspace` with `role`, straight in the store: invitations
+/// (another route) are how the product does it.
+fn join(app: &TestApp, workspace: &str, who: &Actor, role: Role) {
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    hds::store::workspaces::add_member(&conn, workspace, &who.person().id, role, &app.now())
+        .unwrap();
+}
+
+fn ids(list: &Value, key: &str) -> Vec<String> {
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v[key].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn member_path(who: &Actor) -> String {
+    format!("/v1/workspaces/members/{}", who.person().id)
+}
+
+async fn role_of(app: &TestApp, who: &Actor) -> Option<String> {
+    let list: Value = app.admin().get("/v1/workspaces/members", 200).await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["user_id"] == who.person().id.as_str())
+        .map(|m| m["role"].as_str().unwrap().to_owned())
+}
+
+/// The workspace `who` acts on now.
+async fn active_of(who: &Actor) -> String {
+    let list: Value = who.get("/v1/workspaces", 200).await;
+    let active: Vec<&Value> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["active"] == true)
+        .collect();
+    assert_eq!(active.len(), 1, "{list}");
+    active[0]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn each_session_and_token_selects_its_own_workspace_and_sees_only_its_data() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let a_list: Value = owner.get("/v1/workspaces", 200).await;
+    assert_eq!(a_list["object"], "list");
+    assert_eq!(a_list["has_more"], false);
+    let a = &a_list["data"][0];
+    assert_eq!(a_list["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (a["role"].as_str(), a["active"].as_bool()),
+        (Some("owner"), Some(true))
+    );
+    assert_eq!(a["kind"], "team");
+    assert!(a["created_at"].is_string() && a["name"].is_string());
+    let ws_a = a["id"].as_str().unwrap().to_owned();
+
+    // Bob owns workspace B, with a Source and an open Action there.
+    let bob = app.outsider();
+    let ws_b = active_of(&bob).await;
+    let made: Value = bob.post("/v1/sources", json!({"name": "B bot"}), 201).await;
+    let b_key = made["secrets"]["live_key"].as_str().unwrap();
+    let b_action: Value = app
+        .bearer(b_key)
+        .post("/v1/actions", two_options("In B"), 201)
+        .await;
+    let a_action = app.create_action(two_options("In A")).await;
+
+    // Bob, a member of B only: 404 on A's members, cannot select A, sees B only.
+    let alice = app.member(Role::Reviewer);
+    bob.patch_err(
+        &member_path(&alice),
+        json!({"role": "viewer"}),
+        404,
+        "MEMBER_NOT_FOUND",
+    )
+    .await;
+    bob.call(Method::DELETE, &member_path(&alice), None, &[])
+        .await
+        .error(404, "MEMBER_NOT_FOUND");
+    let err = bob
+        .post_err(
+            "/v1/workspaces/select",
+            json!({"workspace_id": ws_a}),
+            404,
+            "WORKSPACE_NOT_FOUND",
+        )
+        .await;
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("GET /v1/workspaces")
+    );
+    let members: Value = bob.get("/v1/workspaces/members", 200).await;
+    assert_eq!(ids(&members, "email"), vec![bob.person().email.clone()]);
+    bob.get_err(
+        &format!("/v1/actions/{}", a_action["id"].as_str().unwrap()),
+        404,
+        "ACTION_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(active_of(&bob).await, ws_b);
+
+    // Alice: reviewer of A, admin of B. Her token starts on A (oldest membership).
+    join(&app, &ws_b, &alice, Role::Admin);
+    let hers: Value = alice.get("/v1/workspaces", 200).await;
+    assert_eq!(ids(&hers, "id"), vec![ws_a.clone(), ws_b.clone()]);
+    assert_eq!(hers["data"][1]["role"], "admin");
+    assert_eq!(active_of(&alice).await, ws_a);
+    let inbox: Value = alice.get("/v1/me/actions", 200).await;
+    assert_eq!(ids(&inbox, "id"), vec![a_action["id"].as_str().unwrap()]);
+
+    // Her browser selects B: that session sees B's inbox and Sources; the token still A.
+    let browser = app.browser(alice.person()).await;
+    let picked: Value = browser
+        .post("/v1/workspaces/select", json!({"workspace_id": ws_b}), 200)
+        .await;
+    assert_eq!(picked["data"]["id"], ws_b.as_str());
+    assert_eq!(
+        (
+            picked["data"]["active"].as_bool(),
+            picked["data"]["role"].as_str()
+        ),
+        (Some(true), Some("admin"))
+    );
+    let inbox: Value = browser.get("/v1/me/actions", 200).await;
+    assert_eq!(
+        ids(&inbox, "id"),
+        vec![b_action["data"]["id"].as_str().unwrap()]
+    );
+    let sources: Value = browser.get("/v1/sources", 200).await;
+    assert_eq!(ids(&sources, "name"), vec!["B bot"]);
+    let boot: Value = browser.get("/v1/bootstrap", 200).await;
+    assert_eq!(boot["data"]["active_workspace"]["id"], ws_b.as_str());
+    let members: Value = browser.get("/v1/workspaces/members", 200).await;
+    assert_eq!(members["data"].as_array().unwrap().len(), 2);
+    assert_eq!(active_of(&alice).await, ws_a);
+    let sources: Value = alice.get("/v1/sources", 200).await;
+    assert!(!ids(&sources, "name").contains(&"B bot".to_owned()));
+
+    // One Action by id works in any workspace she belongs to, whatever is active.
+    let b_id = b_action["data"]["id"].as_str().unwrap();
+    let got: Value = alice.get(&format!("/v1/actions/{b_id}"), 200).await;
+    let decided: Value = alice
+        .post(
+            &format!("/v1/actions/{b_id}/decision"),
+            json!({"action_version": 1, "fingerprint": got["data"]["fingerprint"], "option_id": "approve"}),
+            200,
+        )
+        .await;
+    assert_eq!(decided["data"]["status"], "resolved");
+
+    // Removed from B, her browser falls back to her oldest membership (A).
+    bob.call(Method::DELETE, &member_path(&alice), None, &[])
+        .await
+        .ok(204);
+    assert_eq!(active_of(&browser).await, ws_a);
+    let sources: Value = browser.get("/v1/sources", 200).await;
+    assert!(!ids(&sources, "name").contains(&"B bot".to_owned()));
+    browser
+        .post_err(
+            "/v1/workspaces/select",
+            json!({"workspace_id": ws_b}),
+            404,
+            "WORKSPACE_NOT_FOUND",
+        )
+        .await;
+    let creds = app.count_rows("user_tokens WHERE workspace_id IS NOT NULL");
+    assert_eq!(creds, 0);
+}
+
+#[tokio::test]
+async fn anyone_signed_in_creates_a_team_workspace_they_own() {
+    let app = TestApp::spawn().await;
+    let viewer = app.member(Role::Viewer);
+    let made: Value = viewer
+        .post("/v1/workspaces", json!({"name": "  Side project  "}), 201)
+        .await;
+    let w = &made["data"];
+    assert_eq!(
+        (w["name"].as_str(), w["kind"].as_str(), w["role"].as_str()),
+        (Some("Side project"), Some("team"), Some("owner"))
+    );
+    // Creating does not select it.
+    assert_eq!(w["active"], false);
+    let all: Value = viewer.get("/v1/workspaces", 200).await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 2);
+    assert_eq!(all["data"][1]["id"], w["id"]);
+    let _: Value = viewer
+        .post(
+            "/v1/workspaces/select",
+            json!({"workspace_id": w["id"]}),
+            200,
+        )
+        .await;
+    let members: Value = viewer.get("/v1/workspaces/members", 200).await;
+    assert_eq!(ids(&members, "email"), vec![viewer.person().email.clone()]);
+    assert_eq!(members["data"][0]["role"], "owner");
+    assert!(members["data"][0]["joined_at"].is_string());
+    // Now an owner there: Sources may be created in it.
+    let _: Value = viewer
+        .post("/v1/sources", json!({"name": "side bot"}), 201)
+        .await;
+    app.anonymous()
+        .post_err("/v1/workspaces", json!({"name": "x"}), 401, "AUTH_REQUIRED")
+        .await;
+}
+
+#[tokio::test]
+async fn the_role_matrix_decides_who_changes_and_removes_whom() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let admin = app.member(Role::Admin);
+    let reviewer = app.member(Role::Reviewer);
+    let viewer = app.member(Role::Viewer);
+    let target = app.member(Role::Viewer);
+
+    // Everyone may read the list.
+    for who in [&owner, &admin, &reviewer, &viewer] {
+        let list: Value = who.get("/v1/workspaces/members", 200).await;
+        assert_eq!(list["data"].as_array().unwrap().len(), 5);
+        assert_eq!(list["data"][0]["role"], "owner");
+    }
+
+    // Reviewers and viewers manage no one: 403, required_role admin.
+    for who in [&reviewer, &viewer] {
+        let e = who
+            .patch_err(
+                &member_path(&target),
+                json!({"role": "reviewer"}),
+                403,
+                "FORBIDDEN",
+            )
+            .await;
+        assert_eq!(e["details"]["required_role"], "admin");
+        let r = who
+            .call(Method::DELETE, &member_path(&target), None, &[])
+            .await;
+        assert_eq!(
+            r.error(403, "FORBIDDEN")["details"]["required_role"],
+            "admin"
+        );
+        let e = who
+            .patch_err(
+                &member_path(who),
+                json!({"role": "owner"}),
+                403,
+                "FORBIDDEN",
+            )
+            .await;
+        assert_eq!(e["details"]["required_role"], "admin");
+    }
+    assert_eq!(role_of(&app, &target).await.as_deref(), Some("viewer"));
+
+    // Admins manage everyone but owners, and never grant owner.
+    let e = admin
+        .patch_err(
+            &member_path(&owner),
+            json!({"role": "admin"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+    let r = admin
+        .call(Method::DELETE, &member_path(&owner), None, &[])
+        .await;
+    assert_eq!(
+        r.error(403, "FORBIDDEN")["details"]["required_role"],
+        "owner"
+    );
+    let e = admin
+        .patch_err(
+            &member_path(&target),
+            json!({"role": "owner"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+    let e = admin
+        .patch_err(
+            &member_path(&admin),
+            json!({"role": "owner"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+    let changed: Value = admin
+        .patch(&member_path(&target), json!({"role": "reviewer"}), 200)
+        .await;
+    assert_eq!(changed["data"]["role"], "reviewer");
+    assert_eq!(changed["data"]["email"], target.person().email.as_str());
+    assert_eq!(changed["data"]["user_id"], target.person().id.as_str());
+    let changed: Value = admin
+        .patch(&member_path(&target), json!({"role": "admin"}), 200)
+        .await;
+    assert_eq!(changed["data"]["role"], "admin");
+    // The same role again: 200, nothing changes.
+    let same: Value = admin
+        .patch(&member_path(&target), json!({"role": "admin"}), 200)
+        .await;
+    assert_eq!(same["data"]["role"], "admin");
+    admin
+        .call(Method::DELETE, &member_path(&viewer), None, &[])
+        .await
+        .ok(204);
+    assert_eq!(role_of(&app, &viewer).await, None);
+    admin
+        .call(Method::DELETE, &member_path(&viewer), None, &[])
+        .await
+        .error(404, "MEMBER_NOT_FOUND");
+    // The removed viewer belongs to no workspace now.
+    let theirs: Value = viewer.get("/v1/workspaces", 200).await;
+    assert_eq!(theirs["data"], json!([]));
+    viewer
+        .get_err("/v1/workspaces/members", 404, "WORKSPACE_NOT_FOUND")
+        .await;
+
+    // Owners grant and remove owner.
+    let up: Value = owner
+        .patch(&member_path(&reviewer), json!({"role": "owner"}), 200)
+        .await;
+    assert_eq!(up["data"]["role"], "owner");
+    let e = admin
+        .patch_err(
+            &member_path(&reviewer),
+            json!({"role": "viewer"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+    let down: Value = owner
+        .patch(&member_path(&reviewer), json!({"role": "viewer"}), 200)
+        .await;
+    assert_eq!(down["data"]["role"], "viewer");
+    owner
+        .call(Method::DELETE, &member_path(&target), None, &[])
+        .await
+        .ok(204);
+    // An admin demoted mid-way loses the power at once.
+    let _: Value = owner
+        .patch(&member_path(&admin), json!({"role": "reviewer"}), 200)
+        .await;
+    admin
+        .patch_err(
+            &member_path(&reviewer),
+            json!({"role": "admin"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(role_of(&app, &reviewer).await.as_deref(), Some("viewer"));
+    // Unknown ids.
+    owner
+        .patch_err(
+            "/v1/workspaces/members/usr_nobody",
+            json!({"role": "viewer"}),
+            404,
+            "MEMBER_NOT_FOUND",
+        )
+        .await;
+    owner
+        .call(
+            Method::DELETE,
+            "/v1/workspaces/members/usr_nobody",
+            None,
+            &[],
+        )
+        .await
+        .error(404, "MEMBER_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn the_last_owner_can_be_neither_demoted_nor_removed_even_concurrently() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let e = owner
+        .patch_err(
+            &member_path(&owner),
+            json!({"role": "admin"}),
+            409,
+            "LAST_OWNER",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("last owner"), "{e}");
+    owner
+        .call(Method::DELETE, &member_path(&owner), None, &[])
+        .await
+        .error(409, "LAST_OWNER");
+    assert_eq!(role_of(&app, &owner).await.as_deref(), Some("owner"));
+
+    let second = app.member(Role::Admin);
+    let (to_admin, to_reviewer, to_viewer) = (
+        json!({"role": "admin"}),
+        json!({"role": "reviewer"}),
+        json!({"role": "viewer"}),
+    );
+    let (owner_path, second_path) = (member_path(&owner), member_path(&second));
+    for round in 0..6 {
+        let _: Value = owner
+            .patch(&second_path, json!({"role": "owner"}), 200)
+            .await;
+        // Both owners step down at once (or remove each other): one must stay.
+        let (r1, r2) = if round % 2 == 0 {
+            tokio::join!(
+                owner.call(Method::PATCH, &owner_path, Some(&to_admin), &[]),
+                second.call(Method::PATCH, &second_path, Some(&to_reviewer), &[]),
+            )
+        } else {
+            tokio::join!(
+                owner.call(Method::DELETE, &second_path, None, &[]),
+                second.call(Method::PATCH, &owner_path, Some(&to_viewer), &[]),
+            )
+        };
+        let statuses = [r1.status.as_u16(), r2.status.as_u16()];
+        let ok = statuses.iter().filter(|s| **s == 200 || **s == 204).count();
+        assert_eq!(ok, 1, "round {round}: {statuses:?} {} {}", r1.body, r2.body);
+        let refused = if r1.status.is_success() { &r2 } else { &r1 };
+        // The loser is refused as the last owner, or lost the power to act first.
+        let code = refused.body["error"]["code"].as_str().unwrap();
+        assert!(
+            [
+                "LAST_OWNER",
+                "FORBIDDEN",
+                "MEMBER_NOT_FOUND",
+                "WORKSPACE_NOT_FOUND"
+            ]
+            .contains(&code),
+            "{code}"
+        );
+        let owners = app.count_rows("memberships WHERE role = 'owner' AND workspace_id = (SELECT id FROM workspaces ORDER BY created_at LIMIT 1)");
+        assert_eq!(owners, 1, "round {round}");
+        // Put things back: the init owner owns, `second` is an admin member.
+        let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        let ws = hds::store::workspaces::oldest(&conn).unwrap().unwrap();
+        conn.execute(
+            "DELETE FROM memberships WHERE workspace_id = ?1 AND user_id IN (?2, ?3)",
+            [&ws, &owner.person().id, &second.person().id],
+        )
+        .unwrap();
+        hds::store::workspaces::add_member(&conn, &ws, &owner.person().id, Role::Owner, &app.now())
+            .unwrap();
+        hds::store::workspaces::add_member(
+            &conn,
+            &ws,
+            &second.person().id,
+            Role::Admin,
+            &app.now(),
+        )
+        .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn bad_input_on_every_workspace_route_is_refused_and_writes_nothing() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let viewer = app.member(Role::Viewer);
+    let workspaces = app.count_rows("workspaces");
+    let long = "x".repeat(101);
+    for (body, field, says) in [
+        (json!({"name": ""}), "name", "1-100 characters"),
+        (json!({"name": "   "}), "name", "1-100 characters"),
+        (json!({"name": long}), "name", "1-100 characters"),
+        (json!({"name": "two\nlines"}), "name", "one line"),
+        (json!({"name": "tab\there"}), "name", "one line"),
+        (
+            json!({"name": "nul\u{0}"}),
+            "name",
+            "NUL characters are not allowed",
+        ),
+        (json!({"name": "bell\u{7}"}), "name", "one line"),
+        (
+            json!({"name": "ok", "kind": "personal"}),
+            "kind",
+            "unknown field",
+        ),
+        (json!({}), "name", "missing field"),
+        (json!({"name": 5}), "name", ""),
+    ] {
+        let e = owner
+            .post_err("/v1/workspaces", body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        let text = e.to_string();
+        assert!(text.contains(field) && text.contains(says), "{body}: {e}");
+    }
+    let r = owner
+        .raw(Method::POST, "/v1/workspaces", r#"{"name":"a","name":"b"}"#)
+        .await;
+    r.error(422, "VALIDATION_ERROR");
+    assert_eq!(app.count_rows("workspaces"), workspaces);
+
+    let ws = active_of(&owner).await;
+    for body in [
+        json!({"workspace_id": 5}),
+        json!({"workspace_id": ws, "active": true}),
+        json!({}),
+    ] {
+        owner
+            .post_err(
+                "/v1/workspaces/select",
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+    }
+    for unknown in ["ws_nope", "", "ws_\n"] {
+        owner
+            .post_err(
+                "/v1/workspaces/select",
+                json!({"workspace_id": unknown}),
+                404,
+                "WORKSPACE_NOT_FOUND",
+            )
+            .await;
+    }
+    assert_eq!(
+        app.count_rows("user_tokens WHERE workspace_id IS NOT NULL"),
+        0
+    );
+
+    let path = member_path(&viewer);
+    for (body, says) in [
+        (json!({"role": "root"}), "`root` is not a role"),
+        (json!({"role": "Owner"}), "is not a role"),
+        (json!({"role": ""}), "is not a role"),
+        (
+            json!({"role": "admin", "workspace_id": ws}),
+            "unknown field",
+        ),
+        (json!({}), "missing field"),
+        (json!({"role": null}), "role"),
+    ] {
+        let e = owner
+            .patch_err(&path, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert!(e.to_string().contains(says), "{body}: {e}");
+    }
+    let r = owner
+        .raw(Method::PATCH, &path, r#"{"role":"viewer","role":"owner"}"#)
+        .await;
+    r.error(422, "VALIDATION_ERROR");
+    assert_eq!(role_of(&app, &viewer).await.as_deref(), Some("viewer"));
+    // A viewer's bad body is refused before their role is looked at: 422.
+    viewer
+        .patch_err(&path, json!({"role": "root"}), 422, "VALIDATION_ERROR")
+        .await;
+    app.anonymous()
+        .get_err("/v1/workspaces/members", 401, "AUTH_REQUIRED")
+        .await;
+    assert_eq!(app.count_rows("memberships"), 2);
+}
+
+#[tokio::test]
+async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let admin = app.member(Role::Admin);
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(admin.person()).await;
+    let csrf = browser.csrf().to_owned();
+
+    // An admin is offered changes for the reviewer (never owner), none for the owner.
+    let page = browser.page("/app/members").await;
+    let reviewer_form = format!("/app/members/{}/role", reviewer.person().id);
+    let owner_form = format!("/app/members/{}/role", owner.person().id);
+    assert!(page.contains(&reviewer_form), "{page}");
+    assert!(!page.contains(&owner_form));
+    assert!(!page.contains(&format!("/app/members/{}/remove", owner.person().id)));
+    assert!(!page.contains(r#"<option value="owner">"#));
+    assert!(
+        !page.contains("INVITATIONS"),
+        "the marker is a template comment"
+    );
+    // A reviewer sees the list and no forms.
+    let rb = app.browser(reviewer.person()).await;
+    let page = rb.page("/app/members").await;
+    assert!(page.contains(&owner.person().email) && !page.contains("/role\""));
+
+    // The form changes the role as the API would.
+    let r = browser
+        .post_form(
+            &reviewer_form,
+            Some(&app.base),
+            &[("_csrf", &csrf), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(role_of(&app, &reviewer).await.as_deref(), Some("viewer"));
+    // Granting owner by a crafted form is refused with the API's rule.
+    let r = browser
+        .post_form(
+            &reviewer_form,
+            Some(&app.base),
+            &[("_csrf", &csrf), ("role", "owner")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("only owners"));
+    // Without the CSRF token nothing happens.
+    let r = browser
+        .post_form(&reviewer_form, Some(&app.base), &[("role", "admin")])
+        .await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(role_of(&app, &reviewer).await.as_deref(), Some("viewer"));
+
+    // New workspace: created, owned, and this session switches to it.
+    let r = browser
+        .post_form(
+            "/app/workspaces",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("name", "Night shift")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/app/members?done=created");
+    let page = browser.page("/app/members?done=created").await;
+    assert!(
+        page.contains("Night shift") && page.contains("You are owner here"),
+        "{page}"
+    );
+    let r = browser
+        .post_form(
+            "/app/workspaces",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("name", "a\u{7}b")],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert_eq!(app.count_rows("workspaces"), 2);
+    // The header's switcher lists both and goes back.
+    let page = browser.page("/app").await;
+    assert!(page.contains(r#"action="/app/workspaces/select""#) && page.contains("Night shift"));
+    let ws_a = hds::store::workspaces::oldest(
+        &hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap(),
+    )
+    .unwrap()
+    .unwrap();
+    let r = browser
+        .post_form(
+            "/app/workspaces/select",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("workspace_id", &ws_a)],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(active_of(&browser).await, ws_a);
+    // The admin's bearer token was never switched.
+    assert_eq!(active_of(&admin).await, ws_a);
+    let r = browser
+        .post_form(
+            "/app/workspaces/select",
+            Some(&app.base),
+            &[("_csrf", &csrf), ("workspace_id", "ws_other")],
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    let page = browser.page("/app/workspaces").await;
+    assert!(page.contains("Night shift") && page.contains("Create workspace"));
+}
