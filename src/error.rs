@@ -27,11 +27,13 @@ pub enum Code {
     Forbidden,
     SigninNotAllowed,
     CsrfFailed,
+    InvitationEmailMismatch,
     // 404
     ActionNotFound,
     SourceNotFound,
     NotFound,
     ProviderNotFound,
+    InvitationNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -44,6 +46,7 @@ pub enum Code {
     IdempotencyConflict,
     ApprovalVoteRequired,
     VoteAlreadyCast,
+    AlreadyMember,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -76,6 +79,9 @@ impl Code {
             Forbidden => "FORBIDDEN",
             SigninNotAllowed => "SIGNIN_NOT_ALLOWED",
             CsrfFailed => "CSRF_FAILED",
+            InvitationEmailMismatch => "INVITATION_EMAIL_MISMATCH",
+            InvitationNotFound => "INVITATION_NOT_FOUND",
+            AlreadyMember => "ALREADY_MEMBER",
             ProviderNotFound => "PROVIDER_NOT_FOUND",
             ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ActionNotFound => "ACTION_NOT_FOUND",
@@ -114,8 +120,12 @@ impl Code {
             AuthRequired | InvalidApiKey | SourceRevoked | InvalidIdToken => {
                 StatusCode::UNAUTHORIZED
             }
-            Forbidden | SigninNotAllowed | CsrfFailed => StatusCode::FORBIDDEN,
-            ActionNotFound | SourceNotFound | NotFound | ProviderNotFound => StatusCode::NOT_FOUND,
+            Forbidden | SigninNotAllowed | CsrfFailed | InvitationEmailMismatch => {
+                StatusCode::FORBIDDEN
+            }
+            ActionNotFound | SourceNotFound | NotFound | ProviderNotFound | InvitationNotFound => {
+                StatusCode::NOT_FOUND
+            }
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
             | ActionChanged
@@ -125,7 +135,8 @@ impl Code {
             | DedupeConflict
             | IdempotencyConflict
             | ApprovalVoteRequired
-            | VoteAlreadyCast => StatusCode::CONFLICT,
+            | VoteAlreadyCast
+            | AlreadyMember => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
