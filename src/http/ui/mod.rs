@@ -9,6 +9,7 @@ mod action;
 mod action_view;
 mod assets;
 mod inbox;
+mod invitations;
 pub mod markdown;
 mod signin;
 mod sources;
@@ -47,6 +48,19 @@ pub fn router() -> Router<AppState> {
         )
         .route("/app/sources/{id}/rotate", post(sources::rotate_source))
         .route("/app/sources/{id}/revoke", post(sources::revoke_source))
+        // invitations (guide: "Invitations"): managing them, and the link's page
+        .route(
+            "/app/invitations",
+            get(invitations::invitations_page).post(invitations::create_invitation),
+        )
+        .route(
+            "/app/invitations/{id}/revoke",
+            post(invitations::revoke_invitation),
+        )
+        .route(
+            "/app/invitations/{token}",
+            get(invitations::accept_page).post(invitations::accept_invitation),
+        )
         // account
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
