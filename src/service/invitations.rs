@@ -271,6 +271,12 @@ fn joined(c: &Connection, inv: &Invitation, user_id: &str, credential_id: &str) 
 /// workspace the active one of the credential that accepted (the dashboard
 /// lands there).
 pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool) -> Result<Joined> {
+    if secret.is_empty() || secret.chars().count() > 200 {
+        return Err(Error::field(
+            "token",
+            "token must be the 1-200 characters after /app/invitations/ in the invitation link",
+        ));
+    }
     let (secret, uid, email, cred) = (
         secret.to_owned(),
         user.user_id.clone(),
