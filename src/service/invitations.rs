@@ -321,3 +321,28 @@ pub async fn accept_by_link(
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_email;
+
+    #[test]
+    fn addresses_are_one_line_with_a_dotted_domain() {
+        assert_eq!(check_email(" Ana@Example.com ").unwrap(), "Ana@Example.com");
+        for bad in [
+            "",
+            "ana",
+            "ana@localhost",
+            "@example.com",
+            "ana@.com",
+            "ana@example.",
+            "a@b@example.com",
+            "a b@example.com",
+            "ana\u{0}@example.com",
+            "ana@exa\u{85}mple.com",
+        ] {
+            assert!(check_email(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_email(&format!("{}@example.com", "a".repeat(250))).is_err());
+    }
+}

@@ -642,3 +642,30 @@ async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_wor
     assert_eq!(r["again_status"], 404);
     assert_eq!(r["admin_status"], "accepted");
 }
+
+#[tokio::test]
+async fn the_link_page_and_accepting_spend_the_client_address_budget() {
+    let app = TestApp::spawn_with(|c| {
+        c.anonymous_rate_limit = 1;
+        c.anonymous_burst = 2;
+    })
+    .await;
+    let (_, token) = invite(&app.admin(), "ana@example.com", "viewer").await;
+    let http = browser_client();
+    let link = format!("{}/app/invitations/{token}", app.base);
+    assert_eq!(http.get(&link).send().await.unwrap().status(), 200);
+    let ana = newcomer(&app, "ana@example.com");
+    ana.post_err(
+        ACCEPT,
+        json!({ "token": "wrong" }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+    let e = ana
+        .post_err(ACCEPT, json!({ "token": token }), 429, "RATE_LIMITED")
+        .await;
+    assert_eq!(e["details"]["scope"], "address");
+    assert_eq!(http.get(&link).send().await.unwrap().status(), 429);
+    assert_eq!(app.count_rows("memberships"), 1);
+}
