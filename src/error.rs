@@ -27,6 +27,7 @@ pub enum Code {
     Forbidden,
     SigninNotAllowed,
     CsrfFailed,
+    InvitationEmailMismatch,
     // 404
     ActionNotFound,
     SourceNotFound,
@@ -34,6 +35,7 @@ pub enum Code {
     ProviderNotFound,
     WorkspaceNotFound,
     MemberNotFound,
+    InvitationNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -47,6 +49,7 @@ pub enum Code {
     ApprovalVoteRequired,
     VoteAlreadyCast,
     LastOwner,
+    AlreadyMember,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -79,6 +82,9 @@ impl Code {
             Forbidden => "FORBIDDEN",
             SigninNotAllowed => "SIGNIN_NOT_ALLOWED",
             CsrfFailed => "CSRF_FAILED",
+            InvitationEmailMismatch => "INVITATION_EMAIL_MISMATCH",
+            InvitationNotFound => "INVITATION_NOT_FOUND",
+            AlreadyMember => "ALREADY_MEMBER",
             ProviderNotFound => "PROVIDER_NOT_FOUND",
             ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ActionNotFound => "ACTION_NOT_FOUND",
@@ -120,9 +126,11 @@ impl Code {
             AuthRequired | InvalidApiKey | SourceRevoked | InvalidIdToken => {
                 StatusCode::UNAUTHORIZED
             }
-            Forbidden | SigninNotAllowed | CsrfFailed => StatusCode::FORBIDDEN,
+            Forbidden | SigninNotAllowed | CsrfFailed | InvitationEmailMismatch => {
+                StatusCode::FORBIDDEN
+            }
             ActionNotFound | SourceNotFound | NotFound | ProviderNotFound | WorkspaceNotFound
-            | MemberNotFound => StatusCode::NOT_FOUND,
+            | MemberNotFound | InvitationNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
             | ActionChanged
@@ -133,7 +141,8 @@ impl Code {
             | IdempotencyConflict
             | ApprovalVoteRequired
             | VoteAlreadyCast
-            | LastOwner => StatusCode::CONFLICT,
+            | LastOwner
+            | AlreadyMember => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

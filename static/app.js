@@ -170,10 +170,27 @@
     });
   }
 
+  // ---- Copy buttons: <button data-copy="element-id"> copies that element's text ----
+  function copyButtons() {
+    document.querySelectorAll("button[data-copy]").forEach(function (button) {
+      var target = document.getElementById(button.getAttribute("data-copy"));
+      if (!target || !navigator.clipboard) return;
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        navigator.clipboard.writeText(target.textContent.trim()).then(function () {
+          button.textContent = "Copied";
+        }, function () {
+          button.textContent = "Select and copy it by hand";
+        });
+      });
+    });
+  }
+
   function start() {
     liveInbox();
     keyboard();
     confirmDestructive();
+    copyButtons();
     setInterval(refreshTimes, 30000);
   }
 

@@ -31,7 +31,9 @@ use utoipa_axum::routes;
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
-use api::{actions, auth as signin, me, session as auth_session, sources, system, workspaces};
+use api::{
+    actions, auth as signin, invitations, me, session as auth_session, sources, system, workspaces,
+};
 
 /// Builds the router and the OpenAPI document from the same table.
 pub fn routes() -> (Router<AppState>, serde_json::Value) {
@@ -72,6 +74,13 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
             workspaces::update_member,
             workspaces::remove_member
         ))
+        // invitations (guide: "Invitations")
+        .routes(routes!(
+            invitations::list_invitations,
+            invitations::create_invitation
+        ))
+        .routes(routes!(invitations::revoke_invitation))
+        .routes(routes!(invitations::accept_invitation))
         // sign-in and session (guide: "Sign-in and sessions"), bootstrap
         .routes(routes!(auth_session::list_providers))
         .routes(routes!(auth_session::get_session))

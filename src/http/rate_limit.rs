@@ -170,8 +170,8 @@ fn refusal(wait: Duration) -> Error {
 /// writes a row or calls an identity provider. Listed first among a handler's
 /// arguments, so it runs before any other extractor. The routes that take it
 /// (guide: "Rate limiting"): sign-in start, native challenge, native and Apple
-/// code exchanges, sign-in link GET and POST; invitation acceptance, when it
-/// lands, takes it too.
+/// code exchanges, sign-in link GET and POST, the invitation link's GET and
+/// POST and `POST /v1/workspace-invitations/accept`.
 pub struct AddressBudget;
 
 impl FromRequestParts<AppState> for AddressBudget {

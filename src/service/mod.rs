@@ -10,6 +10,7 @@ pub mod decisions;
 pub mod effects;
 pub mod idempotency;
 pub mod inbox;
+pub mod invitations;
 pub mod key_cache;
 pub mod keyring;
 pub mod oidc;

@@ -121,7 +121,9 @@ fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) 
     Ok(user.id)
 }
 
-fn open_session(
+/// Opens a session for `user_id` inside the caller's transaction (every
+/// sign-in ends here, an invitation accepted by its link too).
+pub(crate) fn open_session(
     c: &rusqlite::Connection,
     user_id: &str,
     meta: &SessionMeta,

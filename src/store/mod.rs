@@ -7,6 +7,7 @@ pub mod actions;
 pub mod db;
 pub mod events;
 pub mod idempotency;
+pub mod invitations;
 pub mod migrate;
 pub mod oidc;
 pub mod receipts;

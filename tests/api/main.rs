@@ -10,6 +10,7 @@ mod decisions;
 mod expiry;
 mod helpers;
 mod inbox;
+mod invitations;
 mod long_polls;
 mod metrics;
 mod receipts;

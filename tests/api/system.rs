@@ -135,6 +135,10 @@ async fn openapi_covers_every_route() {
         ("/v1/auth/{provider}/native/challenge", "post"),
         ("/v1/auth/{provider}/native", "post"),
         ("/v1/auth/{provider}/android", "post"),
+        ("/v1/workspaces/invitations", "get"),
+        ("/v1/workspaces/invitations", "post"),
+        ("/v1/workspaces/invitations/{invitation_id}", "delete"),
+        ("/v1/workspace-invitations/accept", "post"),
     ];
     for (path, method) in expected {
         assert!(

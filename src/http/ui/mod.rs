@@ -9,6 +9,7 @@ mod action;
 mod action_view;
 mod assets;
 mod inbox;
+mod invitations;
 pub mod markdown;
 mod signin;
 mod sources;
@@ -57,6 +58,19 @@ pub fn router() -> Router<AppState> {
         .route("/app/members", get(workspaces::members_page))
         .route("/app/members/{id}/role", post(workspaces::change_role))
         .route("/app/members/{id}/remove", post(workspaces::remove_member))
+        // invitations (guide: "Invitations"): managing them, and the link's page
+        .route(
+            "/app/invitations",
+            get(invitations::invitations_page).post(invitations::create_invitation),
+        )
+        .route(
+            "/app/invitations/{id}/revoke",
+            post(invitations::revoke_invitation),
+        )
+        .route(
+            "/app/invitations/{token}",
+            get(invitations::accept_page).post(invitations::accept_invitation),
+        )
         // account
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))

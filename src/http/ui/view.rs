@@ -26,7 +26,8 @@ pub struct Layout {
     pub csrf: String,
     /// Open live Actions, shown beside "Inbox".
     pub open_count: i64,
-    /// Which nav entry is current: `inbox`, `sources`, `account` or empty.
+    /// Which nav entry is current: `inbox`, `sources`, `invitations`,
+    /// `account` or empty.
     pub active: &'static str,
     pub css: String,
     pub js: String,
@@ -228,12 +229,16 @@ impl IntoResponse for UiError {
         // and Retry-After; only the body is replaced by the page.
         let mut resp = self.0.into_response();
         let heading = match code {
-            Code::Forbidden | Code::CsrfFailed | Code::SigninNotAllowed => "Not allowed",
+            Code::Forbidden
+            | Code::CsrfFailed
+            | Code::SigninNotAllowed
+            | Code::InvitationEmailMismatch => "Not allowed",
             Code::ActionNotFound
             | Code::SourceNotFound
             | Code::NotFound
             | Code::WorkspaceNotFound
-            | Code::MemberNotFound => "Not found",
+            | Code::MemberNotFound
+            | Code::InvitationNotFound => "Not found",
             Code::Internal | Code::Unavailable => "Something went wrong",
             _ => "That did not work",
         };

@@ -4,6 +4,7 @@
 //! Request bodies stay beside the use cases that read them.
 
 pub mod actions;
+pub mod invitations;
 pub mod session;
 pub mod sources;
 pub mod system;

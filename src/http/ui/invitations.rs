@@ -1,0 +1,289 @@
+//! Invitations in the dashboard (guide: "Invitations"): the page where owners
+//! and admins invite (the link shown once) and revoke, and the page an
+//! invitation link opens. Opening the link never uses it (link previewers
+//! fetch it); only its form POST accepts.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use crate::app::AppState;
+use crate::domain::access::{self, Role};
+use crate::domain::time;
+use crate::error::{Code, Error};
+use crate::http::session::{self, PageUser};
+use crate::http::ui::view::{
+    FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+};
+use crate::service::invitations::{self, InvitationCreate};
+use crate::service::signin::{SessionKind, SessionMeta};
+use crate::store::invitations::Invitation;
+
+pub struct InvitationVm {
+    pub id: String,
+    pub email: String,
+    pub role: &'static str,
+    pub status: &'static str,
+    pub invited_by: String,
+    pub expires: When,
+    /// Pending or expired: a revoke button.
+    pub revocable: bool,
+}
+
+/// An invitation just made: its link, on this response and never again.
+pub struct CreatedVm {
+    pub email: String,
+    pub url: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "invitations.html")]
+pub struct InvitationsPage {
+    layout: Layout,
+    manager: bool,
+    /// The roles this person may offer.
+    roles: Vec<&'static str>,
+    invitations: Vec<InvitationVm>,
+    created: Option<CreatedVm>,
+    flash: Option<&'static str>,
+    error: Option<String>,
+}
+
+fn vm(i: Invitation, now: time::Timestamp) -> InvitationVm {
+    let now_s = time::format(now);
+    let status = i.status(&now_s);
+    InvitationVm {
+        revocable: matches!(status, "pending" | "expired"),
+        status,
+        role: i.role.as_str(),
+        invited_by: i.invited_by_email.unwrap_or_else(|| "—".into()),
+        expires: When::new(&i.expires_at, now),
+        id: i.id,
+        email: i.email,
+    }
+}
+
+async fn page(st: &AppState, p: &PageUser) -> Result<InvitationsPage, UiError> {
+    let role = p.user.active_workspace().map(|m| m.role);
+    let manager = role.is_some_and(access::manages_workspace);
+    let listed = if manager {
+        invitations::list(&st.services, &p.user).await?
+    } else {
+        Vec::new()
+    };
+    let now = st.services.clock.now();
+    Ok(InvitationsPage {
+        layout: Layout::signed_in(st, p, "Invitations", "invitations").await?,
+        manager,
+        roles: Role::ALL
+            .into_iter()
+            .filter(|r| role.is_some_and(|mine| access::can_invite(mine, *r)))
+            .map(Role::as_str)
+            .collect(),
+        invitations: listed.into_iter().map(|i| vm(i, now)).collect(),
+        created: None,
+        flash: None,
+        error: None,
+    })
+}
+
+async fn with_error(st: &AppState, p: &PageUser, e: Error) -> Result<Response, UiError> {
+    if !e.code.status().is_client_error() {
+        return Err(e.into());
+    }
+    let mut out = page(st, p).await?;
+    out.error = Some(e.message.clone());
+    Ok((e.code.status(), out).into_response())
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct InvitationsQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+/// GET /app/invitations
+pub async fn invitations_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    PageQuery(q): PageQuery<InvitationsQuery>,
+) -> Result<InvitationsPage, UiError> {
+    let mut out = page(&st, &p).await?;
+    out.flash = (q.done.as_deref() == Some("revoked"))
+        .then_some("Invitation revoked. Its link no longer works.");
+    Ok(out)
+}
+
+/// POST /app/invitations: invite; the page shows the link once.
+pub async fn create_invitation(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let role = form.get("role").unwrap_or_default();
+    let Some(role) = Role::parse(role) else {
+        let e = Error::field("role", "choose a role: owner, admin, reviewer or viewer");
+        return with_error(&st, &p, e).await;
+    };
+    let req = InvitationCreate {
+        email: form.get("email").unwrap_or_default().to_owned(),
+        role,
+    };
+    match invitations::create(&st.services, &p.user, req).await {
+        Ok(made) => {
+            let mut out = page(&st, &p).await?;
+            out.created = Some(CreatedVm {
+                email: made.invitation.email,
+                url: made.accept_url,
+            });
+            Ok((StatusCode::CREATED, out).into_response())
+        }
+        Err(e) => with_error(&st, &p, e).await,
+    }
+}
+
+/// POST /app/invitations/{id}/revoke
+pub async fn revoke_invitation(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    match invitations::revoke(&st.services, &p.user, id).await {
+        Ok(_) => Ok(see_other("/app/invitations?done=revoked")),
+        Err(e) => with_error(&st, &p, e).await,
+    }
+}
+
+pub struct Method {
+    pub label: String,
+    pub url: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "invitation_accept.html")]
+pub struct AcceptPage {
+    layout: Layout,
+    action: String,
+    workspace: String,
+    role: &'static str,
+    invited_by: Option<String>,
+    email: String,
+    /// Signed in: as whom, and whether that is the invited address.
+    signed_in_as: Option<String>,
+    matches: bool,
+    /// Signed out: the identity providers that return here.
+    methods: Vec<Method>,
+}
+
+/// Identity providers with a browser flow, each returning to `next`.
+fn methods(st: &AppState, next: &str) -> Vec<Method> {
+    let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+    st.services
+        .config
+        .auth
+        .providers
+        .iter()
+        .filter(|(_, p)| p.client_id.is_some())
+        .map(|(name, p)| Method {
+            label: format!("Continue with {}", p.label(name)),
+            url: format!("/v1/auth/{name}/start?next={next}"),
+        })
+        .collect()
+}
+
+/// The signed-in person of this browser, if any.
+async fn visitor(st: &AppState, session: Session) -> Result<Option<PageUser>, UiError> {
+    Ok(session::cookie_user(st, &session)
+        .await?
+        .map(|(user, csrf)| PageUser {
+            user,
+            csrf,
+            session,
+        }))
+}
+
+/// GET /app/invitations/{token}: who invites whom to what, and one button.
+pub async fn accept_page(
+    _: PageAddressBudget,
+    State(st): State<AppState>,
+    session: Session,
+    PagePath(token): PagePath<String>,
+) -> Result<Response, UiError> {
+    let inv = invitations::preview(&st.services, &token).await?;
+    let here = format!("/app/invitations/{token}");
+    let who = visitor(&st, session).await?;
+    let layout = match &who {
+        Some(p) => Layout::signed_in(&st, p, "Invitation", "").await?,
+        None => Layout::public("Invitation"),
+    };
+    let signed_in_as = who.as_ref().map(|p| p.user.email.clone());
+    Ok(AcceptPage {
+        layout,
+        matches: signed_in_as
+            .as_deref()
+            .is_some_and(|e| e.eq_ignore_ascii_case(&inv.email)),
+        signed_in_as,
+        methods: methods(&st, &here),
+        action: here,
+        workspace: inv.workspace_name,
+        role: inv.role.as_str(),
+        invited_by: inv.invited_by_email,
+        email: inv.email,
+    }
+    .into_response())
+}
+
+/// POST /app/invitations/{token}: accepts. Signed in, as that person (CSRF
+/// checked); signed out with no identity provider configured, by the link
+/// itself, which also signs the person in. Either way the dashboard opens on
+/// the joined workspace.
+pub async fn accept_invitation(
+    _: PageAddressBudget,
+    State(st): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    PagePath(token): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    if let Some(p) = visitor(&st, session.clone()).await? {
+        check_csrf(&st, &headers, &p, &form)?;
+        invitations::accept(&st.services, &p.user, &token, true).await?;
+        return Ok(see_other("/app"));
+    }
+    // No session yet, so no form token: the origin check is what stops
+    // another site from posting the link on a visitor's behalf.
+    if !session::same_origin(&headers, &st.services.config) {
+        return Err(session::cross_origin(&headers, &st.services.config, "accepting").into());
+    }
+    if !methods(&st, "/app").is_empty() {
+        return Err(Error::new(
+            Code::AuthRequired,
+            "sign in first with one of the methods on the invitation page, then accept",
+        )
+        .into());
+    }
+    let header_text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(300).collect::<String>())
+    };
+    let meta = SessionMeta {
+        method: "invitation".into(),
+        kind: SessionKind::Browser,
+        client: header_text("x-service-client"),
+        user_agent: header_text(header::USER_AGENT.as_str()),
+    };
+    let (signed_in, _) = invitations::accept_by_link(&st.services, &token, meta).await?;
+    session::begin(&session, &signed_in).await?;
+    Ok(see_other("/app"))
+}

@@ -1,0 +1,348 @@
+//! Invitations (guide: "Invitations"): owners and admins invite by e-mail
+//! into the active workspace; the invited person accepts with the link's
+//! secret, signed in or, when no identity provider is configured, by the link
+//! itself. A second invitation to the same address replaces the pending one
+//! (the old link stops working), so "invite again" is how a lost link is
+//! resent.
+
+use rusqlite::Connection;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::domain::access::{self, Role};
+use crate::domain::{credentials, time};
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::caller::UserCaller;
+use crate::service::signin::{self, SessionMeta, SignedIn};
+use crate::store::invitations::{self as store, Invitation, NewInvitation};
+use crate::store::{users, workspaces};
+
+/// How long an invitation can be accepted.
+pub const LIFETIME: ::time::Duration = ::time::Duration::days(7);
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvitationCreate {
+    /// The address the invitation is for; whoever accepts must have this
+    /// verified e-mail (compared case-insensitively). One `@`, a dotted
+    /// domain, no spaces or control characters (`check_email` agrees).
+    #[schema(
+        min_length = 3,
+        max_length = 254,
+        pattern = "^[^@\\s\\u0000-\\u001f\\u007f-\\u009f]+@[^@.\\s\\u0000-\\u001f\\u007f-\\u009f]+(\\.[^@.\\s\\u0000-\\u001f\\u007f-\\u009f]+)+$"
+    )]
+    pub email: String,
+    /// The role the person gets on accepting. Only owners offer `owner`.
+    pub role: Role,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvitationAccept {
+    /// The secret at the end of `accept_url`.
+    #[schema(min_length = 1, max_length = 200)]
+    pub token: String,
+}
+
+/// A workspace the caller just joined, as the accept route answers it.
+#[derive(Clone, Debug)]
+pub struct Joined {
+    pub workspace: workspaces::Workspace,
+    pub role: Role,
+    /// Whether it is now the active workspace of the credential that accepted.
+    pub active: bool,
+}
+
+/// A created invitation and its one-time link.
+pub struct Created {
+    pub invitation: Invitation,
+    pub accept_url: String,
+}
+
+/// The address, trimmed, or a refusal a person can act on.
+pub fn check_email(raw: &str) -> Result<String> {
+    let e = raw.trim();
+    let bad = || {
+        Error::field(
+            "email",
+            "email must be one e-mail address such as ana@example.com (no spaces, at most 254 characters)",
+        )
+    };
+    if e.chars().count() > 254 || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad());
+    }
+    let Some((local, domain)) = e.split_once('@') else {
+        return Err(bad());
+    };
+    let labels: Vec<&str> = domain.split('.').collect();
+    if local.is_empty()
+        || labels.len() < 2
+        || labels.iter().any(|l| l.is_empty() || l.contains('@'))
+    {
+        return Err(bad());
+    }
+    Ok(e.to_owned())
+}
+
+fn not_found() -> Error {
+    Error::new(
+        Code::InvitationNotFound,
+        "no invitation with that id in this workspace",
+    )
+}
+
+fn link_not_found() -> Error {
+    Error::new(
+        Code::InvitationNotFound,
+        "this invitation is unknown, was already used, revoked or has expired; ask whoever invited you for a new one",
+    )
+}
+
+/// The active workspace, when the caller may manage its invitations.
+fn managed_workspace(user: &UserCaller) -> Result<(String, Role)> {
+    let m = user
+        .active_workspace()
+        .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
+    if !access::manages_workspace(m.role) {
+        return Err(refused_role(access::required_for_management()));
+    }
+    Ok((m.workspace_id.clone(), m.role))
+}
+
+fn refused_role(required: Role) -> Error {
+    let what = if required == Role::Owner {
+        "only workspace owners invite owners"
+    } else {
+        "only workspace owners and admins manage invitations"
+    };
+    Error::new(Code::Forbidden, what).with_detail("required_role", required.as_str())
+}
+
+/// Invites `email` with `role` into the caller's active workspace.
+pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> Result<Created> {
+    let (ws, my_role) = managed_workspace(user)?;
+    if !access::can_invite(my_role, req.role) {
+        return Err(refused_role(Role::Owner));
+    }
+    let email = check_email(&req.email)?;
+    let (uid, role, base) = (user.user_id.clone(), req.role, s.config.base_url.clone());
+    let now = s.clock.now();
+    s.db.write(move |c| {
+        let (created_at, expires_at) = (time::format(now), time::format(now + LIFETIME));
+        if let Some(u) = users::by_email(c, &email)?
+            && workspaces::role_of(c, &ws, &u.id)?.is_some()
+        {
+            return Err(Error::new(
+                Code::AlreadyMember,
+                format!("{email} is already a member of this workspace; change their role on the members page instead"),
+            )
+            .with_detail("user_id", u.id));
+        }
+        store::revoke_pending_for(c, &ws, &email, &created_at)?;
+        let secret = credentials::new_secret();
+        let new = NewInvitation {
+            workspace_id: &ws,
+            email: &email,
+            role,
+            invited_by: &uid,
+            created_at: &created_at,
+            expires_at: &expires_at,
+        };
+        let id = store::insert(c, &new, &secret)?;
+        let invitation = store::get(c, &ws, &id)?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("new invitation {id} not found")))?;
+        Ok(Created {
+            invitation,
+            accept_url: accept_url(&base, &secret),
+        })
+    })
+    .await
+}
+
+/// `<base_url>/app/invitations/<secret>`.
+pub fn accept_url(base_url: &str, secret: &str) -> String {
+    format!(
+        "{}/app/invitations/{secret}",
+        base_url.trim_end_matches('/')
+    )
+}
+
+/// The active workspace's invitations, newest first.
+pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<Invitation>> {
+    let (ws, _) = managed_workspace(user)?;
+    s.db.read(move |c| store::list(c, &ws)).await
+}
+
+/// Revokes an invitation that was not accepted; revoking one already revoked
+/// answers it again. Admins cannot revoke an invitation that offers `owner`.
+pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invitation> {
+    let (ws, my_role) = managed_workspace(user)?;
+    let now = time::format(s.clock.now());
+    s.db.write(move |c| {
+        let inv = store::get(c, &ws, &id)?.ok_or_else(not_found)?;
+        if !access::can_invite(my_role, inv.role) {
+            return Err(refused_role(Role::Owner));
+        }
+        match inv.status(&now) {
+            "accepted" => Err(Error::new(
+                Code::AlreadyMember,
+                format!(
+                    "{} accepted this invitation and is a member; remove them on the members page instead",
+                    inv.email
+                ),
+            )),
+            "revoked" => Ok(inv),
+            // Pending, or expired (revoking it changes nothing it could do).
+            _ => {
+                store::revoke(c, &ws, &id, &now)?;
+                store::get(c, &ws, &id)?.ok_or_else(not_found)
+            }
+        }
+    })
+    .await
+}
+
+/// A pending invitation by its link's secret, without using it (the accept
+/// page; link previewers fetch it too).
+pub async fn preview(s: &Services, secret: &str) -> Result<Invitation> {
+    let secret = secret.to_owned();
+    let now = time::format(s.clock.now());
+    s.db.read(move |c| pending(c, &secret, &now)).await
+}
+
+fn pending(c: &Connection, secret: &str, now: &str) -> Result<Invitation> {
+    store::by_secret(c, secret)?
+        .filter(|i| i.status(now) == "pending")
+        .ok_or_else(link_not_found)
+}
+
+/// Whether two addresses are the same person's: compared case-insensitively.
+fn same_email(a: &str, b: &str) -> bool {
+    a.trim().to_lowercase() == b.trim().to_lowercase()
+}
+
+/// The join itself, inside the writer's transaction: the invitation is
+/// pending, the person not yet a member, then pending → accepted by
+/// compare-and-set and the membership added. Anything refused writes nothing.
+fn join(c: &Connection, secret: &str, user_id: &str, email: &str, now: &str) -> Result<Invitation> {
+    let inv = pending(c, secret, now)?;
+    if !same_email(&inv.email, email) {
+        return Err(Error::new(
+            Code::InvitationEmailMismatch,
+            format!(
+                "this invitation is for {}, but you are signed in as {email}; sign in with the invited address or ask for an invitation to {email}",
+                inv.email
+            ),
+        ));
+    }
+    if workspaces::role_of(c, &inv.workspace_id, user_id)?.is_some() {
+        return Err(Error::new(
+            Code::AlreadyMember,
+            "you are already a member of this workspace",
+        )
+        .with_detail("workspace_id", inv.workspace_id.clone()));
+    }
+    if !store::accept(c, &inv.id, user_id, now)? {
+        return Err(link_not_found());
+    }
+    workspaces::add_member(c, &inv.workspace_id, user_id, inv.role, now)?;
+    Ok(inv)
+}
+
+/// The joined workspace, and whether `credential_id` now acts on it.
+fn joined(c: &Connection, inv: &Invitation, user_id: &str, credential_id: &str) -> Result<Joined> {
+    let workspace = workspaces::get(c, &inv.workspace_id)?.ok_or_else(|| {
+        Error::internal(anyhow::anyhow!("workspace {} vanished", inv.workspace_id))
+    })?;
+    let selected = store::credential_workspace(c, credential_id)?;
+    let memberships = workspaces::of_user(c, user_id)?;
+    let active_id = selected
+        .filter(|w| memberships.iter().any(|(m, _)| &m.id == w))
+        .or_else(|| memberships.first().map(|(m, _)| m.id.clone()));
+    Ok(Joined {
+        active: active_id.as_deref() == Some(workspace.id.as_str()),
+        workspace,
+        role: inv.role,
+    })
+}
+
+/// Accepts an invitation as the signed-in caller. `select` also makes the
+/// workspace the active one of the credential that accepted (the dashboard
+/// lands there).
+pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool) -> Result<Joined> {
+    if secret.is_empty() || secret.chars().count() > 200 {
+        return Err(Error::field(
+            "token",
+            "token must be the 1-200 characters after /app/invitations/ in the invitation link",
+        ));
+    }
+    let (secret, uid, email, cred) = (
+        secret.to_owned(),
+        user.user_id.clone(),
+        user.email.clone(),
+        user.credential_id.clone(),
+    );
+    let now = time::format(s.clock.now());
+    s.db.write(move |c| {
+        let inv = join(c, &secret, &uid, &email, &now)?;
+        if select {
+            users::select_workspace(c, &uid, &cred, &inv.workspace_id)?;
+        }
+        joined(c, &inv, &uid, &cred)
+    })
+    .await
+}
+
+/// Accepts by the link alone, signed out, when no identity provider is
+/// configured: the link went to the invited address, so holding it proves
+/// that address as a one-time sign-in link would. Finds or creates the person
+/// with that e-mail, opens a browser session on the joined workspace, and
+/// accepts, all in one transaction.
+pub async fn accept_by_link(
+    s: &Services,
+    secret: &str,
+    meta: SessionMeta,
+) -> Result<(SignedIn, Joined)> {
+    let secret = secret.to_owned();
+    let clock_now = s.clock.now();
+    s.db.write(move |c| {
+        let now = time::format(clock_now);
+        let inv = pending(c, &secret, &now)?;
+        let user = match users::by_email(c, &inv.email)? {
+            Some(u) => u,
+            None => users::create(c, &inv.email, None, &now)?,
+        };
+        join(c, &secret, &user.id, &user.email, &now)?;
+        let signed_in = signin::open_session(c, &user.id, &meta, clock_now)?;
+        users::select_workspace(c, &user.id, &signed_in.token_id, &inv.workspace_id)?;
+        let joined = joined(c, &inv, &user.id, &signed_in.token_id)?;
+        Ok((signed_in, joined))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_email;
+
+    #[test]
+    fn addresses_are_one_line_with_a_dotted_domain() {
+        assert_eq!(check_email(" Ana@Example.com ").unwrap(), "Ana@Example.com");
+        for bad in [
+            "",
+            "ana",
+            "ana@localhost",
+            "@example.com",
+            "ana@.com",
+            "ana@example.",
+            "a@b@example.com",
+            "a b@example.com",
+            "ana\u{0}@example.com",
+            "ana@exa\u{85}mple.com",
+        ] {
+            assert!(check_email(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_email(&format!("{}@example.com", "a".repeat(250))).is_err());
+    }
+}

@@ -1,0 +1,180 @@
+//! Invitations to a workspace (guide: "Invitations"): created with a secret
+//! whose SHA-256 alone is stored, listed, revoked, and accepted once by a
+//! compare-and-set on their pending state.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::domain::access::Role;
+use crate::domain::credentials::{hash_secret, hashes_match};
+use crate::domain::ids;
+use crate::error::Result;
+
+/// One invitation as stored, with the inviter's e-mail and the workspace's name.
+#[derive(Clone, Debug)]
+pub struct Invitation {
+    pub id: String,
+    pub workspace_id: String,
+    pub workspace_name: String,
+    pub email: String,
+    pub role: Role,
+    pub invited_by: Option<String>,
+    pub invited_by_email: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub accepted_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+impl Invitation {
+    /// `pending`, `accepted`, `revoked` or `expired` at `now` (RFC 3339
+    /// strings compare in time order).
+    pub fn status(&self, now: &str) -> &'static str {
+        if self.accepted_at.is_some() {
+            "accepted"
+        } else if self.revoked_at.is_some() {
+            "revoked"
+        } else if self.expires_at.as_str() <= now {
+            "expired"
+        } else {
+            "pending"
+        }
+    }
+}
+
+/// What a new invitation records.
+pub struct NewInvitation<'a> {
+    pub workspace_id: &'a str,
+    pub email: &'a str,
+    pub role: Role,
+    pub invited_by: &'a str,
+    pub created_at: &'a str,
+    pub expires_at: &'a str,
+}
+
+const COLS: &str = "i.id, i.workspace_id, w.name, i.email, i.role, i.invited_by, u.email, \
+     i.created_at, i.expires_at, i.accepted_at, i.revoked_at";
+const FROM: &str = "invitations i JOIN workspaces w ON w.id = i.workspace_id \
+     LEFT JOIN users u ON u.id = i.invited_by";
+
+fn row_at(r: &Row, at: usize) -> rusqlite::Result<Invitation> {
+    let role: String = r.get(at + 4)?;
+    Ok(Invitation {
+        id: r.get(at)?,
+        workspace_id: r.get(at + 1)?,
+        workspace_name: r.get(at + 2)?,
+        email: r.get(at + 3)?,
+        // The table's CHECK admits only the four role names.
+        role: Role::parse(&role).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                at + 4,
+                rusqlite::types::Type::Text,
+                format!("unknown role `{role}`").into(),
+            )
+        })?,
+        invited_by: r.get(at + 5)?,
+        invited_by_email: r.get(at + 6)?,
+        created_at: r.get(at + 7)?,
+        expires_at: r.get(at + 8)?,
+        accepted_at: r.get(at + 9)?,
+        revoked_at: r.get(at + 10)?,
+    })
+}
+
+/// Stores a new invitation under the hash of `secret`; returns its id.
+pub fn insert(c: &Connection, n: &NewInvitation, secret: &str) -> Result<String> {
+    let id = ids::new_id(ids::INVITATION);
+    c.execute(
+        "INSERT INTO invitations(id, workspace_id, email, role, invited_by, token_hash, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            id,
+            n.workspace_id,
+            n.email,
+            n.role.as_str(),
+            n.invited_by,
+            hash_secret(secret),
+            n.created_at,
+            n.expires_at
+        ],
+    )?;
+    Ok(id)
+}
+
+/// One invitation of a workspace.
+pub fn get(c: &Connection, workspace_id: &str, id: &str) -> Result<Option<Invitation>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {COLS} FROM {FROM} WHERE i.id = ?1 AND i.workspace_id = ?2"
+    ))?
+    .query_row([id, workspace_id], |r| row_at(r, 0))
+    .optional()?)
+}
+
+/// A workspace's invitations, newest first.
+pub fn list(c: &Connection, workspace_id: &str) -> Result<Vec<Invitation>> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {COLS} FROM {FROM} WHERE i.workspace_id = ?1 ORDER BY i.created_at DESC, i.id DESC"
+    ))?;
+    let rows = st.query_map([workspace_id], |r| row_at(r, 0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The invitation a secret belongs to, whatever its state. The row is found
+/// by the secret's hash, then the hashes are compared again in constant time.
+pub fn by_secret(c: &Connection, secret: &str) -> Result<Option<Invitation>> {
+    let hash = hash_secret(secret);
+    let row = c
+        .prepare_cached(&format!(
+            "SELECT i.token_hash, {COLS} FROM {FROM} WHERE i.token_hash = ?1"
+        ))?
+        .query_row([&hash], |r| Ok((r.get::<_, String>(0)?, row_at(r, 1)?)))
+        .optional()?;
+    Ok(row.and_then(|(stored, inv)| hashes_match(&stored, &hash).then_some(inv)))
+}
+
+/// Revokes an invitation that was neither accepted nor revoked (an expired
+/// one included); false otherwise.
+pub fn revoke(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result<bool> {
+    Ok(c.execute(
+        "UPDATE invitations SET revoked_at = ?3 WHERE id = ?1 AND workspace_id = ?2
+           AND accepted_at IS NULL AND revoked_at IS NULL",
+        params![id, workspace_id, now],
+    )? == 1)
+}
+
+/// Revokes every pending invitation of `email` to a workspace (a new one
+/// replaces them); returns how many.
+pub fn revoke_pending_for(
+    c: &Connection,
+    workspace_id: &str,
+    email: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.execute(
+        "UPDATE invitations SET revoked_at = ?3 WHERE workspace_id = ?1 AND email = ?2
+           AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?3",
+        params![workspace_id, email, now],
+    )?)
+}
+
+/// Accepts a pending invitation: pending → accepted, once. False when it was
+/// no longer pending (accepted, revoked or expired meanwhile), so two
+/// concurrent accepts of one token cannot both succeed.
+pub fn accept(c: &Connection, id: &str, user_id: &str, now: &str) -> Result<bool> {
+    Ok(c.execute(
+        "UPDATE invitations SET accepted_at = ?3, accepted_by = ?2 WHERE id = ?1
+           AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?3",
+        params![id, user_id, now],
+    )? == 1)
+}
+
+/// The workspace a credential selected (None: its oldest membership), to say
+/// whether an accepted invitation's workspace is now the active one.
+pub fn credential_workspace(c: &Connection, credential_id: &str) -> Result<Option<String>> {
+    Ok(c.query_row(
+        "SELECT workspace_id FROM user_tokens WHERE id = ?1",
+        [credential_id],
+        |r| r.get::<_, Option<String>>(0),
+    )
+    .optional()?
+    .flatten())
+}

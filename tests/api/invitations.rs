@@ -1,0 +1,671 @@
+//! Invitations (guide: "Invitations"): who may invite whom, accepting once
+//! (also under concurrent accepts), refusals that write nothing, workspace
+//! isolation, the link's page in the dashboard, and the signed-out path in
+//! real Chromium.
+
+use std::time::Duration;
+
+use hds::domain::access::Role;
+use reqwest::header::{LOCATION, SET_COOKIE};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, Person, TestApp, browser_client, run_node, two_options};
+
+const INVITATIONS: &str = "/v1/workspaces/invitations";
+const ACCEPT: &str = "/v1/workspace-invitations/accept";
+
+/// A person with a verified e-mail and a token who belongs to no workspace
+/// yet, as a sign-in admitted by an invitation leaves them.
+fn newcomer(app: &TestApp, email: &str) -> Actor {
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let user = hds::store::users::create(&conn, email, None, &app.now()).unwrap();
+    let (token, _) =
+        hds::store::users::issue_token(&conn, &user.id, "test", None, &app.now()).unwrap();
+    let mut actor = app.bearer(&token);
+    actor.person = Some(Person {
+        id: user.id,
+        email: email.to_owned(),
+    });
+    actor
+}
+
+/// Invites `email` as `role` with `by`; returns the invitation and its token.
+async fn invite(by: &Actor, email: &str, role: &str) -> (Value, String) {
+    let r: Value = by
+        .post(INVITATIONS, json!({ "email": email, "role": role }), 201)
+        .await;
+    let inv = r["data"].clone();
+    let url = inv["accept_url"].as_str().unwrap();
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    (inv, token)
+}
+
+fn count(app: &TestApp, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open_with_flags(
+        app.data_dir().join("hds.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+async fn listed(by: &Actor) -> Vec<Value> {
+    let r: Value = by.get(INVITATIONS, 200).await;
+    assert_eq!(r["object"], "list");
+    r["data"].as_array().unwrap().clone()
+}
+
+fn status_of(list: &[Value], id: &Value) -> String {
+    list.iter().find(|i| &i["id"] == id).unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_admin_invites_a_new_person_who_accepts_and_then_sees_the_workspace_actions() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let action = app.create_action(two_options("Ship 2.4")).await;
+    let (inv, token) = invite(&admin, "Ana@Example.com", "reviewer").await;
+
+    assert!(inv["id"].as_str().unwrap().starts_with("inv_"), "{inv}");
+    assert_eq!(inv["email"], "Ana@Example.com");
+    assert_eq!(inv["role"], "reviewer");
+    assert_eq!(inv["status"], "pending");
+    assert_eq!(inv["invited_by"], admin.person().id.as_str());
+    let created = hds::domain::time::parse(inv["created_at"].as_str().unwrap()).unwrap();
+    let expires = hds::domain::time::parse(inv["expires_at"].as_str().unwrap()).unwrap();
+    assert_eq!(expires - created, time::Duration::days(7));
+    let url = inv["accept_url"].as_str().unwrap();
+    assert_eq!(url, format!("{}/app/invitations/{token}", app.base));
+    // Only the hash is kept; the list never shows the link again.
+    assert_eq!(
+        count(
+            &app,
+            &format!("SELECT count(*) FROM invitations WHERE token_hash = '{token}'")
+        ),
+        0
+    );
+    let list = listed(&admin).await;
+    assert_eq!(list.len(), 1);
+    assert!(list[0].get("accept_url").is_none(), "{}", list[0]);
+
+    // The invited person: a different case of the same address.
+    let ana = newcomer(&app, "ana@example.com");
+    let joined: Value = ana.post(ACCEPT, json!({ "token": token }), 200).await;
+    let ws = &joined["data"];
+    assert_eq!(ws["role"], "reviewer");
+    assert_eq!(ws["kind"], "team");
+    assert_eq!(ws["active"], true);
+    assert!(ws["id"].as_str().unwrap().starts_with("ws_"));
+    assert!(ws["name"].is_string() && ws["created_at"].is_string());
+
+    let inbox: Value = ana.get("/v1/me/actions", 200).await;
+    assert_eq!(inbox["data"][0]["id"], action["id"], "{inbox}");
+    let one: Value = ana
+        .get(
+            &format!("/v1/actions/{}", action["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(one["data"]["title"], "Ship 2.4");
+    assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "accepted");
+
+    // Used: the token works once.
+    ana.post_err(
+        ACCEPT,
+        json!({ "token": token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+    // Accepted: revoking says the person is a member now.
+    let path = format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap());
+    let r = admin.call(Method::DELETE, &path, None, &[]).await;
+    r.error(409, "ALREADY_MEMBER");
+}
+
+#[tokio::test]
+async fn a_mismatched_email_is_refused_and_nothing_is_written() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (inv, token) = invite(&admin, "ana@example.com", "viewer").await;
+    let bob = newcomer(&app, "bob@example.com");
+    let members = app.count_rows("memberships");
+
+    let e = bob
+        .post_err(
+            ACCEPT,
+            json!({ "token": token }),
+            403,
+            "INVITATION_EMAIL_MISMATCH",
+        )
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("ana@example.com"),
+        "{e}"
+    );
+    assert_eq!(app.count_rows("memberships"), members);
+    assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "pending");
+    // The right person still can.
+    let ana = newcomer(&app, "ana@example.com");
+    let _: Value = ana.post(ACCEPT, json!({ "token": token }), 200).await;
+}
+
+#[tokio::test]
+async fn revoked_expired_and_unknown_tokens_are_not_found() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let ana = newcomer(&app, "ana@example.com");
+
+    // Revoked.
+    let (inv, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    let path = format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap());
+    let revoked: Value = admin.delete(&path, 200).await;
+    assert_eq!(revoked["data"]["status"], "revoked");
+    assert_eq!(revoked["data"]["id"], inv["id"]);
+    let again: Value = admin.delete(&path, 200).await;
+    assert_eq!(again["data"]["status"], "revoked");
+    ana.post_err(
+        ACCEPT,
+        json!({ "token": token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+
+    // Expired: seven days on the server's clock.
+    let (inv, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::days(7) + time::Duration::seconds(1));
+    assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "expired");
+    ana.post_err(
+        ACCEPT,
+        json!({ "token": token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+
+    // Unknown.
+    ana.post_err(
+        ACCEPT,
+        json!({ "token": "Jd8notarealtoken" }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+    let r = admin
+        .call(
+            Method::DELETE,
+            &format!("{INVITATIONS}/inv_nope"),
+            None,
+            &[],
+        )
+        .await;
+    r.error(404, "INVITATION_NOT_FOUND");
+    assert_eq!(app.count_rows("memberships"), 1);
+}
+
+#[tokio::test]
+async fn a_second_invitation_to_the_same_address_replaces_the_pending_one() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (first, old) = invite(&admin, "ana@example.com", "viewer").await;
+    let (second, new) = invite(&admin, "ANA@example.com", "reviewer").await;
+    let list = listed(&admin).await;
+    assert_eq!(status_of(&list, &first["id"]), "revoked");
+    assert_eq!(status_of(&list, &second["id"]), "pending");
+    let ana = newcomer(&app, "ana@example.com");
+    ana.post_err(ACCEPT, json!({ "token": old }), 404, "INVITATION_NOT_FOUND")
+        .await;
+    let joined: Value = ana.post(ACCEPT, json!({ "token": new }), 200).await;
+    assert_eq!(joined["data"]["role"], "reviewer");
+}
+
+#[tokio::test]
+async fn members_cannot_be_invited_or_accept_again() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let reviewer = app.member(Role::Reviewer);
+    let e = admin
+        .post_err(
+            INVITATIONS,
+            json!({ "email": reviewer.person().email.to_uppercase(), "role": "admin" }),
+            409,
+            "ALREADY_MEMBER",
+        )
+        .await;
+    assert_eq!(e["details"]["user_id"], reviewer.person().id.as_str());
+    assert_eq!(app.count_rows("invitations"), 0);
+
+    // Invited, then added some other way before accepting.
+    let (_, token) = invite(&admin, "ana@example.com", "viewer").await;
+    let ana = newcomer(&app, "ana@example.com");
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let ws = hds::store::workspaces::oldest(&conn).unwrap().unwrap();
+    hds::store::workspaces::add_member(&conn, &ws, &ana.person().id, Role::Viewer, &app.now())
+        .unwrap();
+    ana.post_err(ACCEPT, json!({ "token": token }), 409, "ALREADY_MEMBER")
+        .await;
+}
+
+#[tokio::test]
+async fn only_owners_and_admins_invite_and_only_owners_invite_owners() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let admin = app.member(Role::Admin);
+    for role in [Role::Reviewer, Role::Viewer] {
+        let who = app.member(role);
+        let e = who
+            .post_err(
+                INVITATIONS,
+                json!({ "email": "x@example.com", "role": "viewer" }),
+                403,
+                "FORBIDDEN",
+            )
+            .await;
+        assert_eq!(e["details"]["required_role"], "admin", "{role}");
+        let e = who.get_err(INVITATIONS, 403, "FORBIDDEN").await;
+        assert_eq!(e["details"]["required_role"], "admin");
+    }
+    let e = admin
+        .post_err(
+            INVITATIONS,
+            json!({ "email": "boss@example.com", "role": "owner" }),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+    assert_eq!(app.count_rows("invitations"), 0);
+    for role in ["admin", "reviewer", "viewer"] {
+        invite(&admin, &format!("{role}-by-admin@example.com"), role).await;
+    }
+    let (boss, _) = invite(&owner, "boss@example.com", "owner").await;
+    assert_eq!(boss["role"], "owner");
+    // An admin cannot revoke what they could not have offered.
+    let path = format!("{INVITATIONS}/{}", boss["id"].as_str().unwrap());
+    let r = admin.call(Method::DELETE, &path, None, &[]).await;
+    assert_eq!(
+        r.error(403, "FORBIDDEN")["details"]["required_role"],
+        "owner"
+    );
+    let reviewer = app.member(Role::Reviewer);
+    let r = reviewer.call(Method::DELETE, &path, None, &[]).await;
+    r.error(403, "FORBIDDEN");
+    assert_eq!(status_of(&listed(&owner).await, &boss["id"]), "pending");
+}
+
+#[tokio::test]
+async fn another_workspace_sees_none_of_these_invitations() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (inv, _) = invite(&admin, "ana@example.com", "viewer").await;
+    let outsider = app.outsider();
+    assert!(listed(&outsider).await.is_empty());
+    let path = format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap());
+    let r = outsider.call(Method::DELETE, &path, None, &[]).await;
+    r.error(404, "INVITATION_NOT_FOUND");
+    assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "pending");
+}
+
+#[tokio::test]
+async fn concurrent_accepts_of_one_token_succeed_exactly_once() {
+    let app = TestApp::spawn().await;
+    let (_, token) = invite(&app.admin(), "ana@example.com", "reviewer").await;
+    let ana = newcomer(&app, "ana@example.com");
+    let members = app.count_rows("memberships");
+    let url = ana.url(ACCEPT);
+    let bearer = ana.token().to_owned();
+    let tries = (0..8).map(|_| {
+        let (http, url, bearer, token) =
+            (app.http.clone(), url.clone(), bearer.clone(), token.clone());
+        tokio::spawn(async move {
+            let r = http
+                .post(url)
+                .bearer_auth(bearer)
+                .json(&json!({ "token": token }))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let body: Value = r.json().await.unwrap();
+            (status, body)
+        })
+    });
+    let results: Vec<(u16, Value)> = futures_join(tries).await;
+    let ok = results.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(ok, 1, "{results:?}");
+    for (s, body) in results.iter().filter(|(s, _)| *s != 200) {
+        assert_eq!(*s, 404, "{body}");
+        assert_eq!(body["error"]["code"], "INVITATION_NOT_FOUND");
+    }
+    assert_eq!(app.count_rows("memberships"), members + 1);
+}
+
+async fn futures_join<T: Send + 'static>(
+    handles: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for h in handles.collect::<Vec<_>>() {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn bad_input_on_every_invitation_route_is_refused_and_writes_nothing() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    for (body, field) in [
+        (json!({ "role": "viewer" }), "email"),
+        (json!({ "email": "ana@example.com" }), "role"),
+        (
+            json!({ "email": "not-an-address", "role": "viewer" }),
+            "email",
+        ),
+        (
+            json!({ "email": "ana@localhost", "role": "viewer" }),
+            "email",
+        ),
+        (
+            json!({ "email": "a b@example.com", "role": "viewer" }),
+            "email",
+        ),
+        (
+            json!({ "email": "ana\u{0}@example.com", "role": "viewer" }),
+            "email",
+        ),
+        (
+            json!({ "email": "ana@example.com", "role": "root" }),
+            "role",
+        ),
+        (
+            json!({ "email": "ana@example.com", "role": "viewer", "extra": 1 }),
+            "extra",
+        ),
+    ] {
+        let e = admin
+            .post_err(INVITATIONS, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert!(e.to_string().contains(field), "{body}: {e}");
+    }
+    let r = admin
+        .raw(
+            Method::POST,
+            INVITATIONS,
+            r#"{"email":"a@example.com","email":"b@example.com","role":"viewer"}"#,
+        )
+        .await;
+    r.error(422, "VALIDATION_ERROR");
+    let r = admin.raw(Method::POST, INVITATIONS, "[]").await;
+    r.error(422, "VALIDATION_ERROR");
+    assert_eq!(app.count_rows("invitations"), 0);
+
+    let ana = newcomer(&app, "ana@example.com");
+    for body in [
+        json!({}),
+        json!({ "token": "" }),
+        json!({ "token": 42 }),
+        json!({ "token": "x", "workspace_id": "ws_1" }),
+    ] {
+        ana.post_err(ACCEPT, body, 422, "VALIDATION_ERROR").await;
+    }
+    // Signed out, or with a Source key: no person to add.
+    app.anonymous()
+        .post_err(ACCEPT, json!({ "token": "x" }), 401, "AUTH_REQUIRED")
+        .await;
+    app.source()
+        .post_err(ACCEPT, json!({ "token": "x" }), 401, "INVALID_API_KEY")
+        .await;
+    app.anonymous()
+        .get_err(INVITATIONS, 401, "AUTH_REQUIRED")
+        .await;
+    let r = admin
+        .call(Method::DELETE, &format!("{INVITATIONS}/%00"), None, &[])
+        .await;
+    assert!(r.status.is_client_error(), "{}", r.body);
+    assert_eq!(app.count_rows("memberships"), 1);
+}
+
+#[tokio::test]
+async fn the_link_page_does_not_use_the_link_and_signs_in_by_it_when_no_provider_is_configured() {
+    let app = TestApp::spawn().await;
+    let action = app.create_action(two_options("Ship 2.5")).await;
+    let (_, token) = invite(&app.admin(), "ana@example.com", "reviewer").await;
+    let link = format!("{}/app/invitations/{token}", app.base);
+    let http = browser_client();
+    for _ in 0..2 {
+        let page = http.get(&link).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        let html = page.text().await.unwrap();
+        assert!(html.contains("Sign in and join"), "{html}");
+        assert!(html.contains("admin@example.com"), "{html}");
+    }
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM users WHERE email = 'ana@example.com'"
+        ),
+        0
+    );
+
+    // Another site cannot post it on a visitor's behalf.
+    let forged = http
+        .post(&link)
+        .header("origin", "https://evil.example")
+        .form(&[("x", "y")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM users WHERE email = 'ana@example.com'"
+        ),
+        0
+    );
+
+    let done = http
+        .post(&link)
+        .header("origin", &app.base)
+        .form(&[("x", "y")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 303, "{:?}", done.text().await);
+    assert_eq!(done.headers()[LOCATION], "/app");
+    assert!(
+        done.headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("service_session="))
+    );
+    let s: Value = http
+        .get(format!("{}/v1/auth/session", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(s["data"]["user"]["email"], "ana@example.com", "{s}");
+    let inbox: Value = http
+        .get(format!("{}/v1/me/actions", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(inbox["data"][0]["id"], action["id"], "{inbox}");
+
+    // Used: the page says so, and posting again does nothing.
+    let gone = http.get(&link).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
+    let again = browser_client()
+        .post(&link)
+        .header("origin", &app.base)
+        .form(&[("x", "y")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 404);
+}
+
+#[tokio::test]
+async fn signed_in_the_link_page_accepts_with_the_form_token_and_selects_the_workspace() {
+    let app = TestApp::spawn().await;
+    // The owner of a newer workspace invites the init admin, whose oldest
+    // workspace stays their default until something selects another.
+    let elsewhere = app.outsider();
+    let (inv, token) = invite(&elsewhere, "admin@example.com", "viewer").await;
+    let browser = app.browser(app.admin().person()).await;
+    let path = format!("/app/invitations/{token}");
+    let html = browser.page(&path).await;
+    assert!(html.contains("Accept and join"), "{html}");
+    assert!(html.contains(elsewhere.person().email.as_str()), "{html}");
+
+    // Without the form token: refused, nothing written.
+    let members = app.count_rows("memberships");
+    let r = browser.post_form(&path, Some(&app.base), &[]).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.count_rows("memberships"), members);
+    let r = browser
+        .post_form(&path, Some(&app.base), &[("_csrf", browser.csrf())])
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()[LOCATION], "/app");
+    assert_eq!(app.count_rows("memberships"), members + 1);
+    let me: Value = browser.get("/v1/bootstrap", 200).await;
+    let joined = &me["data"]["active_workspace"];
+    assert_eq!(joined["name"], "Elsewhere", "{me}");
+    assert_eq!(joined["role"], "viewer", "{me}");
+    assert_eq!(status_of(&listed(&elsewhere).await, &inv["id"]), "accepted");
+    // The bearer token of the same person still acts on its own default.
+    let api: Value = app.admin().get("/v1/bootstrap", 200).await;
+    assert_eq!(api["data"]["active_workspace"]["name"], "Test");
+}
+
+#[tokio::test]
+async fn the_invitations_page_shows_the_link_once_and_revokes() {
+    let app = TestApp::spawn().await;
+    let admin = app.browser(app.admin().person()).await;
+    let html = admin.page("/app/invitations").await;
+    assert!(html.contains("Create invitation"), "{html}");
+    let r = admin
+        .post_form(
+            "/app/invitations",
+            Some(&app.base),
+            &[
+                ("_csrf", admin.csrf()),
+                ("email", " ana@example.com "),
+                ("role", "reviewer"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(&format!("{}/app/invitations/", app.base)),
+        "{html}"
+    );
+    assert!(html.contains("data-copy=\"invitation-link\""), "{html}");
+    let again = admin.page("/app/invitations").await;
+    assert!(!again.contains(&format!("{}/app/invitations/", app.base)));
+    let list = listed(&app.admin()).await;
+    let id = list[0]["id"].as_str().unwrap();
+    let r = admin
+        .post_form(
+            &format!("/app/invitations/{id}/revoke"),
+            Some(&app.base),
+            &[("_csrf", admin.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(listed(&app.admin()).await[0]["status"], "revoked");
+
+    // A bad address is explained on the page, nothing written.
+    let r = admin
+        .post_form(
+            "/app/invitations",
+            Some(&app.base),
+            &[
+                ("_csrf", admin.csrf()),
+                ("email", "nope"),
+                ("role", "viewer"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(r.text().await.unwrap().contains("e-mail address"));
+    assert_eq!(app.count_rows("invitations"), 1);
+
+    // A reviewer sees no form.
+    let reviewer = app.member(Role::Reviewer);
+    let rb = app.browser(reviewer.person()).await;
+    let html = rb.page("/app/invitations").await;
+    assert!(!html.contains("Create invitation"));
+    assert!(html.contains("Only workspace owners and admins invite people"));
+}
+
+#[tokio::test]
+async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_workspace_inbox() {
+    let app = TestApp::spawn().await;
+    let link = app.signin_link("admin@example.com").await;
+    let env = [
+        ("BASE_URL", app.base.as_str()),
+        ("LINK", link.as_str()),
+        ("SOURCE_KEY", &app.live_key()),
+        ("INVITEE", "newcomer@example.com"),
+    ];
+    let r = run_node(
+        "browser-invite.mjs",
+        &env,
+        Duration::from_secs(90),
+        Some(&app),
+    )
+    .await;
+    assert_eq!(r["ok"], true, "{}", r["error"].as_str().unwrap_or_default());
+    assert_eq!(r["csp_violations"], json!([]));
+    assert_eq!(r["script_errors"], json!([]));
+    assert_eq!(r["link_prefix"], format!("{}/app/invitations/", app.base));
+    assert_eq!(r["copy_button"], true);
+    assert_eq!(r["offered"]["role"], "reviewer");
+    assert_eq!(r["signed_in_as"], "newcomer@example.com");
+    assert_eq!(r["again_status"], 404);
+    assert_eq!(r["admin_status"], "accepted");
+}
+
+#[tokio::test]
+async fn the_link_page_and_accepting_spend_the_client_address_budget() {
+    let app = TestApp::spawn_with(|c| {
+        c.anonymous_rate_limit = 1;
+        c.anonymous_burst = 2;
+    })
+    .await;
+    let (_, token) = invite(&app.admin(), "ana@example.com", "viewer").await;
+    let http = browser_client();
+    let link = format!("{}/app/invitations/{token}", app.base);
+    assert_eq!(http.get(&link).send().await.unwrap().status(), 200);
+    let ana = newcomer(&app, "ana@example.com");
+    ana.post_err(
+        ACCEPT,
+        json!({ "token": "wrong" }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+    let e = ana
+        .post_err(ACCEPT, json!({ "token": token }), 429, "RATE_LIMITED")
+        .await;
+    assert_eq!(e["details"]["scope"], "address");
+    assert_eq!(http.get(&link).send().await.unwrap().status(), 429);
+    assert_eq!(app.count_rows("memberships"), 1);
+}
