@@ -246,16 +246,18 @@ async fn search_matches_word_prefixes_case_and_accents() {
     );
     // A new title is found, the old one is not (the index follows PATCH).
     let path = format!("/v1/actions/{}", deploy["id"].as_str().unwrap());
-    app.patch(&path, &app.live_key(), json!({"title": "Ship release"}))
+    let patched = app
+        .patch(&path, &app.live_key(), json!({"title": "Ship release"}))
         .await
-        .ok(200);
+        .ok(200)["data"]
+        .clone();
     assert!(titles(app.get(&s("deploy"), &user).await.ok(200)).is_empty());
     assert_eq!(
         titles(app.get(&s("ship"), &user).await.ok(200)),
         ["Ship release"]
     );
     // Resolved Actions are found under their tab.
-    app.decide(&deploy, json!({"option_id": "approve"}))
+    app.decide(&patched, json!({"option_id": "approve"}))
         .await
         .ok(200);
     assert_eq!(
