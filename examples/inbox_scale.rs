@@ -33,6 +33,8 @@ use reqwest::StatusCode;
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 
+// Shared with bench and inbox_bench; this program uses only the server helpers.
+#[allow(dead_code)]
 mod common;
 use common::Server;
 
