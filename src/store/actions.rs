@@ -10,10 +10,19 @@ use crate::domain::action::{ActionRecord, Environment, Outcome, Priority, Resolu
 use crate::domain::receipt;
 use crate::error::Result;
 
-const SELECT: &str = "SELECT a.id, a.workspace_id, a.source_id, a.environment, a.status, a.action_version,
+macro_rules! select_fields {
+    () => {
+        "SELECT a.id, a.workspace_id, a.source_id, a.environment, a.status, a.action_version,
     a.fingerprint, a.spec, a.resolution, a.outcome, a.snoozed_until, a.created_at, a.updated_at, a.closed_at,
-    r.id, r.kid, r.jws
-    FROM actions a LEFT JOIN receipts r ON r.id = a.receipt_id";
+    r.id, r.kid, r.jws"
+    };
+}
+macro_rules! from_actions {
+    () => {
+        " FROM actions a LEFT JOIN receipts r ON r.id = a.receipt_id"
+    };
+}
+const SELECT: &str = concat!(select_fields!(), from_actions!());
 
 /// A nullable JSON column decoded as `T`.
 fn json_col<T: serde::de::DeserializeOwned>(
@@ -193,31 +202,80 @@ pub struct InboxQuery {
     pub now: String,
 }
 
+/// The FTS5 query of a `search`: each whitespace-separated word becomes a
+/// quoted prefix phrase (`"word"*`, inner `"` doubled), all of them required.
+/// Quoting makes every input literal: `AND`, `NEAR`, `-`, `*`, `"` or `(` are
+/// words or separators, never FTS syntax. Words without a letter or digit hold
+/// no token and are dropped; None when no word is left (the search matches
+/// nothing). Inside a word, punctuation splits tokens that must follow each
+/// other: `café-bar` finds "Cafe bar…".
+pub fn fts_query(search: &str) -> Option<String> {
+    let words: Vec<String> = search
+        .split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
 /// The inbox's WHERE clause: workspace, visibility and every filter but
-/// `status` (which `inbox` adds and `inbox_counts` groups by).
-fn inbox_filter(q: &InboxQuery) -> (String, Vec<SqlValue>) {
+/// `status` (which `inbox` adds and `inbox_counts` groups by), and the arms
+/// the query is the disjoint union of (one, or two for scope=mine).
+struct Filter {
+    sql: String,
+    args: Vec<SqlValue>,
+    arms: Vec<(&'static str, Vec<SqlValue>)>,
+    search: Search,
+}
+
+enum Search {
+    None,
+    /// A search without a letter or digit: nothing to look for, nothing matches.
+    Nothing,
+    /// The FTS5 query, matched on actions_fts.
+    Fts(String),
+}
+
+/// Which index serves which filter (each asserted by `tests::plans`):
+/// - environment=live|test: `actions_inbox` (workspace, environment, status,
+///   priority_rank, created_at, snoozed_until): an ordered seek, LIMIT stops it.
+/// - environment=all: no environment term (the CHECK allows only live and
+///   test), so `actions_inbox_all` (workspace, status, priority_rank, …) gives
+///   the same order for both; an `IN ('live','test')` would need a sort.
+/// - priority: one more equality column of the same indexes.
+/// - source_id: `actions_source_inbox` (source_id, environment, status, …).
+/// - scope=mine: a UNION ALL of `assignee_user_id = me` (partial index
+///   `actions_assignee_user`) and `assignee_email = my e-mail` not already
+///   mine by id (`actions_assignee_email`, on the generated lower-case column),
+///   merged in order; an OR of the two would walk the whole open inbox.
+/// - scope=unassigned: the partial index `actions_unassigned`.
+/// - status=snoozed: the partial index `actions_snoozed`, by wake-up time.
+/// - search: `rowid IN (actions_fts MATCH …)`, an ephemeral set probed while
+///   the ordered index is walked.
+fn inbox_filter(q: &InboxQuery) -> Filter {
     let mut sql = String::from(" WHERE a.workspace_id = ?");
     let mut args: Vec<SqlValue> = vec![q.workspace_id.clone().into()];
-    match q.environment {
-        Some(env) => {
-            sql.push_str(" AND a.environment = ?");
-            args.push(env.as_str().to_owned().into());
-        }
-        None => sql.push_str(" AND a.environment IN ('live', 'test')"),
+    if let Some(env) = q.environment {
+        // scope=mine: `+` keeps the planner off actions_inbox (an equality
+        // as long as the assignee index's), which would walk every open
+        // Action; the assignee indexes test the environment themselves.
+        sql.push_str(if q.scope == "mine" {
+            " AND +a.environment = ?"
+        } else {
+            " AND a.environment = ?"
+        });
+        args.push(env.as_str().to_owned().into());
     }
-    if let Some(s) = &q.search {
-        let escaped = s
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        sql.push_str(" AND a.title LIKE ? ESCAPE '\\'");
-        args.push(format!("%{escaped}%").into());
-    }
+    let search = match q.search.as_deref().map(fts_query) {
+        None => Search::None,
+        Some(None) => Search::Nothing,
+        Some(Some(m)) => Search::Fts(m),
+    };
     if let Some(s) = &q.source_id {
         sql.push_str(" AND a.source_id = ?");
         args.push(s.clone().into());
     }
-    // By rank, which the inbox index holds (the name is not indexed).
+    // By rank, which the inbox indexes hold (the name is not indexed).
     if let Some(rank) = q
         .priority
         .as_deref()
@@ -227,15 +285,25 @@ fn inbox_filter(q: &InboxQuery) -> (String, Vec<SqlValue>) {
         sql.push_str(" AND a.priority_rank = ?");
         args.push(rank.into());
     }
+    let mut arms: Vec<(&'static str, Vec<SqlValue>)> = vec![("", Vec::new())];
     match q.scope.as_str() {
         "mine" => {
-            sql.push_str(" AND (a.assignee_user_id = ? OR json_extract(a.spec, '$.assignee_email') = ? COLLATE NOCASE)");
-            args.push(q.user_id.clone().into());
-            args.push(q.user_email.clone().into());
+            // assignee_email is lower(json_extract(spec, '$.assignee_email'))
+            // (migration 0008): lower() folds ASCII as COLLATE NOCASE did.
+            arms = vec![
+                (
+                    " AND a.assignee_user_id = ?",
+                    vec![q.user_id.clone().into()],
+                ),
+                (
+                    " AND a.assignee_email = lower(?) AND a.assignee_user_id IS NOT ?",
+                    vec![q.user_email.clone().into(), q.user_id.clone().into()],
+                ),
+            ];
         }
-        "unassigned" => sql.push_str(
-            " AND a.assignee_user_id IS NULL AND json_extract(a.spec, '$.assignee_email') IS NULL",
-        ),
+        "unassigned" => {
+            sql.push_str(" AND a.assignee_user_id IS NULL AND a.assignee_email IS NULL");
+        }
         _ => {}
     }
     if !q.sees_restricted {
@@ -247,37 +315,77 @@ fn inbox_filter(q: &InboxQuery) -> (String, Vec<SqlValue>) {
         args.push(q.user_id.clone().into());
         args.push(q.user_email.clone().into());
     }
+    Filter {
+        sql,
+        args,
+        arms,
+        search,
+    }
+}
+
+/// The SQL and arguments of `inbox` (apart so the plan test can EXPLAIN it).
+fn inbox_sql(q: &InboxQuery) -> (String, Vec<SqlValue>) {
+    let mut f = inbox_filter(q);
+    match &f.search {
+        Search::None => {}
+        Search::Nothing => f.sql.push_str(" AND 0"),
+        Search::Fts(m) => {
+            f.sql.push_str(
+                " AND a.rowid IN (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?)",
+            );
+            f.args.push(m.clone().into());
+        }
+    }
+    let mut status_sql = String::new();
+    let mut status_args: Vec<SqlValue> = Vec::new();
+    match q.status.as_str() {
+        "all" => {}
+        "open" => {
+            status_sql.push_str(
+                " AND a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)",
+            );
+            status_args.push(q.now.clone().into());
+        }
+        "snoozed" => {
+            status_sql.push_str(" AND a.status = 'open' AND a.snoozed_until > ?");
+            status_args.push(q.now.clone().into());
+        }
+        other => {
+            status_sql.push_str(" AND a.status = ?");
+            status_args.push(other.to_owned().into());
+        }
+    }
+    let mut sql = String::new();
+    let mut args = Vec::new();
+    for (i, (arm, arm_args)) in f.arms.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(" UNION ALL ");
+        }
+        // Column 18 is priority_rank, for the ORDER BY of the union.
+        sql.push_str(&format!(
+            "{}, a.priority_rank{}{}{arm}{status_sql}",
+            select_fields!(),
+            from_actions!(),
+            f.sql
+        ));
+        args.extend(f.args.iter().cloned());
+        args.extend(arm_args.iter().cloned());
+        args.extend(status_args.iter().cloned());
+    }
+    // Result columns: 12 created_at, 18 priority_rank.
+    if q.status == "open" || q.status == "snoozed" {
+        sql.push_str(" ORDER BY 18, 12");
+    } else {
+        sql.push_str(" ORDER BY 12 DESC");
+    }
+    sql.push_str(" LIMIT ?");
+    args.push((q.limit + 1).into());
     (sql, args)
 }
 
 /// Lists the inbox; fetches one more than asked so the caller knows `has_more`.
 pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
-    let (filter, mut args) = inbox_filter(q);
-    let mut sql = format!("{SELECT}{filter}");
-    match q.status.as_str() {
-        "all" => {}
-        "open" => {
-            sql.push_str(
-                " AND a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)",
-            );
-            args.push(q.now.clone().into());
-        }
-        "snoozed" => {
-            sql.push_str(" AND a.status = 'open' AND a.snoozed_until > ?");
-            args.push(q.now.clone().into());
-        }
-        other => {
-            sql.push_str(" AND a.status = ?");
-            args.push(other.to_owned().into());
-        }
-    }
-    if q.status == "open" || q.status == "snoozed" {
-        sql.push_str(" ORDER BY a.priority_rank, a.created_at");
-    } else {
-        sql.push_str(" ORDER BY a.created_at DESC");
-    }
-    sql.push_str(" LIMIT ?");
-    args.push((q.limit + 1).into());
+    let (sql, args) = inbox_sql(q);
     let mut st = c.prepare_cached(&sql)?;
     let rows = st.query_map(params_from_iter(args), map_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -293,27 +401,242 @@ pub struct InboxCounts {
     pub expired: i64,
 }
 
-/// One `count(*)` per tab, each an equality seek on `actions_tabs`: without
-/// text or visibility filters the counts never read the table, so closed
-/// history does not slow the inbox down.
-pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<InboxCounts> {
-    let (filter, args) = inbox_filter(q);
-    let count = |condition: &str, extra: Option<&str>| -> Result<i64> {
-        let sql = format!("SELECT count(*) FROM actions a{filter} AND {condition}");
-        let mut all = args.clone();
-        if let Some(x) = extra {
-            all.push(x.to_owned().into());
+/// The count queries of `inbox_counts`, each returning the five tabs (open,
+/// snoozed, resolved, cancelled, expired) of one arm; None when nothing can
+/// match. Without a search, one `count(*)` per tab, each an equality seek on
+/// an index that holds every column it tests (`actions_tabs`,
+/// `actions_inbox_all`, the assignee and unassigned indexes): without
+/// visibility filters the counts never read the table, so closed history does
+/// not slow the inbox down. A search is counted in one pass over its matches
+/// (CROSS JOIN: actions_fts drives, one row read per match).
+fn counts_sql(q: &InboxQuery) -> Option<Vec<(String, Vec<SqlValue>)>> {
+    let f = inbox_filter(q);
+    let mut out = Vec::new();
+    for (arm, arm_args) in &f.arms {
+        let mut base = f.args.clone();
+        base.extend(arm_args.iter().cloned());
+        match &f.search {
+            Search::Nothing => return None,
+            Search::Fts(m) => {
+                let rest = f.sql.strip_prefix(" WHERE").unwrap_or(&f.sql);
+                let sql = format!(
+                    "SELECT count(*) FILTER (WHERE a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?1)),
+                        count(*) FILTER (WHERE a.status = 'open' AND a.snoozed_until > ?1),
+                        count(*) FILTER (WHERE a.status = 'resolved'),
+                        count(*) FILTER (WHERE a.status = 'cancelled'),
+                        count(*) FILTER (WHERE a.status = 'expired')
+                     FROM actions_fts f CROSS JOIN actions a ON a.rowid = f.rowid
+                     WHERE f.actions_fts MATCH ?2 AND{rest}{arm}"
+                );
+                let mut all: Vec<SqlValue> = vec![q.now.clone().into(), m.clone().into()];
+                all.extend(base);
+                out.push((sql, all));
+            }
+            Search::None => {
+                // open (snoozed included) - snoozed = open, as the list shows it.
+                let sql = format!(
+                    "SELECT (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'open'),
+                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'open' AND a.snoozed_until > ?),
+                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'resolved'),
+                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'cancelled'),
+                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'expired')",
+                    w = f.sql
+                );
+                let mut all: Vec<SqlValue> = Vec::new();
+                for i in 0..5 {
+                    all.extend(base.iter().cloned());
+                    if i == 1 {
+                        all.push(q.now.clone().into());
+                    }
+                }
+                out.push((sql, all));
+            }
         }
-        Ok(c.prepare_cached(&sql)?
-            .query_row(params_from_iter(all), |r| r.get(0))?)
+    }
+    Some(out)
+}
+
+/// How many Actions each inbox tab holds under the same filters.
+pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<InboxCounts> {
+    let mut n = InboxCounts::default();
+    let Some(queries) = counts_sql(q) else {
+        return Ok(n);
     };
-    let open_all = count("a.status = 'open'", None)?;
-    let snoozed = count("a.status = 'open' AND a.snoozed_until > ?", Some(&q.now))?;
-    Ok(InboxCounts {
-        open: open_all - snoozed,
-        snoozed,
-        resolved: count("a.status = 'resolved'", None)?,
-        cancelled: count("a.status = 'cancelled'", None)?,
-        expired: count("a.status = 'expired'", None)?,
-    })
+    let searching = matches!(inbox_filter(q).search, Search::Fts(_));
+    for (sql, args) in queries {
+        let r: [i64; 5] = c
+            .prepare_cached(&sql)?
+            .query_row(params_from_iter(args), |r| {
+                Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])
+            })?;
+        // Without a search the first column counts snoozed ones too.
+        n.open += if searching { r[0] } else { r[0] - r[1] };
+        n.snoozed += r[1];
+        n.resolved += r[2];
+        n.cancelled += r[3];
+        n.expired += r[4];
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(f: impl FnOnce(&mut InboxQuery)) -> InboxQuery {
+        let mut q = InboxQuery {
+            workspace_id: "ws".into(),
+            user_id: "usr".into(),
+            user_email: "Me@Example.com".into(),
+            sees_restricted: true,
+            status: "open".into(),
+            search: None,
+            source_id: None,
+            priority: None,
+            environment: Some(Environment::Live),
+            scope: "all".into(),
+            limit: 100,
+            now: "2026-01-01T00:00:00.000Z".into(),
+        };
+        f(&mut q);
+        q
+    }
+
+    /// A step that reads every row of actions (an FTS step must use MATCH).
+    fn scans(step: &str) -> bool {
+        let full = |t: &str| step == t || step.starts_with(&format!("{t} "));
+        full("SCAN a")
+            || full("SCAN actions")
+            || (step.contains("actions_fts") && !step.contains(":M"))
+    }
+
+    fn plan(c: &Connection, sql: &str, args: &[SqlValue]) -> Vec<String> {
+        let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        st.query_map(params_from_iter(args), |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Every inbox filter (with the default status=open order and limit) and
+    /// its tab counts seek an index or the FTS table: no step scans actions,
+    /// and the lists need no sort but where the set is small (snoozed, mine
+    /// by e-mail merge).
+    #[test]
+    fn plans() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let cases: Vec<(&str, InboxQuery, &str)> = vec![
+            ("default", query(|_| {}), "actions_inbox "),
+            (
+                "environment=all",
+                query(|q| q.environment = None),
+                "actions_inbox_all",
+            ),
+            (
+                "search",
+                query(|q| q.search = Some("deploy prod".into())),
+                "actions_fts",
+            ),
+            (
+                "search+all",
+                query(|q| {
+                    q.search = Some("x".into());
+                    q.environment = None
+                }),
+                "actions_fts",
+            ),
+            (
+                "scope=mine",
+                query(|q| q.scope = "mine".into()),
+                "actions_assignee_email",
+            ),
+            (
+                "scope=mine+all",
+                query(|q| {
+                    q.scope = "mine".into();
+                    q.environment = None
+                }),
+                "actions_assignee_user",
+            ),
+            (
+                "scope=unassigned",
+                query(|q| q.scope = "unassigned".into()),
+                "actions_unassigned",
+            ),
+            (
+                "priority",
+                query(|q| q.priority = Some("high".into())),
+                "priority_rank=?",
+            ),
+            (
+                "priority+all",
+                query(|q| {
+                    q.priority = Some("high".into());
+                    q.environment = None
+                }),
+                "actions_inbox_all",
+            ),
+            (
+                "source_id",
+                query(|q| q.source_id = Some("src".into())),
+                "actions_source_inbox",
+            ),
+            (
+                "status=snoozed",
+                query(|q| q.status = "snoozed".into()),
+                "snoozed_until>?",
+            ),
+            (
+                "status=snoozed+all",
+                query(|q| {
+                    q.status = "snoozed".into();
+                    q.environment = None
+                }),
+                "snoozed_until>?",
+            ),
+            (
+                "member",
+                query(|q| q.sees_restricted = false),
+                "actions_inbox ",
+            ),
+        ];
+        for (name, q, index) in cases {
+            let (sql, args) = inbox_sql(&q);
+            let p = plan(&c, &sql, &args);
+            let text = p.join("\n");
+            println!("{name}:\n{text}\n");
+            assert!(
+                p.iter().any(|s| s.contains(index)),
+                "{name}: expected {index}:\n{text}"
+            );
+            for step in &p {
+                assert!(!scans(step), "{name} scans:\n{text}");
+            }
+            if !["status=snoozed", "status=snoozed+all"].contains(&name) {
+                assert!(!text.contains("TEMP B-TREE"), "{name} sorts:\n{text}");
+            }
+            for (sql, args) in counts_sql(&q).unwrap() {
+                let p = plan(&c, &sql, &args);
+                let text = p.join("\n");
+                for step in &p {
+                    assert!(!scans(step), "{name} counts scan:\n{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fts_queries_quote_every_word() {
+        assert_eq!(
+            fts_query("Deploy prod").as_deref(),
+            Some("\"Deploy\"* \"prod\"*")
+        );
+        assert_eq!(fts_query("a\"b").as_deref(), Some("\"a\"\"b\"*"));
+        assert_eq!(
+            fts_query(" AND - * \" NEAR( ").as_deref(),
+            Some("\"AND\"* \"NEAR(\"*")
+        );
+        assert_eq!(fts_query("- * \""), None);
+    }
 }

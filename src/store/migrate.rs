@@ -11,6 +11,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0003_inbox_tabs.sql")),
         M::up(include_str!("../../migrations/0004_active_workspace.sql")),
         M::up(include_str!("../../migrations/0005_invitations.sql")),
+        M::up(include_str!("../../migrations/0006_inbox_search.sql")),
     ])
 }
 

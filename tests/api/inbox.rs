@@ -122,3 +122,198 @@ async fn inbox_filters_sort_and_bound() {
         .await
         .ok(200);
 }
+
+/// `search` (FTS5): every word must begin a word of the title, in any case
+/// and with or without accents; odd input is literal text, never a 500; it
+/// combines with the other filters and follows title changes.
+#[tokio::test]
+async fn search_matches_word_prefixes_case_and_accents() {
+    let app = TestApp::spawn().await;
+    let user = app.user_token();
+    let deploy = app
+        .create_action(two_options("Déployer la Version 2.4 to PROD"))
+        .await;
+    let mut urgent = two_options("Rotate the café-bar keys");
+    urgent["priority"] = json!("urgent");
+    app.create_action(urgent).await;
+    app.create_action(two_options("Quote \"AND\" NEAR(x) -minus *star*"))
+        .await;
+    app.create_action_with(&app.test_key(), two_options("Deploy test thing"))
+        .await;
+    let s = |q: &str| format!("/v1/me/actions?search={}", urlencode(q));
+
+    for (q, want) in [
+        ("deploy", vec!["Déployer la Version 2.4 to PROD"]),
+        ("DÉPLOY", vec!["Déployer la Version 2.4 to PROD"]),
+        ("prod deplo", vec!["Déployer la Version 2.4 to PROD"]),
+        ("version 2.4", vec!["Déployer la Version 2.4 to PROD"]),
+        ("CAFE", vec!["Rotate the café-bar keys"]),
+        ("cafe-bar", vec!["Rotate the café-bar keys"]),
+        ("ploy", vec![]),
+        ("deploy keys", vec![]),
+        ("\"and\"", vec!["Quote \"AND\" NEAR(x) -minus *star*"]),
+        ("near(", vec!["Quote \"AND\" NEAR(x) -minus *star*"]),
+        ("-minus", vec!["Quote \"AND\" NEAR(x) -minus *star*"]),
+        ("*sta", vec!["Quote \"AND\" NEAR(x) -minus *star*"]),
+    ] {
+        assert_eq!(
+            titles(app.get(&s(q), &user).await.ok(200)),
+            want,
+            "search={q}"
+        );
+    }
+    // FTS syntax and punctuation are text: 200, never a 500.
+    for odd in [
+        "\"",
+        "*",
+        "AND",
+        "OR",
+        "NOT",
+        "-",
+        "NEAR",
+        "NEAR(a b)",
+        "a AND",
+        "(",
+        ")",
+        "^x",
+        "col:x",
+        "title:deploy",
+        "\"\"\"",
+        "a\"b",
+        "{x}",
+        "+",
+        "'",
+        "\\",
+        "%",
+        "_",
+        "\u{0}",
+        "\u{7}x",
+        "🚀",
+        "x*y*",
+        "AND OR NOT",
+        ":",
+    ] {
+        app.get(&s(odd), &user).await.ok(200);
+        app.get(
+            &format!("{}&environment=all&status=all&scope=mine", s(odd)),
+            &user,
+        )
+        .await
+        .ok(200);
+    }
+    // No letter or digit: nothing matches.
+    assert!(titles(app.get(&s("- * \""), &user).await.ok(200)).is_empty());
+    // Combined with the other filters.
+    assert_eq!(
+        titles(
+            app.get(&format!("{}&environment=all", s("depl")), &user)
+                .await
+                .ok(200)
+        ),
+        ["Déployer la Version 2.4 to PROD", "Deploy test thing"]
+    );
+    assert_eq!(
+        titles(
+            app.get(&format!("{}&environment=test", s("depl")), &user)
+                .await
+                .ok(200)
+        ),
+        ["Deploy test thing"]
+    );
+    assert!(
+        titles(
+            app.get(&format!("{}&priority=urgent", s("depl")), &user)
+                .await
+                .ok(200)
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        titles(
+            app.get(&format!("{}&priority=urgent", s("rot")), &user)
+                .await
+                .ok(200)
+        ),
+        ["Rotate the café-bar keys"]
+    );
+    assert!(
+        titles(
+            app.get(&format!("{}&scope=mine", s("rot")), &user)
+                .await
+                .ok(200)
+        )
+        .is_empty()
+    );
+    // A new title is found, the old one is not (the index follows PATCH).
+    let path = format!("/v1/actions/{}", deploy["id"].as_str().unwrap());
+    let patched = app
+        .patch(&path, &app.live_key(), json!({"title": "Ship release"}))
+        .await
+        .ok(200)["data"]
+        .clone();
+    assert!(titles(app.get(&s("deploy"), &user).await.ok(200)).is_empty());
+    assert_eq!(
+        titles(app.get(&s("ship"), &user).await.ok(200)),
+        ["Ship release"]
+    );
+    // Resolved Actions are found under their tab.
+    app.decide(&patched, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    assert_eq!(
+        titles(
+            app.get(&format!("{}&status=resolved", s("ship")), &user)
+                .await
+                .ok(200)
+        ),
+        ["Ship release"]
+    );
+}
+
+/// scope=mine matches the e-mail assignee in any ASCII case, once even when
+/// the user id matches too; scope=unassigned excludes both.
+#[tokio::test]
+async fn scope_mine_by_id_or_email() {
+    let app = TestApp::spawn().await;
+    let user = app.user_token();
+    let me = app.creds["user_id"].clone();
+    let mut by_id = two_options("By id");
+    by_id["assignee_user_id"] = me.clone();
+    app.create_action(by_id).await;
+    let mut by_mail = two_options("By mail");
+    by_mail["assignee_email"] = json!("ADMIN@Example.com");
+    app.create_action(by_mail).await;
+    let mut both = two_options("Both");
+    both["priority"] = json!("urgent");
+    both["assignee_user_id"] = me;
+    both["assignee_email"] = json!("admin@example.com");
+    app.create_action(both).await;
+    let mut other = two_options("Other");
+    other["assignee_email"] = json!("else@example.com");
+    app.create_action(other).await;
+    app.create_action(two_options("Nobody")).await;
+    assert_eq!(
+        titles(app.get("/v1/me/actions?scope=mine", &user).await.ok(200)),
+        ["Both", "By id", "By mail"]
+    );
+    assert_eq!(
+        titles(
+            app.get("/v1/me/actions?scope=unassigned", &user)
+                .await
+                .ok(200)
+        ),
+        ["Nobody"]
+    );
+    assert_eq!(
+        titles(
+            app.get("/v1/me/actions?scope=mine&environment=all&search=by", &user)
+                .await
+                .ok(200)
+        ),
+        ["By id", "By mail"]
+    );
+}
+
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
