@@ -25,6 +25,7 @@ pub enum Code {
     InvalidIdToken,
     // 403 (SPEC leaves the codes open)
     Forbidden,
+    SelfApprovalForbidden,
     SigninNotAllowed,
     CsrfFailed,
     // 404
@@ -44,6 +45,7 @@ pub enum Code {
     IdempotencyConflict,
     ApprovalVoteRequired,
     VoteAlreadyCast,
+    ActionAlreadyClaimed,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -74,6 +76,7 @@ impl Code {
             SourceRevoked => "SOURCE_REVOKED",
             InvalidIdToken => "INVALID_ID_TOKEN",
             Forbidden => "FORBIDDEN",
+            SelfApprovalForbidden => "SELF_APPROVAL_FORBIDDEN",
             SigninNotAllowed => "SIGNIN_NOT_ALLOWED",
             CsrfFailed => "CSRF_FAILED",
             ProviderNotFound => "PROVIDER_NOT_FOUND",
@@ -91,6 +94,7 @@ impl Code {
             IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
             ApprovalVoteRequired => "APPROVAL_VOTE_REQUIRED",
             VoteAlreadyCast => "VOTE_ALREADY_CAST",
+            ActionAlreadyClaimed => "ACTION_ALREADY_CLAIMED",
             ActionPayloadTooLarge => "ACTION_PAYLOAD_TOO_LARGE",
             PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ValidationError => "VALIDATION_ERROR",
@@ -114,7 +118,9 @@ impl Code {
             AuthRequired | InvalidApiKey | SourceRevoked | InvalidIdToken => {
                 StatusCode::UNAUTHORIZED
             }
-            Forbidden | SigninNotAllowed | CsrfFailed => StatusCode::FORBIDDEN,
+            Forbidden | SelfApprovalForbidden | SigninNotAllowed | CsrfFailed => {
+                StatusCode::FORBIDDEN
+            }
             ActionNotFound | SourceNotFound | NotFound | ProviderNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
@@ -125,7 +131,8 @@ impl Code {
             | DedupeConflict
             | IdempotencyConflict
             | ApprovalVoteRequired
-            | VoteAlreadyCast => StatusCode::CONFLICT,
+            | VoteAlreadyCast
+            | ActionAlreadyClaimed => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -251,6 +258,16 @@ impl Error {
         Self::new(
             Code::ActionNotFound,
             "no Action with that id is visible to this caller",
+        )
+    }
+
+    /// The requester may not decide or vote on their own request (guide:
+    /// "Separation of duties").
+    pub fn self_approval_forbidden() -> Self {
+        Self::new(
+            Code::SelfApprovalForbidden,
+            "this Action was requested on your behalf: someone else must decide it \
+             (the Source may allow it with approval_policy.allow_self_approval)",
         )
     }
 }

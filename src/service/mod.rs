@@ -17,6 +17,7 @@ pub mod signin;
 pub mod sources;
 pub mod tokens;
 pub mod votes;
+pub mod work;
 pub mod waiters;
 
 use std::sync::Arc;

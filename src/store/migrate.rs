@@ -10,6 +10,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0002_signin.sql")),
         M::up(include_str!("../../migrations/0003_inbox_tabs.sql")),
         M::up(include_str!("../../migrations/0004_active_workspace.sql")),
+        M::up(include_str!("../../migrations/0007_action_work.sql")),
     ])
 }
 

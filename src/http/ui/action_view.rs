@@ -457,6 +457,20 @@ fn event(
             format!("Outcome reported by {by}: {}", o.status),
             o.message.clone(),
         ),
+        ActionEvent::Claimed { .. } => (format!("Claimed by {by}"), None),
+        ActionEvent::Assigned {
+            assignee_user_id: Some(to),
+            ..
+        } => (
+            format!("Assigned to {} by {by}", who(&Actor::user(to))),
+            None,
+        ),
+        ActionEvent::Assigned { .. } => (format!("Unassigned by {by}"), None),
+        ActionEvent::Snoozed { until: Some(t) } => {
+            (format!("Snoozed by {by} until {}", When::new(t, now).exact), None)
+        }
+        ActionEvent::Snoozed { until: None } => (format!("Back in the inbox: {by} un-snoozed it"), None),
+        ActionEvent::Commented { .. } => (format!("{by} commented"), None),
     };
     EventVm {
         when: When::new(&e.created_at, now),
