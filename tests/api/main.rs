@@ -19,3 +19,4 @@ mod slow_clients;
 mod sources;
 mod system;
 mod votes;
+mod work;

@@ -7,6 +7,7 @@ pub mod me;
 pub mod session;
 pub mod sources;
 pub mod system;
+pub mod work;
 pub mod wire;
 
 use axum::http::{HeaderValue, StatusCode};

@@ -7,6 +7,7 @@ pub mod actions;
 pub mod session;
 pub mod sources;
 pub mod system;
+pub mod work;
 
 use serde::Serialize;
 use utoipa::ToSchema;
