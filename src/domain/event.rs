@@ -63,7 +63,9 @@ pub enum ActionEvent {
         previous_user_id: Option<String>,
     },
     /// Hidden from the inbox until `until`; null un-snoozes.
-    Snoozed { until: Option<String> },
+    Snoozed {
+        until: Option<String>,
+    },
     /// A comment; `mentions` are the user ids of members it @mentions.
     Commented {
         comment_id: String,

@@ -98,9 +98,8 @@ pub async fn list(
         return Ok((Vec::new(), false));
     };
     let limit = q.limit;
-    let mut rows = s
-        .db
-        .read(move |c| {
+    let mut rows =
+        s.db.read(move |c| {
             let mut rows = store::inbox(c, &q)?;
             crate::store::work::annotate(c, &mut rows)?;
             Ok(rows)

@@ -17,8 +17,8 @@ pub mod signin;
 pub mod sources;
 pub mod tokens;
 pub mod votes;
-pub mod work;
 pub mod waiters;
+pub mod work;
 
 use std::sync::Arc;
 

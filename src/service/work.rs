@@ -85,7 +85,11 @@ fn forbidden(message: &str, required: Role) -> Error {
 }
 
 /// The Action and the caller's relation to it; 404 when they may not see it.
-fn load(c: &rusqlite::Connection, id: &str, user: &UserCaller) -> Result<(ActionRecord, ActionAccess)> {
+fn load(
+    c: &rusqlite::Connection,
+    id: &str,
+    user: &UserCaller,
+) -> Result<(ActionRecord, ActionAccess)> {
     let a = store::get(c, id)?.ok_or_else(Error::action_not_found)?;
     let acc = access(&a, user).ok_or_else(Error::action_not_found)?;
     Ok((a, acc))
@@ -93,7 +97,9 @@ fn load(c: &rusqlite::Connection, id: &str, user: &UserCaller) -> Result<(Action
 
 fn same_person(p: &Person, user_id: &str, email: &str) -> bool {
     p.user_id.as_deref() == Some(user_id)
-        || p.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(email))
+        || p.email
+            .as_deref()
+            .is_some_and(|e| e.eq_ignore_ascii_case(email))
 }
 
 fn reread(c: &rusqlite::Connection, id: &str) -> Result<ActionRecord> {
@@ -155,7 +161,11 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
 
 /// The member an assignment names, checked: a member of the Action's
 /// workspace who may decide it. Refusals name the field.
-fn assignee_of(c: &rusqlite::Connection, a: &ActionRecord, req: &AssignmentUpdate) -> Result<Option<Member>> {
+fn assignee_of(
+    c: &rusqlite::Connection,
+    a: &ActionRecord,
+    req: &AssignmentUpdate,
+) -> Result<Option<Member>> {
     let by_id = match &req.assignee_user_id {
         Some(id) => Some((
             "assignee_user_id",
@@ -208,13 +218,23 @@ fn assignee_of(c: &rusqlite::Connection, a: &ActionRecord, req: &AssignmentUpdat
 }
 
 /// PATCH /v1/actions/{id}/assignment
-pub async fn assign(s: &Services, user: UserCaller, id: String, req: AssignmentUpdate) -> Result<Worked> {
+pub async fn assign(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: AssignmentUpdate,
+) -> Result<Worked> {
     for (field, v) in [
         ("assignee_user_id", &req.assignee_user_id),
         ("assignee_email", &req.assignee_email),
     ] {
-        if v.as_deref().is_some_and(|v| v.is_empty() || v.chars().count() > 254) {
-            return Err(Error::field(field, format!("{field} must be 1-254 characters")));
+        if v.as_deref()
+            .is_some_and(|v| v.is_empty() || v.chars().count() > 254)
+        {
+            return Err(Error::field(
+                field,
+                format!("{field} must be 1-254 characters"),
+            ));
         }
     }
     let now = time::format(s.clock.now());
@@ -242,10 +262,15 @@ pub async fn assign(s: &Services, user: UserCaller, id: String, req: AssignmentU
             _ => false,
         };
         if unchanged {
-            return Ok(Worked { action: a, unchanged });
+            return Ok(Worked {
+                action: a,
+                unchanged,
+            });
         }
         if !work::set_assignee(c, &a.id, to.as_ref(), &now)? {
-            return Err(decision::ensure_open(&reread(c, &a.id)?).err().unwrap_or_else(Error::action_not_found));
+            return Err(decision::ensure_open(&reread(c, &a.id)?)
+                .err()
+                .unwrap_or_else(Error::action_not_found));
         }
         let event = ActionEvent::Assigned {
             assignee_user_id: to.map(|m| m.user_id),
@@ -286,18 +311,32 @@ fn snooze_until(raw: &str, now: time::Timestamp) -> Result<String> {
 }
 
 /// POST /v1/actions/{id}/snooze
-pub async fn snooze(s: &Services, user: UserCaller, id: String, req: SnoozeRequest) -> Result<Worked> {
+pub async fn snooze(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: SnoozeRequest,
+) -> Result<Worked> {
     let clock_now = s.clock.now();
-    let until = req.until.as_deref().map(|u| snooze_until(u, clock_now)).transpose()?;
+    let until = req
+        .until
+        .as_deref()
+        .map(|u| snooze_until(u, clock_now))
+        .transpose()?;
     let now = time::format(clock_now);
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         if !acc.can_snooze() {
-            return Err(forbidden("you may see this Action but not snooze it", Role::Reviewer));
+            return Err(forbidden(
+                "you may see this Action but not snooze it",
+                Role::Reviewer,
+            ));
         }
         decision::ensure_open(&a)?;
         if !work::set_snooze(c, &a.id, until.as_deref(), &now)? {
-            return Err(decision::ensure_open(&reread(c, &a.id)?).err().unwrap_or_else(Error::action_not_found));
+            return Err(decision::ensure_open(&reread(c, &a.id)?)
+                .err()
+                .unwrap_or_else(Error::action_not_found));
         }
         let event = ActionEvent::Snoozed { until };
         let actor = Actor::user(&user.user_id);
@@ -312,12 +351,11 @@ pub async fn snooze(s: &Services, user: UserCaller, id: String, req: SnoozeReque
 
 /// GET /v1/actions/{id}/comments: oldest first, for anyone who sees the Action.
 pub async fn comments(s: &Services, user: UserCaller, id: String) -> Result<Vec<Comment>> {
-    s.db
-        .read(move |c| {
-            let (a, _) = load(c, &id, &user)?;
-            work::comments(c, &a.id)
-        })
-        .await
+    s.db.read(move |c| {
+        let (a, _) = load(c, &id, &user)?;
+        work::comments(c, &a.id)
+    })
+    .await
 }
 
 /// The e-mail addresses a comment @mentions (`@ada@example.com`), in order,
@@ -348,8 +386,14 @@ pub fn mentioned_emails(body: &str) -> Vec<String> {
 }
 
 fn check_comment(body: &str) -> Result<()> {
-    if body.trim_matches([' ', '\t', '\n', '\r', '\u{b}', '\u{c}']).is_empty() {
-        return Err(Error::field("body", "body must not be empty or only blanks"));
+    if body
+        .trim_matches([' ', '\t', '\n', '\r', '\u{b}', '\u{c}'])
+        .is_empty()
+    {
+        return Err(Error::field(
+            "body",
+            "body must not be empty or only blanks",
+        ));
     }
     let n = body.chars().count();
     if n > MAX_COMMENT {
@@ -363,14 +407,22 @@ fn check_comment(body: &str) -> Result<()> {
 
 /// POST /v1/actions/{id}/comments: on open and closed Actions alike. Only
 /// members of the Action's workspace count as mentions.
-pub async fn add_comment(s: &Services, user: UserCaller, id: String, req: CommentCreate) -> Result<Comment> {
+pub async fn add_comment(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: CommentCreate,
+) -> Result<Comment> {
     check_comment(&req.body)?;
     let emails = mentioned_emails(&req.body);
     let now = time::format(s.clock.now());
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         if !acc.can_comment() {
-            return Err(forbidden("you may read this Action's comments but not write one", Role::Reviewer));
+            return Err(forbidden(
+                "you may read this Action's comments but not write one",
+                Role::Reviewer,
+            ));
         }
         let mut mentions = Vec::new();
         for e in &emails {
@@ -409,7 +461,9 @@ mod tests {
     #[test]
     fn mentions_are_addresses_that_start_a_word() {
         assert_eq!(
-            mentioned_emails("cc @Ada@Example.com, (@bob@e.org). not me@x.com @nope @ada@example.com"),
+            mentioned_emails(
+                "cc @Ada@Example.com, (@bob@e.org). not me@x.com @nope @ada@example.com"
+            ),
             vec!["ada@example.com", "bob@e.org"]
         );
     }

@@ -31,15 +31,17 @@ pub struct Member {
 }
 
 fn person_by_id(c: &Connection, id: &str) -> Result<Option<Person>> {
-    Ok(c.prepare_cached("SELECT id, email, name FROM users WHERE id = ?1")?
-        .query_row([id], |r| {
-            Ok(Person {
-                user_id: r.get(0)?,
-                email: r.get(1)?,
-                name: r.get(2)?,
+    Ok(
+        c.prepare_cached("SELECT id, email, name FROM users WHERE id = ?1")?
+            .query_row([id], |r| {
+                Ok(Person {
+                    user_id: r.get(0)?,
+                    email: r.get(1)?,
+                    name: r.get(2)?,
+                })
             })
-        })
-        .optional()?)
+            .optional()?,
+    )
 }
 
 fn person_by_email(c: &Connection, email: &str) -> Result<Option<Person>> {
@@ -127,24 +129,22 @@ pub fn set_snooze(c: &Connection, action_id: &str, until: Option<&str>, now: &st
 
 /// One member of a workspace, by user id.
 pub fn member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Option<Member>> {
-    Ok(c
-        .prepare_cached(
-            "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+    Ok(c.prepare_cached(
+        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.workspace_id = ?1 AND m.user_id = ?2",
-        )?
-        .query_row([workspace_id, user_id], member_row)
-        .optional()?)
+    )?
+    .query_row([workspace_id, user_id], member_row)
+    .optional()?)
 }
 
 /// One member of a workspace, by e-mail (case-insensitive).
 pub fn member_by_email(c: &Connection, workspace_id: &str, email: &str) -> Result<Option<Member>> {
-    Ok(c
-        .prepare_cached(
-            "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+    Ok(c.prepare_cached(
+        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.workspace_id = ?1 AND u.email = ?2",
-        )?
-        .query_row([workspace_id, email], member_row)
-        .optional()?)
+    )?
+    .query_row([workspace_id, email], member_row)
+    .optional()?)
 }
 
 /// Every member of a workspace, by name then e-mail.

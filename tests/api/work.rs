@@ -40,7 +40,9 @@ async fn two_reviewers_race_to_claim_and_exactly_one_wins() {
     let app = TestApp::spawn().await;
     let (r1, r2) = (app.member(Role::Reviewer), app.member(Role::Reviewer));
     for round in 0..5 {
-        let a = app.create_action(two_options(&format!("Race {round}"))).await;
+        let a = app
+            .create_action(two_options(&format!("Race {round}")))
+            .await;
         let path = at(&a, "claim");
         let (x, y) = tokio::join!(
             r1.call(Method::POST, &path, None, &[]),
@@ -87,39 +89,83 @@ async fn assignment_follows_the_roles_and_never_touches_the_binding() {
     // Viewers and outsiders claim nothing; nothing is written.
     let e = viewer.post_err(&claim, json!(null), 403, "FORBIDDEN").await;
     assert_eq!(e["details"]["required_role"], "reviewer");
-    outsider.post_err(&claim, json!(null), 404, "ACTION_NOT_FOUND").await;
+    outsider
+        .post_err(&claim, json!(null), 404, "ACTION_NOT_FOUND")
+        .await;
     viewer
-        .patch_err(&assign, json!({"assignee_user_id": viewer.person().id}), 403, "FORBIDDEN")
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": viewer.person().id}),
+            403,
+            "FORBIDDEN",
+        )
         .await;
     outsider
-        .patch_err(&assign, json!({"assignee_user_id": null}), 404, "ACTION_NOT_FOUND")
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": null}),
+            404,
+            "ACTION_NOT_FOUND",
+        )
         .await;
 
     // A reviewer assigns an unheld Action to a colleague …
     let out: Value = r1
-        .patch(&assign, json!({"assignee_email": r2.person().email.to_uppercase()}), 200)
+        .patch(
+            &assign,
+            json!({"assignee_email": r2.person().email.to_uppercase()}),
+            200,
+        )
         .await;
     assert_eq!(out["data"]["assignee"]["user_id"], id_of(&r2));
     assert_eq!(out["data"]["assignee"]["email"], r2.person().email);
     // … but does not take it from them: that is for owners and admins.
     let e = r1
-        .patch_err(&assign, json!({"assignee_user_id": r1.person().id}), 403, "FORBIDDEN")
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": r1.person().id}),
+            403,
+            "FORBIDDEN",
+        )
         .await;
     assert_eq!(e["details"]["required_role"], "admin");
-    r1.post_err(&claim, json!(null), 409, "ACTION_ALREADY_CLAIMED").await;
+    r1.post_err(&claim, json!(null), 409, "ACTION_ALREADY_CLAIMED")
+        .await;
 
     // The assignee must be a member who may decide it; each refusal names the field.
     let e = admin
-        .patch_err(&assign, json!({"assignee_user_id": viewer.person().id}), 422, "VALIDATION_ERROR")
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": viewer.person().id}),
+            422,
+            "VALIDATION_ERROR",
+        )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "assignee_user_id");
-    assert!(e["message"].as_str().unwrap().contains("viewer") || e["details"]["errors"][0]["message"].as_str().unwrap().contains("viewer"), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("viewer")
+            || e["details"]["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("viewer"),
+        "{e}"
+    );
     let e = admin
-        .patch_err(&assign, json!({"assignee_email": outsider.person().email}), 422, "VALIDATION_ERROR")
+        .patch_err(
+            &assign,
+            json!({"assignee_email": outsider.person().email}),
+            422,
+            "VALIDATION_ERROR",
+        )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "assignee_email");
     let e = admin
-        .patch_err(&assign, json!({"assignee_user_id": r1.person().id, "assignee_email": r2.person().email}), 422, "VALIDATION_ERROR")
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": r1.person().id, "assignee_email": r2.person().email}),
+            422,
+            "VALIDATION_ERROR",
+        )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "assignee_email");
     for bad in [
@@ -130,7 +176,9 @@ async fn assignment_follows_the_roles_and_never_touches_the_binding() {
     ] {
         admin.patch_err(&assign, bad, 422, "VALIDATION_ERROR").await;
     }
-    let raw = admin.raw(Method::PATCH, &assign, "{\"assignee_user_id\": ").await;
+    let raw = admin
+        .raw(Method::PATCH, &assign, "{\"assignee_user_id\": ")
+        .await;
     assert_eq!(raw.status, 422, "{}", raw.body);
     assert_eq!(read(&admin, &a).await["assignee"]["user_id"], id_of(&r2));
 
@@ -148,7 +196,11 @@ async fn assignment_follows_the_roles_and_never_touches_the_binding() {
     assert_eq!(unassigned["data"], json!([]));
     // Null unassigns.
     let out: Value = admin
-        .patch(&assign, json!({"assignee_user_id": null, "assignee_email": null}), 200)
+        .patch(
+            &assign,
+            json!({"assignee_user_id": null, "assignee_email": null}),
+            200,
+        )
         .await;
     assert_eq!(out["data"]["assignee"], Value::Null);
     let unassigned: Value = r1.get("/v1/me/actions?scope=unassigned", 200).await;
@@ -160,10 +212,16 @@ async fn assignment_follows_the_roles_and_never_touches_the_binding() {
     body["reviewer_user_ids"] = json!([r1.person().id]);
     let b = app.create_action(body).await;
     let e = admin
-        .patch_err(&at(&b, "assignment"), json!({"assignee_user_id": r2.person().id}), 422, "VALIDATION_ERROR")
+        .patch_err(
+            &at(&b, "assignment"),
+            json!({"assignee_user_id": r2.person().id}),
+            422,
+            "VALIDATION_ERROR",
+        )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "assignee_user_id");
-    r2.post_err(&at(&b, "claim"), json!(null), 404, "ACTION_NOT_FOUND").await;
+    r2.post_err(&at(&b, "claim"), json!(null), 404, "ACTION_NOT_FOUND")
+        .await;
     r1.post::<Value>(&at(&b, "claim"), json!(null), 200).await;
 
     // History names each change; the binding never moved.
@@ -175,7 +233,10 @@ async fn assignment_follows_the_roles_and_never_touches_the_binding() {
         ["created", "assigned", "assigned", "assigned"]
     );
     let assigned = &detail["data"]["history"][1];
-    assert_eq!(assigned["actor"], json!({"type": "user", "id": r1.person().id}));
+    assert_eq!(
+        assigned["actor"],
+        json!({"type": "user", "id": r1.person().id})
+    );
     assert_eq!(assigned["data"]["assignee_user_id"], id_of(&r2));
     assert_eq!(binding(&detail["data"]), before);
 }
@@ -183,24 +244,38 @@ async fn assignment_follows_the_roles_and_never_touches_the_binding() {
 #[tokio::test]
 async fn a_create_time_assignee_holds_the_action_until_an_admin_reassigns_it() {
     let app = TestApp::spawn().await;
-    let (admin, r1, r2) = (app.admin(), app.member(Role::Reviewer), app.member(Role::Reviewer));
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
     let mut body = two_options("Assigned by the Source");
     body["assignee_email"] = json!(r1.person().email);
     let a = app.create_action(body).await;
     let now = read(&admin, &a).await;
     assert_eq!(now["assignee"]["user_id"], id_of(&r1));
     assert_eq!(now["assignee"]["email"], r1.person().email);
-    let e = r2.post_err(&at(&a, "claim"), json!(null), 409, "ACTION_ALREADY_CLAIMED").await;
+    let e = r2
+        .post_err(&at(&a, "claim"), json!(null), 409, "ACTION_ALREADY_CLAIMED")
+        .await;
     assert_eq!(e["details"]["assignee"]["user_id"], id_of(&r1));
     // The named person claims what is theirs: their id is now recorded.
     let out: Value = r1.post(&at(&a, "claim"), json!(null), 200).await;
     assert_eq!(out["data"]["assignee"]["user_id"], id_of(&r1));
     let out: Value = admin
-        .patch(&at(&a, "assignment"), json!({"assignee_user_id": r2.person().id}), 200)
+        .patch(
+            &at(&a, "assignment"),
+            json!({"assignee_user_id": r2.person().id}),
+            200,
+        )
         .await;
     assert_eq!(out["data"]["assignee_email"], r2.person().email);
     let mine: Value = r1.get("/v1/me/actions?scope=mine", 200).await;
-    assert_eq!(mine["data"], json!([]), "the old assignee_email no longer counts");
+    assert_eq!(
+        mine["data"],
+        json!([]),
+        "the old assignee_email no longer counts"
+    );
 }
 
 #[tokio::test]
@@ -216,17 +291,40 @@ async fn a_snoozed_action_leaves_the_inbox_and_comes_back_by_itself() {
     // Bad input: each refusal names `until`; nothing is written.
     let too_far = hds::domain::time::format(clock.now() + time::Duration::days(31));
     let past = hds::domain::time::format(clock.now() - time::Duration::minutes(1));
-    for bad in [json!(past), json!(too_far), json!("tomorrow"), json!("2026-13-01T00:00:00Z"), json!(5)] {
-        let e = r1.post_err(&snooze, json!({"until": bad}), 422, "VALIDATION_ERROR").await;
+    for bad in [
+        json!(past),
+        json!(too_far),
+        json!("tomorrow"),
+        json!("2026-13-01T00:00:00Z"),
+        json!(5),
+    ] {
+        let e = r1
+            .post_err(&snooze, json!({"until": bad}), 422, "VALIDATION_ERROR")
+            .await;
         assert_eq!(e["details"]["errors"][0]["field"], "until", "{e}");
     }
-    r1.post_err(&snooze, json!({}), 422, "VALIDATION_ERROR").await;
-    r1.post_err(&snooze, json!({"until": null, "why": 1}), 422, "VALIDATION_ERROR").await;
-    let e = viewer.post_err(&snooze, json!({"until": in_an_hour}), 403, "FORBIDDEN").await;
+    r1.post_err(&snooze, json!({}), 422, "VALIDATION_ERROR")
+        .await;
+    r1.post_err(
+        &snooze,
+        json!({"until": null, "why": 1}),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    let e = viewer
+        .post_err(&snooze, json!({"until": in_an_hour}), 403, "FORBIDDEN")
+        .await;
     assert_eq!(e["details"]["required_role"], "reviewer");
     let now = read(&r1, &a).await;
     assert_eq!(now["snoozed_until"], Value::Null);
-    assert_eq!(kinds(&r1.get::<Value>(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200).await["data"]), ["created"]);
+    assert_eq!(
+        kinds(
+            &r1.get::<Value>(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+                .await["data"]
+        ),
+        ["created"]
+    );
 
     let out: Value = r1.post(&snooze, json!({"until": in_an_hour}), 200).await;
     assert_eq!(out["data"]["snoozed_until"], in_an_hour);
@@ -236,7 +334,10 @@ async fn a_snoozed_action_leaves_the_inbox_and_comes_back_by_itself() {
     let snoozed: Value = r1.get("/v1/me/actions?status=snoozed", 200).await;
     assert_eq!(snoozed["data"][0]["id"], a["id"]);
     let page = app.browser(r1.person()).await.page("/app").await;
-    assert!(!page.contains("Renew the domain"), "the dashboard inbox hides it too");
+    assert!(
+        !page.contains("Renew the domain"),
+        "the dashboard inbox hides it too"
+    );
 
     // The clock passes the time: it is back, in the API and the dashboard.
     clock.advance(time::Duration::minutes(61));
@@ -249,13 +350,17 @@ async fn a_snoozed_action_leaves_the_inbox_and_comes_back_by_itself() {
 
     // Snooze again, then un-snooze with null.
     let later = hds::domain::time::format(clock.now() + time::Duration::days(30));
-    r1.post::<Value>(&snooze, json!({"until": later}), 200).await;
+    r1.post::<Value>(&snooze, json!({"until": later}), 200)
+        .await;
     let out: Value = r1.post(&snooze, json!({"until": null}), 200).await;
     assert_eq!(out["data"]["snoozed_until"], Value::Null);
     let detail: Value = r1
         .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
         .await;
-    assert_eq!(kinds(&detail["data"]), ["created", "snoozed", "snoozed", "snoozed"]);
+    assert_eq!(
+        kinds(&detail["data"]),
+        ["created", "snoozed", "snoozed", "snoozed"]
+    );
     assert_eq!(detail["data"]["history"][3]["data"], json!({"until": null}));
     assert_eq!(binding(&detail["data"]), before);
 }
@@ -269,7 +374,9 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
         app.member(Role::Viewer),
         app.outsider(),
     );
-    let a = app.create_action(two_options("Merge the release branch")).await;
+    let a = app
+        .create_action(two_options("Merge the release branch"))
+        .await;
     let before = binding(&a);
     let comments = at(&a, "comments");
 
@@ -297,10 +404,13 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
         r1.post_err(&comments, bad, 422, "VALIDATION_ERROR").await;
     }
     assert_eq!(app.count_rows("action_comments"), 1);
-    r1.post::<Value>(&comments, json!({"body": "y".repeat(10_000)}), 201).await;
+    r1.post::<Value>(&comments, json!({"body": "y".repeat(10_000)}), 201)
+        .await;
 
     // Viewers read the thread but do not write; other workspaces see nothing.
-    let e = viewer.post_err(&comments, json!({"body": "me too"}), 403, "FORBIDDEN").await;
+    let e = viewer
+        .post_err(&comments, json!({"body": "me too"}), 403, "FORBIDDEN")
+        .await;
     assert_eq!(e["details"]["required_role"], "reviewer");
     let list: Value = viewer.get(&comments, 200).await;
     assert_eq!(list["object"], "list");
@@ -315,11 +425,23 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
     // Closed: claim, assignment and snooze are refused; comments are not.
     let decided = app.decide(&a, json!({"option_id": "approve"})).await;
     decided.ok(200);
-    r2.post_err(&at(&a, "claim"), json!(null), 409, "ACTION_NOT_OPEN").await;
-    app.admin()
-        .patch_err(&at(&a, "assignment"), json!({"assignee_user_id": r2.person().id}), 409, "ACTION_NOT_OPEN")
+    r2.post_err(&at(&a, "claim"), json!(null), 409, "ACTION_NOT_OPEN")
         .await;
-    r2.post_err(&at(&a, "snooze"), json!({"until": null}), 409, "ACTION_NOT_OPEN").await;
+    app.admin()
+        .patch_err(
+            &at(&a, "assignment"),
+            json!({"assignee_user_id": r2.person().id}),
+            409,
+            "ACTION_NOT_OPEN",
+        )
+        .await;
+    r2.post_err(
+        &at(&a, "snooze"),
+        json!({"until": null}),
+        409,
+        "ACTION_NOT_OPEN",
+    )
+    .await;
     let late: Value = r2.post(&comments, json!({"body": "Shipped."}), 201).await;
     assert_eq!(late["author"]["user_id"], id_of(&r2));
 
@@ -328,7 +450,10 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
         .await;
     let d = &detail["data"];
     assert_eq!(d["comment_count"], 3);
-    assert_eq!(kinds(d), ["created", "commented", "commented", "resolved", "commented"]);
+    assert_eq!(
+        kinds(d),
+        ["created", "commented", "commented", "resolved", "commented"]
+    );
     // Only members count as mentions.
     assert_eq!(
         d["history"][1]["data"],
@@ -341,17 +466,27 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
 #[tokio::test]
 async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
     let app = TestApp::spawn().await;
-    let (admin, r1, r2) = (app.admin(), app.member(Role::Reviewer), app.member(Role::Reviewer));
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
 
     // Bad requesters are refused on create, naming the field.
     let mut bad = two_options("x");
     bad["requested_by_email"] = json!("not-an-address");
     let r = app.post("/v1/actions", &app.live_key(), bad).await;
-    assert_eq!(r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"], "requested_by_email");
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "requested_by_email"
+    );
     let mut bad = two_options("x");
     bad["requested_by_user_id"] = json!("usr_nobody");
     let r = app.post("/v1/actions", &app.live_key(), bad).await;
-    assert_eq!(r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"], "requested_by_user_id");
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "requested_by_user_id"
+    );
 
     let mut body = two_options("Give r1 production access");
     body["requested_by_email"] = json!(r1.person().email.to_uppercase());
@@ -360,27 +495,50 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
     assert_eq!(now["requested_by"]["user_id"], id_of(&r1));
     assert_eq!(now["requested_by"]["email"], r1.person().email);
     let decision = json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "approve"});
-    r1.post_err(&at(&a, "decision"), decision.clone(), 403, "SELF_APPROVAL_FORBIDDEN").await;
-    r1.post_err(&at(&a, "claim"), json!(null), 403, "SELF_APPROVAL_FORBIDDEN").await;
+    r1.post_err(
+        &at(&a, "decision"),
+        decision.clone(),
+        403,
+        "SELF_APPROVAL_FORBIDDEN",
+    )
+    .await;
+    r1.post_err(
+        &at(&a, "claim"),
+        json!(null),
+        403,
+        "SELF_APPROVAL_FORBIDDEN",
+    )
+    .await;
     let e = admin
-        .patch_err(&at(&a, "assignment"), json!({"assignee_user_id": r1.person().id}), 422, "VALIDATION_ERROR")
+        .patch_err(
+            &at(&a, "assignment"),
+            json!({"assignee_user_id": r1.person().id}),
+            422,
+            "VALIDATION_ERROR",
+        )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "assignee_user_id");
     // They still comment on it; the dashboard offers them no decision.
-    r1.post::<Value>(&at(&a, "comments"), json!({"body": "Please."}), 201).await;
+    r1.post::<Value>(&at(&a, "comments"), json!({"body": "Please."}), 201)
+        .await;
     let page = app
         .browser(r1.person())
         .await
         .page(&format!("/app/actions/{}", a["id"].as_str().unwrap()))
         .await;
-    assert!(!page.contains("/decide\""), "no decision form for the requester");
+    assert!(
+        !page.contains("/decide\""),
+        "no decision form for the requester"
+    );
     assert_eq!(read(&admin, &a).await["status"], "open");
 
     // Someone else decides; the receipt names the requester without an address.
     let done: Value = r2.post(&at(&a, "decision"), decision, 200).await;
     let claims = &done["data"]["receipt"]["payload"];
     assert_eq!(claims["requested_by"]["user_id"], id_of(&r1));
-    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(r1.person().email.as_bytes()));
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        r1.person().email.as_bytes(),
+    ));
     assert_eq!(claims["requested_by"]["email_sha256"], digest);
     // PyJWT verifies it and sees the same claim.
     let jwks = app.get("/v1/receipts/keys", "unused").await;
@@ -399,7 +557,13 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
     body["requested_by_user_id"] = json!(r1.person().id);
     let b = app.create_action(body.clone()).await;
     let vote = json!({"vote": "approve", "action_version": b["action_version"], "fingerprint": b["fingerprint"]});
-    r1.post_err(&at(&b, "votes"), vote.clone(), 403, "SELF_APPROVAL_FORBIDDEN").await;
+    r1.post_err(
+        &at(&b, "votes"),
+        vote.clone(),
+        403,
+        "SELF_APPROVAL_FORBIDDEN",
+    )
+    .await;
     assert_eq!(app.count_rows("action_votes"), 0);
     // … unless the policy allows it.
     body["title"] = json!("Approve r1's lunch");
@@ -408,4 +572,95 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
     let vote = json!({"vote": "approve", "action_version": c["action_version"], "fingerprint": c["fingerprint"]});
     let out: Value = r1.post(&at(&c, "votes"), vote, 200).await;
     assert_eq!(out["data"]["status"], "resolved");
+}
+
+#[tokio::test]
+async fn the_action_page_offers_only_what_the_api_allows_and_renders_comments_safely() {
+    let app = TestApp::spawn().await;
+    let (r1, r2, viewer) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    let a = app.create_action(two_options("Open the firewall")).await;
+    let path = format!("/app/actions/{}", a["id"].as_str().unwrap());
+    let b1 = app.browser(r1.person()).await;
+    let html = b1.page(&path).await;
+    for id in ["claim-form", "assign-form", "snooze-form", "comment-form"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id} offered");
+    }
+    assert!(
+        html.contains(&r2.person().email),
+        "r2 is in the assign select"
+    );
+    assert!(
+        !html.contains(&format!("<option value=\"{}\"", viewer.person().id)),
+        "viewers are not"
+    );
+    let seen = b1.page(&path).await;
+    assert!(seen.contains("id=\"assignee\">nobody"));
+
+    // Forms post with the session's CSRF token, as the decide form does.
+    let origin = b1.url("");
+    let origin = origin.trim_end_matches('/');
+    let r = b1
+        .post_form(
+            &format!("{path}/comments"),
+            Some(origin),
+            &[
+                ("_csrf", b1.csrf()),
+                (
+                    "body",
+                    "**ok** then <script>alert(1)</script> and [x](javascript:alert(1))",
+                ),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let r = b1
+        .post_form(
+            &format!("{path}/claim"),
+            Some(origin),
+            &[("_csrf", b1.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let r = b1
+        .post_form(
+            &format!("{path}/snooze"),
+            Some(origin),
+            &[("_csrf", b1.csrf()), ("preset", "tomorrow")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let r = b1
+        .post_form(
+            &format!("{path}/comments"),
+            Some(origin),
+            &[("body", "no token")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let html = b1.page(&path).await;
+    assert!(html.contains("id=\"assignee\">you"), "claimed");
+    assert!(html.contains("id=\"snoozed-until\""));
+    assert!(
+        !html.contains("<script>alert(1)</script>"),
+        "raw HTML is escaped"
+    );
+    assert!(html.contains("&lt;script&gt;"));
+    assert!(html.contains("<strong>ok</strong>"));
+    assert!(!html.contains("javascript:alert"));
+    assert!(!html.contains("id=\"claim-form\""), "nothing left to claim");
+    assert_eq!(read(&r1, &a).await["comment_count"], 1);
+
+    // A viewer reads the thread and is offered nothing to change.
+    let html = app.browser(viewer.person()).await.page(&path).await;
+    assert!(html.contains("<strong>ok</strong>"));
+    for id in ["claim-form", "assign-form", "snooze-form", "comment-form"] {
+        assert!(
+            !html.contains(&format!("id=\"{id}\"")),
+            "{id} not offered to a viewer"
+        );
+    }
 }

@@ -7,8 +7,8 @@ pub mod me;
 pub mod session;
 pub mod sources;
 pub mod system;
-pub mod work;
 pub mod wire;
+pub mod work;
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
