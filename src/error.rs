@@ -25,6 +25,7 @@ pub enum Code {
     InvalidIdToken,
     // 403 (SPEC leaves the codes open)
     Forbidden,
+    SelfApprovalForbidden,
     SigninNotAllowed,
     CsrfFailed,
     InvitationEmailMismatch,
@@ -50,6 +51,7 @@ pub enum Code {
     VoteAlreadyCast,
     LastOwner,
     AlreadyMember,
+    ActionAlreadyClaimed,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -80,6 +82,7 @@ impl Code {
             SourceRevoked => "SOURCE_REVOKED",
             InvalidIdToken => "INVALID_ID_TOKEN",
             Forbidden => "FORBIDDEN",
+            SelfApprovalForbidden => "SELF_APPROVAL_FORBIDDEN",
             SigninNotAllowed => "SIGNIN_NOT_ALLOWED",
             CsrfFailed => "CSRF_FAILED",
             InvitationEmailMismatch => "INVITATION_EMAIL_MISMATCH",
@@ -103,6 +106,7 @@ impl Code {
             ApprovalVoteRequired => "APPROVAL_VOTE_REQUIRED",
             VoteAlreadyCast => "VOTE_ALREADY_CAST",
             LastOwner => "LAST_OWNER",
+            ActionAlreadyClaimed => "ACTION_ALREADY_CLAIMED",
             ActionPayloadTooLarge => "ACTION_PAYLOAD_TOO_LARGE",
             PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ValidationError => "VALIDATION_ERROR",
@@ -126,9 +130,11 @@ impl Code {
             AuthRequired | InvalidApiKey | SourceRevoked | InvalidIdToken => {
                 StatusCode::UNAUTHORIZED
             }
-            Forbidden | SigninNotAllowed | CsrfFailed | InvitationEmailMismatch => {
-                StatusCode::FORBIDDEN
-            }
+            Forbidden
+            | SigninNotAllowed
+            | CsrfFailed
+            | InvitationEmailMismatch
+            | SelfApprovalForbidden => StatusCode::FORBIDDEN,
             ActionNotFound | SourceNotFound | NotFound | ProviderNotFound | WorkspaceNotFound
             | MemberNotFound | InvitationNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -142,7 +148,8 @@ impl Code {
             | ApprovalVoteRequired
             | VoteAlreadyCast
             | LastOwner
-            | AlreadyMember => StatusCode::CONFLICT,
+            | AlreadyMember
+            | ActionAlreadyClaimed => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -268,6 +275,16 @@ impl Error {
         Self::new(
             Code::ActionNotFound,
             "no Action with that id is visible to this caller",
+        )
+    }
+
+    /// The requester may not decide or vote on their own request (guide:
+    /// "Separation of duties").
+    pub fn self_approval_forbidden() -> Self {
+        Self::new(
+            Code::SelfApprovalForbidden,
+            "this Action was requested on your behalf: someone else must decide it \
+             (the Source may allow it with approval_policy.allow_self_approval)",
         )
     }
 }

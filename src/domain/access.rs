@@ -80,6 +80,11 @@ pub struct ActionAccess {
     pub listed: bool,
     /// The Action has an approval policy: it is decided by votes.
     pub approval: bool,
+    /// The person is the one the Source asks on behalf of
+    /// (`requested_by_*`) and the approval policy does not allow
+    /// self-approval: they may not decide or vote (guide: "Separation of
+    /// duties").
+    pub own_request: bool,
 }
 
 impl ActionAccess {
@@ -111,13 +116,59 @@ impl ActionAccess {
         self.approval && self.listed && self.role != Role::Viewer
     }
 
+    /// Refused as their own request: deciding or voting answers 403
+    /// SELF_APPROVAL_FORBIDDEN (checked before `can_decide` / `can_vote`).
+    pub fn self_approval_forbidden(self) -> bool {
+        self.own_request
+    }
+
     /// Whether the Action page offers a decision (a vote or a decide form).
     pub fn offers_decision(self) -> bool {
-        if self.approval {
-            self.can_vote()
-        } else {
-            self.can_decide()
+        !self.own_request
+            && if self.approval {
+                self.can_vote()
+            } else {
+                self.can_decide()
+            }
+    }
+
+    /// May hold the Action: claim it, or be named its assignee. Only someone
+    /// who may decide it (or vote on it), never its own requester.
+    pub fn can_be_assignee(self) -> bool {
+        self.offers_decision()
+    }
+
+    /// Claim it for themselves.
+    pub fn can_claim(self) -> bool {
+        self.can_be_assignee()
+    }
+
+    /// Organise the work on it: snooze it, comment on it. Viewers never;
+    /// reviewers where they may work on it; owners and admins on every
+    /// Action they see (the matrix's "✓" for them has no "listed" condition).
+    pub fn can_organise(self) -> bool {
+        self.can_work_on() || (self.can_see() && manages_workspace(self.role))
+    }
+
+    /// Snooze or un-snooze it.
+    pub fn can_snooze(self) -> bool {
+        self.can_organise()
+    }
+
+    /// Write a comment (every member who sees it reads them).
+    pub fn can_comment(self) -> bool {
+        self.can_organise()
+    }
+
+    /// Change its assignment. `held_by_other`: someone other than the caller
+    /// holds it now. Reviewers assign an Action nobody else holds (or hand on
+    /// their own); taking it from someone else is for owners and admins
+    /// (DESIGN: "an admin may reassign").
+    pub fn can_assign(self, held_by_other: bool) -> bool {
+        if manages_workspace(self.role) {
+            return self.can_see();
         }
+        self.can_work_on() && !held_by_other
     }
 }
 
@@ -193,6 +244,7 @@ mod tests {
             visibility,
             listed,
             approval,
+            own_request: false,
         }
     }
 
@@ -231,6 +283,32 @@ mod tests {
         assert!(!on(Viewer, Restricted, true, true).can_vote());
         assert!(on(Reviewer, Restricted, true, true).offers_decision());
         assert!(!on(Admin, Restricted, false, true).offers_decision());
+    }
+
+    #[test]
+    fn working_on_an_action_follows_the_matrix() {
+        use Role::*;
+        use Visibility::*;
+        assert!(on(Reviewer, Workspace, false, false).can_claim());
+        assert!(!on(Viewer, Workspace, false, false).can_claim());
+        assert!(!on(Viewer, Workspace, false, false).can_comment());
+        assert!(!on(Viewer, Workspace, false, false).can_snooze());
+        assert!(on(Admin, Restricted, false, false).can_comment());
+        assert!(!on(Admin, Restricted, false, false).can_claim());
+        assert!(!on(Reviewer, Restricted, false, false).can_comment());
+        assert!(on(Reviewer, Workspace, false, false).can_assign(false));
+        assert!(!on(Reviewer, Workspace, false, false).can_assign(true));
+        assert!(on(Admin, Workspace, false, false).can_assign(true));
+        assert!(!on(Viewer, Workspace, false, false).can_assign(false));
+    }
+
+    #[test]
+    fn a_requester_is_not_offered_their_own_decision() {
+        let mut a = on(Role::Reviewer, Visibility::Workspace, false, false);
+        a.own_request = true;
+        assert!(a.self_approval_forbidden());
+        assert!(!a.offers_decision() && !a.can_claim());
+        assert!(a.can_comment());
     }
 
     #[test]

@@ -318,6 +318,13 @@ pub struct ActionSpec {
     pub approval_policy: Option<ApprovalPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedupe_key: Option<String>,
+    /// The person on whose behalf the Source asks (guide: "Separation of
+    /// duties"): unless `approval_policy.allow_self_approval`, they may not
+    /// decide or vote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by_user_id: Option<String>,
 }
 
 /// Field names accepted on create, to list every unknown field at once.
@@ -344,6 +351,8 @@ pub const CREATE_FIELDS: &[&str] = &[
     "reviewer_user_ids",
     "approval_policy",
     "dedupe_key",
+    "requested_by_email",
+    "requested_by_user_id",
 ];
 
 /// Field names PATCH may change (guide: "PATCH /v1/actions/{action_id}").
@@ -368,6 +377,20 @@ impl ActionSpec {
             .as_deref()
             .and_then(Visibility::parse)
             .unwrap_or_default()
+    }
+    /// Whether `user_id` / `email` is the person the Source asks on behalf
+    /// of, and the approval policy does not let them decide their own request.
+    pub fn forbids_self_approval(&self, user_id: &str, email: &str) -> bool {
+        let allowed = self
+            .approval_policy
+            .as_ref()
+            .is_some_and(|p| p.allow_self_approval);
+        let is_requester = self.requested_by_user_id.as_deref() == Some(user_id)
+            || self
+                .requested_by_email
+                .as_deref()
+                .is_some_and(|e| e.eq_ignore_ascii_case(email));
+        is_requester && !allowed
     }
     pub fn option(&self, id: &str) -> Option<&ActionOption> {
         self.options
@@ -488,6 +511,44 @@ pub struct Receipt {
     pub payload: Value,
 }
 
+/// A person an Action names (its assignee, its requester): `user_id` when
+/// they are a known user, `email` and `name` as known.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Person {
+    pub user_id: Option<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+}
+
+/// Who is working on an Action, read beside it (guide: "Claim, assignment,
+/// snooze and comments"). None of it is material: it changes neither
+/// `action_version` nor `fingerprint`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Work {
+    pub assignee: Option<Person>,
+    pub requested_by: Option<Person>,
+    pub comment_count: i64,
+}
+
+impl Work {
+    /// What the spec alone says (ids and e-mails as the Source sent them);
+    /// `store::work::annotate` completes it from the users table.
+    pub fn from_spec(s: &ActionSpec) -> Self {
+        let person = |id: &Option<String>, email: &Option<String>| {
+            (id.is_some() || email.is_some()).then(|| Person {
+                user_id: id.clone(),
+                email: email.clone(),
+                name: None,
+            })
+        };
+        Self {
+            assignee: person(&s.assignee_user_id, &s.assignee_email),
+            requested_by: person(&s.requested_by_user_id, &s.requested_by_email),
+            comment_count: 0,
+        }
+    }
+}
+
 /// A stored Action with everything the API shows of it.
 #[derive(Clone, Debug)]
 pub struct ActionRecord {
@@ -506,6 +567,8 @@ pub struct ActionRecord {
     pub created_at: String,
     pub updated_at: String,
     pub closed_at: Option<String>,
+    /// Assignee, requester and comment count (not material).
+    pub work: Work,
 }
 
 /// The Action as the API shows it (guide: "The Action object"): every field always present,
@@ -564,6 +627,13 @@ pub struct ActionOut {
     pub updated_at: String,
     pub closed_at: Option<String>,
     pub expires_at: Option<String>,
+    /// Who is working on it: set by claim or assignment (or `assignee_*` on
+    /// create). Not material.
+    pub assignee: Option<Person>,
+    /// Comments so far. Not material.
+    pub comment_count: i64,
+    /// The person on whose behalf the Source asks (`requested_by_*` on create).
+    pub requested_by: Option<Person>,
 }
 
 impl From<&ActionRecord> for ActionOut {
@@ -615,6 +685,9 @@ impl From<&ActionRecord> for ActionOut {
             updated_at: a.updated_at.clone(),
             closed_at: a.closed_at.clone(),
             expires_at: s.expires_at.clone(),
+            assignee: a.work.assignee.clone(),
+            comment_count: a.work.comment_count,
+            requested_by: a.work.requested_by.clone(),
         }
     }
 }
@@ -629,7 +702,7 @@ mod tests {
     fn to_json(a: &ActionRecord) -> Value {
         let s = &a.spec;
         let r = a.resolution.as_ref();
-        json!({
+        let mut out = json!({
             "id": a.id,
             "object": "action",
             "status": a.status.as_str(),
@@ -671,7 +744,12 @@ mod tests {
             "updated_at": a.updated_at,
             "closed_at": a.closed_at,
             "expires_at": s.expires_at,
-        })
+        });
+        // The fields of working on an Action (json! would recurse too deep).
+        out["assignee"] = json!(a.work.assignee);
+        out["comment_count"] = json!(a.work.comment_count);
+        out["requested_by"] = json!(a.work.requested_by);
+        out
     }
 
     fn rich() -> ActionRecord {
@@ -726,6 +804,15 @@ mod tests {
             created_at: "2025-12-31T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             closed_at: Some("2026-01-01T00:00:00.000Z".into()),
+            work: Work {
+                assignee: Some(Person {
+                    user_id: Some("usr_2".into()),
+                    email: Some("a@e.com".into()),
+                    name: Some("A".into()),
+                }),
+                requested_by: None,
+                comment_count: 2,
+            },
         }
     }
 

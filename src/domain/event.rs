@@ -50,6 +50,28 @@ pub enum ActionEvent {
     },
     /// The execution outcome the Source reported, as stored on the Action.
     OutcomeReported(Outcome),
+    /// A member took the Action for themselves (POST …/claim).
+    Claimed {
+        /// Who held it before (a create-time assignee), if anyone.
+        #[serde(default)]
+        previous_user_id: Option<String>,
+    },
+    /// Assigned to someone, or unassigned (`assignee_user_id` null).
+    Assigned {
+        assignee_user_id: Option<String>,
+        #[serde(default)]
+        previous_user_id: Option<String>,
+    },
+    /// Hidden from the inbox until `until`; null un-snoozes.
+    Snoozed {
+        until: Option<String>,
+    },
+    /// A comment; `mentions` are the user ids of members it @mentions.
+    Commented {
+        comment_id: String,
+        #[serde(default)]
+        mentions: Vec<String>,
+    },
 }
 
 impl ActionEvent {
@@ -63,6 +85,10 @@ impl ActionEvent {
             Self::Cancelled { .. } => "cancelled",
             Self::Expired { .. } => "expired",
             Self::OutcomeReported(_) => "outcome_reported",
+            Self::Claimed { .. } => "claimed",
+            Self::Assigned { .. } => "assigned",
+            Self::Snoozed { .. } => "snoozed",
+            Self::Commented { .. } => "commented",
         }
     }
 
@@ -141,6 +167,20 @@ mod tests {
                 message: None,
                 reported_at: "2026-11-23T10:00:00.000Z".into(),
             }),
+            ActionEvent::Claimed {
+                previous_user_id: None,
+            },
+            ActionEvent::Assigned {
+                assignee_user_id: Some("usr_2".into()),
+                previous_user_id: Some("usr_1".into()),
+            },
+            ActionEvent::Snoozed {
+                until: Some("2026-11-24T09:00:00.000Z".into()),
+            },
+            ActionEvent::Commented {
+                comment_id: "cmt_1".into(),
+                mentions: vec!["usr_2".into()],
+            },
         ];
         for e in events {
             let back = ActionEvent::from_stored(e.kind(), e.data()).unwrap();

@@ -13,3 +13,4 @@ pub const RECEIPT: &str = "rcp";
 pub const TOKEN: &str = "tok";
 pub const SESSION: &str = "ses";
 pub const INVITATION: &str = "inv";
+pub const COMMENT: &str = "cmt";

@@ -85,7 +85,7 @@ pub fn claims(
             json!(hex::encode(Sha256::digest(reason.as_bytes()))),
         );
     }
-    json!({
+    let mut claims = json!({
         "iss": issuer,
         "sub": a.id,
         "jti": receipt_id,
@@ -101,7 +101,17 @@ pub fn claims(
         "decided_at": r.decided_at,
         "seq": link.seq,
         "prev": link.prev,
-    })
+    });
+    // Separation of duties (guide: "Separation of duties"): who the Source
+    // asked on behalf of, only when it named someone, so receipts of Actions
+    // without a requester are unchanged. No raw e-mail: its SHA-256.
+    if let Some(p) = &a.work.requested_by {
+        claims["requested_by"] = json!({
+            "user_id": p.user_id,
+            "email_sha256": p.email.as_ref().map(|e| hex::encode(Sha256::digest(e.to_lowercase().as_bytes()))),
+        });
+    }
+    claims
 }
 
 /// Signs claims as a compact JWS.

@@ -430,6 +430,14 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             "assignee_email must be an e-mail address",
         ));
     }
+    if let Some(e) = &s.requested_by_email
+        && !looks_like_email(e)
+    {
+        errs.push(FieldError::new(
+            "requested_by_email",
+            "requested_by_email must be an e-mail address",
+        ));
+    }
     check_visibility(&s, ctx, &mut errs);
 
     if let Some(k) = &s.dedupe_key

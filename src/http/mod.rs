@@ -32,7 +32,8 @@ use utoipa_axum::routes;
 use crate::app::AppState;
 use crate::error::{Code, Error};
 use api::{
-    actions, auth as signin, invitations, me, session as auth_session, sources, system, workspaces,
+    actions, auth as signin, invitations, me, session as auth_session, sources, system, work,
+    workspaces,
 };
 
 /// Builds the router and the OpenAPI document from the same table.
@@ -54,6 +55,11 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(actions::resolve_action))
         .routes(routes!(actions::cancel_action))
         .routes(routes!(actions::report_outcome))
+        // working on an Action (guide: "Claim, assignment, snooze and comments")
+        .routes(routes!(work::claim_action))
+        .routes(routes!(work::assign_action))
+        .routes(routes!(work::snooze_action))
+        .routes(routes!(work::list_comments, work::create_comment))
         .routes(routes!(me::list_my_actions))
         // sources (guide: "GET /v1/sources and GET /v1/sources/{source_id}")
         .routes(routes!(sources::list_sources, sources::create_source))

@@ -7,9 +7,9 @@ use std::time::Duration;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::domain::access::ActionAccess;
+use crate::domain::access::{ActionAccess, Role};
 use crate::domain::action::{
-    ActionOut, ActionRecord, Actor, Environment, Status, ValidationContext, validate_spec,
+    ActionOut, ActionRecord, Actor, Environment, Status, ValidationContext, Work, validate_spec,
 };
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::{ActionEvent, HistoryEntry};
@@ -56,24 +56,32 @@ pub(crate) fn owned(c: &Connection, src: &SourceCaller, id: &str) -> Result<Acti
 /// The person's relation to the Action, when they may see it (the rules are
 /// in `domain::access`).
 pub(crate) fn access(a: &ActionRecord, u: &UserCaller) -> Option<ActionAccess> {
-    let access = ActionAccess {
-        role: u.role_in(&a.workspace_id)?,
-        visibility: a.spec.visibility(),
-        listed: is_listed_reviewer(a, u),
-        approval: a.spec.approval_policy.is_some(),
-    };
+    let access = access_of(a, u.role_in(&a.workspace_id)?, &u.user_id, &u.email);
     access.can_see().then_some(access)
 }
 
-fn is_listed_reviewer(a: &ActionRecord, u: &UserCaller) -> bool {
+/// The relation to the Action of any member (`role` in its workspace),
+/// whether or not they may see it: the assignment rules ask it of the
+/// person being assigned.
+pub(crate) fn access_of(a: &ActionRecord, role: Role, user_id: &str, email: &str) -> ActionAccess {
+    ActionAccess {
+        role,
+        visibility: a.spec.visibility(),
+        listed: is_listed(a, user_id, email),
+        approval: a.spec.approval_policy.is_some(),
+        own_request: a.spec.forbids_self_approval(user_id, email),
+    }
+}
+
+fn is_listed(a: &ActionRecord, user_id: &str, email: &str) -> bool {
     a.spec
         .reviewer_user_ids
         .as_ref()
-        .is_some_and(|l| l.contains(&u.user_id))
+        .is_some_and(|l| l.iter().any(|id| id == user_id))
         || a.spec
             .reviewer_emails
             .as_ref()
-            .is_some_and(|l| l.iter().any(|e| e.eq_ignore_ascii_case(&u.email)))
+            .is_some_and(|l| l.iter().any(|e| e.eq_ignore_ascii_case(email)))
 }
 
 pub(crate) fn check_reason(reason: &Option<String>) -> Result<()> {
@@ -141,6 +149,7 @@ pub async fn create(
     // thread only runs SQL: id, fingerprint, stored JSON and the response text
     // (sent as the HTTP body and, with a key, stored as is).
     let now = time::format(clock_now);
+    let work = Work::from_spec(&spec);
     let a = ActionRecord {
         id: ids::new_id(ids::ACTION),
         workspace_id: src.workspace_id.clone(),
@@ -157,6 +166,7 @@ pub async fn create(
         created_at: now.clone(),
         updated_at: now,
         closed_at: None,
+        work,
     };
     let spec_json = serde_json::to_string(&a.spec)?;
     let created = serde_json::to_string(&envelope(&a, false))?;
@@ -168,8 +178,9 @@ pub async fn create(
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(dk) = &a.spec.dedupe_key
-                    && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
+                    && let Some(mut open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
+                    crate::store::work::annotate(c, std::slice::from_mut(&mut open))?;
                     if open.fingerprint == a.fingerprint {
                         let json = serde_json::to_string(&envelope(&open, true))?;
                         return Ok(Serialised { status: 200, json });
@@ -226,7 +237,10 @@ fn check_people(
     workspace_id: &str,
     spec: &crate::domain::action::ActionSpec,
 ) -> Result<()> {
-    if spec.assignee_user_id.is_none() && spec.reviewer_user_ids.is_none() {
+    if spec.assignee_user_id.is_none()
+        && spec.reviewer_user_ids.is_none()
+        && spec.requested_by_user_id.is_none()
+    {
         return Ok(());
     }
     let mut errs = Vec::new();
@@ -235,6 +249,14 @@ fn check_people(
     {
         errs.push(FieldError::new(
             "assignee_user_id",
+            format!("`{id}` is not a member of this workspace"),
+        ));
+    }
+    if let Some(id) = &spec.requested_by_user_id
+        && workspaces::role_of(c, workspace_id, id)?.is_none()
+    {
+        errs.push(FieldError::new(
+            "requested_by_user_id",
             format!("`{id}` is not a member of this workspace"),
         ));
     }

@@ -12,7 +12,7 @@ use crate::domain::event::HistoryEntry;
 use crate::domain::receipt;
 use crate::error::{Error, Result};
 use crate::service::Services;
-use crate::service::actions::access;
+use crate::service::actions::{access, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::inbox::{self, InboxParams};
 use crate::store::actions as store;
@@ -34,6 +34,21 @@ pub struct ActionView {
     pub votes: Vec<(String, String)>,
     /// E-mail of every user named in the history.
     pub people: HashMap<String, String>,
+    /// What this user may do to work on it, and the thread.
+    pub work: WorkView,
+}
+
+/// The claim, assignment, snooze and comment controls the page offers (the
+/// rules of `domain::access`, as the API applies them) and the comments.
+pub struct WorkView {
+    pub may_claim: bool,
+    pub may_assign: bool,
+    pub may_snooze: bool,
+    pub may_comment: bool,
+    /// Members who may hold it: the assignment select.
+    pub assignable: Vec<crate::store::work::Member>,
+    /// Oldest first.
+    pub comments: Vec<crate::store::work::Comment>,
 }
 
 /// The Action `id` if this user may see it (the same rule as GET
@@ -50,7 +65,9 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
             None => None,
         };
         let people = people_in(c, &history)?;
+        let work = work_view(c, &a, access, &user)?;
         Ok(ActionView {
+            work,
             source_name: sources::get(c, &a.workspace_id, &a.source_id)?.map(|s| s.name),
             votes: votes::all(c, &a.id)?,
             action: a,
@@ -61,6 +78,39 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         })
     })
     .await
+}
+
+fn work_view(
+    c: &Connection,
+    a: &ActionRecord,
+    acc: crate::domain::access::ActionAccess,
+    user: &UserCaller,
+) -> Result<WorkView> {
+    let open = a.status == crate::domain::action::Status::Open;
+    let held_by_other = a.work.assignee.as_ref().is_some_and(|p| {
+        p.user_id.as_deref() != Some(user.user_id.as_str())
+            && !p
+                .email
+                .as_deref()
+                .is_some_and(|e| e.eq_ignore_ascii_case(&user.email))
+    });
+    let may_assign = open && acc.can_assign(held_by_other);
+    let assignable = if may_assign {
+        crate::store::work::members(c, &a.workspace_id)?
+            .into_iter()
+            .filter(|m| access_of(a, m.role, &m.user_id, &m.email).can_be_assignee())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(WorkView {
+        may_claim: open && acc.can_claim() && !held_by_other,
+        may_assign,
+        may_snooze: open && acc.can_snooze(),
+        may_comment: acc.can_comment(),
+        assignable,
+        comments: crate::store::work::comments(c, &a.id)?,
+    })
 }
 
 /// Verifies a receipt with the keys this server publishes (any JOSE library

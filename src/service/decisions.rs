@@ -163,6 +163,9 @@ pub async fn decide(
     s.write(move |c, fx| {
         let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
         let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+        if access.self_approval_forbidden() {
+            return Err(Error::self_approval_forbidden());
+        }
         if !access.can_decide() {
             return Err(Error::new(
                 Code::Forbidden,

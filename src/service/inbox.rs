@@ -98,7 +98,13 @@ pub async fn list(
         return Ok((Vec::new(), false));
     };
     let limit = q.limit;
-    let mut rows = s.db.read(move |c| store::inbox(c, &q)).await?;
+    let mut rows =
+        s.db.read(move |c| {
+            let mut rows = store::inbox(c, &q)?;
+            crate::store::work::annotate(c, &mut rows)?;
+            Ok(rows)
+        })
+        .await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     Ok((rows, has_more))

@@ -19,6 +19,7 @@ pub mod sources;
 pub mod tokens;
 pub mod votes;
 pub mod waiters;
+pub mod work;
 pub mod workspaces;
 
 use std::sync::Arc;

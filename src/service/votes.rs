@@ -104,6 +104,9 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                 "this Action has no approval policy; decide it with POST /v1/actions/{id}/decision",
             ));
         };
+        if access.self_approval_forbidden() {
+            return Err(Error::self_approval_forbidden());
+        }
         if !access.can_vote() {
             return Err(Error::new(
                 Code::Forbidden,

@@ -46,6 +46,9 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
         )
     };
     let spec: String = r.get(7)?;
+    let spec: crate::domain::action::ActionSpec = serde_json::from_str(&spec).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(e))
+    })?;
     let receipt = match (
         r.get::<_, Option<String>>(14)?,
         r.get::<_, Option<String>>(15)?,
@@ -77,9 +80,8 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
         status: Status::parse(&r.get::<_, String>(4)?).ok_or_else(|| bad(4, "status"))?,
         action_version: r.get(5)?,
         fingerprint: r.get(6)?,
-        spec: serde_json::from_str(&spec).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(e))
-        })?,
+        work: crate::domain::action::Work::from_spec(&spec),
+        spec,
         resolution: json_col::<Resolution>(r, 8)?,
         receipt,
         outcome: json_col::<Outcome>(r, 9)?,
@@ -108,10 +110,16 @@ pub fn insert(c: &Connection, a: &ActionRecord, spec_json: &str) -> Result<()> {
 }
 
 /// One Action by id, unscoped: callers must check ownership (see `service`).
+/// Its assignee, requester and comment count are read beside it.
 pub fn get(c: &Connection, id: &str) -> Result<Option<ActionRecord>> {
-    Ok(c.prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?
+    let mut a = c
+        .prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?
         .query_row([id], map_row)
-        .optional()?)
+        .optional()?;
+    if let Some(a) = a.as_mut() {
+        crate::store::work::annotate(c, std::slice::from_mut(a))?;
+    }
+    Ok(a)
 }
 
 /// The open Action of a Source with this dedupe key, if any.

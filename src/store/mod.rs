@@ -16,6 +16,7 @@ pub mod signin;
 pub mod sources;
 pub mod users;
 pub mod votes;
+pub mod work;
 pub mod workspaces;
 
 pub use db::{Db, Durability};

@@ -20,4 +20,5 @@ mod slow_clients;
 mod sources;
 mod system;
 mod votes;
+mod work;
 mod workspaces;

@@ -14,4 +14,6 @@ for token in data["receipts"]:
     header = jwt.get_unverified_header(token)
     assert header["alg"] == "EdDSA" and header["typ"] == "hds-receipt+jwt", header
     claims = jwt.decode(token, keys[header["kid"]].key, algorithms=["EdDSA"], options={"verify_aud": False})
-    print(json.dumps({"kid": header["kid"], "sub": claims["sub"], "seq": claims["seq"], "prev": claims["prev"]}))
+    print(json.dumps({"kid": header["kid"], "sub": claims["sub"], "seq": claims["seq"], "prev": claims["prev"],
+                      # present only on receipts of Actions requested on behalf of someone
+                      "requested_by": claims.get("requested_by")}))

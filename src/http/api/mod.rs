@@ -9,6 +9,7 @@ pub mod session;
 pub mod sources;
 pub mod system;
 pub mod wire;
+pub mod work;
 pub mod workspaces;
 
 use axum::http::{HeaderValue, StatusCode};

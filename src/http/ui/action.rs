@@ -71,6 +71,19 @@ async fn page_for(
     })
 }
 
+/// The page again with a message saying why something was not done.
+pub(crate) async fn page_with_error(
+    st: &AppState,
+    page: &PageUser,
+    id: &str,
+    message: String,
+) -> Result<ActionPage, UiError> {
+    let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
+    let mut out = page_for(st, page, &view).await?;
+    out.error = Some(message);
+    Ok(out)
+}
+
 #[derive(Debug, Default, Deserialize)]
 pub struct ActionQuery {
     #[serde(default)]
@@ -91,6 +104,10 @@ pub async fn action_page(
             Some("Decision recorded. The Source has been told; the receipt below is its proof.")
         }
         Some("voted") => Some("Vote recorded."),
+        Some("claimed") => Some("You hold this request now."),
+        Some("assigned") => Some("Assignment saved."),
+        Some("snoozed") => Some("Snooze saved."),
+        Some("commented") => Some("Comment added."),
         _ => None,
     };
     Ok(out)

@@ -128,6 +128,94 @@ pub struct ActionVm {
     pub resolution: Option<ResolutionVm>,
     pub approval: Option<ApprovalVm>,
     pub may_decide: bool,
+    pub work: WorkVm,
+}
+
+/// The assignee, the snooze, the controls this user is offered and the thread.
+pub struct WorkVm {
+    /// Who holds it, as the page names them; None when nobody does.
+    pub assignee: Option<String>,
+    pub requested_by: Option<String>,
+    pub snoozed_until: Option<When>,
+    pub may_claim: bool,
+    pub may_assign: bool,
+    pub may_snooze: bool,
+    pub may_comment: bool,
+    /// (user id, label, selected) per member who may hold it.
+    pub assignable: Vec<(String, String, bool)>,
+    pub comments: Vec<CommentVm>,
+}
+
+pub struct CommentVm {
+    pub id: String,
+    pub author: String,
+    pub when: When,
+    /// Rendered like the description: raw HTML escaped, safe links only.
+    pub body_html: String,
+}
+
+fn person_label(p: &crate::domain::action::Person, me: &UserCaller) -> String {
+    if p.user_id.as_deref() == Some(me.user_id.as_str()) {
+        return "you".into();
+    }
+    match (&p.name, &p.email) {
+        (Some(n), Some(e)) => format!("{n} <{e}>"),
+        (Some(n), None) => n.clone(),
+        (None, Some(e)) => e.clone(),
+        (None, None) => p.user_id.clone().unwrap_or_default(),
+    }
+}
+
+fn work(v: &ActionView, me: &UserCaller, now: Timestamp) -> WorkVm {
+    let a = &v.action;
+    let held = a.work.assignee.as_ref().and_then(|p| p.user_id.clone());
+    let snoozed = a
+        .snoozed_until
+        .as_deref()
+        .filter(|t| crate::domain::time::parse(t).is_some_and(|t| t > now));
+    WorkVm {
+        assignee: a.work.assignee.as_ref().map(|p| person_label(p, me)),
+        requested_by: a.work.requested_by.as_ref().map(|p| person_label(p, me)),
+        snoozed_until: snoozed.map(|t| When::new(t, now)),
+        may_claim: v.work.may_claim && held.as_deref() != Some(me.user_id.as_str()),
+        may_assign: v.work.may_assign,
+        may_snooze: v.work.may_snooze,
+        may_comment: v.work.may_comment,
+        assignable: v
+            .work
+            .assignable
+            .iter()
+            .map(|m| {
+                let label = match &m.name {
+                    Some(n) => format!("{n} <{}>", m.email),
+                    None => m.email.clone(),
+                };
+                (
+                    m.user_id.clone(),
+                    label,
+                    held.as_deref() == Some(m.user_id.as_str()),
+                )
+            })
+            .collect(),
+        comments: v
+            .work
+            .comments
+            .iter()
+            .map(|c| CommentVm {
+                id: c.id.clone(),
+                author: if c.author_user_id == me.user_id {
+                    "you".into()
+                } else {
+                    c.author_name
+                        .clone()
+                        .or_else(|| v.people.get(&c.author_user_id).cloned())
+                        .unwrap_or_else(|| c.author_user_id.clone())
+                },
+                when: When::new(&c.created_at, now),
+                body_html: markdown::render(&c.body),
+            })
+            .collect(),
+    }
 }
 
 impl ActionVm {
@@ -171,6 +259,7 @@ impl ActionVm {
                     .map(|(_, x)| x.clone()),
             }),
             may_decide: v.may_decide,
+            work: work(v, me, now),
             source,
         }
     }
@@ -457,6 +546,23 @@ fn event(
             format!("Outcome reported by {by}: {}", o.status),
             o.message.clone(),
         ),
+        ActionEvent::Claimed { .. } => (format!("Claimed by {by}"), None),
+        ActionEvent::Assigned {
+            assignee_user_id: Some(to),
+            ..
+        } => (
+            format!("Assigned to {} by {by}", who(&Actor::user(to))),
+            None,
+        ),
+        ActionEvent::Assigned { .. } => (format!("Unassigned by {by}"), None),
+        ActionEvent::Snoozed { until: Some(t) } => (
+            format!("Snoozed by {by} until {}", When::new(t, now).exact),
+            None,
+        ),
+        ActionEvent::Snoozed { until: None } => {
+            (format!("Back in the inbox: {by} un-snoozed it"), None)
+        }
+        ActionEvent::Commented { .. } => (format!("{by} commented"), None),
     };
     EventVm {
         when: When::new(&e.created_at, now),

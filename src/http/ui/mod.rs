@@ -7,6 +7,7 @@
 mod account;
 mod action;
 mod action_view;
+mod action_work;
 mod assets;
 mod inbox;
 mod invitations;
@@ -38,6 +39,10 @@ pub fn router() -> Router<AppState> {
         // one Action
         .route("/app/actions/{id}", get(action::action_page))
         .route("/app/actions/{id}/decide", post(action::decide_action))
+        .route("/app/actions/{id}/claim", post(action_work::claim))
+        .route("/app/actions/{id}/assign", post(action_work::assign))
+        .route("/app/actions/{id}/snooze", post(action_work::snooze))
+        .route("/app/actions/{id}/comments", post(action_work::comment))
         .route(
             "/app/actions/{id}/receipt.json",
             get(action::download_receipt),

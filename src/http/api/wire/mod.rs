@@ -8,6 +8,7 @@ pub mod invitations;
 pub mod session;
 pub mod sources;
 pub mod system;
+pub mod work;
 pub mod workspaces;
 
 use serde::Serialize;

@@ -1,0 +1,43 @@
+//! Comment bodies (guide: "Claim, assignment, snooze and comments").
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::store::work::Comment;
+
+/// Who wrote a comment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CommentAuthor {
+    pub user_id: String,
+    pub name: Option<String>,
+}
+
+/// One comment on an Action.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CommentOut {
+    /// `cmt_…`
+    pub id: String,
+    /// Always `comment`.
+    pub object: &'static str,
+    pub action_id: String,
+    pub author: CommentAuthor,
+    /// Markdown, as written.
+    pub body: String,
+    pub created_at: String,
+}
+
+impl From<Comment> for CommentOut {
+    fn from(c: Comment) -> Self {
+        Self {
+            id: c.id,
+            object: "comment",
+            action_id: c.action_id,
+            author: CommentAuthor {
+                user_id: c.author_user_id,
+                name: c.author_name,
+            },
+            body: c.body,
+            created_at: c.created_at,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The Action page's work controls: `POST /app/actions/{id}/claim`,
+//! `…/assign`, `…/snooze` (presets) and `…/comments`. Each calls the same
+//! `service::work` function as the API, then returns to the page; a refusal
+//! shows the page again with the reason.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::domain::time::{self, Timestamp};
+use crate::error::{Code, Error, Result};
+use crate::http::session::PageUser;
+use crate::http::ui::action::page_with_error;
+use crate::http::ui::view::{FormData, PagePath, UiError, check_csrf, see_other};
+use crate::service::work::{self, AssignmentUpdate, CommentCreate, SnoozeRequest};
+
+async fn back(
+    st: &AppState,
+    page: &PageUser,
+    id: &str,
+    done: &str,
+    outcome: Result<()>,
+) -> Result<Response, UiError> {
+    match outcome {
+        Ok(()) => Ok(see_other(&format!("/app/actions/{id}?done={done}"))),
+        Err(e) if e.code.status().is_client_error() && e.code != Code::ActionNotFound => {
+            let status = e.code.status();
+            let out = page_with_error(st, page, id, format!("Not done: {}", e.message)).await?;
+            Ok((status, out).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// POST /app/actions/{id}/claim
+pub async fn claim(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let r = work::claim(&st.services, page.user.clone(), id.clone()).await;
+    back(&st, &page, &id, "claimed", r.map(|_| ())).await
+}
+
+/// POST /app/actions/{id}/assign: an empty choice unassigns.
+pub async fn assign(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let req = AssignmentUpdate {
+        assignee_user_id: form.text("assignee_user_id"),
+        assignee_email: None,
+    };
+    let r = work::assign(&st.services, page.user.clone(), id.clone(), req).await;
+    back(&st, &page, &id, "assigned", r.map(|_| ())).await
+}
+
+/// When a snooze preset ends: in an hour, tomorrow at 09:00 UTC, next Monday
+/// at 09:00 UTC; `clear` un-snoozes.
+fn preset(name: &str, now: Timestamp) -> Result<Option<String>> {
+    let nine = |days: i64| {
+        let day = (now + ::time::Duration::days(days)).date();
+        time::format(day.with_hms(9, 0, 0).map_or(now, |t| t.assume_utc()))
+    };
+    Ok(match name {
+        "1h" => Some(time::format(now + ::time::Duration::hours(1))),
+        "tomorrow" => Some(nine(1)),
+        "week" => Some(nine(7 - i64::from(now.weekday().number_days_from_monday()))),
+        "clear" => None,
+        _ => return Err(Error::field("preset", "choose one of the snooze buttons")),
+    })
+}
+
+/// POST /app/actions/{id}/snooze
+pub async fn snooze(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let r = match preset(
+        form.get("preset").unwrap_or_default(),
+        st.services.clock.now(),
+    ) {
+        Ok(until) => work::snooze(
+            &st.services,
+            page.user.clone(),
+            id.clone(),
+            SnoozeRequest { until },
+        )
+        .await
+        .map(|_| ()),
+        Err(e) => Err(e),
+    };
+    back(&st, &page, &id, "snoozed", r).await
+}
+
+/// POST /app/actions/{id}/comments
+pub async fn comment(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let body = form.get("body").unwrap_or_default().replace("\r\n", "\n");
+    let r = work::add_comment(
+        &st.services,
+        page.user.clone(),
+        id.clone(),
+        CommentCreate { body },
+    )
+    .await;
+    back(&st, &page, &id, "commented", r.map(|_| ())).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_land_on_the_documented_times() {
+        // A Wednesday.
+        let now = time::parse("2026-11-25T15:30:00Z").unwrap();
+        assert_eq!(
+            preset("1h", now).unwrap().unwrap(),
+            "2026-11-25T16:30:00.000Z"
+        );
+        assert_eq!(
+            preset("tomorrow", now).unwrap().unwrap(),
+            "2026-11-26T09:00:00.000Z"
+        );
+        assert_eq!(
+            preset("week", now).unwrap().unwrap(),
+            "2026-11-30T09:00:00.000Z"
+        );
+        assert_eq!(preset("clear", now).unwrap(), None);
+        assert!(preset("forever", now).is_err());
+    }
+}

@@ -1,0 +1,482 @@
+//! Working on an Action (guide: "Claim, assignment, snooze and comments"):
+//! claim it, assign it, snooze it, comment on it. Who may do which is asked
+//! of `domain::access`; each change is one writer job that records a typed
+//! event (`service::effects::record`). None of it touches the binding:
+//! `action_version` and `fingerprint` stay as they are.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use crate::domain::access::{ActionAccess, Role};
+use crate::domain::action::{ActionRecord, Actor, Person};
+use crate::domain::decision;
+use crate::domain::event::ActionEvent;
+use crate::domain::{ids, time};
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::actions::{access, access_of};
+use crate::service::caller::UserCaller;
+use crate::service::effects;
+use crate::store::actions as store;
+use crate::store::work::{self, Comment, Member};
+
+/// The longest snooze.
+pub const MAX_SNOOZE_DAYS: i64 = 30;
+/// The longest comment, in characters.
+pub const MAX_COMMENT: usize = 10_000;
+
+/// A field that must be present but may be `null`.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
+}
+
+/// PATCH /v1/actions/{id}/assignment: name the assignee by user id or
+/// e-mail (both may be given when they name the same member); both null or
+/// absent unassigns.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssignmentUpdate {
+    #[serde(default)]
+    #[schema(nullable)]
+    pub assignee_user_id: Option<String>,
+    #[serde(default)]
+    #[schema(nullable)]
+    pub assignee_email: Option<String>,
+}
+
+/// POST /v1/actions/{id}/snooze: `until` an RFC 3339 time in the next 30
+/// days, or null to bring the Action back now.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnoozeRequest {
+    #[serde(deserialize_with = "present")]
+    #[schema(required = true, nullable, format = DateTime)]
+    pub until: Option<String>,
+}
+
+/// POST /v1/actions/{id}/comments
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommentCreate {
+    /// Markdown, 1-10,000 characters, not only blanks. `@name@example.com`
+    /// mentions a workspace member.
+    #[schema(
+        min_length = 1,
+        max_length = 10000,
+        pattern = "^[^\\u0000]*[^\\u0000 \\t\\n\\r\\u000b\\u000c][^\\u0000]*$"
+    )]
+    pub body: String,
+}
+
+/// The Action after a change, and whether the change was a repeat that
+/// changed nothing (a second claim by the same person).
+pub struct Worked {
+    pub action: ActionRecord,
+    pub unchanged: bool,
+}
+
+fn forbidden(message: &str, required: Role) -> Error {
+    Error::new(Code::Forbidden, message).with_detail("required_role", required.as_str())
+}
+
+/// The Action and the caller's relation to it; 404 when they may not see it.
+fn load(
+    c: &rusqlite::Connection,
+    id: &str,
+    user: &UserCaller,
+) -> Result<(ActionRecord, ActionAccess)> {
+    let a = store::get(c, id)?.ok_or_else(Error::action_not_found)?;
+    let acc = access(&a, user).ok_or_else(Error::action_not_found)?;
+    Ok((a, acc))
+}
+
+fn same_person(p: &Person, user_id: &str, email: &str) -> bool {
+    p.user_id.as_deref() == Some(user_id)
+        || p.email
+            .as_deref()
+            .is_some_and(|e| e.eq_ignore_ascii_case(email))
+}
+
+fn reread(c: &rusqlite::Connection, id: &str) -> Result<ActionRecord> {
+    store::get(c, id)?.ok_or_else(Error::action_not_found)
+}
+
+/// POST /v1/actions/{id}/claim: the caller becomes the assignee. Again by
+/// the same person: 200, nothing changes.
+pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked> {
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let (a, acc) = load(c, &id, &user)?;
+        if acc.self_approval_forbidden() {
+            return Err(Error::self_approval_forbidden());
+        }
+        if !acc.can_claim() {
+            return Err(forbidden(
+                "only members who may decide this Action claim it",
+                Role::Reviewer,
+            ));
+        }
+        decision::ensure_open(&a)?;
+        let previous = a.work.assignee.clone();
+        if let Some(p) = &previous {
+            if same_person(p, &user.user_id, &user.email) && p.user_id.is_some() {
+                return Ok(Worked {
+                    action: a,
+                    unchanged: true,
+                });
+            }
+            if !same_person(p, &user.user_id, &user.email) {
+                return Err(Error::new(
+                    Code::ActionAlreadyClaimed,
+                    format!(
+                        "{} already holds this Action; an admin may reassign it with PATCH /v1/actions/{}/assignment",
+                        p.name.as_deref().or(p.email.as_deref()).unwrap_or("someone else"),
+                        a.id
+                    ),
+                )
+                .with_detail("assignee", json!(p)));
+            }
+        }
+        let me = work::member(c, &a.workspace_id, &user.user_id)?.ok_or_else(Error::action_not_found)?;
+        if !work::set_assignee(c, &a.id, Some(&me), &now)? {
+            return Err(decision::ensure_open(&reread(c, &a.id)?).err().unwrap_or_else(Error::action_not_found));
+        }
+        let event = ActionEvent::Claimed {
+            previous_user_id: previous.and_then(|p| p.user_id),
+        };
+        let actor = Actor::user(&user.user_id);
+        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        Ok(Worked {
+            action: reread(c, &a.id)?,
+            unchanged: false,
+        })
+    })
+    .await
+}
+
+/// The member an assignment names, checked: a member of the Action's
+/// workspace who may decide it. Refusals name the field.
+fn assignee_of(
+    c: &rusqlite::Connection,
+    a: &ActionRecord,
+    req: &AssignmentUpdate,
+) -> Result<Option<Member>> {
+    let by_id = match &req.assignee_user_id {
+        Some(id) => Some((
+            "assignee_user_id",
+            id,
+            work::member(c, &a.workspace_id, id)?,
+        )),
+        None => None,
+    };
+    let by_email = match &req.assignee_email {
+        Some(e) => Some((
+            "assignee_email",
+            e,
+            work::member_by_email(c, &a.workspace_id, e)?,
+        )),
+        None => None,
+    };
+    let mut found: Option<(&str, Member)> = None;
+    for (field, value, member) in [by_id, by_email].into_iter().flatten() {
+        let Some(m) = member else {
+            return Err(Error::field(
+                field,
+                format!("`{value}` is not a member of this workspace"),
+            ));
+        };
+        if let Some((_, earlier)) = &found
+            && earlier.user_id != m.user_id
+        {
+            return Err(Error::field(
+                field,
+                "assignee_user_id and assignee_email name two different people; give one",
+            ));
+        }
+        found = Some((field, m));
+    }
+    let Some((field, m)) = found else {
+        return Ok(None);
+    };
+    let theirs = access_of(a, m.role, &m.user_id, &m.email);
+    if !theirs.can_be_assignee() {
+        let why = if m.role == Role::Viewer {
+            format!("{} is a viewer and may not decide Actions", m.email)
+        } else if theirs.self_approval_forbidden() {
+            format!("{} requested this Action and may not decide it", m.email)
+        } else {
+            format!("{} is not one of this Action's listed reviewers", m.email)
+        };
+        return Err(Error::field(field, why));
+    }
+    Ok(Some(m))
+}
+
+/// PATCH /v1/actions/{id}/assignment
+pub async fn assign(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: AssignmentUpdate,
+) -> Result<Worked> {
+    for (field, v) in [
+        ("assignee_user_id", &req.assignee_user_id),
+        ("assignee_email", &req.assignee_email),
+    ] {
+        if v.as_deref()
+            .is_some_and(|v| v.is_empty() || v.chars().count() > 254)
+        {
+            return Err(Error::field(
+                field,
+                format!("{field} must be 1-254 characters"),
+            ));
+        }
+    }
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let (a, acc) = load(c, &id, &user)?;
+        let previous = a.work.assignee.clone();
+        let held_by_other = previous
+            .as_ref()
+            .is_some_and(|p| !same_person(p, &user.user_id, &user.email));
+        if !acc.can_assign(held_by_other) {
+            return Err(if acc.can_work_on() {
+                forbidden(
+                    "someone else holds this Action; only owners and admins reassign it",
+                    Role::Admin,
+                )
+            } else {
+                forbidden("you may see this Action but not assign it", Role::Reviewer)
+            });
+        }
+        decision::ensure_open(&a)?;
+        let to = assignee_of(c, &a, &req)?;
+        let unchanged = match (&to, &previous) {
+            (None, None) => true,
+            (Some(m), Some(p)) => p.user_id.as_deref() == Some(m.user_id.as_str()),
+            _ => false,
+        };
+        if unchanged {
+            return Ok(Worked {
+                action: a,
+                unchanged,
+            });
+        }
+        if !work::set_assignee(c, &a.id, to.as_ref(), &now)? {
+            return Err(decision::ensure_open(&reread(c, &a.id)?)
+                .err()
+                .unwrap_or_else(Error::action_not_found));
+        }
+        let event = ActionEvent::Assigned {
+            assignee_user_id: to.map(|m| m.user_id),
+            previous_user_id: previous.and_then(|p| p.user_id),
+        };
+        let actor = Actor::user(&user.user_id);
+        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        Ok(Worked {
+            action: reread(c, &a.id)?,
+            unchanged: false,
+        })
+    })
+    .await
+}
+
+/// `until` as stored (UTC, milliseconds, so text order is time order), after
+/// checking it is in the future and at most 30 days away.
+fn snooze_until(raw: &str, now: time::Timestamp) -> Result<String> {
+    let Some(t) = time::parse(raw) else {
+        return Err(Error::field(
+            "until",
+            "until must be an RFC 3339 time with an offset, e.g. 2026-11-24T09:00:00Z",
+        ));
+    };
+    if t <= now {
+        return Err(Error::field(
+            "until",
+            "until must be in the future; send null to un-snooze",
+        ));
+    }
+    if t > now + ::time::Duration::days(MAX_SNOOZE_DAYS) {
+        return Err(Error::field(
+            "until",
+            format!("until must be at most {MAX_SNOOZE_DAYS} days ahead"),
+        ));
+    }
+    Ok(time::format(t))
+}
+
+/// POST /v1/actions/{id}/snooze
+pub async fn snooze(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: SnoozeRequest,
+) -> Result<Worked> {
+    let clock_now = s.clock.now();
+    let until = req
+        .until
+        .as_deref()
+        .map(|u| snooze_until(u, clock_now))
+        .transpose()?;
+    let now = time::format(clock_now);
+    s.write(move |c, fx| {
+        let (a, acc) = load(c, &id, &user)?;
+        if !acc.can_snooze() {
+            return Err(forbidden(
+                "you may see this Action but not snooze it",
+                Role::Reviewer,
+            ));
+        }
+        decision::ensure_open(&a)?;
+        if !work::set_snooze(c, &a.id, until.as_deref(), &now)? {
+            return Err(decision::ensure_open(&reread(c, &a.id)?)
+                .err()
+                .unwrap_or_else(Error::action_not_found));
+        }
+        let event = ActionEvent::Snoozed { until };
+        let actor = Actor::user(&user.user_id);
+        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        Ok(Worked {
+            action: reread(c, &a.id)?,
+            unchanged: false,
+        })
+    })
+    .await
+}
+
+/// GET /v1/actions/{id}/comments: oldest first, for anyone who sees the Action.
+pub async fn comments(s: &Services, user: UserCaller, id: String) -> Result<Vec<Comment>> {
+    s.db.read(move |c| {
+        let (a, _) = load(c, &id, &user)?;
+        work::comments(c, &a.id)
+    })
+    .await
+}
+
+/// The e-mail addresses a comment @mentions (`@ada@example.com`), in order,
+/// each once. A mention starts a word; trailing punctuation is not part of it.
+pub fn mentioned_emails(body: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut prev: Option<char> = None;
+    for (i, ch) in body.char_indices() {
+        let starts_word = prev.is_none_or(|p| p.is_whitespace() || "([{<,;:\"'".contains(p));
+        prev = Some(ch);
+        if ch != '@' || !starts_word {
+            continue;
+        }
+        let rest = &body[i + 1..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "._%+-@".contains(c)))
+            .unwrap_or(rest.len());
+        let candidate = rest[..end].trim_end_matches(['.', '-']);
+        let mut parts = candidate.split('@');
+        let ok = matches!((parts.next(), parts.next(), parts.next()),
+            (Some(l), Some(d), None) if !l.is_empty() && d.contains('.') && !d.starts_with('.'));
+        let lower = candidate.to_ascii_lowercase();
+        if ok && !out.contains(&lower) {
+            out.push(lower);
+        }
+    }
+    out
+}
+
+fn check_comment(body: &str) -> Result<()> {
+    if body
+        .trim_matches([' ', '\t', '\n', '\r', '\u{b}', '\u{c}'])
+        .is_empty()
+    {
+        return Err(Error::field(
+            "body",
+            "body must not be empty or only blanks",
+        ));
+    }
+    let n = body.chars().count();
+    if n > MAX_COMMENT {
+        return Err(Error::field(
+            "body",
+            format!("body is {n} characters; the limit is {MAX_COMMENT}"),
+        ));
+    }
+    Ok(())
+}
+
+/// POST /v1/actions/{id}/comments: on open and closed Actions alike. Only
+/// members of the Action's workspace count as mentions.
+pub async fn add_comment(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: CommentCreate,
+) -> Result<Comment> {
+    check_comment(&req.body)?;
+    let emails = mentioned_emails(&req.body);
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let (a, acc) = load(c, &id, &user)?;
+        if !acc.can_comment() {
+            return Err(forbidden(
+                "you may read this Action's comments but not write one",
+                Role::Reviewer,
+            ));
+        }
+        let mut mentions = Vec::new();
+        for e in &emails {
+            if let Some(m) = work::member_by_email(c, &a.workspace_id, e)?
+                && !mentions.contains(&m.user_id)
+            {
+                mentions.push(m.user_id);
+            }
+        }
+        let author = work::member(c, &a.workspace_id, &user.user_id)?;
+        let cm = Comment {
+            id: ids::new_id(ids::COMMENT),
+            action_id: a.id.clone(),
+            author_user_id: user.user_id.clone(),
+            author_name: author.and_then(|m| m.name),
+            body: req.body,
+            mentions: mentions.clone(),
+            created_at: now.clone(),
+        };
+        work::insert_comment(c, &cm)?;
+        let event = ActionEvent::Commented {
+            comment_id: cm.id.clone(),
+            mentions,
+        };
+        let actor = Actor::user(&user.user_id);
+        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        Ok(cm)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_addresses_that_start_a_word() {
+        assert_eq!(
+            mentioned_emails(
+                "cc @Ada@Example.com, (@bob@e.org). not me@x.com @nope @ada@example.com"
+            ),
+            vec!["ada@example.com", "bob@e.org"]
+        );
+    }
+
+    #[test]
+    fn snoozes_are_future_and_within_thirty_days() {
+        let now = time::parse("2026-11-23T10:00:00Z").unwrap();
+        assert_eq!(
+            snooze_until("2026-11-24T10:00:00+01:00", now).unwrap(),
+            "2026-11-24T09:00:00.000Z"
+        );
+        assert!(snooze_until("2026-11-23T09:00:00Z", now).is_err());
+        assert!(snooze_until("2026-12-24T10:00:00Z", now).is_err());
+        assert!(snooze_until("tomorrow", now).is_err());
+    }
+}

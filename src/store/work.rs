@@ -1,0 +1,212 @@
+//! Working on an Action (guide: "Claim, assignment, snooze and comments"):
+//! its assignee (the `assignee_user_id` column and the spec's `assignee_*`
+//! fields, which the inbox's scope filter reads), its snooze time and its
+//! comments (`action_comments`). Nothing here touches the binding.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::domain::access::Role;
+use crate::domain::action::{ActionRecord, Person};
+use crate::error::Result;
+
+/// A comment as stored, with its author's name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comment {
+    pub id: String,
+    pub action_id: String,
+    pub author_user_id: String,
+    pub author_name: Option<String>,
+    pub body: String,
+    pub mentions: Vec<String>,
+    pub created_at: String,
+}
+
+/// A workspace member as the assignment and mention rules need them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    pub user_id: String,
+    pub email: String,
+    pub name: Option<String>,
+    pub role: Role,
+}
+
+fn person_by_id(c: &Connection, id: &str) -> Result<Option<Person>> {
+    Ok(
+        c.prepare_cached("SELECT id, email, name FROM users WHERE id = ?1")?
+            .query_row([id], |r| {
+                Ok(Person {
+                    user_id: r.get(0)?,
+                    email: r.get(1)?,
+                    name: r.get(2)?,
+                })
+            })
+            .optional()?,
+    )
+}
+
+fn person_by_email(c: &Connection, email: &str) -> Result<Option<Person>> {
+    Ok(
+        c.prepare_cached("SELECT id, email, name FROM users WHERE email = ?1")?
+            .query_row([email], |r| {
+                Ok(Person {
+                    user_id: r.get(0)?,
+                    email: r.get(1)?,
+                    name: r.get(2)?,
+                })
+            })
+            .optional()?,
+    )
+}
+
+/// Completes a person the spec names by id or e-mail from the users table;
+/// an address nobody has signed in with stays as sent.
+fn complete(c: &Connection, p: &Person) -> Result<Person> {
+    let found = match (&p.user_id, &p.email) {
+        (Some(id), _) => person_by_id(c, id)?,
+        (None, Some(e)) => person_by_email(c, e)?,
+        (None, None) => None,
+    };
+    Ok(found.unwrap_or_else(|| p.clone()))
+}
+
+/// Fills in the assignee's and requester's e-mail and name and the comment
+/// count of each Action (`ActionRecord::work`).
+pub fn annotate(c: &Connection, actions: &mut [ActionRecord]) -> Result<()> {
+    for a in actions {
+        if let Some(p) = &a.work.assignee {
+            a.work.assignee = Some(complete(c, p)?);
+        }
+        if let Some(p) = &a.work.requested_by {
+            a.work.requested_by = Some(complete(c, p)?);
+        }
+        a.work.comment_count = c
+            .prepare_cached("SELECT count(*) FROM action_comments WHERE action_id = ?1")?
+            .query_row([&a.id], |r| r.get(0))?;
+    }
+    Ok(())
+}
+
+/// Sets (or with None clears) the assignee of an open Action. The spec's
+/// `assignee_user_id` and `assignee_email` are rewritten to name the same
+/// person (or removed), so the inbox's `scope=mine|unassigned` filter, which
+/// reads them, agrees with the column. Returns false when it is not open.
+pub fn set_assignee(
+    c: &Connection,
+    action_id: &str,
+    to: Option<&Member>,
+    now: &str,
+) -> Result<bool> {
+    let n = match to {
+        Some(m) => c
+            .prepare_cached(
+                "UPDATE actions SET assignee_user_id = ?1,
+                    spec = json_set(spec, '$.assignee_user_id', ?1, '$.assignee_email', ?2),
+                    updated_at = ?3
+                 WHERE id = ?4 AND status = 'open'",
+            )?
+            .execute(params![m.user_id, m.email, now, action_id])?,
+        None => c
+            .prepare_cached(
+                "UPDATE actions SET assignee_user_id = NULL,
+                    spec = json_remove(spec, '$.assignee_user_id', '$.assignee_email'),
+                    updated_at = ?1
+                 WHERE id = ?2 AND status = 'open'",
+            )?
+            .execute(params![now, action_id])?,
+    };
+    Ok(n == 1)
+}
+
+/// Sets (or with None clears) when an open Action comes back to the inbox.
+pub fn set_snooze(c: &Connection, action_id: &str, until: Option<&str>, now: &str) -> Result<bool> {
+    let n = c
+        .prepare_cached(
+            "UPDATE actions SET snoozed_until = ?1, updated_at = ?2 WHERE id = ?3 AND status = 'open'",
+        )?
+        .execute(params![until, now, action_id])?;
+    Ok(n == 1)
+}
+
+/// One member of a workspace, by user id.
+pub fn member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Option<Member>> {
+    Ok(c.prepare_cached(
+        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.workspace_id = ?1 AND m.user_id = ?2",
+    )?
+    .query_row([workspace_id, user_id], member_row)
+    .optional()?)
+}
+
+/// One member of a workspace, by e-mail (case-insensitive).
+pub fn member_by_email(c: &Connection, workspace_id: &str, email: &str) -> Result<Option<Member>> {
+    Ok(c.prepare_cached(
+        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.workspace_id = ?1 AND u.email = ?2",
+    )?
+    .query_row([workspace_id, email], member_row)
+    .optional()?)
+}
+
+/// Every member of a workspace, by name then e-mail.
+pub fn members(c: &Connection, workspace_id: &str) -> Result<Vec<Member>> {
+    let mut st = c.prepare_cached(
+        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+         WHERE m.workspace_id = ?1 ORDER BY coalesce(u.name, u.email), u.email",
+    )?;
+    let rows = st.query_map([workspace_id], member_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn member_row(r: &rusqlite::Row) -> rusqlite::Result<Member> {
+    let role: String = r.get(3)?;
+    Ok(Member {
+        user_id: r.get(0)?,
+        email: r.get(1)?,
+        name: r.get(2)?,
+        role: Role::parse(&role).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                3,
+                rusqlite::types::Type::Text,
+                "role".to_owned().into(),
+            )
+        })?,
+    })
+}
+
+pub fn insert_comment(c: &Connection, cm: &Comment) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO action_comments(id, action_id, author_user_id, body, mentions, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        cm.id,
+        cm.action_id,
+        cm.author_user_id,
+        cm.body,
+        serde_json::to_string(&cm.mentions)?,
+        cm.created_at
+    ])?;
+    Ok(())
+}
+
+/// The comments of an Action, oldest first.
+pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
+    let mut st = c.prepare_cached(
+        "SELECT cm.id, cm.action_id, cm.author_user_id, u.name, cm.body, cm.mentions, cm.created_at
+         FROM action_comments cm JOIN users u ON u.id = cm.author_user_id
+         WHERE cm.action_id = ?1 ORDER BY cm.rowid",
+    )?;
+    let rows = st.query_map([action_id], |r| {
+        let mentions: String = r.get(5)?;
+        Ok(Comment {
+            id: r.get(0)?,
+            action_id: r.get(1)?,
+            author_user_id: r.get(2)?,
+            author_name: r.get(3)?,
+            body: r.get(4)?,
+            mentions: serde_json::from_str(&mentions).unwrap_or_default(),
+            created_at: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

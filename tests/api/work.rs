@@ -1,0 +1,666 @@
+//! Working on an Action with several people: claim (and its race), assignment,
+//! snooze and its return by the clock, comments with mentions, the history,
+//! the unchanged binding, closed Actions, and separation of duties.
+
+use hds::domain::access::Role;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, TestApp, python, two_options};
+
+fn at(a: &Value, what: &str) -> String {
+    format!("/v1/actions/{}/{what}", a["id"].as_str().unwrap())
+}
+
+fn id_of(who: &Actor) -> Value {
+    json!(who.person().id)
+}
+
+async fn read(who: &Actor, a: &Value) -> Value {
+    who.get::<Value>(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await["data"]
+        .clone()
+}
+
+fn kinds(detail: &Value) -> Vec<String> {
+    detail["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn binding(a: &Value) -> (Value, Value) {
+    (a["action_version"].clone(), a["fingerprint"].clone())
+}
+
+#[tokio::test]
+async fn two_reviewers_race_to_claim_and_exactly_one_wins() {
+    let app = TestApp::spawn().await;
+    let (r1, r2) = (app.member(Role::Reviewer), app.member(Role::Reviewer));
+    for round in 0..5 {
+        let a = app
+            .create_action(two_options(&format!("Race {round}")))
+            .await;
+        let path = at(&a, "claim");
+        let (x, y) = tokio::join!(
+            r1.call(Method::POST, &path, None, &[]),
+            r2.call(Method::POST, &path, None, &[])
+        );
+        let (won, lost, winner) = match (x.status.as_u16(), y.status.as_u16()) {
+            (200, 409) => (x, y, &r1),
+            (409, 200) => (y, x, &r2),
+            other => panic!("one 200 and one 409, got {other:?}: {} {}", x.body, y.body),
+        };
+        assert_eq!(won.body["data"]["assignee"]["user_id"], id_of(winner));
+        let err = lost.error(409, "ACTION_ALREADY_CLAIMED");
+        assert_eq!(err["details"]["assignee"]["user_id"], id_of(winner));
+        assert_eq!(err["details"]["assignee"]["email"], winner.person().email);
+        assert!(err["details"]["assignee"].get("name").is_some());
+        // Claiming one's own claim again: 200, nothing new in the history.
+        let again = winner.call(Method::POST, &path, None, &[]).await;
+        again.ok(200);
+        assert_eq!(again.body["idempotent_replay"], true);
+        let detail: Value = winner
+            .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+            .await;
+        assert_eq!(kinds(&detail["data"]), ["created", "claimed"]);
+    }
+}
+
+#[tokio::test]
+async fn assignment_follows_the_roles_and_never_touches_the_binding() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (r1, r2, viewer, outsider) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+        app.outsider(),
+    );
+    let a = app.create_action(two_options("Rotate the TLS keys")).await;
+    let before = binding(&a);
+    assert_eq!(a["assignee"], Value::Null);
+    assert_eq!(a["comment_count"], 0);
+    assert_eq!(a["requested_by"], Value::Null);
+    let (claim, assign) = (at(&a, "claim"), at(&a, "assignment"));
+
+    // Viewers and outsiders claim nothing; nothing is written.
+    let e = viewer.post_err(&claim, json!(null), 403, "FORBIDDEN").await;
+    assert_eq!(e["details"]["required_role"], "reviewer");
+    outsider
+        .post_err(&claim, json!(null), 404, "ACTION_NOT_FOUND")
+        .await;
+    viewer
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": viewer.person().id}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    outsider
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": null}),
+            404,
+            "ACTION_NOT_FOUND",
+        )
+        .await;
+
+    // A reviewer assigns an unheld Action to a colleague …
+    let out: Value = r1
+        .patch(
+            &assign,
+            json!({"assignee_email": r2.person().email.to_uppercase()}),
+            200,
+        )
+        .await;
+    assert_eq!(out["data"]["assignee"]["user_id"], id_of(&r2));
+    assert_eq!(out["data"]["assignee"]["email"], r2.person().email);
+    // … but does not take it from them: that is for owners and admins.
+    let e = r1
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": r1.person().id}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "admin");
+    r1.post_err(&claim, json!(null), 409, "ACTION_ALREADY_CLAIMED")
+        .await;
+
+    // The assignee must be a member who may decide it; each refusal names the field.
+    let e = admin
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": viewer.person().id}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "assignee_user_id");
+    assert!(
+        e["message"].as_str().unwrap().contains("viewer")
+            || e["details"]["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("viewer"),
+        "{e}"
+    );
+    let e = admin
+        .patch_err(
+            &assign,
+            json!({"assignee_email": outsider.person().email}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "assignee_email");
+    let e = admin
+        .patch_err(
+            &assign,
+            json!({"assignee_user_id": r1.person().id, "assignee_email": r2.person().email}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "assignee_email");
+    for bad in [
+        json!({"assignee": "x"}),
+        json!({"assignee_user_id": 7}),
+        json!({"assignee_user_id": ""}),
+        json!([]),
+    ] {
+        admin.patch_err(&assign, bad, 422, "VALIDATION_ERROR").await;
+    }
+    let raw = admin
+        .raw(Method::PATCH, &assign, "{\"assignee_user_id\": ")
+        .await;
+    assert_eq!(raw.status, 422, "{}", raw.body);
+    assert_eq!(read(&admin, &a).await["assignee"]["user_id"], id_of(&r2));
+
+    // The admin reassigns; the inbox scopes follow.
+    let out: Value = admin
+        .patch(&assign, json!({"assignee_user_id": r1.person().id}), 200)
+        .await;
+    assert_eq!(out["data"]["assignee"]["user_id"], id_of(&r1));
+    assert_eq!(out["data"]["assignee_user_id"], id_of(&r1));
+    let mine: Value = r1.get("/v1/me/actions?scope=mine", 200).await;
+    assert_eq!(mine["data"][0]["id"], a["id"]);
+    let theirs: Value = r2.get("/v1/me/actions?scope=mine", 200).await;
+    assert_eq!(theirs["data"], json!([]));
+    let unassigned: Value = r1.get("/v1/me/actions?scope=unassigned", 200).await;
+    assert_eq!(unassigned["data"], json!([]));
+    // Null unassigns.
+    let out: Value = admin
+        .patch(
+            &assign,
+            json!({"assignee_user_id": null, "assignee_email": null}),
+            200,
+        )
+        .await;
+    assert_eq!(out["data"]["assignee"], Value::Null);
+    let unassigned: Value = r1.get("/v1/me/actions?scope=unassigned", 200).await;
+    assert_eq!(unassigned["data"][0]["id"], a["id"]);
+
+    // A restricted Action: only its listed reviewers may hold it.
+    let mut body = two_options("Restricted");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([r1.person().id]);
+    let b = app.create_action(body).await;
+    let e = admin
+        .patch_err(
+            &at(&b, "assignment"),
+            json!({"assignee_user_id": r2.person().id}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "assignee_user_id");
+    r2.post_err(&at(&b, "claim"), json!(null), 404, "ACTION_NOT_FOUND")
+        .await;
+    r1.post::<Value>(&at(&b, "claim"), json!(null), 200).await;
+
+    // History names each change; the binding never moved.
+    let detail: Value = admin
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(
+        kinds(&detail["data"]),
+        ["created", "assigned", "assigned", "assigned"]
+    );
+    let assigned = &detail["data"]["history"][1];
+    assert_eq!(
+        assigned["actor"],
+        json!({"type": "user", "id": r1.person().id})
+    );
+    assert_eq!(assigned["data"]["assignee_user_id"], id_of(&r2));
+    assert_eq!(binding(&detail["data"]), before);
+}
+
+#[tokio::test]
+async fn a_create_time_assignee_holds_the_action_until_an_admin_reassigns_it() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Assigned by the Source");
+    body["assignee_email"] = json!(r1.person().email);
+    let a = app.create_action(body).await;
+    let now = read(&admin, &a).await;
+    assert_eq!(now["assignee"]["user_id"], id_of(&r1));
+    assert_eq!(now["assignee"]["email"], r1.person().email);
+    let e = r2
+        .post_err(&at(&a, "claim"), json!(null), 409, "ACTION_ALREADY_CLAIMED")
+        .await;
+    assert_eq!(e["details"]["assignee"]["user_id"], id_of(&r1));
+    // The named person claims what is theirs: their id is now recorded.
+    let out: Value = r1.post(&at(&a, "claim"), json!(null), 200).await;
+    assert_eq!(out["data"]["assignee"]["user_id"], id_of(&r1));
+    let out: Value = admin
+        .patch(
+            &at(&a, "assignment"),
+            json!({"assignee_user_id": r2.person().id}),
+            200,
+        )
+        .await;
+    assert_eq!(out["data"]["assignee_email"], r2.person().email);
+    let mine: Value = r1.get("/v1/me/actions?scope=mine", 200).await;
+    assert_eq!(
+        mine["data"],
+        json!([]),
+        "the old assignee_email no longer counts"
+    );
+}
+
+#[tokio::test]
+async fn a_snoozed_action_leaves_the_inbox_and_comes_back_by_itself() {
+    let app = TestApp::spawn().await;
+    let (r1, viewer) = (app.member(Role::Reviewer), app.member(Role::Viewer));
+    let a = app.create_action(two_options("Renew the domain")).await;
+    let before = binding(&a);
+    let snooze = at(&a, "snooze");
+    let clock = &app.state.services.clock;
+    let in_an_hour = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+
+    // Bad input: each refusal names `until`; nothing is written.
+    let too_far = hds::domain::time::format(clock.now() + time::Duration::days(31));
+    let past = hds::domain::time::format(clock.now() - time::Duration::minutes(1));
+    for bad in [
+        json!(past),
+        json!(too_far),
+        json!("tomorrow"),
+        json!("2026-13-01T00:00:00Z"),
+        json!(5),
+    ] {
+        let e = r1
+            .post_err(&snooze, json!({"until": bad}), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "until", "{e}");
+    }
+    r1.post_err(&snooze, json!({}), 422, "VALIDATION_ERROR")
+        .await;
+    r1.post_err(
+        &snooze,
+        json!({"until": null, "why": 1}),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    let e = viewer
+        .post_err(&snooze, json!({"until": in_an_hour}), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "reviewer");
+    let now = read(&r1, &a).await;
+    assert_eq!(now["snoozed_until"], Value::Null);
+    assert_eq!(
+        kinds(
+            &r1.get::<Value>(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+                .await["data"]
+        ),
+        ["created"]
+    );
+
+    let out: Value = r1.post(&snooze, json!({"until": in_an_hour}), 200).await;
+    assert_eq!(out["data"]["snoozed_until"], in_an_hour);
+    assert_eq!(out["data"]["status"], "open");
+    let open: Value = r1.get("/v1/me/actions", 200).await;
+    assert_eq!(open["data"], json!([]));
+    let snoozed: Value = r1.get("/v1/me/actions?status=snoozed", 200).await;
+    assert_eq!(snoozed["data"][0]["id"], a["id"]);
+    let page = app.browser(r1.person()).await.page("/app").await;
+    assert!(
+        !page.contains("Renew the domain"),
+        "the dashboard inbox hides it too"
+    );
+
+    // The clock passes the time: it is back, in the API and the dashboard.
+    clock.advance(time::Duration::minutes(61));
+    let open: Value = r1.get("/v1/me/actions", 200).await;
+    assert_eq!(open["data"][0]["id"], a["id"]);
+    let snoozed: Value = r1.get("/v1/me/actions?status=snoozed", 200).await;
+    assert_eq!(snoozed["data"], json!([]));
+    let page = app.browser(r1.person()).await.page("/app").await;
+    assert!(page.contains("Renew the domain"));
+
+    // Snooze again, then un-snooze with null.
+    let later = hds::domain::time::format(clock.now() + time::Duration::days(30));
+    r1.post::<Value>(&snooze, json!({"until": later}), 200)
+        .await;
+    let out: Value = r1.post(&snooze, json!({"until": null}), 200).await;
+    assert_eq!(out["data"]["snoozed_until"], Value::Null);
+    let detail: Value = r1
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(
+        kinds(&detail["data"]),
+        ["created", "snoozed", "snoozed", "snoozed"]
+    );
+    assert_eq!(detail["data"]["history"][3]["data"], json!({"until": null}));
+    assert_eq!(binding(&detail["data"]), before);
+}
+
+#[tokio::test]
+async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
+    let app = TestApp::spawn().await;
+    let (r1, r2, viewer, outsider) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+        app.outsider(),
+    );
+    let a = app
+        .create_action(two_options("Merge the release branch"))
+        .await;
+    let before = binding(&a);
+    let comments = at(&a, "comments");
+
+    let body = format!(
+        "Looks fine to me. @{} can you check **CI**? cc @nobody@example.org and @{}",
+        r2.person().email.to_uppercase(),
+        outsider.person().email
+    );
+    let c: Value = r1.post(&comments, json!({"body": body}), 201).await;
+    assert!(c["id"].as_str().unwrap().starts_with("cmt_"), "{c}");
+    assert_eq!(c["action_id"], a["id"]);
+    assert_eq!(c["author"]["user_id"], id_of(&r1));
+    assert_eq!(c["body"], body);
+    assert!(c["created_at"].is_string());
+
+    // Bad input: the error names `body`; nothing is written.
+    for bad in [
+        json!({"body": ""}),
+        json!({"body": " \n\t "}),
+        json!({"body": "x".repeat(10_001)}),
+        json!({"body": 5}),
+        json!({}),
+        json!({"body": "hi", "author": "me"}),
+    ] {
+        r1.post_err(&comments, bad, 422, "VALIDATION_ERROR").await;
+    }
+    assert_eq!(app.count_rows("action_comments"), 1);
+    r1.post::<Value>(&comments, json!({"body": "y".repeat(10_000)}), 201)
+        .await;
+
+    // Viewers read the thread but do not write; other workspaces see nothing.
+    let e = viewer
+        .post_err(&comments, json!({"body": "me too"}), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "reviewer");
+    let list: Value = viewer.get(&comments, 200).await;
+    assert_eq!(list["object"], "list");
+    assert_eq!(list["data"].as_array().unwrap().len(), 2);
+    assert_eq!(list["data"][0]["id"], c["id"], "oldest first");
+    outsider.get_err(&comments, 404, "ACTION_NOT_FOUND").await;
+    outsider
+        .post_err(&comments, json!({"body": "hello"}), 404, "ACTION_NOT_FOUND")
+        .await;
+    assert_eq!(app.count_rows("action_comments"), 2);
+
+    // Closed: claim, assignment and snooze are refused; comments are not.
+    let decided = app.decide(&a, json!({"option_id": "approve"})).await;
+    decided.ok(200);
+    r2.post_err(&at(&a, "claim"), json!(null), 409, "ACTION_NOT_OPEN")
+        .await;
+    app.admin()
+        .patch_err(
+            &at(&a, "assignment"),
+            json!({"assignee_user_id": r2.person().id}),
+            409,
+            "ACTION_NOT_OPEN",
+        )
+        .await;
+    r2.post_err(
+        &at(&a, "snooze"),
+        json!({"until": null}),
+        409,
+        "ACTION_NOT_OPEN",
+    )
+    .await;
+    let late: Value = r2.post(&comments, json!({"body": "Shipped."}), 201).await;
+    assert_eq!(late["author"]["user_id"], id_of(&r2));
+
+    let detail: Value = r1
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    let d = &detail["data"];
+    assert_eq!(d["comment_count"], 3);
+    assert_eq!(
+        kinds(d),
+        ["created", "commented", "commented", "resolved", "commented"]
+    );
+    // Only members count as mentions.
+    assert_eq!(
+        d["history"][1]["data"],
+        json!({"comment_id": c["id"], "mentions": [r2.person().id]})
+    );
+    assert_eq!(binding(d), before);
+    assert_eq!(d["receipt"]["payload"]["fingerprint"], before.1);
+}
+
+#[tokio::test]
+async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+
+    // Bad requesters are refused on create, naming the field.
+    let mut bad = two_options("x");
+    bad["requested_by_email"] = json!("not-an-address");
+    let r = app.post("/v1/actions", &app.live_key(), bad).await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "requested_by_email"
+    );
+    let mut bad = two_options("x");
+    bad["requested_by_user_id"] = json!("usr_nobody");
+    let r = app.post("/v1/actions", &app.live_key(), bad).await;
+    assert_eq!(
+        r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+        "requested_by_user_id"
+    );
+
+    let mut body = two_options("Give r1 production access");
+    body["requested_by_email"] = json!(r1.person().email.to_uppercase());
+    let a = app.create_action(body).await;
+    let now = read(&admin, &a).await;
+    assert_eq!(now["requested_by"]["user_id"], id_of(&r1));
+    assert_eq!(now["requested_by"]["email"], r1.person().email);
+    let decision = json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "approve"});
+    r1.post_err(
+        &at(&a, "decision"),
+        decision.clone(),
+        403,
+        "SELF_APPROVAL_FORBIDDEN",
+    )
+    .await;
+    r1.post_err(
+        &at(&a, "claim"),
+        json!(null),
+        403,
+        "SELF_APPROVAL_FORBIDDEN",
+    )
+    .await;
+    let e = admin
+        .patch_err(
+            &at(&a, "assignment"),
+            json!({"assignee_user_id": r1.person().id}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "assignee_user_id");
+    // They still comment on it; the dashboard offers them no decision.
+    r1.post::<Value>(&at(&a, "comments"), json!({"body": "Please."}), 201)
+        .await;
+    let page = app
+        .browser(r1.person())
+        .await
+        .page(&format!("/app/actions/{}", a["id"].as_str().unwrap()))
+        .await;
+    assert!(
+        !page.contains("/decide\""),
+        "no decision form for the requester"
+    );
+    assert_eq!(read(&admin, &a).await["status"], "open");
+
+    // Someone else decides; the receipt names the requester without an address.
+    let done: Value = r2.post(&at(&a, "decision"), decision, 200).await;
+    let claims = &done["data"]["receipt"]["payload"];
+    assert_eq!(claims["requested_by"]["user_id"], id_of(&r1));
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        r1.person().email.as_bytes(),
+    ));
+    assert_eq!(claims["requested_by"]["email_sha256"], digest);
+    // PyJWT verifies it and sees the same claim.
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    let out = python(
+        "verify_receipt.py",
+        &json!({"jwks": jwks.body, "receipts": [done["data"]["receipt"]["jws"]]}),
+    );
+    let line: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(line["requested_by"]["user_id"], id_of(&r1));
+
+    // Under an approval policy the requester may not vote …
+    let mut body = two_options("Approve r1's expense");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([r1.person().id, r2.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 1});
+    body["requested_by_user_id"] = json!(r1.person().id);
+    let b = app.create_action(body.clone()).await;
+    let vote = json!({"vote": "approve", "action_version": b["action_version"], "fingerprint": b["fingerprint"]});
+    r1.post_err(
+        &at(&b, "votes"),
+        vote.clone(),
+        403,
+        "SELF_APPROVAL_FORBIDDEN",
+    )
+    .await;
+    assert_eq!(app.count_rows("action_votes"), 0);
+    // … unless the policy allows it.
+    body["title"] = json!("Approve r1's lunch");
+    body["approval_policy"]["allow_self_approval"] = json!(true);
+    let c = app.create_action(body).await;
+    let vote = json!({"vote": "approve", "action_version": c["action_version"], "fingerprint": c["fingerprint"]});
+    let out: Value = r1.post(&at(&c, "votes"), vote, 200).await;
+    assert_eq!(out["data"]["status"], "resolved");
+}
+
+#[tokio::test]
+async fn the_action_page_offers_only_what_the_api_allows_and_renders_comments_safely() {
+    let app = TestApp::spawn().await;
+    let (r1, r2, viewer) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    let a = app.create_action(two_options("Open the firewall")).await;
+    let path = format!("/app/actions/{}", a["id"].as_str().unwrap());
+    let b1 = app.browser(r1.person()).await;
+    let html = b1.page(&path).await;
+    for id in ["claim-form", "assign-form", "snooze-form", "comment-form"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id} offered");
+    }
+    assert!(
+        html.contains(&r2.person().email),
+        "r2 is in the assign select"
+    );
+    assert!(
+        !html.contains(&format!("<option value=\"{}\"", viewer.person().id)),
+        "viewers are not"
+    );
+    let seen = b1.page(&path).await;
+    assert!(seen.contains("id=\"assignee\">nobody"));
+
+    // Forms post with the session's CSRF token, as the decide form does.
+    let origin = b1.url("");
+    let origin = origin.trim_end_matches('/');
+    let r = b1
+        .post_form(
+            &format!("{path}/comments"),
+            Some(origin),
+            &[
+                ("_csrf", b1.csrf()),
+                (
+                    "body",
+                    "**ok** then <script>alert(1)</script> and [x](javascript:alert(1))",
+                ),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let r = b1
+        .post_form(
+            &format!("{path}/claim"),
+            Some(origin),
+            &[("_csrf", b1.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let r = b1
+        .post_form(
+            &format!("{path}/snooze"),
+            Some(origin),
+            &[("_csrf", b1.csrf()), ("preset", "tomorrow")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let r = b1
+        .post_form(
+            &format!("{path}/comments"),
+            Some(origin),
+            &[("body", "no token")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let html = b1.page(&path).await;
+    assert!(html.contains("id=\"assignee\">you"), "claimed");
+    assert!(html.contains("id=\"snoozed-until\""));
+    assert!(
+        !html.contains("<script>alert(1)</script>"),
+        "raw HTML is escaped"
+    );
+    assert!(html.contains("&lt;script&gt;"));
+    assert!(html.contains("<strong>ok</strong>"));
+    assert!(!html.contains("javascript:alert"));
+    assert!(!html.contains("id=\"claim-form\""), "nothing left to claim");
+    assert_eq!(read(&r1, &a).await["comment_count"], 1);
+
+    // A viewer reads the thread and is offered nothing to change.
+    let html = app.browser(viewer.person()).await.page(&path).await;
+    assert!(html.contains("<strong>ok</strong>"));
+    for id in ["claim-form", "assign-form", "snooze-form", "comment-form"] {
+        assert!(
+            !html.contains(&format!("id=\"{id}\"")),
+            "{id} not offered to a viewer"
+        );
+    }
+}
