@@ -281,6 +281,8 @@ async fn sign_in(http: &reqwest::Client, base: &str, signin_url: &str) -> Result
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // reqwest is built without a TLS provider of its own (loopback http only).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path().join("data");

@@ -101,13 +101,31 @@ fn link_not_found() -> Error {
 
 /// The active workspace, when the caller may manage its invitations.
 fn managed_workspace(user: &UserCaller) -> Result<(String, Role)> {
-    let m = user
-        .active_workspace()
-        .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
+    let m = user.active_workspace().ok_or_else(|| {
+        Error::new(
+            Code::WorkspaceNotFound,
+            "you are not a member of any workspace",
+        )
+    })?;
     if !access::manages_workspace(m.role) {
         return Err(refused_role(access::required_for_management()));
     }
     Ok((m.workspace_id.clone(), m.role))
+}
+
+/// The caller's role in `ws` read inside the write: a demotion or removal
+/// since sign-in counts.
+fn current_role(c: &rusqlite::Connection, ws: &str, uid: &str) -> Result<Role> {
+    let role = workspaces::role_of(c, ws, uid)?.ok_or_else(|| {
+        Error::new(
+            Code::WorkspaceNotFound,
+            "you are no longer a member of this workspace",
+        )
+    })?;
+    if !access::manages_workspace(role) {
+        return Err(refused_role(access::required_for_management()));
+    }
+    Ok(role)
 }
 
 fn refused_role(required: Role) -> Error {
@@ -129,6 +147,11 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
     let (uid, role, base) = (user.user_id.clone(), req.role, s.config.base_url.clone());
     let now = s.clock.now();
     s.db.write(move |c| {
+        // The role as it is now, not as it was at sign-in.
+        let my_role = current_role(c, &ws, &uid)?;
+        if !access::can_invite(my_role, role) {
+            return Err(refused_role(Role::Owner));
+        }
         let (created_at, expires_at) = (time::format(now), time::format(now + LIFETIME));
         if let Some(u) = users::by_email(c, &email)?
             && workspaces::role_of(c, &ws, &u.id)?.is_some()
@@ -177,9 +200,11 @@ pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<Invitation>> {
 /// Revokes an invitation that was not accepted; revoking one already revoked
 /// answers it again. Admins cannot revoke an invitation that offers `owner`.
 pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invitation> {
-    let (ws, my_role) = managed_workspace(user)?;
+    let (ws, _) = managed_workspace(user)?;
+    let uid = user.user_id.clone();
     let now = time::format(s.clock.now());
     s.db.write(move |c| {
+        let my_role = current_role(c, &ws, &uid)?;
         let inv = store::get(c, &ws, &id)?.ok_or_else(not_found)?;
         if !access::can_invite(my_role, inv.role) {
             return Err(refused_role(Role::Owner));
@@ -296,9 +321,12 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
 
 /// Accepts by the link alone, signed out, when no identity provider is
 /// configured: the link went to the invited address, so holding it proves
-/// that address as a one-time sign-in link would. Finds or creates the person
-/// with that e-mail, opens a browser session on the joined workspace, and
-/// accepts, all in one transaction.
+/// that address as a one-time sign-in link would. Creates the person with
+/// that e-mail, opens a browser session on the joined workspace, and
+/// accepts, all in one transaction. An address that already has an account
+/// is refused: whoever created the invitation holds the link too, and must
+/// not get a session as an existing person (that person signs in first,
+/// then accepts).
 pub async fn accept_by_link(
     s: &Services,
     secret: &str,
@@ -309,10 +337,14 @@ pub async fn accept_by_link(
     s.db.write(move |c| {
         let now = time::format(clock_now);
         let inv = pending(c, &secret, &now)?;
-        let user = match users::by_email(c, &inv.email)? {
-            Some(u) => u,
-            None => users::create(c, &inv.email, None, &now)?,
-        };
+        if users::by_email(c, &inv.email)?.is_some() {
+            return Err(Error::new(
+                Code::AuthRequired,
+                "this address already has an account: sign in first (an admin can print a \
+                 sign-in link with `hds users link EMAIL`), then open the invitation link again",
+            ));
+        }
+        let user = users::create(c, &inv.email, None, &now)?;
         join(c, &secret, &user.id, &user.email, &now)?;
         let signed_in = signin::open_session(c, &user.id, &meta, clock_now)?;
         users::select_workspace(c, &user.id, &signed_in.token_id, &inv.workspace_id)?;

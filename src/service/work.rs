@@ -380,10 +380,17 @@ pub fn mentioned_emails(body: &str) -> Vec<String> {
         let lower = candidate.to_ascii_lowercase();
         if ok && !out.contains(&lower) {
             out.push(lower);
+            // Each is looked up in the write: a bound keeps one comment cheap.
+            if out.len() == MAX_MENTIONS {
+                break;
+            }
         }
     }
     out
 }
+
+/// Mentions read from one comment; later ones are ignored (guide).
+pub const MAX_MENTIONS: usize = 50;
 
 fn check_comment(body: &str) -> Result<()> {
     if body

@@ -297,15 +297,17 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
     match q.scope.as_str() {
         "mine" => {
             // assignee_email is lower(json_extract(spec, '$.assignee_email'))
-            // (migration 0008): lower() folds ASCII as COLLATE NOCASE did.
+            // (migration 0006): lower() folds ASCII as COLLATE NOCASE did. The
+            // e-mail counts only while no user id holds the Action, as for
+            // `assignee` in the Action's JSON.
             arms = vec![
                 (
                     " AND a.assignee_user_id = ?",
                     vec![q.user_id.clone().into()],
                 ),
                 (
-                    " AND a.assignee_email = lower(?) AND a.assignee_user_id IS NOT ?",
-                    vec![q.user_email.clone().into(), q.user_id.clone().into()],
+                    " AND a.assignee_email = lower(?) AND a.assignee_user_id IS NULL",
+                    vec![q.user_email.clone().into()],
                 ),
             ];
         }

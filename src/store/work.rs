@@ -30,41 +30,36 @@ pub struct Member {
     pub role: Role,
 }
 
-fn person_by_id(c: &Connection, id: &str) -> Result<Option<Person>> {
-    Ok(
-        c.prepare_cached("SELECT id, email, name FROM users WHERE id = ?1")?
-            .query_row([id], |r| {
-                Ok(Person {
-                    user_id: r.get(0)?,
-                    email: r.get(1)?,
-                    name: r.get(2)?,
-                })
-            })
-            .optional()?,
-    )
+/// A member of `workspace` by id or (case-insensitive) e-mail: people of
+/// other workspaces are never looked up, so an Action cannot reveal who has
+/// an account elsewhere.
+fn member_person(
+    c: &Connection,
+    workspace: &str,
+    id: Option<&str>,
+    email: Option<&str>,
+) -> Result<Option<Person>> {
+    Ok(c.prepare_cached(
+        "SELECT u.id, u.email, u.name FROM users u \
+             JOIN memberships m ON m.user_id = u.id AND m.workspace_id = ?1 \
+             WHERE (?2 IS NOT NULL AND u.id = ?2) OR (?2 IS NULL AND u.email = ?3 COLLATE NOCASE)",
+    )?
+    .query_row(params![workspace, id, email], |r| {
+        Ok(Person {
+            user_id: r.get(0)?,
+            email: r.get(1)?,
+            name: r.get(2)?,
+        })
+    })
+    .optional()?)
 }
 
-fn person_by_email(c: &Connection, email: &str) -> Result<Option<Person>> {
-    Ok(
-        c.prepare_cached("SELECT id, email, name FROM users WHERE email = ?1")?
-            .query_row([email], |r| {
-                Ok(Person {
-                    user_id: r.get(0)?,
-                    email: r.get(1)?,
-                    name: r.get(2)?,
-                })
-            })
-            .optional()?,
-    )
-}
-
-/// Completes a person the spec names by id or e-mail from the users table;
-/// an address nobody has signed in with stays as sent.
-fn complete(c: &Connection, p: &Person) -> Result<Person> {
+/// Completes a person the spec names by id or e-mail from the Action's
+/// workspace members; anyone else stays exactly as sent.
+fn complete(c: &Connection, workspace: &str, p: &Person) -> Result<Person> {
     let found = match (&p.user_id, &p.email) {
-        (Some(id), _) => person_by_id(c, id)?,
-        (None, Some(e)) => person_by_email(c, e)?,
         (None, None) => None,
+        (id, email) => member_person(c, workspace, id.as_deref(), email.as_deref())?,
     };
     Ok(found.unwrap_or_else(|| p.clone()))
 }
@@ -74,10 +69,10 @@ fn complete(c: &Connection, p: &Person) -> Result<Person> {
 pub fn annotate(c: &Connection, actions: &mut [ActionRecord]) -> Result<()> {
     for a in actions {
         if let Some(p) = &a.work.assignee {
-            a.work.assignee = Some(complete(c, p)?);
+            a.work.assignee = Some(complete(c, &a.workspace_id, p)?);
         }
         if let Some(p) = &a.work.requested_by {
-            a.work.requested_by = Some(complete(c, p)?);
+            a.work.requested_by = Some(complete(c, &a.workspace_id, p)?);
         }
         a.work.comment_count = c
             .prepare_cached("SELECT count(*) FROM action_comments WHERE action_id = ?1")?

@@ -519,6 +519,56 @@ async fn the_link_page_does_not_use_the_link_and_signs_in_by_it_when_no_provider
     assert_eq!(again.status(), 404);
 }
 
+/// Whoever creates an invitation holds its link too: the link alone never
+/// signs anyone in as a person who already has an account (they sign in
+/// first, then accept).
+#[tokio::test]
+async fn an_invitation_link_never_signs_in_as_an_existing_account() {
+    let app = TestApp::spawn().await;
+    let existing = app.outsider();
+    let (_, token) = invite(&app.admin(), &existing.person().email, "reviewer").await;
+    let link = format!("{}/app/invitations/{token}", app.base);
+    let sessions = app.count_rows("user_tokens");
+    let http = browser_client();
+    let refused = http
+        .post(&link)
+        .header("origin", &app.base)
+        .form(&[("x", "y")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(
+        refused
+            .headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .all(|c| !c.to_str().unwrap().starts_with("service_session=")),
+        "a session was opened"
+    );
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("sign in first"), "{page}");
+    assert_eq!(
+        app.count_rows("user_tokens"),
+        sessions,
+        "no session was made"
+    );
+    let pending = count(
+        &app,
+        "SELECT count(*) FROM invitations WHERE accepted_by IS NULL",
+    );
+    assert_eq!(pending, 1, "the invitation is still open");
+    // Signed in as themselves, the person accepts with the same link.
+    let joined: Value = existing
+        .post(
+            "/v1/workspace-invitations/accept",
+            serde_json::json!({ "token": token }),
+            200,
+        )
+        .await;
+    assert_eq!(joined["data"]["role"], "reviewer", "{joined}");
+}
+
 #[tokio::test]
 async fn signed_in_the_link_page_accepts_with_the_form_token_and_selects_the_workspace() {
     let app = TestApp::spawn().await;

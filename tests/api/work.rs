@@ -664,3 +664,31 @@ async fn the_action_page_offers_only_what_the_api_allows_and_renders_comments_sa
         );
     }
 }
+
+/// An Action names people of its own workspace only: a Source that names
+/// someone of another workspace (by e-mail) learns nothing about them, not
+/// their id nor their name.
+#[tokio::test]
+async fn an_action_never_reveals_people_of_another_workspace() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let stranger = app.outsider();
+    let mut body = two_options("Who is this?");
+    body["assignee_email"] = json!(stranger.person().email);
+    body["requested_by_email"] = json!(stranger.person().email);
+    let a = app.create_action(body).await;
+    let seen = read(&admin, &a).await;
+    for field in ["assignee", "requested_by"] {
+        assert_eq!(seen[field]["user_id"], Value::Null, "{field}: {seen}");
+        assert_eq!(seen[field]["name"], Value::Null, "{field}: {seen}");
+        assert_eq!(seen[field]["email"], stranger.person().email, "{field}");
+    }
+    let by_source: Value = app
+        .source()
+        .get(
+            &format!("/v1/source/actions/{}", a["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(by_source["data"]["assignee"]["user_id"], Value::Null);
+}

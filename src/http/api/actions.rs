@@ -157,9 +157,8 @@ pub async fn patch_action(
 #[utoipa::path(post, path = "/v1/actions/{action_id}/decision", tag = "actions", params(("action_id" = String, Path)),
     request_body = DecisionRequest,
     responses((status = 200, description = "the resolved Action with its receipt", body = Envelope<ActionOut>),
-              (status = 403, description = "FORBIDDEN: a viewer, or a reviewer not listed on a restricted Action", body = crate::http::openapi::ErrorBody),
               (status = 400, description = "OPTION_NOT_FOUND, RESPONSE_REQUIRED, RESPONSE_TYPE_MISMATCH, INVALID_RESPONSE", body = crate::http::openapi::ErrorBody),
-              (status = 403, description = "FORBIDDEN, SELF_APPROVAL_FORBIDDEN (the requester)", body = crate::http::openapi::ErrorBody),
+              (status = 403, description = "FORBIDDEN (a viewer, or a reviewer not listed on a restricted Action), SELF_APPROVAL_FORBIDDEN (the requester)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, APPROVAL_VOTE_REQUIRED", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]
 pub async fn decide_action(
