@@ -414,7 +414,7 @@ pub struct InboxCounts {
 /// The count queries of `inbox_counts`, each returning the five tabs (open,
 /// snoozed, resolved, cancelled, expired) of one arm; None when nothing can
 /// match. Without a search, one `count(*)` per tab, each an equality seek on
-/// an index that holds every column it tests (`actions_tabs`,
+/// an index that holds every column it tests (`actions_inbox`,
 /// `actions_inbox_all`, the assignee and unassigned indexes): without
 /// visibility filters the counts never read the table, so closed history does
 /// not slow the inbox down. A search is counted in one pass over its matches

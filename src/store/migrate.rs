@@ -13,6 +13,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0005_invitations.sql")),
         M::up(include_str!("../../migrations/0006_inbox_search.sql")),
         M::up(include_str!("../../migrations/0007_action_work.sql")),
+        M::up(include_str!("../../migrations/0008_drop_actions_tabs.sql")),
     ])
 }
 
