@@ -148,6 +148,6 @@ pub async fn open_count(s: &Services, user: &UserCaller) -> Result<i64> {
     Ok(
         inbox::counts(s, user, InboxParams::default(), s.clock.now())
             .await?
-            .open,
+            .map_or(0, |c| c.open),
     )
 }

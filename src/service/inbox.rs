@@ -111,18 +111,29 @@ pub async fn list(
 }
 
 /// How many Actions each status tab holds under the same filters (the
-/// dashboard's tabs, `GET /v1/bootstrap`).
+/// dashboard's tabs, `GET /v1/bootstrap`), each up to `store::COUNT_CAP`;
+/// None for a search too broad to count (`store::inbox_counts`).
 /// `now` decides which snoozed Actions are back; pass the list's own.
 pub async fn counts(
     s: &Services,
     user: &UserCaller,
     p: InboxParams,
     now: time::Timestamp,
-) -> Result<store::InboxCounts> {
+) -> Result<Option<store::InboxCounts>> {
     let Some(q) = query(user, p, now)? else {
-        return Ok(store::InboxCounts::default());
+        return Ok(Some(store::InboxCounts::default()));
     };
     s.db.read(move |c| store::inbox_counts(c, &q)).await
+}
+
+/// A count as the dashboard shows it: "1,000+" from the cap on.
+const _: () = assert!(store::COUNT_CAP == 1000, "count_label spells the cap out");
+pub fn count_label(n: i64) -> String {
+    if n >= store::COUNT_CAP {
+        "1,000+".to_owned()
+    } else {
+        n.to_string()
+    }
 }
 
 /// Validates the filters into a query on the caller's active workspace;

@@ -226,6 +226,27 @@ pub fn fts_query(search: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
+/// A search matching at most this many Actions (in every workspace, as the
+/// FTS index counts them) is driven by its matches: each is read and tested,
+/// and the page sorted; a broader one walks the ordered inbox index and probes
+/// the set of matches, which then fills a page quickly. Measured at 1M
+/// Actions (docs/benchmarks.md): both ways cost about the same near 2,000.
+pub const SEARCH_DRIVE_LIMIT: i64 = 2000;
+
+/// Tab counts stop here: a count of COUNT_CAP means "at least that many".
+/// Counting more would read one index entry per Actions (800,000 resolved
+/// ones at a million) on every page.
+pub const COUNT_CAP: i64 = 1000;
+
+/// How many Actions (in every workspace) match an FTS query, counting no
+/// further than `cap`: the doclist alone, no row is read.
+fn fts_matches(c: &Connection, m: &str, cap: i64) -> Result<i64> {
+    Ok(c.prepare_cached(
+        "SELECT count(*) FROM (SELECT 1 FROM actions_fts WHERE actions_fts MATCH ?1 LIMIT ?2)",
+    )?
+    .query_row(rusqlite::params![m, cap], |r| r.get(0))?)
+}
+
 /// The inbox's WHERE clause: workspace, visibility and every filter but
 /// `status` (which `inbox` adds and `inbox_counts` groups by), and the arms
 /// the query is the disjoint union of (one, or two for scope=mine).
@@ -257,9 +278,12 @@ enum Search {
 ///   mine by id (`actions_assignee_email`, on the generated lower-case column),
 ///   merged in order; an OR of the two would walk the whole open inbox.
 /// - scope=unassigned: the partial index `actions_unassigned`.
-/// - status=snoozed: the partial index `actions_snoozed`, by wake-up time.
-/// - search: `rowid IN (actions_fts MATCH …)`, an ephemeral set probed while
-///   the ordered index is walked.
+/// - status=snoozed: the partial index `actions_snoozed`, in its order
+///   (wake-up time, then age), so LIMIT stops the walk.
+/// - search, broad (more than SEARCH_DRIVE_LIMIT matches): `rowid IN
+///   (actions_fts MATCH …)`, an ephemeral set probed while the ordered index
+///   is walked; narrow: actions_fts drives (CROSS JOIN), each match read once,
+///   the page sorted.
 fn inbox_filter(q: &InboxQuery) -> Filter {
     let mut sql = String::from(" WHERE a.workspace_id = ?");
     let mut args: Vec<SqlValue> = vec![q.workspace_id.clone().into()];
@@ -333,12 +357,23 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
     }
 }
 
-/// The SQL and arguments of `inbox` (apart so the plan test can EXPLAIN it).
-fn inbox_sql(q: &InboxQuery) -> (String, Vec<SqlValue>) {
+/// The SQL and arguments of `inbox` (apart so the plan test can EXPLAIN it);
+/// `fts_drives` for a narrow search (see SEARCH_DRIVE_LIMIT).
+fn inbox_sql(q: &InboxQuery, fts_drives: bool) -> (String, Vec<SqlValue>) {
     let mut f = inbox_filter(q);
+    let mut from = from_actions!().to_owned();
     match &f.search {
         Search::None => {}
         Search::Nothing => f.sql.push_str(" AND 0"),
+        Search::Fts(m) if fts_drives => {
+            from = " FROM actions_fts f CROSS JOIN actions a ON a.rowid = f.rowid \
+                    LEFT JOIN receipts r ON r.id = a.receipt_id"
+                .to_owned();
+            f.sql = f
+                .sql
+                .replacen(" WHERE", " WHERE f.actions_fts MATCH ? AND", 1);
+            f.args.insert(0, m.clone().into());
+        }
         Search::Fts(m) => {
             f.sql.push_str(
                 " AND a.rowid IN (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?)",
@@ -373,17 +408,20 @@ fn inbox_sql(q: &InboxQuery) -> (String, Vec<SqlValue>) {
         }
         // Column 18 is priority_rank, for the ORDER BY of the union.
         sql.push_str(&format!(
-            "{}, a.priority_rank{}{}{arm}{status_sql}",
+            "{}, a.priority_rank{from}{}{arm}{status_sql}",
             select_fields!(),
-            from_actions!(),
             f.sql
         ));
         args.extend(f.args.iter().cloned());
         args.extend(arm_args.iter().cloned());
         args.extend(status_args.iter().cloned());
     }
-    // Result columns: 12 created_at, 18 priority_rank.
-    if q.status == "open" || q.status == "snoozed" {
+    // Result columns (1-based): 11 snoozed_until, 12 created_at, 18 priority_rank.
+    // Snoozed ones by wake-up time (the next back first), as their index
+    // holds them; open ones by priority, then age.
+    if q.status == "snoozed" {
+        sql.push_str(" ORDER BY 11, 12");
+    } else if q.status == "open" {
         sql.push_str(" ORDER BY 18, 12");
     } else {
         sql.push_str(" ORDER BY 12 DESC");
@@ -395,13 +433,18 @@ fn inbox_sql(q: &InboxQuery) -> (String, Vec<SqlValue>) {
 
 /// Lists the inbox; fetches one more than asked so the caller knows `has_more`.
 pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
-    let (sql, args) = inbox_sql(q);
+    let fts_drives = match &inbox_filter(q).search {
+        Search::Fts(m) => fts_matches(c, m, SEARCH_DRIVE_LIMIT + 1)? <= SEARCH_DRIVE_LIMIT,
+        _ => false,
+    };
+    let (sql, args) = inbox_sql(q, fts_drives);
     let mut st = c.prepare_cached(&sql)?;
     let rows = st.query_map(params_from_iter(args), map_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// How many Actions each inbox tab holds under the same filters.
+/// How many Actions each inbox tab holds under the same filters, each
+/// counted up to COUNT_CAP.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct InboxCounts {
     pub open: i64,
@@ -411,15 +454,25 @@ pub struct InboxCounts {
     pub expired: i64,
 }
 
-/// The count queries of `inbox_counts`, each returning the five tabs (open,
-/// snoozed, resolved, cancelled, expired) of one arm; None when nothing can
-/// match. Without a search, one `count(*)` per tab, each an equality seek on
-/// an index that holds every column it tests (`actions_inbox`,
-/// `actions_inbox_all`, the assignee and unassigned indexes): without
-/// visibility filters the counts never read the table, so closed history does
-/// not slow the inbox down. A search is counted in one pass over its matches
-/// (CROSS JOIN: actions_fts drives, one row read per match).
-fn counts_sql(q: &InboxQuery) -> Option<Vec<(String, Vec<SqlValue>)>> {
+/// The tabs in order: the status each counts, as SQL on the inbox filter.
+const TABS: [&str; 5] = [
+    " AND a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)",
+    " AND a.status = 'open' AND a.snoozed_until > ?",
+    " AND a.status = 'resolved'",
+    " AND a.status = 'cancelled'",
+    " AND a.status = 'expired'",
+];
+
+/// The count queries of `inbox_counts`: one statement per arm (one, or two
+/// for scope=mine), returning the five tabs; None when nothing can match.
+/// Without a search (or for a narrow one, see `fts_drives`), each tab is a
+/// `count(*)` of at most COUNT_CAP rows of its own ordered seek on an index
+/// that holds every column it tests (`actions_inbox`, `actions_inbox_all`,
+/// the assignee and unassigned indexes, `actions_snoozed`): a few thousand
+/// index entries at most, whatever the history holds. A narrow search is
+/// counted in one pass over its matches (CROSS JOIN: actions_fts drives, at
+/// most SEARCH_DRIVE_LIMIT rows read), exactly.
+fn counts_sql(q: &InboxQuery, fts_drives: bool) -> Option<Vec<(String, Vec<SqlValue>)>> {
     let f = inbox_filter(q);
     let mut out = Vec::new();
     for (arm, arm_args) in &f.arms {
@@ -427,6 +480,8 @@ fn counts_sql(q: &InboxQuery) -> Option<Vec<(String, Vec<SqlValue>)>> {
         base.extend(arm_args.iter().cloned());
         match &f.search {
             Search::Nothing => return None,
+            // A broad search is not counted (see `inbox_counts`).
+            Search::Fts(_) if !fts_drives => return None,
             Search::Fts(m) => {
                 let rest = f.sql.strip_prefix(" WHERE").unwrap_or(&f.sql);
                 let sql = format!(
@@ -443,19 +498,20 @@ fn counts_sql(q: &InboxQuery) -> Option<Vec<(String, Vec<SqlValue>)>> {
                 out.push((sql, all));
             }
             Search::None => {
-                // open (snoozed included) - snoozed = open, as the list shows it.
-                let sql = format!(
-                    "SELECT (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'open'),
-                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'open' AND a.snoozed_until > ?),
-                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'resolved'),
-                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'cancelled'),
-                        (SELECT count(*) FROM actions a{w}{arm} AND a.status = 'expired')",
-                    w = f.sql
-                );
+                let tabs: Vec<String> = TABS
+                    .iter()
+                    .map(|tab| {
+                        format!(
+                            "(SELECT count(*) FROM (SELECT 1 FROM actions a{w}{arm}{tab} LIMIT {COUNT_CAP}))",
+                            w = f.sql
+                        )
+                    })
+                    .collect();
+                let sql = format!("SELECT {}", tabs.join(", "));
                 let mut all: Vec<SqlValue> = Vec::new();
-                for i in 0..5 {
+                for i in 0..TABS.len() {
                     all.extend(base.iter().cloned());
-                    if i == 1 {
+                    if i < 2 {
                         all.push(q.now.clone().into());
                     }
                 }
@@ -466,27 +522,38 @@ fn counts_sql(q: &InboxQuery) -> Option<Vec<(String, Vec<SqlValue>)>> {
     Some(out)
 }
 
-/// How many Actions each inbox tab holds under the same filters.
-pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<InboxCounts> {
-    let mut n = InboxCounts::default();
-    let Some(queries) = counts_sql(q) else {
-        return Ok(n);
+/// How many Actions each inbox tab holds under the same filters, each up to
+/// COUNT_CAP. None for a search matching more than SEARCH_DRIVE_LIMIT
+/// Actions: counting those per tab would probe every match against each
+/// tab's index (60 ms for a word in 2.5 % of a million titles).
+pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<Option<InboxCounts>> {
+    let fts_drives = match &inbox_filter(q).search {
+        Search::Fts(m) => {
+            if fts_matches(c, m, SEARCH_DRIVE_LIMIT + 1)? > SEARCH_DRIVE_LIMIT {
+                return Ok(None);
+            }
+            true
+        }
+        _ => false,
     };
-    let searching = matches!(inbox_filter(q).search, Search::Fts(_));
+    let mut n = InboxCounts::default();
+    let Some(queries) = counts_sql(q, fts_drives) else {
+        return Ok(Some(n));
+    };
     for (sql, args) in queries {
         let r: [i64; 5] = c
             .prepare_cached(&sql)?
             .query_row(params_from_iter(args), |r| {
                 Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])
             })?;
-        // Without a search the first column counts snoozed ones too.
-        n.open += if searching { r[0] } else { r[0] - r[1] };
-        n.snoozed += r[1];
-        n.resolved += r[2];
-        n.cancelled += r[3];
-        n.expired += r[4];
+        // Two arms (scope=mine) are disjoint; their sum stops at the cap too.
+        n.open = (n.open + r[0]).min(COUNT_CAP);
+        n.snoozed = (n.snoozed + r[1]).min(COUNT_CAP);
+        n.resolved = (n.resolved + r[2]).min(COUNT_CAP);
+        n.cancelled = (n.cancelled + r[3]).min(COUNT_CAP);
+        n.expired = (n.expired + r[4]).min(COUNT_CAP);
     }
-    Ok(n)
+    Ok(Some(n))
 }
 
 #[cfg(test)]
@@ -612,7 +679,7 @@ mod tests {
             ),
         ];
         for (name, q, index) in cases {
-            let (sql, args) = inbox_sql(&q);
+            let (sql, args) = inbox_sql(&q, false);
             let p = plan(&c, &sql, &args);
             let text = p.join("\n");
             println!("{name}:\n{text}\n");
@@ -623,16 +690,34 @@ mod tests {
             for step in &p {
                 assert!(!scans(step), "{name} scans:\n{text}");
             }
-            if !["status=snoozed", "status=snoozed+all"].contains(&name) {
-                assert!(!text.contains("TEMP B-TREE"), "{name} sorts:\n{text}");
-            }
-            for (sql, args) in counts_sql(&q).unwrap() {
+            assert!(!text.contains("TEMP B-TREE"), "{name} sorts:\n{text}");
+            for (sql, args) in counts_sql(&q, false).into_iter().flatten() {
                 let p = plan(&c, &sql, &args);
                 let text = p.join("\n");
                 for step in &p {
                     assert!(!scans(step), "{name} counts scan:\n{text}");
                 }
             }
+            if q.search.is_none() {
+                continue;
+            }
+            // A narrow search: the FTS index drives, each match read by rowid.
+            let (sql, args) = inbox_sql(&q, true);
+            let mut narrow = plan(&c, &sql, &args);
+            let (sql, args) = &counts_sql(&q, true).unwrap()[0];
+            narrow.extend(plan(&c, sql, args));
+            let text = narrow.join("\n");
+            println!("{name} (narrow):\n{text}\n");
+            assert!(
+                narrow.iter().any(|s| s.contains("VIRTUAL TABLE INDEX 0:M")),
+                "{name} narrow: expected the FTS index:\n{text}"
+            );
+            assert!(
+                narrow
+                    .iter()
+                    .all(|s| !s.contains("SEARCH a") || s.contains("rowid=?")),
+                "{name} narrow: actions read by rowid only:\n{text}"
+            );
         }
     }
 

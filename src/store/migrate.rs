@@ -14,6 +14,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0006_inbox_search.sql")),
         M::up(include_str!("../../migrations/0007_action_work.sql")),
         M::up(include_str!("../../migrations/0008_drop_actions_tabs.sql")),
+        M::up(include_str!("../../migrations/0009_snoozed_order.sql")),
     ])
 }
 

@@ -317,3 +317,126 @@ async fn scope_mine_by_id_or_email() {
 fn urlencode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
+
+#[tokio::test]
+async fn the_snoozed_tab_lists_the_next_back_first() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(hds::domain::access::Role::Reviewer);
+    let clock = &app.state.services.clock;
+    let mut urgent = two_options("Urgent, back in three hours");
+    urgent["priority"] = json!("urgent");
+    let urgent = app.create_action(urgent).await;
+    let mut low = two_options("Low, back in one hour");
+    low["priority"] = json!("low");
+    let low = app.create_action(low).await;
+    for (a, hours) in [(&urgent, 3), (&low, 1)] {
+        let until = hds::domain::time::format(clock.now() + time::Duration::hours(hours));
+        reviewer
+            .post::<serde_json::Value>(
+                &format!("/v1/actions/{}/snooze", a["id"].as_str().unwrap()),
+                json!({"until": until}),
+                200,
+            )
+            .await;
+    }
+    // By wake-up time, not priority: the tab is a schedule.
+    let snoozed: serde_json::Value = reviewer.get("/v1/me/actions?status=snoozed", 200).await;
+    assert_eq!(
+        titles(&snoozed),
+        ["Low, back in one hour", "Urgent, back in three hours"]
+    );
+    let page = app
+        .browser(reviewer.person())
+        .await
+        .page("/app?status=snoozed")
+        .await;
+    let (first, second) = (
+        page.find("Low, back in one hour").unwrap(),
+        page.find("Urgent, back in three hours").unwrap(),
+    );
+    assert!(first < second, "the page lists them in the same order");
+}
+
+/// Same priority: the oldest first.
+fn assert_oldest_first(rows: &[serde_json::Value]) {
+    let at: Vec<&str> = rows
+        .iter()
+        .map(|a| a["created_at"].as_str().unwrap())
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+}
+
+/// The text of the `<span class="count">` of the tab labelled `label`, None
+/// when the tab shows no number.
+fn tab_count(page: &str, label: &str) -> Option<String> {
+    let nav = &page[page.find("<nav class=\"tabs\"").unwrap()..];
+    let nav = &nav[..nav.find("</nav>").unwrap()];
+    let tab = nav
+        .split("<a ")
+        .find(|t| t.contains(&format!(">{label}")))
+        .unwrap_or_else(|| panic!("no tab {label} in {nav}"));
+    let tab = &tab[..tab.find("</a>").unwrap()];
+    tab.split("<span class=\"count\">")
+        .nth(1)
+        .map(|c| c.split('<').next().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    // 2,001 Actions match "deploy": more than the search counts (2,000),
+    // and more than the tabs count (1,000). One matches "rotate".
+    let bodies: Vec<_> = (0..2001)
+        .map(|i| {
+            let mut b = two_options(&format!("Deploy build {i}"));
+            b["priority"] = json!(if i == 7 { "urgent" } else { "normal" });
+            b
+        })
+        .chain([two_options("Rotate the signing keys")])
+        .collect();
+    for chunk in bodies.chunks(32) {
+        futures::future::join_all(chunk.iter().map(|b| app.create_action(b.clone()))).await;
+    }
+
+    // Unfiltered: the tabs and the nav stop at 1,000; the API says 1000.
+    let boot: serde_json::Value = admin.get("/v1/bootstrap", 200).await;
+    assert_eq!(
+        boot["data"]["inbox_counts"],
+        json!({"open": 1000, "snoozed": 0, "resolved": 0, "cancelled": 0, "expired": 0})
+    );
+    let browser = app.browser(admin.person()).await;
+    let page = browser.page("/app").await;
+    assert_eq!(tab_count(&page, "Open").as_deref(), Some("1,000+"));
+    assert_eq!(tab_count(&page, "Resolved").as_deref(), Some("0"));
+    assert!(page.contains(r#"id="nav-open-count" title="Open Actions">1,000+<"#));
+
+    // A broad search is listed in inbox order, its tabs without numbers.
+    let found: serde_json::Value = admin
+        .get("/v1/me/actions?search=deploy&limit=50", 200)
+        .await;
+    assert_eq!(titles(&found).len(), 50);
+    assert_eq!(titles(&found)[0], "Deploy build 7", "the urgent one first");
+    assert_oldest_first(&found["data"].as_array().unwrap()[1..]);
+    assert_eq!(found["has_more"], true);
+    let page = browser.page("/app?q=deploy").await;
+    assert!(page.contains("Deploy build 7"));
+    assert_eq!(tab_count(&page, "Open"), None);
+    assert_eq!(tab_count(&page, "Resolved"), None);
+    assert!(page.contains(r#"id="nav-open-count" title="Open Actions">1,000+<"#));
+
+    // A narrow one is read match by match, in the same order, and counted.
+    // "build 7" matches build 7, 70-79 and 700-799 (each word a prefix).
+    let found: serde_json::Value = admin
+        .get("/v1/me/actions?search=build+7&limit=200", 200)
+        .await;
+    let listed = titles(&found);
+    assert_eq!(listed.len(), 111);
+    assert_eq!(found["has_more"], false);
+    assert_eq!(listed[0], "Deploy build 7", "the urgent one first");
+    assert!(listed[1..].iter().all(|t| t.starts_with("Deploy build 7")));
+    assert_oldest_first(&found["data"].as_array().unwrap()[1..]);
+    let page = browser.page("/app?q=rotate").await;
+    assert_eq!(tab_count(&page, "Open").as_deref(), Some("1"));
+    assert_eq!(tab_count(&page, "Resolved").as_deref(), Some("0"));
+}

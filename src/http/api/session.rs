@@ -158,7 +158,8 @@ pub async fn bootstrap(
         inbox::InboxParams::default(),
         st.services.clock.now(),
     )
-    .await?;
+    .await?
+    .unwrap_or_default();
     Ok(Json(Data {
         data: BootstrapOut {
             user: Person {

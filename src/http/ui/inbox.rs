@@ -23,6 +23,7 @@ use crate::service::caller::UserCaller;
 use crate::service::dashboard;
 use crate::service::inbox::{self, InboxParams};
 use crate::service::{Services, sources};
+use crate::store::actions::InboxCounts;
 
 /// The inbox's query string. Empty fields (an untouched select) mean "any".
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -115,7 +116,8 @@ pub struct Row {
 
 pub struct Tab {
     pub label: &'static str,
-    pub count: i64,
+    /// None when a search is too broad to count.
+    pub count: Option<String>,
     pub query: String,
     pub current: bool,
 }
@@ -128,7 +130,8 @@ pub struct InboxList {
     /// `services.changes` when the list was read, so the script knows whether
     /// an event is news.
     pub version: u64,
-    pub open_count: i64,
+    /// The nav's number, as `count_label` spells it.
+    pub open_count: String,
     /// Why the filters matched nothing usable, in words.
     pub error: Option<String>,
     pub filtered: bool,
@@ -188,7 +191,7 @@ async fn read_list(
                 rows: Vec::new(),
                 has_more: false,
                 version,
-                open_count: dashboard::open_count(s, user).await?,
+                open_count: inbox::count_label(dashboard::open_count(s, user).await?),
                 error: Some(e.message.clone()),
                 filtered,
             });
@@ -197,33 +200,33 @@ async fn read_list(
     };
     let rows: Vec<Row> = listed.iter().map(|a| row(a, names, now)).collect();
     let counts = inbox::counts(s, user, f.params(), now).await?;
+    let pick = |f: fn(&InboxCounts) -> i64| counts.as_ref().map(f);
     let tabs = [
-        ("open", "Open", counts.open),
-        ("snoozed", "Snoozed", counts.snoozed),
-        ("resolved", "Resolved", counts.resolved),
-        ("cancelled", "Cancelled", counts.cancelled),
-        ("expired", "Expired", counts.expired),
+        ("open", "Open", pick(|c| c.open)),
+        ("snoozed", "Snoozed", pick(|c| c.snoozed)),
+        ("resolved", "Resolved", pick(|c| c.resolved)),
+        ("cancelled", "Cancelled", pick(|c| c.cancelled)),
+        ("expired", "Expired", pick(|c| c.expired)),
     ]
     .into_iter()
     .map(|(status, label, count)| Tab {
         label,
-        count,
+        count: count.map(inbox::count_label),
         query: f.query(status),
         current: f.status() == status,
     })
     .collect();
     // Unfiltered, the Open tab is the nav's number; otherwise count again.
-    let open_count = if filtered {
-        dashboard::open_count(s, user).await?
-    } else {
-        counts.open
+    let open_count = match counts {
+        Some(c) if !filtered => c.open,
+        _ => dashboard::open_count(s, user).await?,
     };
     Ok(InboxList {
         tabs,
         rows,
         has_more,
         version,
-        open_count,
+        open_count: inbox::count_label(open_count),
         error: None,
         filtered,
     })
@@ -277,7 +280,7 @@ pub async fn inbox_page(
         .map(|c| (c.id.clone(), c.name.clone()))
         .collect();
     let list = read_list(s, &page.user, &filters, &names).await?;
-    let mut layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count);
+    let mut layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count.clone());
     layout.workspaces = Layout::switcher(&st, &page).await?;
     Ok(InboxPage {
         rows_url: format!("/app/inbox/rows?{}", filters.query(filters.status())),

@@ -24,8 +24,8 @@ pub struct Layout {
     /// The signed-in person's e-mail; None on the sign-in pages.
     pub user: Option<String>,
     pub csrf: String,
-    /// Open live Actions, shown beside "Inbox".
-    pub open_count: i64,
+    /// Open live Actions, shown beside "Inbox" ("1,000+" from the cap on).
+    pub open_count: String,
     /// Which nav entry is current: `inbox`, `sources`, `invitations`,
     /// `account` or empty.
     pub active: &'static str,
@@ -50,6 +50,7 @@ impl Layout {
         active: &'static str,
     ) -> Result<Self, UiError> {
         let open_count = dashboard::open_count(&st.services, &page.user).await?;
+        let open_count = crate::service::inbox::count_label(open_count);
         let mut layout = Self::with_count(page, title, active, open_count);
         layout.workspaces = Self::switcher(st, page).await?;
         Ok(layout)
@@ -73,7 +74,7 @@ impl Layout {
         page: &PageUser,
         title: impl Into<String>,
         active: &'static str,
-        open_count: i64,
+        open_count: String,
     ) -> Self {
         Self {
             title: title.into(),
@@ -90,7 +91,7 @@ impl Layout {
             title: title.into(),
             user: None,
             csrf: String::new(),
-            open_count: 0,
+            open_count: String::new(),
             active: "",
             css: assets::url("app.css"),
             js: assets::url("app.js"),

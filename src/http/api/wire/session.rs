@@ -132,7 +132,8 @@ pub struct BootstrapOut {
     pub user: Person,
     pub workspaces: Vec<WorkspaceOut>,
     pub active_workspace: Option<WorkspaceOut>,
-    /// Actions per inbox tab: open, snoozed, resolved, cancelled, expired.
+    /// Actions per inbox tab: open, snoozed, resolved, cancelled, expired;
+    /// each counted up to 1000 (1000 means at least that many).
     #[schema(value_type = Object)]
     pub inbox_counts: InboxCounts,
     pub signin_methods: Vec<SigninMethod>,
