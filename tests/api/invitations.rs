@@ -10,7 +10,7 @@ use reqwest::header::{LOCATION, SET_COOKIE};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{Actor, Person, TestApp, browser_client, run_node, two_options};
+use crate::helpers::{Actor, Person, TestApp, browser_client, python, run_node, two_options};
 
 const INVITATIONS: &str = "/v1/workspaces/invitations";
 const ACCEPT: &str = "/v1/workspace-invitations/accept";
@@ -665,8 +665,11 @@ async fn the_invitations_page_shows_the_link_once_and_revokes() {
     assert!(html.contains("Only workspace owners and admins invite people"));
 }
 
+/// The browser acceptance: invite a person, open the accept link in a
+/// fresh browser, sign in by it, claim an Action, comment, and decide; then
+/// everything the browser did is read back through the API.
 #[tokio::test]
-async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_workspace_inbox() {
+async fn in_chromium_an_invited_person_signs_in_by_the_link_claims_comments_and_decides() {
     let app = TestApp::spawn().await;
     let link = app.signin_link("admin@example.com").await;
     let env = [
@@ -678,7 +681,7 @@ async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_wor
     let r = run_node(
         "browser-invite.mjs",
         &env,
-        Duration::from_secs(90),
+        Duration::from_secs(120),
         Some(&app),
     )
     .await;
@@ -691,6 +694,107 @@ async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_wor
     assert_eq!(r["signed_in_as"], "newcomer@example.com");
     assert_eq!(r["again_status"], 404);
     assert_eq!(r["admin_status"], "accepted");
+
+    // What the page showed along the way.
+    assert_eq!(r["assignee_before"], "nobody");
+    assert_eq!(r["assignee_after"], "you");
+    assert_eq!(r["claim_offered_after"], 0);
+    let c = &r["comment"];
+    assert_eq!(c["count"], 1, "{c}");
+    assert!(c["author"].as_str().unwrap().starts_with("you"), "{c}");
+    let html = c["html"].as_str().unwrap();
+    assert!(html.contains("<strong>staging</strong>"), "{html}");
+    assert!(
+        !html.contains("<img") && !html.contains("<script"),
+        "raw HTML is escaped: {html}"
+    );
+    assert!(html.contains("&lt;script&gt;"), "{html}");
+    assert!(c["text"].as_str().unwrap().contains("<img src=x"), "{c}");
+    assert_eq!(
+        (c["injected"].as_u64(), c["pwned"].as_bool()),
+        (Some(0), Some(false))
+    );
+    // Claim and comment left the binding as the Source made it.
+    assert_eq!(r["shown_version"], "1");
+    assert_eq!(r["shown_fingerprint"], r["fingerprint"]);
+    let d = &r["decided"];
+    assert_eq!(d["status"], "resolved", "{d}");
+    assert_eq!(d["verified"], true);
+    assert!(d["by"].as_str().unwrap().contains("by you"), "{d}");
+    assert_eq!(
+        d["comment_form"], 1,
+        "comments stay open on a closed Action"
+    );
+
+    // Read back through the API, as the admin who invited them.
+    let admin = app.admin();
+    let members: Value = admin.get("/v1/workspaces/members", 200).await;
+    let invitee = members["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["email"] == "newcomer@example.com")
+        .unwrap_or_else(|| panic!("the invitee is a member: {members}"));
+    assert_eq!(invitee["role"], "reviewer");
+    let who = invitee["user_id"].clone();
+    let id = r["action_id"].as_str().unwrap();
+    let a: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    let a = &a["data"];
+    assert_eq!(a["status"], "resolved");
+    assert_eq!(a["assignee"]["user_id"], who, "{a}");
+    assert_eq!(a["assignee"]["email"], "newcomer@example.com");
+    assert_eq!(a["comment_count"], 1);
+    assert_eq!(a["action_version"], 1);
+    assert_eq!(a["fingerprint"], r["fingerprint"]);
+    let history: Vec<(&str, &Value)> = a["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap(), &e["actor"]))
+        .collect();
+    let by_invitee = json!({"type": "user", "id": who});
+    assert_eq!(
+        history,
+        [
+            ("created", &json!({"type": "source", "id": a["source_id"]})),
+            ("claimed", &by_invitee),
+            ("commented", &by_invitee),
+            ("resolved", &by_invitee),
+        ],
+        "{a}"
+    );
+    let comments: Value = admin.get(&format!("/v1/actions/{id}/comments"), 200).await;
+    let list = comments["data"].as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["author"]["user_id"], who);
+    assert!(
+        list[0]["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("Rotated in **staging** first.")
+    );
+    assert_eq!(a["history"][2]["data"]["comment_id"], list[0]["id"]);
+
+    // The receipt names the invitee, in the payload the API shows and in the
+    // signed claims PyJWT verifies.
+    let receipt = &a["receipt"];
+    assert_eq!(receipt["payload"]["decided_by"], by_invitee, "{receipt}");
+    assert_eq!(receipt["payload"]["decision"]["option_id"], "approve");
+    assert_eq!(receipt["payload"]["fingerprint"], r["fingerprint"]);
+    let jws = receipt["jws"].as_str().unwrap();
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    let out = python(
+        "verify_receipt.py",
+        &json!({"jwks": jwks.body, "receipts": [jws]}),
+    );
+    let line: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(line["sub"], id);
+    let claims = jws.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["decided_by"], by_invitee);
 }
 
 #[tokio::test]
