@@ -823,3 +823,89 @@ async fn the_link_page_and_accepting_spend_the_client_address_budget() {
     assert_eq!(http.get(&link).send().await.unwrap().status(), 429);
     assert_eq!(app.count_rows("memberships"), 1);
 }
+
+/// The refusals of the invitation routes tell the person what to do next,
+/// and none of them writes anything.
+#[tokio::test]
+async fn invitation_refusals_say_what_to_do_and_write_nothing() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let reviewer = app.member(Role::Reviewer);
+    let (inv, token) = invite(&admin, "ana@example.com", "viewer").await;
+    let (invitations, members) = (app.count_rows("invitations"), app.count_rows("memberships"));
+
+    let says = |e: &Value, what: &str| {
+        assert!(e["message"].as_str().unwrap().contains(what), "{what}: {e}");
+    };
+    let e = admin
+        .post_err(
+            INVITATIONS,
+            json!({"email": "ana at example.com", "role": "viewer"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    says(&e, "one e-mail address such as ana@example.com");
+    let e = admin
+        .post_err(
+            INVITATIONS,
+            json!({"email": reviewer.person().email, "role": "admin"}),
+            409,
+            "ALREADY_MEMBER",
+        )
+        .await;
+    says(&e, "change their role on the members page instead");
+    let e = reviewer
+        .post_err(
+            INVITATIONS,
+            json!({"email": "zoe@example.com", "role": "viewer"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    says(&e, "owners and admins");
+
+    let zoe = newcomer(&app, "zoe@example.com");
+    for bad in ["", &"x".repeat(201)] {
+        let e = zoe
+            .post_err(ACCEPT, json!({"token": bad}), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "token", "{e}");
+        says(&e, "after /app/invitations/ in the invitation link");
+    }
+    let e = zoe
+        .post_err(
+            ACCEPT,
+            json!({"token": "x".repeat(200)}),
+            404,
+            "INVITATION_NOT_FOUND",
+        )
+        .await;
+    says(&e, "ask whoever invited you for a new one");
+    let e = zoe
+        .post_err(
+            ACCEPT,
+            json!({"token": token}),
+            403,
+            "INVITATION_EMAIL_MISMATCH",
+        )
+        .await;
+    says(&e, "sign in with the invited address");
+    assert!(
+        !e.to_string().contains(&token),
+        "the token is not echoed: {e}"
+    );
+    let r = admin
+        .call(
+            Method::DELETE,
+            &format!("{INVITATIONS}/inv_nope"),
+            None,
+            &[],
+        )
+        .await;
+    says(r.error(404, "INVITATION_NOT_FOUND"), "in this workspace");
+
+    assert_eq!(app.count_rows("invitations"), invitations);
+    assert_eq!(app.count_rows("memberships"), members);
+    assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "pending");
+}
