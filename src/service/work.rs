@@ -402,6 +402,11 @@ fn check_comment(body: &str) -> Result<()> {
             "body must not be empty or only blanks",
         ));
     }
+    // The API's strict JSON refuses NUL before this; the dashboard's form
+    // does not, and a stored NUL would break the schema GET promises.
+    if body.contains('\0') {
+        return Err(Error::field("body", "body must not contain NUL characters"));
+    }
     let n = body.chars().count();
     if n > MAX_COMMENT {
         return Err(Error::field(

@@ -10,7 +10,7 @@ use reqwest::header::{LOCATION, SET_COOKIE};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{Actor, Person, TestApp, browser_client, run_node, two_options};
+use crate::helpers::{Actor, Person, TestApp, browser_client, python, run_node, two_options};
 
 const INVITATIONS: &str = "/v1/workspaces/invitations";
 const ACCEPT: &str = "/v1/workspace-invitations/accept";
@@ -665,8 +665,11 @@ async fn the_invitations_page_shows_the_link_once_and_revokes() {
     assert!(html.contains("Only workspace owners and admins invite people"));
 }
 
+/// The browser acceptance: invite a person, open the accept link in a
+/// fresh browser, sign in by it, claim an Action, comment, and decide; then
+/// everything the browser did is read back through the API.
 #[tokio::test]
-async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_workspace_inbox() {
+async fn in_chromium_an_invited_person_signs_in_by_the_link_claims_comments_and_decides() {
     let app = TestApp::spawn().await;
     let link = app.signin_link("admin@example.com").await;
     let env = [
@@ -678,7 +681,7 @@ async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_wor
     let r = run_node(
         "browser-invite.mjs",
         &env,
-        Duration::from_secs(90),
+        Duration::from_secs(120),
         Some(&app),
     )
     .await;
@@ -691,6 +694,107 @@ async fn in_chromium_an_invited_person_signs_in_by_the_link_and_lands_in_the_wor
     assert_eq!(r["signed_in_as"], "newcomer@example.com");
     assert_eq!(r["again_status"], 404);
     assert_eq!(r["admin_status"], "accepted");
+
+    // What the page showed along the way.
+    assert_eq!(r["assignee_before"], "nobody");
+    assert_eq!(r["assignee_after"], "you");
+    assert_eq!(r["claim_offered_after"], 0);
+    let c = &r["comment"];
+    assert_eq!(c["count"], 1, "{c}");
+    assert!(c["author"].as_str().unwrap().starts_with("you"), "{c}");
+    let html = c["html"].as_str().unwrap();
+    assert!(html.contains("<strong>staging</strong>"), "{html}");
+    assert!(
+        !html.contains("<img") && !html.contains("<script"),
+        "raw HTML is escaped: {html}"
+    );
+    assert!(html.contains("&lt;script&gt;"), "{html}");
+    assert!(c["text"].as_str().unwrap().contains("<img src=x"), "{c}");
+    assert_eq!(
+        (c["injected"].as_u64(), c["pwned"].as_bool()),
+        (Some(0), Some(false))
+    );
+    // Claim and comment left the binding as the Source made it.
+    assert_eq!(r["shown_version"], "1");
+    assert_eq!(r["shown_fingerprint"], r["fingerprint"]);
+    let d = &r["decided"];
+    assert_eq!(d["status"], "resolved", "{d}");
+    assert_eq!(d["verified"], true);
+    assert!(d["by"].as_str().unwrap().contains("by you"), "{d}");
+    assert_eq!(
+        d["comment_form"], 1,
+        "comments stay open on a closed Action"
+    );
+
+    // Read back through the API, as the admin who invited them.
+    let admin = app.admin();
+    let members: Value = admin.get("/v1/workspaces/members", 200).await;
+    let invitee = members["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["email"] == "newcomer@example.com")
+        .unwrap_or_else(|| panic!("the invitee is a member: {members}"));
+    assert_eq!(invitee["role"], "reviewer");
+    let who = invitee["user_id"].clone();
+    let id = r["action_id"].as_str().unwrap();
+    let a: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    let a = &a["data"];
+    assert_eq!(a["status"], "resolved");
+    assert_eq!(a["assignee"]["user_id"], who, "{a}");
+    assert_eq!(a["assignee"]["email"], "newcomer@example.com");
+    assert_eq!(a["comment_count"], 1);
+    assert_eq!(a["action_version"], 1);
+    assert_eq!(a["fingerprint"], r["fingerprint"]);
+    let history: Vec<(&str, &Value)> = a["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap(), &e["actor"]))
+        .collect();
+    let by_invitee = json!({"type": "user", "id": who});
+    assert_eq!(
+        history,
+        [
+            ("created", &json!({"type": "source", "id": a["source_id"]})),
+            ("claimed", &by_invitee),
+            ("commented", &by_invitee),
+            ("resolved", &by_invitee),
+        ],
+        "{a}"
+    );
+    let comments: Value = admin.get(&format!("/v1/actions/{id}/comments"), 200).await;
+    let list = comments["data"].as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["author"]["user_id"], who);
+    assert!(
+        list[0]["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("Rotated in **staging** first.")
+    );
+    assert_eq!(a["history"][2]["data"]["comment_id"], list[0]["id"]);
+
+    // The receipt names the invitee, in the payload the API shows and in the
+    // signed claims PyJWT verifies.
+    let receipt = &a["receipt"];
+    assert_eq!(receipt["payload"]["decided_by"], by_invitee, "{receipt}");
+    assert_eq!(receipt["payload"]["decision"]["option_id"], "approve");
+    assert_eq!(receipt["payload"]["fingerprint"], r["fingerprint"]);
+    let jws = receipt["jws"].as_str().unwrap();
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    let out = python(
+        "verify_receipt.py",
+        &json!({"jwks": jwks.body, "receipts": [jws]}),
+    );
+    let line: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(line["sub"], id);
+    let claims = jws.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["decided_by"], by_invitee);
 }
 
 #[tokio::test]
@@ -718,4 +822,90 @@ async fn the_link_page_and_accepting_spend_the_client_address_budget() {
     assert_eq!(e["details"]["scope"], "address");
     assert_eq!(http.get(&link).send().await.unwrap().status(), 429);
     assert_eq!(app.count_rows("memberships"), 1);
+}
+
+/// The refusals of the invitation routes tell the person what to do next,
+/// and none of them writes anything.
+#[tokio::test]
+async fn invitation_refusals_say_what_to_do_and_write_nothing() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let reviewer = app.member(Role::Reviewer);
+    let (inv, token) = invite(&admin, "ana@example.com", "viewer").await;
+    let (invitations, members) = (app.count_rows("invitations"), app.count_rows("memberships"));
+
+    let says = |e: &Value, what: &str| {
+        assert!(e["message"].as_str().unwrap().contains(what), "{what}: {e}");
+    };
+    let e = admin
+        .post_err(
+            INVITATIONS,
+            json!({"email": "ana at example.com", "role": "viewer"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    says(&e, "one e-mail address such as ana@example.com");
+    let e = admin
+        .post_err(
+            INVITATIONS,
+            json!({"email": reviewer.person().email, "role": "admin"}),
+            409,
+            "ALREADY_MEMBER",
+        )
+        .await;
+    says(&e, "change their role on the members page instead");
+    let e = reviewer
+        .post_err(
+            INVITATIONS,
+            json!({"email": "zoe@example.com", "role": "viewer"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    says(&e, "owners and admins");
+
+    let zoe = newcomer(&app, "zoe@example.com");
+    for bad in ["", &"x".repeat(201)] {
+        let e = zoe
+            .post_err(ACCEPT, json!({"token": bad}), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "token", "{e}");
+        says(&e, "after /app/invitations/ in the invitation link");
+    }
+    let e = zoe
+        .post_err(
+            ACCEPT,
+            json!({"token": "x".repeat(200)}),
+            404,
+            "INVITATION_NOT_FOUND",
+        )
+        .await;
+    says(&e, "ask whoever invited you for a new one");
+    let e = zoe
+        .post_err(
+            ACCEPT,
+            json!({"token": token}),
+            403,
+            "INVITATION_EMAIL_MISMATCH",
+        )
+        .await;
+    says(&e, "sign in with the invited address");
+    assert!(
+        !e.to_string().contains(&token),
+        "the token is not echoed: {e}"
+    );
+    let r = admin
+        .call(
+            Method::DELETE,
+            &format!("{INVITATIONS}/inv_nope"),
+            None,
+            &[],
+        )
+        .await;
+    says(r.error(404, "INVITATION_NOT_FOUND"), "in this workspace");
+
+    assert_eq!(app.count_rows("invitations"), invitations);
+    assert_eq!(app.count_rows("memberships"), members);
+    assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "pending");
 }

@@ -692,3 +692,433 @@ async fn an_action_never_reveals_people_of_another_workspace() {
         .await;
     assert_eq!(by_source["data"]["assignee"]["user_id"], Value::Null);
 }
+
+/// What the work routes may change on an Action, read back as `who` sees it:
+/// the history's kinds, assignee, snooze, comment count and binding.
+async fn state_of(who: &Actor, a: &Value) -> Value {
+    let d = read(who, a).await;
+    json!({
+        "history": kinds(&d),
+        "assignee": d["assignee"],
+        "snoozed_until": d["snoozed_until"],
+        "comment_count": d["comment_count"],
+        "binding": [d["action_version"], d["fingerprint"]],
+        "status": d["status"],
+    })
+}
+
+#[tokio::test]
+async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, viewer, outsider) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+        app.outsider(),
+    );
+    let a = app.create_action(two_options("Resize the volume")).await;
+    let before = state_of(&admin, &a).await;
+    let events = app.count_rows("action_events");
+    let clock = &app.state.services.clock;
+
+    // Unknown Actions: one 404 for every route, saying the id is not visible.
+    for (method, what, body) in [
+        (Method::POST, "claim", None),
+        (
+            Method::PATCH,
+            "assignment",
+            Some(json!({"assignee_user_id": null})),
+        ),
+        (Method::POST, "snooze", Some(json!({"until": null}))),
+        (Method::GET, "comments", None),
+        (Method::POST, "comments", Some(json!({"body": "hello"}))),
+    ] {
+        let r = r1
+            .call(
+                method.clone(),
+                &format!("/v1/actions/act_nope/{what}"),
+                body.as_ref(),
+                &[],
+            )
+            .await;
+        let e = r.error(404, "ACTION_NOT_FOUND");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("no Action with that id"),
+            "{method} {what}: {e}"
+        );
+    }
+
+    // Assignment: each refusal names the field and what is wrong with it.
+    let assign = at(&a, "assignment");
+    let in_an_hour = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+    for (body, field, says) in [
+        (
+            json!({"assignee_user_id": "usr_nobody"}),
+            "assignee_user_id",
+            "`usr_nobody` is not a member of this workspace",
+        ),
+        (
+            json!({"assignee_email": "nobody@example.com"}),
+            "assignee_email",
+            "is not a member of this workspace",
+        ),
+        (
+            json!({"assignee_email": outsider.person().email}),
+            "assignee_email",
+            "is not a member of this workspace",
+        ),
+        (
+            json!({"assignee_user_id": viewer.person().id}),
+            "assignee_user_id",
+            "is a viewer and may not decide Actions",
+        ),
+        (
+            json!({"assignee_user_id": r1.person().id, "assignee_email": admin.person().email}),
+            "assignee_email",
+            "two different people; give one",
+        ),
+        (
+            json!({"assignee_user_id": ""}),
+            "assignee_user_id",
+            "1-254 characters",
+        ),
+        (
+            json!({"assignee_email": "x".repeat(255)}),
+            "assignee_email",
+            "1-254 characters",
+        ),
+        (
+            json!({"assignee": r1.person().id}),
+            "assignee",
+            "unknown field",
+        ),
+        (json!({"assignee_user_id": 7}), "assignee_user_id", ""),
+    ] {
+        let e = admin
+            .patch_err(&assign, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{body}: {e}");
+        assert!(e["message"].as_str().unwrap().contains(says), "{body}: {e}");
+    }
+
+    // Snooze: `until` is required (null un-snoozes), in the future, within 30 days.
+    let snooze = at(&a, "snooze");
+    let past = hds::domain::time::format(clock.now() - time::Duration::seconds(1));
+    let too_far = hds::domain::time::format(
+        clock.now() + time::Duration::days(30) + time::Duration::seconds(1),
+    );
+    for (body, says) in [
+        (
+            json!({"until": past}),
+            "must be in the future; send null to un-snooze",
+        ),
+        (json!({"until": too_far}), "at most 30 days ahead"),
+        (json!({"until": "2026-11-24 09:00"}), "RFC 3339"),
+        (json!({"until": "2026-11-24T09:00:00"}), "with an offset"),
+        (json!({}), "missing field `until`"),
+        (json!({"until": in_an_hour, "note": "x"}), "unknown field"),
+    ] {
+        let e = r1
+            .post_err(&snooze, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert!(
+            e.to_string().contains("until") || e.to_string().contains("note"),
+            "{body}: {e}"
+        );
+        assert!(e.to_string().contains(says), "{body}: {e}");
+    }
+    let r = r1
+        .raw(
+            Method::POST,
+            &snooze,
+            &format!(r#"{{"until":null,"until":"{in_an_hour}"}}"#),
+        )
+        .await;
+    r.error(422, "VALIDATION_ERROR");
+
+    // Comments: not empty, not only blanks, at most 10,000 characters, no NUL.
+    let comments = at(&a, "comments");
+    for (body, says) in [
+        (json!({"body": ""}), "must not be empty or only blanks"),
+        (
+            json!({"body": "\u{b}\u{c} \r\n"}),
+            "must not be empty or only blanks",
+        ),
+        (
+            json!({"body": "é".repeat(10_001)}),
+            "body is 10001 characters; the limit is 10000",
+        ),
+        (json!({"body": "a\u{0}b"}), "NUL"),
+        (json!({"body": ["x"]}), "body"),
+    ] {
+        let e = r1
+            .post_err(&comments, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert!(e.to_string().contains(says), "{says}: {e}");
+    }
+    let r = r1
+        .raw(Method::POST, &comments, r#"{"body":"a","body":"b"}"#)
+        .await;
+    r.error(422, "VALIDATION_ERROR");
+    let r = r1.raw(Method::POST, &comments, "not json").await;
+    r.error(422, "VALIDATION_ERROR");
+
+    // Without a person: no credential, or a Source key.
+    for who in [app.anonymous(), app.source()] {
+        let r = who.call(Method::POST, &at(&a, "claim"), None, &[]).await;
+        assert_eq!(r.status, 401, "{}", r.body);
+        let r = who
+            .call(Method::POST, &comments, Some(&json!({"body": "hi"})), &[])
+            .await;
+        assert_eq!(r.status, 401, "{}", r.body);
+    }
+
+    // The dashboard's forms refuse the same way, on the page.
+    let b1 = app.browser(r1.person()).await;
+    let page = format!("/app/actions/{}", a["id"].as_str().unwrap());
+    for (path, form, status, says) in [
+        (
+            "snooze",
+            vec![("preset", "forever")],
+            422,
+            "choose one of the snooze buttons",
+        ),
+        ("snooze", vec![], 422, "choose one of the snooze buttons"),
+        (
+            "comments",
+            vec![("body", "  \r\n ")],
+            422,
+            "must not be empty",
+        ),
+        ("comments", vec![("body", "a\u{0}b")], 422, "NUL"),
+        (
+            "assign",
+            vec![("assignee_user_id", viewer.person().id.as_str())],
+            422,
+            "is a viewer",
+        ),
+        (
+            "assign",
+            vec![("assignee_user_id", "usr_nobody")],
+            422,
+            "is not a member",
+        ),
+    ] {
+        let mut fields = vec![("_csrf", b1.csrf())];
+        fields.extend(form.iter().copied());
+        let r = b1
+            .post_form(&format!("{page}/{path}"), Some(&app.base), &fields)
+            .await;
+        assert_eq!(r.status(), status, "{path} {form:?}");
+        let html = r.text().await.unwrap();
+        assert!(
+            html.contains("Not done:") && html.contains(says),
+            "{path} {form:?}: {html}"
+        );
+    }
+    let r = b1
+        .post_form(
+            "/app/actions/act_nope/claim",
+            Some(&app.base),
+            &[("_csrf", b1.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+
+    assert_eq!(state_of(&admin, &a).await, before);
+    assert_eq!(app.count_rows("action_events"), events);
+    assert_eq!(app.count_rows("action_comments"), 0);
+}
+
+#[tokio::test]
+async fn cancelled_and_expired_actions_refuse_claim_assign_and_snooze_but_take_comments() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    let clock = &app.state.services.clock;
+    let cancelled = app.create_action(two_options("Called off")).await;
+    let _: Value = app
+        .source()
+        .post(&at(&cancelled, "cancel"), json!({}), 200)
+        .await;
+    // Claimed and snoozed while open, then its deadline passes.
+    let mut body = two_options("Nobody got to it");
+    body["expires_at"] = json!(hds::domain::time::format(
+        clock.now() + time::Duration::hours(1)
+    ));
+    let expired = app.create_action(body).await;
+    let _: Value = r1.post(&at(&expired, "claim"), json!(null), 200).await;
+    let soon = hds::domain::time::format(clock.now() + time::Duration::minutes(30));
+    let _: Value = r1
+        .post(&at(&expired, "snooze"), json!({"until": soon}), 200)
+        .await;
+    let poll = app.held_poll(expired["id"].as_str().unwrap()).await;
+    clock.advance(time::Duration::minutes(61));
+    assert_eq!(TestApp::answer(poll).await["status"], "expired");
+
+    let later = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+    for (a, status) in [(&cancelled, "cancelled"), (&expired, "expired")] {
+        let before = state_of(&admin, a).await;
+        assert_eq!(before["status"], status);
+        // Even the person who holds it cannot claim it again: it is closed.
+        for who in [&r1, &admin] {
+            let e = who
+                .post_err(&at(a, "claim"), json!(null), 409, "ACTION_NOT_OPEN")
+                .await;
+            assert_eq!(e["details"]["status"], status);
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("is {status}; only open Actions")),
+                "{e}"
+            );
+        }
+        for body in [
+            json!({"assignee_user_id": r1.person().id}),
+            json!({"assignee_user_id": admin.person().id}),
+            json!({"assignee_user_id": null}),
+        ] {
+            admin
+                .patch_err(&at(a, "assignment"), body, 409, "ACTION_NOT_OPEN")
+                .await;
+        }
+        for until in [json!(later), json!(null)] {
+            r1.post_err(
+                &at(a, "snooze"),
+                json!({"until": until}),
+                409,
+                "ACTION_NOT_OPEN",
+            )
+            .await;
+        }
+        assert_eq!(
+            state_of(&admin, a).await,
+            before,
+            "{status}: nothing written"
+        );
+
+        // The dashboard says why on the page; its comment form still works.
+        let b1 = app.browser(r1.person()).await;
+        let page = format!("/app/actions/{}", a["id"].as_str().unwrap());
+        let r = b1
+            .post_form(
+                &format!("{page}/claim"),
+                Some(&app.base),
+                &[("_csrf", b1.csrf())],
+            )
+            .await;
+        assert_eq!(r.status(), 409);
+        assert!(
+            r.text()
+                .await
+                .unwrap()
+                .contains("only open Actions accept this")
+        );
+        let r = b1
+            .post_form(
+                &format!("{page}/comments"),
+                Some(&app.base),
+                &[("_csrf", b1.csrf()), ("body", "Too late, noted.")],
+            )
+            .await;
+        assert_eq!(r.status(), 303);
+        let c: Value = admin
+            .post(&at(a, "comments"), json!({"body": "Agreed."}), 201)
+            .await;
+        assert_eq!(c["author"]["user_id"], id_of(&admin));
+
+        let after = state_of(&admin, a).await;
+        assert_eq!(after["comment_count"], 2);
+        assert_eq!(after["binding"], before["binding"]);
+        assert_eq!(after["assignee"], before["assignee"]);
+        let mut kinds = before["history"].as_array().unwrap().clone();
+        kinds.extend([json!("commented"), json!("commented")]);
+        assert_eq!(after["history"], json!(kinds));
+    }
+}
+
+#[tokio::test]
+async fn a_decision_bound_before_claim_assign_snooze_and_comment_is_still_current() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let a = app.create_action(two_options("Promote the canary")).await;
+    let bound = binding(&a);
+    let in_a_day =
+        hds::domain::time::format(app.state.services.clock.now() + time::Duration::days(1));
+    let steps: Vec<Value> = vec![
+        r1.post(&at(&a, "claim"), json!(null), 200).await,
+        admin
+            .patch(
+                &at(&a, "assignment"),
+                json!({"assignee_user_id": r2.person().id}),
+                200,
+            )
+            .await,
+        r2.post(&at(&a, "snooze"), json!({"until": in_a_day}), 200)
+            .await,
+        r2.post(&at(&a, "snooze"), json!({"until": null}), 200)
+            .await,
+        admin
+            .patch(
+                &at(&a, "assignment"),
+                json!({"assignee_user_id": null}),
+                200,
+            )
+            .await,
+        r2.post(&at(&a, "claim"), json!(null), 200).await,
+    ];
+    for s in &steps {
+        assert_eq!(binding(&s["data"]), bound, "{s}");
+    }
+    let _: Value = r1
+        .post(
+            &at(&a, "comments"),
+            json!({"body": "Canary is green."}),
+            201,
+        )
+        .await;
+    // The Source sees the same binding.
+    let src: Value = app
+        .source()
+        .get(
+            &format!("/v1/source/actions/{}", a["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(binding(&src["data"]), bound);
+    // A decision bound to what r2 read at the start is not stale.
+    let done: Value = r2
+        .post(
+            &at(&a, "decision"),
+            json!({"action_version": bound.0, "fingerprint": bound.1, "option_id": "approve"}),
+            200,
+        )
+        .await;
+    assert_eq!(done["data"]["status"], "resolved");
+    assert_eq!(
+        done["data"]["receipt"]["payload"]["action_version"],
+        bound.0
+    );
+    assert_eq!(done["data"]["receipt"]["payload"]["fingerprint"], bound.1);
+    assert_eq!(
+        kinds(&read(&admin, &a).await),
+        [
+            "created",
+            "claimed",
+            "assigned",
+            "snoozed",
+            "snoozed",
+            "assigned",
+            "claimed",
+            "commented",
+            "resolved"
+        ]
+    );
+}

@@ -677,3 +677,240 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
     let page = browser.page("/app/workspaces").await;
     assert!(page.contains("Night shift") && page.contains("Create workspace"));
 }
+
+/// Everything of workspace A a member of workspace B might reach for, in the
+/// API and the dashboard: each is 404 (the same answer as an id that does not
+/// exist) and nothing of A changes.
+#[tokio::test]
+async fn a_member_of_another_workspace_reaches_nothing_of_a_in_the_api_or_the_dashboard() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let ws_a = active_of(&owner).await;
+    let alice = app.member(Role::Reviewer);
+    let a = app.create_action(two_options("Only for A's eyes")).await;
+    let id = a["id"].as_str().unwrap();
+    let _: Value = alice
+        .post(
+            &format!("/v1/actions/{id}/comments"),
+            json!({"body": "A's note"}),
+            201,
+        )
+        .await;
+    let inv: Value = owner
+        .post(
+            "/v1/workspaces/invitations",
+            json!({"email": "zed.invited@example.com", "role": "viewer"}),
+            201,
+        )
+        .await;
+    let inv_id = inv["data"]["id"].as_str().unwrap();
+    let seen_by_a = |a: Value| {
+        json!([
+            a["data"]["history"],
+            a["data"]["assignee"],
+            a["data"]["snoozed_until"],
+            a["data"]["comment_count"],
+            a["data"]["status"]
+        ])
+    };
+    let before = seen_by_a(owner.get(&format!("/v1/actions/{id}"), 200).await);
+    let events = app.count_rows("action_events");
+
+    // Bob owns B: the strongest role there, none in A.
+    let bob = app.outsider();
+    let ws_b = active_of(&bob).await;
+    let not_found = bob
+        .get_err("/v1/actions/act_doesnotexist", 404, "ACTION_NOT_FOUND")
+        .await;
+    let soon = hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+    for (method, path, body) in [
+        (Method::GET, format!("/v1/actions/{id}"), None),
+        (Method::GET, format!("/v1/actions/{id}/comments"), None),
+        (
+            Method::POST,
+            format!("/v1/actions/{id}/comments"),
+            Some(json!({"body": "hi"})),
+        ),
+        (Method::POST, format!("/v1/actions/{id}/claim"), None),
+        (
+            Method::PATCH,
+            format!("/v1/actions/{id}/assignment"),
+            Some(json!({"assignee_user_id": bob.person().id})),
+        ),
+        (
+            Method::PATCH,
+            format!("/v1/actions/{id}/assignment"),
+            Some(json!({"assignee_user_id": null})),
+        ),
+        (
+            Method::POST,
+            format!("/v1/actions/{id}/snooze"),
+            Some(json!({"until": soon})),
+        ),
+        (
+            Method::POST,
+            format!("/v1/actions/{id}/snooze"),
+            Some(json!({"until": null})),
+        ),
+        (
+            Method::POST,
+            format!("/v1/actions/{id}/decision"),
+            Some(
+                json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"}),
+            ),
+        ),
+    ] {
+        let r = bob.call(method.clone(), &path, body.as_ref(), &[]).await;
+        let e = r.error(404, "ACTION_NOT_FOUND");
+        assert_eq!(e["message"], not_found["message"], "{method} {path}");
+        assert_eq!(e["details"], json!({}), "{method} {path}: nothing about A");
+    }
+    // No filter of the inbox lets A's Actions through.
+    for q in [
+        "environment=all&status=all",
+        "scope=all&status=all&environment=all",
+        "routing=unassigned&environment=all",
+        "search=eyes&status=all",
+        "status=snoozed",
+    ] {
+        let list: Value = bob.get(&format!("/v1/me/actions?{q}"), 200).await;
+        assert_eq!(list["data"], json!([]), "{q}");
+    }
+    let theirs: Value = bob.get("/v1/workspaces/invitations", 200).await;
+    assert_eq!(theirs["data"], json!([]));
+
+    // The dashboard: the same 404s, and no trace of A on B's pages.
+    let browser = app.browser(bob.person()).await;
+    let csrf = browser.csrf().to_owned();
+    let r = browser
+        .http()
+        .get(browser.url(&format!("/app/actions/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let alice_id = alice.person().id.clone();
+    for (path, form) in [
+        (format!("/app/actions/{id}/claim"), vec![]),
+        (
+            format!("/app/actions/{id}/assign"),
+            vec![("assignee_user_id", bob.person().id.as_str())],
+        ),
+        (format!("/app/actions/{id}/snooze"), vec![("preset", "1h")]),
+        (format!("/app/actions/{id}/comments"), vec![("body", "hi")]),
+        (
+            format!("/app/actions/{id}/decide"),
+            vec![("option_id", "approve"), ("action_version", "1")],
+        ),
+        (
+            format!("/app/members/{alice_id}/role"),
+            vec![("role", "viewer")],
+        ),
+        (format!("/app/members/{alice_id}/remove"), vec![]),
+        (format!("/app/invitations/{inv_id}/revoke"), vec![]),
+        (
+            "/app/workspaces/select".to_owned(),
+            vec![("workspace_id", ws_a.as_str())],
+        ),
+    ] {
+        let mut fields = vec![("_csrf", csrf.as_str())];
+        fields.extend(form.iter().copied());
+        let r = browser.post_form(&path, Some(&app.base), &fields).await;
+        assert_eq!(r.status(), 404, "{path}");
+        let html = r.text().await.unwrap();
+        assert!(
+            !html.contains("Only for A's eyes") && !html.contains(&alice.person().email),
+            "{path}"
+        );
+    }
+    for page in [
+        "/app",
+        "/app/members",
+        "/app/invitations",
+        "/app/workspaces",
+    ] {
+        let html = browser.page(page).await;
+        for secret in [
+            "Only for A's eyes",
+            alice.person().email.as_str(),
+            "zed.invited@example.com",
+            ws_a.as_str(),
+        ] {
+            assert!(!html.contains(secret), "{page} shows {secret}");
+        }
+    }
+    assert_eq!(active_of(&browser).await, ws_b);
+    assert_eq!(active_of(&bob).await, ws_b);
+
+    // Nothing of A moved.
+    assert_eq!(
+        seen_by_a(owner.get(&format!("/v1/actions/{id}"), 200).await),
+        before
+    );
+    assert_eq!(app.count_rows("action_events"), events);
+    assert_eq!(app.count_rows("action_comments"), 1);
+    assert_eq!(role_of(&app, &alice).await.as_deref(), Some("reviewer"));
+    let list: Value = owner.get("/v1/workspaces/invitations", 200).await;
+    assert_eq!(list["data"][0]["status"], "pending");
+}
+
+/// Leaving A is the same as never having been in it: a person removed from A
+/// who stays in B reaches none of A's Actions, comments or members.
+#[tokio::test]
+async fn a_person_removed_from_a_workspace_loses_its_actions_at_once() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let carol = app.member(Role::Reviewer);
+    let bob = app.outsider();
+    join(&app, &active_of(&bob).await, &carol, Role::Reviewer);
+    let a = app.create_action(two_options("Before she left")).await;
+    let id = a["id"].as_str().unwrap();
+    let _: Value = carol.get(&format!("/v1/actions/{id}/comments"), 200).await;
+    let browser = app.browser(carol.person()).await;
+    assert!(
+        browser
+            .page(&format!("/app/actions/{id}"))
+            .await
+            .contains("Before she left")
+    );
+
+    owner
+        .call(Method::DELETE, &member_path(&carol), None, &[])
+        .await
+        .ok(204);
+    for (method, path, body) in [
+        (Method::GET, format!("/v1/actions/{id}"), None),
+        (Method::GET, format!("/v1/actions/{id}/comments"), None),
+        (
+            Method::POST,
+            format!("/v1/actions/{id}/comments"),
+            Some(json!({"body": "still here?"})),
+        ),
+        (Method::POST, format!("/v1/actions/{id}/claim"), None),
+    ] {
+        for who in [&carol, &browser] {
+            who.call(method.clone(), &path, body.as_ref(), &[])
+                .await
+                .error(404, "ACTION_NOT_FOUND");
+        }
+    }
+    let r = browser
+        .http()
+        .get(browser.url(&format!("/app/actions/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // Both of her credentials now act on B, the one workspace she has left.
+    let members: Value = carol.get("/v1/workspaces/members", 200).await;
+    assert!(
+        !members.to_string().contains(&owner.person().email),
+        "{members}"
+    );
+    let inbox: Value = browser
+        .get("/v1/me/actions?environment=all&status=all", 200)
+        .await;
+    assert_eq!(inbox["data"], json!([]));
+    assert_eq!(app.count_rows("action_comments"), 0);
+    assert_eq!(app.count_rows("action_events WHERE kind != 'created'"), 0);
+}

@@ -2,12 +2,15 @@
 // shown once, with a copy button); in a fresh browser, signed out, the
 // invited person opens the link, signs in by the link itself (no identity
 // provider is configured) and lands in the inbox of the workspace, where the
-// Source's request is waiting.
+// Source's request is waiting. They open it, claim it, comment in Markdown
+// and approve it; the Rust side reads the result back through the API.
 import { BASE, createAction, newPage, requireEnv, run, signIn } from "./browser-lib.mjs";
 
 const LINK = requireEnv("LINK");
 const SOURCE_KEY = requireEnv("SOURCE_KEY");
 const EMAIL = requireEnv("INVITEE");
+// Markdown with bold text and raw HTML that must reach the page as text.
+const COMMENT = 'Rotated in **staging** first. <img src=x onerror="window.__pwned=true"> <script>window.__pwned=true</script>';
 
 run(async (browser) => {
   const action = await createAction(SOURCE_KEY, {
@@ -38,6 +41,39 @@ run(async (browser) => {
   await invitee.locator(`li[data-id="${action.id}"]`).waitFor();
   const who = (await invitee.locator(".who").innerText()).trim();
 
+  // The invitee opens the request, claims it, comments and decides.
+  await invitee.locator(`li[data-id="${action.id}"] a.row-link`).click();
+  await invitee.waitForURL(`${BASE}/app/actions/${action.id}`);
+  const assigneeBefore = (await invitee.locator("#assignee").innerText()).trim();
+  await invitee.getByRole("button", { name: "Claim it" }).click();
+  await invitee.waitForURL(`${BASE}/app/actions/${action.id}?done=claimed`);
+  const assigneeAfter = (await invitee.locator("#assignee").innerText()).trim();
+  const claimOffered = await invitee.locator("#claim-form").count();
+  await invitee.getByLabel(/Add a comment/).fill(COMMENT);
+  await invitee.getByRole("button", { name: "Comment" }).click();
+  await invitee.waitForURL(`${BASE}/app/actions/${action.id}?done=commented`);
+  const thread = invitee.locator("#comment-thread > li");
+  const comment = {
+    count: await thread.count(),
+    author: (await thread.first().locator(".ev-what").innerText()).trim(),
+    html: (await thread.first().locator(".prose").innerHTML()).trim(),
+    text: (await thread.first().locator(".prose").innerText()).trim(),
+    // Whatever the raw HTML tried, no element of its own reached the page.
+    injected: await invitee.locator("#comment-thread img, #comment-thread script, #comment-thread [onerror]").count(),
+    pwned: await invitee.evaluate(() => window.__pwned === true),
+  };
+  const version = (await invitee.locator("#action-version").innerText()).trim();
+  const fingerprint = (await invitee.locator("#fingerprint").innerText()).trim();
+  await invitee.getByLabel(/Reason/).fill("Checked with the DBA");
+  await invitee.getByRole("button", { name: "Approve" }).click();
+  await invitee.waitForURL(`${BASE}/app/actions/${action.id}?done=decided`);
+  const decided = {
+    status: (await invitee.locator("#action-status").textContent()).trim(),
+    verified: await invitee.locator("#receipt-verified").isVisible(),
+    by: (await invitee.locator("#resolution").textContent()).replace(/\s+/g, " ").trim(),
+    comment_form: await invitee.locator("#comment-form").count(),
+  };
+
   // The link is used: opening it again says so.
   const again = await invitee.goto(link);
 
@@ -52,6 +88,15 @@ run(async (browser) => {
     signed_in_as: who,
     again_status: again.status(),
     admin_status: status,
+    action_id: action.id,
+    fingerprint: action.fingerprint,
+    assignee_before: assigneeBefore,
+    assignee_after: assigneeAfter,
+    claim_offered_after: claimOffered,
+    comment,
+    shown_version: version,
+    shown_fingerprint: fingerprint,
+    decided,
     csp_violations: [...admin.violations, ...invitee.violations],
     script_errors: [...admin.errors, ...invitee.errors],
   };
