@@ -112,6 +112,25 @@ pub fn set_assignee(
     Ok(n == 1)
 }
 
+/// The open Actions of `workspace` held by a person: by user id, or by an
+/// e-mail (create-time `assignee_email`) while no user id holds them. Served
+/// by the partial indexes `actions_assignee_user` and `actions_assignee_email`.
+pub fn held_open(
+    c: &Connection,
+    workspace: &str,
+    user_id: &str,
+    email: &str,
+) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT id FROM actions WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND status = 'open'
+         UNION ALL
+         SELECT id FROM actions WHERE workspace_id = ?1 AND assignee_email = lower(?3)
+            AND assignee_user_id IS NULL AND status = 'open'",
+    )?;
+    let rows = st.query_map(params![workspace, user_id, email], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Sets (or with None clears) when an open Action comes back to the inbox.
 pub fn set_snooze(c: &Connection, action_id: &str, until: Option<&str>, now: &str) -> Result<bool> {
     let n = c

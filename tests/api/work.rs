@@ -692,3 +692,106 @@ async fn an_action_never_reveals_people_of_another_workspace() {
         .await;
     assert_eq!(by_source["data"]["assignee"]["user_id"], Value::Null);
 }
+
+/// The last history entry of an Action.
+async fn last_event(who: &Actor, a: &Value) -> Value {
+    let detail = read(who, a).await;
+    detail["history"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn a_removed_or_demoted_member_no_longer_holds_open_actions() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2, r3) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let claimed = app.create_action(two_options("Claimed by r1")).await;
+    r1.post::<Value>(&at(&claimed, "claim"), json!(null), 200)
+        .await;
+    let mut body = two_options("Named for r1 by e-mail");
+    body["assignee_email"] = json!(r1.person().email.to_uppercase());
+    let named = app.create_action(body).await;
+    let closed = app.create_action(two_options("Decided by r1")).await;
+    r1.post::<Value>(&at(&closed, "claim"), json!(null), 200)
+        .await;
+    let decision = json!({"action_version": closed["action_version"], "fingerprint": closed["fingerprint"], "option_id": "approve"});
+    r1.post::<Value>(&at(&closed, "decision"), decision, 200)
+        .await;
+    let others = app.create_action(two_options("Claimed by r2")).await;
+    r2.post::<Value>(&at(&others, "claim"), json!(null), 200)
+        .await;
+    let kept = app.create_action(two_options("Claimed by r3")).await;
+    r3.post::<Value>(&at(&kept, "claim"), json!(null), 200)
+        .await;
+    let before = binding(&read(&admin, &claimed).await);
+    let closed_before = read(&admin, &closed).await;
+
+    // Removed: the open Actions r1 held, by id or by e-mail, are released in
+    // the removal's transaction, each with an event naming why.
+    let member = |who: &Actor| format!("/v1/workspaces/members/{}", who.person().id);
+    let r = admin.call(Method::DELETE, &member(&r1), None, &[]).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    for a in [&claimed, &named] {
+        let now = read(&admin, a).await;
+        assert!(now["assignee"].is_null(), "{now}");
+        assert!(
+            now["assignee_user_id"].is_null() && now["assignee_email"].is_null(),
+            "{now}"
+        );
+        let last = last_event(&admin, a).await;
+        assert_eq!(last["type"], "assigned");
+        assert_eq!(
+            last["actor"],
+            json!({"type": "user", "id": admin.person().id})
+        );
+        assert_eq!(
+            last["data"],
+            json!({"assignee_user_id": null, "previous_user_id": r1.person().id, "reason": "member removed"})
+        );
+    }
+    assert_eq!(binding(&read(&admin, &claimed).await), before);
+    let unassigned: Value = admin.get("/v1/me/actions?scope=unassigned", 200).await;
+    let ids: Vec<&Value> = unassigned["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["id"])
+        .collect();
+    assert!(
+        ids.contains(&&claimed["id"]) && ids.contains(&&named["id"]),
+        "{unassigned}"
+    );
+    // A closed Action keeps its history as it was; others keep theirs.
+    assert_eq!(read(&admin, &closed).await, closed_before);
+    assert_eq!(
+        read(&admin, &others).await["assignee"]["user_id"],
+        id_of(&r2)
+    );
+
+    // Demoted to viewer, who decides nothing: released likewise. Promoted
+    // to admin, who still may decide: kept, nothing recorded.
+    let r: Value = admin
+        .patch(&member(&r2), json!({"role": "viewer"}), 200)
+        .await;
+    assert_eq!(r["data"]["role"], "viewer");
+    assert!(read(&admin, &others).await["assignee"].is_null());
+    let last = last_event(&admin, &others).await;
+    assert_eq!(last["data"]["reason"], "role changed to viewer");
+    assert_eq!(last["data"]["previous_user_id"], id_of(&r2));
+    admin
+        .patch::<Value>(&member(&r3), json!({"role": "admin"}), 200)
+        .await;
+    let now = read(&admin, &kept).await;
+    assert_eq!(now["assignee"]["user_id"], id_of(&r3));
+    assert_eq!(kinds(&now), ["created", "claimed"]);
+    let mine: Value = r3.get("/v1/me/actions?scope=mine", 200).await;
+    assert_eq!(mine["data"][0]["id"], kept["id"]);
+}
