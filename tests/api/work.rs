@@ -795,3 +795,76 @@ async fn a_removed_or_demoted_member_no_longer_holds_open_actions() {
     let mine: Value = r3.get("/v1/me/actions?scope=mine", 200).await;
     assert_eq!(mine["data"][0]["id"], kept["id"]);
 }
+
+#[tokio::test]
+async fn the_create_answer_and_its_replays_name_people_as_get_does() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Named people");
+    body["assignee_email"] = json!(r1.person().email.to_uppercase());
+    body["requested_by_user_id"] = json!(r2.person().id);
+    body["dedupe_key"] = json!("people-1");
+    let key = app.live_key();
+    let headers = [("idempotency-key", "create-people-1")];
+    let first = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&key),
+            Some(&body),
+            &headers,
+        )
+        .await;
+    first.ok(201);
+    let created = first.body["data"].clone();
+    let id = created["id"].as_str().unwrap();
+    let as_user = read(&admin, &created).await;
+    let as_source = app
+        .get(&format!("/v1/source/actions/{id}"), &key)
+        .await
+        .body["data"]
+        .clone();
+    for field in [
+        "assignee",
+        "requested_by",
+        "comment_count",
+        "assignee_email",
+        "assignee_user_id",
+    ] {
+        assert_eq!(
+            created[field], as_user[field],
+            "{field}: {created} vs {as_user}"
+        );
+        assert_eq!(
+            created[field], as_source[field],
+            "{field}: {created} vs {as_source}"
+        );
+    }
+    assert_eq!(created["assignee"]["user_id"], id_of(&r1));
+    assert_eq!(created["assignee"]["email"], r1.person().email);
+    assert!(created["assignee"].get("name").is_some(), "{created}");
+    assert_eq!(created["requested_by"]["email"], r2.person().email);
+
+    // The keyed replay answers the stored text; the dedupe match reads it.
+    let again = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&key),
+            Some(&body),
+            &headers,
+        )
+        .await;
+    again.ok(201);
+    assert_eq!(again.body["data"], created);
+    let deduped = app.post("/v1/actions", &key, body.clone()).await;
+    deduped.ok(200);
+    assert_eq!(deduped.body["idempotent_replay"], true);
+    for field in ["assignee", "requested_by", "comment_count"] {
+        assert_eq!(deduped.body["data"][field], created[field], "{field}");
+    }
+}
