@@ -868,3 +868,60 @@ async fn the_create_answer_and_its_replays_name_people_as_get_does() {
         assert_eq!(deduped.body["data"][field], created[field], "{field}");
     }
 }
+
+/// The inbox completes a whole page's people and comment counts at once
+/// (`store::work::annotate`, two queries per page); each row says what the
+/// Action's own GET says.
+#[tokio::test]
+async fn an_inbox_page_names_every_rows_people_as_each_get_does() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let outsider = app.outsider();
+    for i in 0..12 {
+        let mut body = two_options(&format!("Row {i}"));
+        match i % 4 {
+            0 => body["assignee_user_id"] = json!(r1.person().id),
+            1 => body["assignee_email"] = json!(r2.person().email.to_uppercase()),
+            2 => body["requested_by_email"] = json!(outsider.person().email),
+            _ => body["requested_by_user_id"] = json!(r2.person().id),
+        }
+        let a = app.create_action(body).await;
+        for n in 0..(i % 3) {
+            admin
+                .post::<Value>(
+                    &at(&a, "comments"),
+                    json!({"body": format!("note {n}")}),
+                    201,
+                )
+                .await;
+        }
+    }
+    let page: Value = admin.get("/v1/me/actions?limit=50", 200).await;
+    let rows = page["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 12);
+    for row in rows {
+        let one = read(&admin, row).await;
+        for field in ["assignee", "requested_by", "comment_count"] {
+            assert_eq!(row[field], one[field], "{field} of {}", row["title"]);
+        }
+    }
+    // Named by e-mail in capitals: completed to the member, id included.
+    let by_email: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["assignee_email"] == r2.person().email.to_uppercase())
+        .collect();
+    assert_eq!(by_email.len(), 3);
+    for r in by_email {
+        assert_eq!(r["assignee"]["user_id"], id_of(&r2), "{r}");
+    }
+    // Someone of another workspace stays as sent: no name, no id.
+    let foreign = rows
+        .iter()
+        .find(|r| r["requested_by"]["email"] == outsider.person().email)
+        .unwrap();
+    assert!(foreign["requested_by"]["user_id"].is_null(), "{foreign}");
+}
