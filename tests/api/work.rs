@@ -385,7 +385,11 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
         r2.person().email.to_uppercase(),
         outsider.person().email
     );
-    let c: Value = r1.post(&comments, json!({"body": body}), 201).await;
+    // `{data}`, as every other create of the user API answers.
+    let made: Value = r1.post(&comments, json!({"body": body}), 201).await;
+    assert_eq!(made.as_object().unwrap().len(), 1, "{made}");
+    let c = made["data"].clone();
+    assert_eq!(c["object"], "comment", "{made}");
     assert!(c["id"].as_str().unwrap().starts_with("cmt_"), "{c}");
     assert_eq!(c["action_id"], a["id"]);
     assert_eq!(c["author"]["user_id"], id_of(&r1));
@@ -415,7 +419,7 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
     let list: Value = viewer.get(&comments, 200).await;
     assert_eq!(list["object"], "list");
     assert_eq!(list["data"].as_array().unwrap().len(), 2);
-    assert_eq!(list["data"][0]["id"], c["id"], "oldest first");
+    assert_eq!(list["data"][0], c, "oldest first, as it was answered");
     outsider.get_err(&comments, 404, "ACTION_NOT_FOUND").await;
     outsider
         .post_err(&comments, json!({"body": "hello"}), 404, "ACTION_NOT_FOUND")
@@ -443,7 +447,7 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
     )
     .await;
     let late: Value = r2.post(&comments, json!({"body": "Shipped."}), 201).await;
-    assert_eq!(late["author"]["user_id"], id_of(&r2));
+    assert_eq!(late["data"]["author"]["user_id"], id_of(&r2));
 
     let detail: Value = r1
         .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
