@@ -184,9 +184,8 @@ pub async fn create(
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(dk) = &a.spec.dedupe_key
-                    && let Some(mut open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
+                    && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
-                    crate::store::work::annotate(c, std::slice::from_mut(&mut open))?;
                     if open.fingerprint == a.fingerprint {
                         let json = serde_json::to_string(&envelope(&open, true))?;
                         return Ok(Serialised { status: 200, json });
