@@ -61,6 +61,10 @@ pub enum ActionEvent {
         assignee_user_id: Option<String>,
         #[serde(default)]
         previous_user_id: Option<String>,
+        /// Why hds itself released it (`member removed`, `role changed to
+        /// viewer`); absent when a person (un)assigned it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Hidden from the inbox until `until`; null un-snoozes.
     Snoozed {
@@ -173,6 +177,12 @@ mod tests {
             ActionEvent::Assigned {
                 assignee_user_id: Some("usr_2".into()),
                 previous_user_id: Some("usr_1".into()),
+                reason: None,
+            },
+            ActionEvent::Assigned {
+                assignee_user_id: None,
+                previous_user_id: Some("usr_1".into()),
+                reason: Some("member removed".into()),
             },
             ActionEvent::Snoozed {
                 until: Some("2026-11-24T09:00:00.000Z".into()),

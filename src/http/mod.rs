@@ -149,6 +149,19 @@ connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self';
 /// reads the log must not be able to use them.
 const SECRET_SEGMENTS: &[&str] = &["/app/signin/link/", "/app/invitations/"];
 
+/// Whether a local path holds one of those secrets (the invitation pages'
+/// way back from a provider, [`ui::INVITATIONS_CONTINUE`], holds none): a
+/// sign-in must not record it as where to return, since stored tokens are
+/// hashed only.
+pub fn carries_secret(next: &str) -> bool {
+    let path = next.split(['?', '#']).next().unwrap_or_default();
+    path != ui::INVITATIONS_CONTINUE
+        && SECRET_SEGMENTS.iter().any(|prefix| {
+            path.strip_prefix(prefix)
+                .is_some_and(|rest| !rest.trim_matches('/').is_empty())
+        })
+}
+
 /// The path as the access log shows it: secret segments replaced by `…`.
 fn loggable_path(path: &str) -> String {
     for prefix in SECRET_SEGMENTS {
@@ -249,5 +262,16 @@ mod tests {
             "/app/invitations/…/accept"
         );
         assert_eq!(loggable_path("/v1/actions/act_1"), "/v1/actions/act_1");
+    }
+
+    #[test]
+    fn a_next_with_a_link_secret_is_recognised() {
+        use super::carries_secret;
+        assert!(carries_secret("/app/invitations/Jd8abc"));
+        assert!(carries_secret("/app/signin/link/Jd8abc?x=1"));
+        assert!(!carries_secret("/app/invitations/continue"));
+        assert!(!carries_secret("/app/invitations"));
+        assert!(!carries_secret("/app/invitations/?done=revoked"));
+        assert!(!carries_secret("/app/actions/act_1"));
     }
 }

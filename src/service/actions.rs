@@ -169,7 +169,13 @@ pub async fn create(
         work,
     };
     let spec_json = serde_json::to_string(&a.spec)?;
-    let created = serde_json::to_string(&envelope(&a, false))?;
+    // Serialised before the write unless the Action names people, whom the
+    // answer completes from the workspace's members as GET does.
+    let names_people = a.work.assignee.is_some() || a.work.requested_by.is_some();
+    let created = match names_people {
+        true => None,
+        false => Some(serde_json::to_string(&envelope(&a, false))?),
+    };
     let id = a.id.clone();
     let writer_src = src.clone();
     let outcome = s
@@ -178,9 +184,8 @@ pub async fn create(
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(dk) = &a.spec.dedupe_key
-                    && let Some(mut open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
+                    && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
-                    crate::store::work::annotate(c, std::slice::from_mut(&mut open))?;
                     if open.fingerprint == a.fingerprint {
                         let json = serde_json::to_string(&envelope(&open, true))?;
                         return Ok(Serialised { status: 200, json });
@@ -192,7 +197,18 @@ pub async fn create(
                 store::insert(c, &a, &spec_json)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
                 effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;
-                Ok(Serialised { status: 201, json: created })
+                // People named by id or e-mail are shown as GET shows them
+                // (completed from the members); only then is the answer
+                // serialised here, in the writer.
+                let json = match created {
+                    None => {
+                        let mut shown = a.clone();
+                        crate::store::work::annotate(c, std::slice::from_mut(&mut shown))?;
+                        serde_json::to_string(&envelope(&shown, false))?
+                    }
+                    Some(json) => json,
+                };
+                Ok(Serialised { status: 201, json })
             })
         })
         .await?;

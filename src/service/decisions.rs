@@ -109,6 +109,9 @@ pub(crate) fn resolve_with_receipt(
         .err()
         .unwrap_or_else(Error::action_not_found));
     }
+    // The receipt is built from the Action as `store::get` reads it back
+    // (people completed from the members), whoever closed it: a person, a
+    // quorum or the expiry pass. `a` is only the caller's earlier copy.
     let mut closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
     let (kid, key) = s.keyring.active(c)?;
     let link = match receipt_store::chain_head(c)? {

@@ -275,6 +275,7 @@ pub async fn assign(
         let event = ActionEvent::Assigned {
             assignee_user_id: to.map(|m| m.user_id),
             previous_user_id: previous.and_then(|p| p.user_id),
+            reason: None,
         };
         let actor = Actor::user(&user.user_id);
         effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
@@ -284,6 +285,53 @@ pub async fn assign(
         })
     })
     .await
+}
+
+/// A member whose held Actions a member change releases.
+pub(crate) struct Release<'a> {
+    pub workspace_id: &'a str,
+    pub user_id: &'a str,
+    pub email: &'a str,
+    /// Their new role; None when they are removed.
+    pub role: Option<Role>,
+    /// Who made the change.
+    pub by: Actor,
+    /// Recorded on each `assigned` event (`member removed`, …).
+    pub reason: String,
+}
+
+/// Releases the open Actions of the workspace that the member holds (by
+/// user id, or by a create-time e-mail no user id overrides) and that their
+/// new role may not hold; removal releases all of them. In the caller's
+/// transaction (the member change's), each with an `assigned` event
+/// (assignee null) naming the reason; the binding stays as it is. Answers
+/// how many.
+pub(crate) fn release_held(
+    c: &rusqlite::Connection,
+    fx: &mut effects::Effects,
+    r: &Release,
+    now: &str,
+) -> Result<usize> {
+    let mut released = 0;
+    for id in work::held_open(c, r.workspace_id, r.user_id, r.email)? {
+        let Some(a) = store::get(c, &id)? else {
+            continue;
+        };
+        let keeps = r
+            .role
+            .is_some_and(|role| access_of(&a, role, r.user_id, r.email).can_be_assignee());
+        if keeps || !work::set_assignee(c, &a.id, None, now)? {
+            continue;
+        }
+        let event = ActionEvent::Assigned {
+            assignee_user_id: None,
+            previous_user_id: Some(r.user_id.to_owned()),
+            reason: Some(r.reason.clone()),
+        };
+        effects::record(c, fx, &a.id, &r.by, a.action_version, event, now)?;
+        released += 1;
+    }
+    Ok(released)
 }
 
 /// `until` as stored (UTC, milliseconds, so text order is time order), after

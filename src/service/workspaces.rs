@@ -8,10 +8,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::domain::access::{self, Role};
+use crate::domain::action::Actor;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
+use crate::service::work;
 use crate::store::workspaces::{self as store, Member, Workspace};
 use crate::store::{users, workspaces};
 
@@ -220,7 +222,9 @@ fn check_change(
     Ok(member)
 }
 
-/// Changes a member's role in the active workspace.
+/// Changes a member's role in the active workspace; the open Actions they
+/// hold and may not decide in the new role (a viewer decides none) are
+/// released.
 pub async fn change_role(
     s: &Services,
     user: &UserCaller,
@@ -238,11 +242,22 @@ pub async fn change_role(
         )
     })?;
     let actor = user.user_id.clone();
-    s.write(move |c, _| {
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
         let mut member = check_change(c, &ws, &actor, &target, Some(role))?;
         if member.role != role {
             store::set_role(c, &ws, &target, role)?;
             member.role = role;
+            // What they may no longer decide they no longer hold.
+            let release = work::Release {
+                workspace_id: &ws,
+                user_id: &member.user_id,
+                email: &member.email,
+                role: Some(role),
+                by: Actor::user(&actor),
+                reason: format!("role changed to {}", role.as_str()),
+            };
+            work::release_held(c, fx, &release, &now)?;
         }
         Ok(member)
     })
@@ -250,12 +265,23 @@ pub async fn change_role(
 }
 
 /// Removes a member from the active workspace; their sessions and tokens
-/// that had selected it fall back to their oldest membership.
+/// that had selected it fall back to their oldest membership, and the open
+/// Actions they held there are released (`work::release_held`).
 pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<()> {
     let ws = active(user)?;
     let actor = user.user_id.clone();
-    s.write(move |c, _| {
-        check_change(c, &ws, &actor, &target, None)?;
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let member = check_change(c, &ws, &actor, &target, None)?;
+        let release = work::Release {
+            workspace_id: &ws,
+            user_id: &member.user_id,
+            email: &member.email,
+            role: None,
+            by: Actor::user(&actor),
+            reason: "member removed".into(),
+        };
+        work::release_held(c, fx, &release, &now)?;
         store::remove_member(c, &ws, &target)?;
         Ok(())
     })

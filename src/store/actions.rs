@@ -122,16 +122,21 @@ pub fn get(c: &Connection, id: &str) -> Result<Option<ActionRecord>> {
     Ok(a)
 }
 
-/// The open Action of a Source with this dedupe key, if any.
+/// The open Action of a Source with this dedupe key, if any, its people
+/// completed as `get` completes them.
 pub fn open_by_dedupe_key(
     c: &Connection,
     source_id: &str,
     env: Environment,
     key: &str,
 ) -> Result<Option<ActionRecord>> {
-    Ok(c.prepare_cached(&format!("{SELECT} WHERE a.source_id = ?1 AND a.environment = ?2 AND a.dedupe_key = ?3 AND a.status = 'open'"))?
+    let mut found = c.prepare_cached(&format!("{SELECT} WHERE a.source_id = ?1 AND a.environment = ?2 AND a.dedupe_key = ?3 AND a.status = 'open'"))?
         .query_row(params![source_id, env.as_str(), key], map_row)
-        .optional()?)
+        .optional()?;
+    if let Some(a) = found.as_mut() {
+        crate::store::work::annotate(c, std::slice::from_mut(a))?;
+    }
+    Ok(found)
 }
 
 /// Writes a changed spec of an open Action.
@@ -186,7 +191,11 @@ pub fn due_for_expiry(c: &Connection, now: &str, limit: i64) -> Result<Vec<Actio
         "{SELECT} WHERE a.status = 'open' AND a.expires_at IS NOT NULL AND a.expires_at <= ?1 ORDER BY a.expires_at LIMIT ?2"
     ))?;
     let rows = st.query_map(params![now, limit], map_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut due: Vec<ActionRecord> = rows.collect::<rusqlite::Result<_>>()?;
+    // People completed as `get` completes them, so whatever the expiry pass
+    // builds from these (receipts, events) names them the same way.
+    crate::store::work::annotate(c, &mut due)?;
+    Ok(due)
 }
 
 /// Which Actions an inbox query asks for (guide: "GET /v1/me/actions").

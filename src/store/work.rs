@@ -3,6 +3,8 @@
 //! fields, which the inbox's scope filter reads), its snooze time and its
 //! comments (`action_comments`). Nothing here touches the binding.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::domain::access::Role;
@@ -30,53 +32,104 @@ pub struct Member {
     pub role: Role,
 }
 
-/// A member of `workspace` by id or (case-insensitive) e-mail: people of
-/// other workspaces are never looked up, so an Action cannot reveal who has
-/// an account elsewhere.
-fn member_person(
-    c: &Connection,
-    workspace: &str,
-    id: Option<&str>,
-    email: Option<&str>,
-) -> Result<Option<Person>> {
-    Ok(c.prepare_cached(
-        "SELECT u.id, u.email, u.name FROM users u \
-             JOIN memberships m ON m.user_id = u.id AND m.workspace_id = ?1 \
-             WHERE (?2 IS NOT NULL AND u.id = ?2) OR (?2 IS NULL AND u.email = ?3 COLLATE NOCASE)",
-    )?
-    .query_row(params![workspace, id, email], |r| {
-        Ok(Person {
-            user_id: r.get(0)?,
-            email: r.get(1)?,
-            name: r.get(2)?,
-        })
-    })
-    .optional()?)
-}
+/// People an Action names, looked up among its workspace's members: by id
+/// when the spec gives one, else by e-mail (case-insensitive). One query for
+/// a whole page: `?1` is a JSON array of `[workspace_id, user_id, email]`.
+/// Plan: json_each, then the `memberships` primary key and `users` primary
+/// key for ids, the `users` e-mail index and the `memberships` primary key
+/// for e-mails (`annotate_queries_use_indexes`).
+const PEOPLE: &str = "\
+    SELECT j.value ->> 0, 'id', u.id, u.id, u.email, u.name FROM json_each(?1) j \
+      JOIN memberships m ON m.workspace_id = j.value ->> 0 AND m.user_id = j.value ->> 1 \
+      JOIN users u ON u.id = m.user_id \
+     WHERE j.value ->> 1 IS NOT NULL \
+    UNION ALL \
+    SELECT j.value ->> 0, 'email', lower(j.value ->> 2), u.id, u.email, u.name FROM json_each(?1) j \
+      JOIN users u ON u.email = j.value ->> 2 \
+      JOIN memberships m ON m.workspace_id = j.value ->> 0 AND m.user_id = u.id \
+     WHERE j.value ->> 1 IS NULL AND j.value ->> 2 IS NOT NULL";
 
-/// Completes a person the spec names by id or e-mail from the Action's
-/// workspace members; anyone else stays exactly as sent.
-fn complete(c: &Connection, workspace: &str, p: &Person) -> Result<Person> {
-    let found = match (&p.user_id, &p.email) {
+/// Comment counts of a page of Actions (`?1`: JSON array of ids), through
+/// `action_comments_by_action`.
+const COMMENT_COUNTS: &str = "\
+    SELECT action_id, count(*) FROM action_comments \
+     WHERE action_id IN (SELECT value FROM json_each(?1)) GROUP BY action_id";
+
+/// How a named person is looked up: workspace, then `id` or `email` and the
+/// value (e-mails lower-cased).
+type PersonKey = (String, &'static str, String);
+
+fn key_of(workspace: &str, p: &Person) -> Option<PersonKey> {
+    match (&p.user_id, &p.email) {
+        (Some(id), _) => Some((workspace.to_owned(), "id", id.clone())),
+        (None, Some(e)) => Some((workspace.to_owned(), "email", e.to_ascii_lowercase())),
         (None, None) => None,
-        (id, email) => member_person(c, workspace, id.as_deref(), email.as_deref())?,
-    };
-    Ok(found.unwrap_or_else(|| p.clone()))
+    }
 }
 
 /// Fills in the assignee's and requester's e-mail and name and the comment
-/// count of each Action (`ActionRecord::work`).
+/// count of each Action (`ActionRecord::work`): people from the Action's
+/// workspace members (anyone else stays exactly as sent, so an Action cannot
+/// reveal who has an account elsewhere). Two queries per call, whatever the
+/// number of Actions.
 pub fn annotate(c: &Connection, actions: &mut [ActionRecord]) -> Result<()> {
-    for a in actions {
-        if let Some(p) = &a.work.assignee {
-            a.work.assignee = Some(complete(c, &a.workspace_id, p)?);
+    if actions.is_empty() {
+        return Ok(());
+    }
+    let mut wanted = Vec::new();
+    for a in actions.iter() {
+        for p in [&a.work.assignee, &a.work.requested_by]
+            .into_iter()
+            .flatten()
+        {
+            if p.user_id.is_some() || p.email.is_some() {
+                wanted.push(serde_json::json!([a.workspace_id, p.user_id, p.email]));
+            }
         }
-        if let Some(p) = &a.work.requested_by {
-            a.work.requested_by = Some(complete(c, &a.workspace_id, p)?);
+    }
+    let mut found: HashMap<PersonKey, Person> = HashMap::new();
+    if !wanted.is_empty() {
+        let mut st = c.prepare_cached(PEOPLE)?;
+        let rows = st.query_map([serde_json::to_string(&wanted)?], |r| {
+            let by: String = r.get(1)?;
+            let key = (
+                r.get(0)?,
+                if by == "id" { "id" } else { "email" },
+                r.get(2)?,
+            );
+            let person = Person {
+                user_id: r.get(3)?,
+                email: r.get(4)?,
+                name: r.get(5)?,
+            };
+            Ok((key, person))
+        })?;
+        for row in rows {
+            let (k, p) = row?;
+            found.insert(k, p);
         }
-        a.work.comment_count = c
-            .prepare_cached("SELECT count(*) FROM action_comments WHERE action_id = ?1")?
-            .query_row([&a.id], |r| r.get(0))?;
+    }
+    let ids: Vec<&str> = actions.iter().map(|a| a.id.as_str()).collect();
+    let mut counts: HashMap<String, i64> = HashMap::new();
+    let mut st = c.prepare_cached(COMMENT_COUNTS)?;
+    let rows = st.query_map([serde_json::to_string(&ids)?], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    for row in rows {
+        let (id, n) = row?;
+        counts.insert(id, n);
+    }
+    for a in actions.iter_mut() {
+        let ws = a.workspace_id.clone();
+        for p in [&mut a.work.assignee, &mut a.work.requested_by]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(m) = key_of(&ws, p).and_then(|k| found.get(&k)) {
+                *p = m.clone();
+            }
+        }
+        a.work.comment_count = counts.get(&a.id).copied().unwrap_or(0);
     }
     Ok(())
 }
@@ -110,6 +163,25 @@ pub fn set_assignee(
             .execute(params![now, action_id])?,
     };
     Ok(n == 1)
+}
+
+/// The open Actions of `workspace` held by a person: by user id, or by an
+/// e-mail (create-time `assignee_email`) while no user id holds them. Served
+/// by the partial indexes `actions_assignee_user` and `actions_assignee_email`.
+pub fn held_open(
+    c: &Connection,
+    workspace: &str,
+    user_id: &str,
+    email: &str,
+) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT id FROM actions WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND status = 'open'
+         UNION ALL
+         SELECT id FROM actions WHERE workspace_id = ?1 AND assignee_email = lower(?3)
+            AND assignee_user_id IS NULL AND status = 'open'",
+    )?;
+    let rows = st.query_map(params![workspace, user_id, email], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// Sets (or with None clears) when an open Action comes back to the inbox.
@@ -204,4 +276,55 @@ pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        c
+    }
+
+    fn plan(c: &Connection, sql: &str) -> Vec<String> {
+        let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows = st
+            .query_map(["[]"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(Result::unwrap);
+        rows.collect()
+    }
+
+    #[test]
+    fn annotate_queries_use_indexes() {
+        let c = db();
+        let people = plan(&c, PEOPLE);
+        for table in ["m", "u"] {
+            assert!(
+                people
+                    .iter()
+                    .all(|l| !l.starts_with(&format!("SCAN {table}"))),
+                "{people:?}"
+            );
+        }
+        assert!(
+            people.iter().any(|l| l.contains("sqlite_autoindex_users")),
+            "the e-mail lookup uses the users e-mail index: {people:?}"
+        );
+        let counts = plan(&c, COMMENT_COUNTS);
+        assert!(
+            counts
+                .iter()
+                .any(|l| l.contains("action_comments_by_action")),
+            "{counts:?}"
+        );
+        assert!(
+            counts
+                .iter()
+                .all(|l| !l.starts_with("SCAN action_comments")),
+            "{counts:?}"
+        );
+    }
 }

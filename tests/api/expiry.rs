@@ -83,3 +83,48 @@ async fn a_signin_link_stops_working_after_24_hours() {
     app.state.services.clock.advance(time::Duration::hours(2));
     assert_eq!(open(path).await, 410, "an expired link is gone");
 }
+
+/// Every receipt names the requester from one source, the Action as read
+/// back with its people completed from the members: a receipt issued by the
+/// expiry pass (`on_expire: resolve`) names them as a person's decision does.
+#[tokio::test]
+async fn an_expiry_receipt_names_the_requester_as_a_decision_receipt_does() {
+    let app = TestApp::spawn().await;
+    let requester = app.member(hds::domain::access::Role::Reviewer);
+    let clock = &app.state.services.clock;
+    let mut body = two_options("Requested by a member, in capitals");
+    body["requested_by_email"] = json!(requester.person().email.to_uppercase());
+    let decided = app.create_action(body.clone()).await;
+    body["expires_at"] = json!(hds::domain::time::format(
+        clock.now() + time::Duration::hours(1)
+    ));
+    body["on_expire"] = json!({"action": "resolve", "option_id": "reject"});
+    let expiring = app.create_action(body).await;
+    let id = expiring["id"].as_str().unwrap().to_owned();
+
+    let decision = json!({"action_version": decided["action_version"], "fingerprint": decided["fingerprint"], "option_id": "approve"});
+    let done: serde_json::Value = app
+        .admin()
+        .post(
+            &format!("/v1/actions/{}/decision", decided["id"].as_str().unwrap()),
+            decision,
+            200,
+        )
+        .await;
+    let by_person = done["data"]["receipt"]["payload"]["requested_by"].clone();
+
+    let poll = app.held_poll(&id).await;
+    clock.advance(time::Duration::minutes(61));
+    let expired = TestApp::answer(poll).await;
+    assert_eq!(expired["status"], "resolved");
+    assert_eq!(expired["resolution_option_id"], "reject");
+    let by_expiry = expired["receipt"]["payload"]["requested_by"].clone();
+    assert_eq!(by_expiry["user_id"], json!(requester.person().id));
+    assert_eq!(by_expiry, by_person);
+    // The receipt as stored says the same as the one answered.
+    let read = app.get(&format!("/v1/actions/{id}"), &app.live_key()).await;
+    assert_eq!(
+        read.ok(200)["data"]["receipt"]["payload"]["requested_by"],
+        by_person
+    );
+}

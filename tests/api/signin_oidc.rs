@@ -465,3 +465,185 @@ async fn a_native_only_provider_refuses_the_browser_flow_without_calling_out() {
         "no outbound call"
     );
 }
+
+/// Every stored value of every ordinary table, as text, read from the SQLite
+/// file: what someone who copies the database holds.
+fn stored_text(app: &TestApp) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open_with_flags(
+        app.data_dir().join("hds.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut out = Vec::new();
+    for t in tables {
+        let mut st = conn.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
+        let n = st.column_count();
+        let mut rows = st.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            for i in 0..n {
+                let text = match row.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+                        String::from_utf8_lossy(b).into_owned()
+                    }
+                    _ => continue,
+                };
+                out.push((t.clone(), text));
+            }
+        }
+    }
+    out
+}
+
+/// The value of `name="…" value="…"` in a page.
+fn input_value(html: &str, name: &str) -> String {
+    let at = html.find(&format!(r#"name="{name}" value=""#)).unwrap();
+    let rest = &html[at + name.len() + 15..];
+    rest[..rest.find('"').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn an_invitation_accepted_through_a_provider_never_stores_its_secret() {
+    let (op, app) = start_op().await;
+    let r: Value = app
+        .admin()
+        .post(
+            "/v1/workspaces/invitations",
+            json!({ "email": "ada@example.com", "role": "reviewer" }),
+            201,
+        )
+        .await;
+    let link = r["data"]["accept_url"].as_str().unwrap().to_owned();
+    let token = link.rsplit('/').next().unwrap().to_owned();
+    let browser = browser();
+
+    // Signed out: the page offers the provider, returning to a path without
+    // the secret; the browser keeps the token in a short-lived cookie.
+    let r = browser
+        .get(&link)
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let kept = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with("hds_invitation="))
+        .expect("the page keeps the token in the browser");
+    for attribute in [
+        "HttpOnly",
+        "Path=/app/invitations/",
+        "Max-Age=600",
+        "SameSite=Lax",
+    ] {
+        assert!(kept.contains(attribute), "{kept}");
+    }
+    let html = r.text().await.unwrap();
+    let start = "/v1/auth/op/start?next=%2Fapp%2Finvitations%2Fcontinue";
+    assert!(html.contains(&format!(r#"href="{start}""#)), "{html}");
+    assert!(!html.contains(&format!("next=%2Fapp%2Finvitations%2F{token}")));
+
+    let callback = sign_in_at_provider(
+        &browser,
+        &app,
+        &op,
+        "op",
+        "ada",
+        "%2Fapp%2Finvitations%2Fcontinue",
+    )
+    .await
+    .redirect();
+    // The sign-in in flight is stored, and no stored value holds the secret.
+    assert_eq!(app.count_rows("oidc_logins"), 1);
+    let leaks: Vec<_> = stored_text(&app)
+        .into_iter()
+        .filter(|(_, v)| v.contains(&token))
+        .collect();
+    assert!(
+        leaks.is_empty(),
+        "the invitation secret is stored: {leaks:?}"
+    );
+
+    let r = browser.get(&callback).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/app/invitations/continue");
+    let r = browser
+        .get(format!("{}/app/invitations/continue", app.base))
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Accept and join"), "{html}");
+    let csrf = input_value(&html, "_csrf");
+    let r = browser
+        .post(&link)
+        .header("origin", &app.base)
+        .form(&[("_csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "{:?}", r.text().await);
+    assert_eq!(r.headers()["location"], "/app");
+    assert!(
+        r.headers()
+            .get_all("set-cookie")
+            .iter()
+            .any(|v| v.to_str().unwrap().starts_with("hds_invitation=;")),
+        "the used token is forgotten"
+    );
+    let members: Value = app.admin().get("/v1/workspaces/members", 200).await;
+    let ada = members["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["email"] == "ada@example.com")
+        .unwrap_or_else(|| panic!("{members}"))
+        .clone();
+    assert_eq!(ada["role"], "reviewer");
+    let leaks: Vec<_> = stored_text(&app)
+        .into_iter()
+        .filter(|(_, v)| v.contains(&token))
+        .collect();
+    assert!(
+        leaks.is_empty(),
+        "the invitation secret is stored: {leaks:?}"
+    );
+
+    // A sign-in asked to come back to the link itself is refused before
+    // anything is stored; a browser holding no invitation is told what to do.
+    let logins = app.count_rows("oidc_logins");
+    let e = app
+        .anonymous()
+        .get_err(
+            &format!("/v1/auth/op/start?next=/app/invitations/{token}"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert!(e.to_string().contains("invitation"), "{e}");
+    assert_eq!(app.count_rows("oidc_logins"), logins);
+    let r = super::helpers::browser_client()
+        .get(format!("{}/app/invitations/continue", app.base))
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("open the invitation link again")
+    );
+}

@@ -220,6 +220,21 @@ async fn openapi_gives_every_success_response_a_schema() {
     // The Action schema is a real object with its fields, not prose.
     let action = &body["components"]["schemas"]["ActionOut"];
     assert!(action["properties"]["fingerprint"].is_object(), "{action}");
+    // A created comment comes in `data`, as the other user-API creates do.
+    let resolve = |s: &serde_json::Value| match s["$ref"].as_str() {
+        Some(r) => body["components"]["schemas"][r.rsplit('/').next().unwrap()].clone(),
+        None => s.clone(),
+    };
+    for (path, status) in [
+        ("/v1/actions/{action_id}/comments", "201"),
+        ("/v1/workspaces", "201"),
+        ("/v1/workspaces/invitations", "201"),
+    ] {
+        let schema = &body["paths"][path]["post"]["responses"][status]["content"]["application/json"]
+            ["schema"];
+        let schema = resolve(schema);
+        assert!(schema["properties"]["data"].is_object(), "{path}: {schema}");
+    }
 }
 
 /// Errors the application produces are never bare: static files and

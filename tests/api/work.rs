@@ -385,7 +385,11 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
         r2.person().email.to_uppercase(),
         outsider.person().email
     );
-    let c: Value = r1.post(&comments, json!({"body": body}), 201).await;
+    // `{data}`, as every other create of the user API answers.
+    let made: Value = r1.post(&comments, json!({"body": body}), 201).await;
+    assert_eq!(made.as_object().unwrap().len(), 1, "{made}");
+    let c = made["data"].clone();
+    assert_eq!(c["object"], "comment", "{made}");
     assert!(c["id"].as_str().unwrap().starts_with("cmt_"), "{c}");
     assert_eq!(c["action_id"], a["id"]);
     assert_eq!(c["author"]["user_id"], id_of(&r1));
@@ -415,7 +419,7 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
     let list: Value = viewer.get(&comments, 200).await;
     assert_eq!(list["object"], "list");
     assert_eq!(list["data"].as_array().unwrap().len(), 2);
-    assert_eq!(list["data"][0]["id"], c["id"], "oldest first");
+    assert_eq!(list["data"][0], c, "oldest first, as it was answered");
     outsider.get_err(&comments, 404, "ACTION_NOT_FOUND").await;
     outsider
         .post_err(&comments, json!({"body": "hello"}), 404, "ACTION_NOT_FOUND")
@@ -443,7 +447,7 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
     )
     .await;
     let late: Value = r2.post(&comments, json!({"body": "Shipped."}), 201).await;
-    assert_eq!(late["author"]["user_id"], id_of(&r2));
+    assert_eq!(late["data"]["author"]["user_id"], id_of(&r2));
 
     let detail: Value = r1
         .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
@@ -1121,4 +1125,237 @@ async fn a_decision_bound_before_claim_assign_snooze_and_comment_is_still_curren
             "resolved"
         ]
     );
+}
+
+/// The last history entry of an Action.
+async fn last_event(who: &Actor, a: &Value) -> Value {
+    let detail = read(who, a).await;
+    detail["history"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn a_removed_or_demoted_member_no_longer_holds_open_actions() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2, r3) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let claimed = app.create_action(two_options("Claimed by r1")).await;
+    r1.post::<Value>(&at(&claimed, "claim"), json!(null), 200)
+        .await;
+    let mut body = two_options("Named for r1 by e-mail");
+    body["assignee_email"] = json!(r1.person().email.to_uppercase());
+    let named = app.create_action(body).await;
+    let closed = app.create_action(two_options("Decided by r1")).await;
+    r1.post::<Value>(&at(&closed, "claim"), json!(null), 200)
+        .await;
+    let decision = json!({"action_version": closed["action_version"], "fingerprint": closed["fingerprint"], "option_id": "approve"});
+    r1.post::<Value>(&at(&closed, "decision"), decision, 200)
+        .await;
+    let others = app.create_action(two_options("Claimed by r2")).await;
+    r2.post::<Value>(&at(&others, "claim"), json!(null), 200)
+        .await;
+    let kept = app.create_action(two_options("Claimed by r3")).await;
+    r3.post::<Value>(&at(&kept, "claim"), json!(null), 200)
+        .await;
+    let before = binding(&read(&admin, &claimed).await);
+    let closed_before = read(&admin, &closed).await;
+
+    // Removed: the open Actions r1 held, by id or by e-mail, are released in
+    // the removal's transaction, each with an event naming why.
+    let member = |who: &Actor| format!("/v1/workspaces/members/{}", who.person().id);
+    let r = admin.call(Method::DELETE, &member(&r1), None, &[]).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    for a in [&claimed, &named] {
+        let now = read(&admin, a).await;
+        assert!(now["assignee"].is_null(), "{now}");
+        assert!(
+            now["assignee_user_id"].is_null() && now["assignee_email"].is_null(),
+            "{now}"
+        );
+        let last = last_event(&admin, a).await;
+        assert_eq!(last["type"], "assigned");
+        assert_eq!(
+            last["actor"],
+            json!({"type": "user", "id": admin.person().id})
+        );
+        assert_eq!(
+            last["data"],
+            json!({"assignee_user_id": null, "previous_user_id": r1.person().id, "reason": "member removed"})
+        );
+    }
+    assert_eq!(binding(&read(&admin, &claimed).await), before);
+    let unassigned: Value = admin.get("/v1/me/actions?scope=unassigned", 200).await;
+    let ids: Vec<&Value> = unassigned["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["id"])
+        .collect();
+    assert!(
+        ids.contains(&&claimed["id"]) && ids.contains(&&named["id"]),
+        "{unassigned}"
+    );
+    // A closed Action keeps its history as it was; others keep theirs.
+    assert_eq!(read(&admin, &closed).await, closed_before);
+    assert_eq!(
+        read(&admin, &others).await["assignee"]["user_id"],
+        id_of(&r2)
+    );
+
+    // Demoted to viewer, who decides nothing: released likewise. Promoted
+    // to admin, who still may decide: kept, nothing recorded.
+    let r: Value = admin
+        .patch(&member(&r2), json!({"role": "viewer"}), 200)
+        .await;
+    assert_eq!(r["data"]["role"], "viewer");
+    assert!(read(&admin, &others).await["assignee"].is_null());
+    let last = last_event(&admin, &others).await;
+    assert_eq!(last["data"]["reason"], "role changed to viewer");
+    assert_eq!(last["data"]["previous_user_id"], id_of(&r2));
+    admin
+        .patch::<Value>(&member(&r3), json!({"role": "admin"}), 200)
+        .await;
+    let now = read(&admin, &kept).await;
+    assert_eq!(now["assignee"]["user_id"], id_of(&r3));
+    assert_eq!(kinds(&now), ["created", "claimed"]);
+    let mine: Value = r3.get("/v1/me/actions?scope=mine", 200).await;
+    assert_eq!(mine["data"][0]["id"], kept["id"]);
+}
+
+#[tokio::test]
+async fn the_create_answer_and_its_replays_name_people_as_get_does() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Named people");
+    body["assignee_email"] = json!(r1.person().email.to_uppercase());
+    body["requested_by_user_id"] = json!(r2.person().id);
+    body["dedupe_key"] = json!("people-1");
+    let key = app.live_key();
+    let headers = [("idempotency-key", "create-people-1")];
+    let first = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&key),
+            Some(&body),
+            &headers,
+        )
+        .await;
+    first.ok(201);
+    let created = first.body["data"].clone();
+    let id = created["id"].as_str().unwrap();
+    let as_user = read(&admin, &created).await;
+    let as_source = app
+        .get(&format!("/v1/source/actions/{id}"), &key)
+        .await
+        .body["data"]
+        .clone();
+    for field in [
+        "assignee",
+        "requested_by",
+        "comment_count",
+        "assignee_email",
+        "assignee_user_id",
+    ] {
+        assert_eq!(
+            created[field], as_user[field],
+            "{field}: {created} vs {as_user}"
+        );
+        assert_eq!(
+            created[field], as_source[field],
+            "{field}: {created} vs {as_source}"
+        );
+    }
+    assert_eq!(created["assignee"]["user_id"], id_of(&r1));
+    assert_eq!(created["assignee"]["email"], r1.person().email);
+    assert!(created["assignee"].get("name").is_some(), "{created}");
+    assert_eq!(created["requested_by"]["email"], r2.person().email);
+
+    // The keyed replay answers the stored text; the dedupe match reads it.
+    let again = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&key),
+            Some(&body),
+            &headers,
+        )
+        .await;
+    again.ok(201);
+    assert_eq!(again.body["data"], created);
+    let deduped = app.post("/v1/actions", &key, body.clone()).await;
+    deduped.ok(200);
+    assert_eq!(deduped.body["idempotent_replay"], true);
+    for field in ["assignee", "requested_by", "comment_count"] {
+        assert_eq!(deduped.body["data"][field], created[field], "{field}");
+    }
+}
+
+/// The inbox completes a whole page's people and comment counts at once
+/// (`store::work::annotate`, two queries per page); each row says what the
+/// Action's own GET says.
+#[tokio::test]
+async fn an_inbox_page_names_every_rows_people_as_each_get_does() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let outsider = app.outsider();
+    for i in 0..12 {
+        let mut body = two_options(&format!("Row {i}"));
+        match i % 4 {
+            0 => body["assignee_user_id"] = json!(r1.person().id),
+            1 => body["assignee_email"] = json!(r2.person().email.to_uppercase()),
+            2 => body["requested_by_email"] = json!(outsider.person().email),
+            _ => body["requested_by_user_id"] = json!(r2.person().id),
+        }
+        let a = app.create_action(body).await;
+        for n in 0..(i % 3) {
+            admin
+                .post::<Value>(
+                    &at(&a, "comments"),
+                    json!({"body": format!("note {n}")}),
+                    201,
+                )
+                .await;
+        }
+    }
+    let page: Value = admin.get("/v1/me/actions?limit=50", 200).await;
+    let rows = page["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 12);
+    for row in rows {
+        let one = read(&admin, row).await;
+        for field in ["assignee", "requested_by", "comment_count"] {
+            assert_eq!(row[field], one[field], "{field} of {}", row["title"]);
+        }
+    }
+    // Named by e-mail in capitals: completed to the member, id included.
+    let by_email: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["assignee_email"] == r2.person().email.to_uppercase())
+        .collect();
+    assert_eq!(by_email.len(), 3);
+    for r in by_email {
+        assert_eq!(r["assignee"]["user_id"], id_of(&r2), "{r}");
+    }
+    // Someone of another workspace stays as sent: no name, no id.
+    let foreign = rows
+        .iter()
+        .find(|r| r["requested_by"]["email"] == outsider.person().email)
+        .unwrap();
+    assert!(foreign["requested_by"]["user_id"].is_null(), "{foreign}");
 }

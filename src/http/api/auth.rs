@@ -54,6 +54,14 @@ pub async fn start_signin(
 ) -> Result<Response> {
     // A `next` pointing elsewhere is refused outright, never redirected.
     let next = local_next(p.next.as_deref())?;
+    if crate::http::carries_secret(&next) {
+        // The login row keeps `next` until the callback: no secret goes there.
+        return Err(Error::validation(vec![FieldError::new(
+            "next",
+            "`next` must not hold a sign-in or invitation link's secret; \
+             open the link again after signing in (invitation pages return by /app/invitations/continue)",
+        )]));
+    }
     let binding = cookie(&headers, BINDING_COOKIE);
     let started = match oidc::start(&st.services, &provider, next, binding.as_deref()).await {
         Ok(started) => started,
@@ -281,7 +289,7 @@ fn header_text(headers: &HeaderMap, name: &str, max: usize) -> Option<String> {
 }
 
 /// One cookie's value from the Cookie header(s).
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

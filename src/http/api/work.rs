@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::http::api::replayable;
 use crate::http::api::wire::actions::ActionOut;
 use crate::http::api::wire::work::CommentOut;
-use crate::http::api::wire::{Envelope, List};
+use crate::http::api::wire::{Data, Envelope, List};
 use crate::http::auth::UserAuth;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::service::work::{self, AssignmentUpdate, CommentCreate, SnoozeRequest, Worked};
@@ -92,7 +92,7 @@ pub async fn list_comments(
 /// Comment on an Action, open or closed.
 #[utoipa::path(post, path = "/v1/actions/{action_id}/comments", tag = "actions", params(("action_id" = String, Path)),
     request_body = CommentCreate,
-    responses((status = 201, description = "the comment", body = CommentOut),
+    responses((status = 201, description = "the comment, as `{data}` like the other creates", body = Data<CommentOut>),
               (status = 403, description = "FORBIDDEN (viewers read comments but do not write them)", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]
 pub async fn create_comment(
@@ -100,7 +100,8 @@ pub async fn create_comment(
     UserAuth(user): UserAuth,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<CommentCreate>,
-) -> Result<(StatusCode, Json<CommentOut>)> {
+) -> Result<(StatusCode, Json<Data<CommentOut>>)> {
     let c = work::add_comment(&st.services, user, id, req).await?;
-    Ok((StatusCode::CREATED, Json(CommentOut::from(c))))
+    let data = CommentOut::from(c);
+    Ok((StatusCode::CREATED, Json(Data { data })))
 }

@@ -554,7 +554,7 @@ fn event(
             format!("Assigned to {} by {by}", who(&Actor::user(to))),
             None,
         ),
-        ActionEvent::Assigned { .. } => (format!("Unassigned by {by}"), None),
+        ActionEvent::Assigned { reason: why, .. } => (format!("Unassigned by {by}"), reason(why)),
         ActionEvent::Snoozed { until: Some(t) } => (
             format!("Snoozed by {by} until {}", When::new(t, now).exact),
             None,

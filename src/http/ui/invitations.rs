@@ -6,7 +6,7 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -184,9 +184,18 @@ pub struct AcceptPage {
     methods: Vec<Method>,
 }
 
-/// Identity providers with a browser flow, each returning to `next`.
-fn methods(st: &AppState, next: &str) -> Vec<Method> {
-    let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+/// Holds an invitation link's secret in the browser while its person signs
+/// in with an identity provider: the sign-in returns to [`CONTINUE`], a path
+/// without the secret, so the stored sign-in (`oidc_logins.next`) never holds
+/// it (tokens are stored hashed only). Scoped to the invitation pages and
+/// short-lived like the sign-in itself.
+const INVITATION_COOKIE: &str = "hds_invitation";
+/// Where a provider sign-in started on an invitation page comes back to.
+pub const CONTINUE: &str = "/app/invitations/continue";
+
+/// Identity providers with a browser flow, each returning to [`CONTINUE`].
+fn methods(st: &AppState) -> Vec<Method> {
+    let next: String = form_urlencoded::byte_serialize(CONTINUE.as_bytes()).collect();
     st.services
         .config
         .auth
@@ -211,18 +220,77 @@ async fn visitor(st: &AppState, session: Session) -> Result<Option<PageUser>, Ui
         }))
 }
 
+/// The `Set-Cookie` that keeps (or with None forgets) the invitation token
+/// in this browser.
+fn invitation_cookie(st: &AppState, token: Option<&str>) -> Result<HeaderValue, UiError> {
+    let secure = if st.services.config.secure_cookies() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let (value, age) = token.map_or(("", 0), |t| (t, 600));
+    let set = format!(
+        "{INVITATION_COOKIE}={value}; HttpOnly; Path=/app/invitations/; Max-Age={age}; SameSite=Lax{secure}"
+    );
+    Ok(HeaderValue::from_str(&set).map_err(Error::internal)?)
+}
+
 /// GET /app/invitations/{token}: who invites whom to what, and one button.
+/// Signed out with identity providers, the token is kept in a short-lived
+/// cookie for the way back from the provider ([`continue_page`]).
 pub async fn accept_page(
     _: PageAddressBudget,
     State(st): State<AppState>,
     session: Session,
     PagePath(token): PagePath<String>,
 ) -> Result<Response, UiError> {
-    let inv = invitations::preview(&st.services, &token).await?;
+    let page = render_accept(&st, session, &token).await?;
+    let keep = page.signed_in_as.is_none() && !page.methods.is_empty();
+    if keep && token_shaped(&token) {
+        let set = invitation_cookie(&st, Some(&token))?;
+        return Ok(([(header::SET_COOKIE, set)], page).into_response());
+    }
+    Ok(page.into_response())
+}
+
+/// Whether a value could be an invitation token (and so may go in a cookie).
+fn token_shaped(token: &str) -> bool {
+    (16..=128).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// GET /app/invitations/continue: back from the identity provider, the
+/// invitation page again for the token this browser holds.
+pub async fn continue_page(
+    _: PageAddressBudget,
+    State(st): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+) -> Result<Response, UiError> {
+    let token = crate::http::api::auth::cookie(&headers, INVITATION_COOKIE)
+        .filter(|t| token_shaped(t))
+        .ok_or_else(|| {
+            Error::new(
+                Code::InvitationNotFound,
+                "this browser holds no invitation any more (they are kept 10 minutes); \
+                 open the invitation link again",
+            )
+        })?;
+    Ok(render_accept(&st, session, &token).await?.into_response())
+}
+
+async fn render_accept(
+    st: &AppState,
+    session: Session,
+    token: &str,
+) -> Result<AcceptPage, UiError> {
+    let inv = invitations::preview(&st.services, token).await?;
     let here = format!("/app/invitations/{token}");
-    let who = visitor(&st, session).await?;
+    let who = visitor(st, session).await?;
     let layout = match &who {
-        Some(p) => Layout::signed_in(&st, p, "Invitation", "").await?,
+        Some(p) => Layout::signed_in(st, p, "Invitation", "").await?,
         None => Layout::public("Invitation"),
     };
     let signed_in_as = who.as_ref().map(|p| p.user.email.clone());
@@ -232,14 +300,13 @@ pub async fn accept_page(
             .as_deref()
             .is_some_and(|e| e.eq_ignore_ascii_case(&inv.email)),
         signed_in_as,
-        methods: methods(&st, &here),
+        methods: methods(st),
         action: here,
         workspace: inv.workspace_name,
         role: inv.role.as_str(),
         invited_by: inv.invited_by_email,
         email: inv.email,
-    }
-    .into_response())
+    })
 }
 
 /// POST /app/invitations/{token}: accepts. Signed in, as that person (CSRF
@@ -257,14 +324,16 @@ pub async fn accept_invitation(
     if let Some(p) = visitor(&st, session.clone()).await? {
         check_csrf(&st, &headers, &p, &form)?;
         invitations::accept(&st.services, &p.user, &token, true).await?;
-        return Ok(see_other("/app"));
+        // Used: the browser need not keep it any longer.
+        let forget = invitation_cookie(&st, None)?;
+        return Ok(([(header::SET_COOKIE, forget)], see_other("/app")).into_response());
     }
     // No session yet, so no form token: the origin check is what stops
     // another site from posting the link on a visitor's behalf.
     if !session::same_origin(&headers, &st.services.config) {
         return Err(session::cross_origin(&headers, &st.services.config, "accepting").into());
     }
-    if !methods(&st, "/app").is_empty() {
+    if !methods(&st).is_empty() {
         return Err(Error::new(
             Code::AuthRequired,
             "sign in first with one of the methods on the invitation page, then accept",

@@ -19,6 +19,7 @@ mod workspaces;
 
 use axum::Router;
 use axum::routing::{get, post};
+pub use invitations::CONTINUE as INVITATIONS_CONTINUE;
 
 use crate::app::AppState;
 
@@ -72,6 +73,7 @@ pub fn router() -> Router<AppState> {
             "/app/invitations/{id}/revoke",
             post(invitations::revoke_invitation),
         )
+        .route(invitations::CONTINUE, get(invitations::continue_page))
         .route(
             "/app/invitations/{token}",
             get(invitations::accept_page).post(invitations::accept_invitation),
