@@ -1,4 +1,4 @@
--- hds schema v9: the Snoozed tab lists Actions by wake-up time, then age
+-- hds schema v9: 1. The Snoozed tab lists Actions by wake-up time, then age
 -- (the next one back first), and this index holds them in that order, so a
 -- page of them is an ordered seek that LIMIT stops, with the environment
 -- tested on the index entry. It was (workspace_id, snoozed_until,
@@ -7,3 +7,13 @@ DROP INDEX actions_snoozed;
 CREATE INDEX actions_snoozed
     ON actions(workspace_id, snoozed_until, created_at, environment)
     WHERE status = 'open' AND snoozed_until IS NOT NULL;
+
+-- 2. scope=mine by e-mail asks for `assignee_email = mine AND assignee_user_id
+-- IS NULL` (an e-mail counts only while no user id holds the Action): an
+-- index of exactly those Actions answers it, and the tab counts, from its
+-- entries alone. It held every Action with an e-mail, so each count read the
+-- row to test the user id.
+DROP INDEX actions_assignee_email;
+CREATE INDEX actions_assignee_email
+    ON actions(workspace_id, assignee_email, status, priority_rank, created_at, environment, snoozed_until)
+    WHERE assignee_email IS NOT NULL AND assignee_user_id IS NULL;

@@ -167,7 +167,8 @@ pub fn set_assignee(
 
 /// The open Actions of `workspace` held by a person: by user id, or by an
 /// e-mail (create-time `assignee_email`) while no user id holds them. Served
-/// by the partial indexes `actions_assignee_user` and `actions_assignee_email`.
+/// by the partial indexes `actions_assignee_user` and `actions_assignee_email`
+/// (the latter holds exactly the e-mail-only assignments, migration 0009).
 pub fn held_open(
     c: &Connection,
     workspace: &str,
