@@ -5,6 +5,8 @@
 //! ```text
 //! cargo build --release && cargo run --release --example inbox_scale
 //! cargo run --release --example inbox_scale -- --actions 200000 --requests 100
+//! cargo run --release --example inbox_scale -- --keep-data   # prints the dir
+//! cargo run --release --example inbox_scale -- --reuse DIR   # no seeding
 //! ```
 //!
 //! 1. `hds init --json` in a fresh temporary data dir; `hds serve` once to
@@ -53,9 +55,13 @@ struct Args {
     requests: usize,
     #[arg(long, default_value_t = 20)]
     warmup: usize,
-    /// Keep the data dir (its path is printed).
+    /// Keep the data dir (its path is printed) for `--reuse`.
     #[arg(long)]
     keep_data: bool,
+    /// Measure the data dir a `--keep-data` run left (the binary's
+    /// migrations apply to it first) instead of seeding a new one.
+    #[arg(long, conflicts_with = "keep_data")]
+    reuse: Option<PathBuf>,
 }
 
 fn serve(hds: &PathBuf, dir: &std::path::Path) -> Result<(Server, String)> {
@@ -285,8 +291,21 @@ async fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let tmp = tempfile::tempdir()?;
-    let dir = tmp.path().join("data");
-    let init = common::hds_init_json(&args.hds, &dir)?;
+    let dir = match &args.reuse {
+        Some(d) => d.join("data"),
+        None => tmp.path().join("data"),
+    };
+    let saved = dir.join("inbox_scale.json");
+    let init = match &args.reuse {
+        Some(_) => serde_json::from_slice(
+            &std::fs::read(&saved).with_context(|| format!("reading {}", saved.display()))?,
+        )?,
+        None => {
+            let init = common::hds_init_json(&args.hds, &dir)?;
+            std::fs::write(&saved, serde_json::to_vec(&init)?)?;
+            init
+        }
+    };
     let field = |k: &str| {
         init[k]
             .as_str()
@@ -303,7 +322,7 @@ async fn main() -> Result<()> {
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(60))
         .build()?;
-    {
+    if args.reuse.is_none() {
         let (_s, base) = serve(&args.hds, &dir)?;
         let r = http
             .post(format!("{base}/v1/actions"))
@@ -322,19 +341,44 @@ async fn main() -> Result<()> {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "db"))
         .ok_or_else(|| anyhow!("no .db in the data dir"))?;
-    let seed_s = seed(
-        db.parent().unwrap_or(&dir),
-        args.actions,
-        &user_id,
-        "admin@example.com",
-    )
-    .with_context(|| format!("seeding {}", db.display()))?;
+    let seed_s = match args.reuse {
+        Some(_) => 0.0,
+        None => seed(
+            db.parent().unwrap_or(&dir),
+            args.actions,
+            &user_id,
+            "admin@example.com",
+        )
+        .with_context(|| format!("seeding {}", db.display()))?,
+    };
     let (_s, base) = serve(&args.hds, &dir)?;
+    // The first start's link is used once; a reused dir gets a new one.
+    let signin = match args.reuse {
+        Some(_) => {
+            let email: String = Connection::open(&db)?.query_row(
+                "SELECT email FROM users WHERE id = ?1",
+                [&user_id],
+                |r| r.get(0),
+            )?;
+            let out = Command::new(&args.hds)
+                .args(["users", "link", &email, "--data-dir"])
+                .arg(&dir)
+                .output()?;
+            ensure!(out.status.success(), "hds users link: {out:?}");
+            String::from_utf8(out.stdout)?
+                .lines()
+                .find(|l| l.contains("/app/signin/link/"))
+                .ok_or_else(|| anyhow!("no link printed"))?
+                .trim()
+                .to_owned()
+        }
+        None => signin,
+    };
     let cookie = sign_in(&http, &base, &signin).await?;
     let bearer = format!("Bearer {token}");
     let word = "deploy";
     let rare = "façade";
-    let filters: [(&str, &str, &str); 9] = [
+    let filters: [(&str, &str, &str); 10] = [
         ("default", "", ""),
         ("search (common word)", "search=deploy", "q=deploy"),
         ("search (two words)", "search=deploy+prod", "q=deploy+prod"),
@@ -343,6 +387,8 @@ async fn main() -> Result<()> {
             "search=fa%C3%A7ade+rollback",
             "q=fa%C3%A7ade+rollback",
         ),
+        // A prefix that begins a tenth of the vocabulary: the costly case.
+        ("search (prefix `re`)", "search=re", "q=re"),
         ("environment=all", "environment=all", "environment=all"),
         ("scope=mine", "scope=mine", "scope=mine"),
         ("scope=unassigned", "scope=unassigned", "scope=unassigned"),
