@@ -378,7 +378,7 @@ async fn main() -> Result<()> {
     let bearer = format!("Bearer {token}");
     let word = "deploy";
     let rare = "façade";
-    let filters: [(&str, &str, &str); 10] = [
+    let filters: [(&str, &str, &str); 11] = [
         ("default", "", ""),
         ("search (common word)", "search=deploy", "q=deploy"),
         ("search (two words)", "search=deploy+prod", "q=deploy+prod"),
@@ -394,6 +394,7 @@ async fn main() -> Result<()> {
         ("scope=unassigned", "scope=unassigned", "scope=unassigned"),
         ("status=snoozed", "status=snoozed", "status=snoozed"),
         ("priority=high", "priority=high", "priority=high"),
+        ("status=resolved", "status=resolved", "status=resolved"),
     ];
     let _ = (word, rare);
     println!(

@@ -287,6 +287,9 @@ enum Search {
 ///   mine by id (`actions_assignee_email`, on the generated lower-case column),
 ///   merged in order; an OR of the two would walk the whole open inbox.
 /// - scope=unassigned: the partial index `actions_unassigned`.
+/// - status=resolved|cancelled|expired: the partial index `actions_closed`
+///   (workspace, status, created_at, environment), newest first; status=all:
+///   `actions_by_age` (workspace, created_at, environment).
 /// - status=snoozed: the partial index `actions_snoozed`, in its order
 ///   (wake-up time, then age), so LIMIT stops the walk.
 /// - search, broad (more than SEARCH_DRIVE_LIMIT matches): `rowid IN
@@ -405,7 +408,9 @@ fn inbox_sql(q: &InboxQuery, fts_drives: bool) -> (String, Vec<SqlValue>) {
             status_args.push(q.now.clone().into());
         }
         other => {
-            status_sql.push_str(" AND a.status = ?");
+            // The partial index actions_closed states `status <> 'open'`;
+            // the planner uses it only when the query says so in those words.
+            status_sql.push_str(" AND a.status = ? AND a.status <> 'open'");
             status_args.push(other.to_owned().into());
         }
     }
@@ -688,6 +693,32 @@ mod tests {
                 "member",
                 query(|q| q.sees_restricted = false),
                 "actions_inbox ",
+            ),
+            (
+                "status=resolved",
+                query(|q| q.status = "resolved".into()),
+                "actions_closed",
+            ),
+            (
+                "status=expired+all",
+                query(|q| {
+                    q.status = "expired".into();
+                    q.environment = None
+                }),
+                "actions_closed",
+            ),
+            (
+                "status=all",
+                query(|q| q.status = "all".into()),
+                "actions_by_age",
+            ),
+            (
+                "status=all+all",
+                query(|q| {
+                    q.status = "all".into();
+                    q.environment = None
+                }),
+                "actions_by_age",
             ),
         ];
         for (name, q, index) in cases {
