@@ -142,6 +142,11 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
     let mut done = 0u64;
     while done < n {
         let tx = c.transaction()?;
+        // hds indexes new titles once per write transaction (not by a
+        // trigger); do the same for this one.
+        let before: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM actions", [], |r| {
+            r.get(0)
+        })?;
         {
             let mut st = tx.prepare(
                 "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
@@ -192,7 +197,7 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                     .then(|| "2099-01-01T00:00:00.000Z".to_owned());
                 let closed = (status != "open").then(|| ts.clone());
                 let resolution = (status != "open").then(|| {
-                    json!({"option_id": null, "response": null, "reason": null, "decided_by": null, "decided_at": ts})
+                    json!({"option_id": null, "response": null, "reason": null, "decided_by": {"type": "system", "id": null}, "decided_at": ts})
                         .to_string()
                 });
                 st.execute(params![
@@ -214,6 +219,10 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
             }
             done = end;
         }
+        tx.execute(
+            "INSERT INTO actions_fts(rowid, title) SELECT rowid, title FROM actions WHERE rowid > ?1",
+            [before],
+        )?;
         tx.commit()?;
         eprintln!(
             "seeded {done}/{n} in {:.0} s",

@@ -100,7 +100,8 @@ pub async fn list(
     let limit = q.limit;
     let mut rows =
         s.db.read(move |c| {
-            let mut rows = store::inbox(c, &q)?;
+            let matches = store::matches(c, &q)?;
+            let mut rows = store::inbox(c, &q, &matches)?;
             crate::store::work::annotate(c, &mut rows)?;
             Ok(rows)
         })
@@ -108,6 +109,33 @@ pub async fn list(
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     Ok((rows, has_more))
+}
+
+/// A page of the inbox, whether more matched, and the tab counts under the
+/// same filters (None for a search too broad to count): the dashboard's
+/// list, read in one go so a search is looked up in the index once.
+pub async fn list_with_counts(
+    s: &Services,
+    user: UserCaller,
+    p: InboxParams,
+    now: time::Timestamp,
+) -> Result<(Vec<ActionRecord>, bool, Option<store::InboxCounts>)> {
+    let Some(q) = query(&user, p, now)? else {
+        return Ok((Vec::new(), false, Some(store::InboxCounts::default())));
+    };
+    let limit = q.limit;
+    let (mut rows, counts) =
+        s.db.read(move |c| {
+            let matches = store::matches(c, &q)?;
+            let mut rows = store::inbox(c, &q, &matches)?;
+            crate::store::work::annotate(c, &mut rows)?;
+            let counts = store::inbox_counts(c, &q, &matches)?;
+            Ok((rows, counts))
+        })
+        .await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok((rows, has_more, counts))
 }
 
 /// How many Actions each status tab holds under the same filters (the
@@ -123,7 +151,11 @@ pub async fn counts(
     let Some(q) = query(user, p, now)? else {
         return Ok(Some(store::InboxCounts::default()));
     };
-    s.db.read(move |c| store::inbox_counts(c, &q)).await
+    s.db.read(move |c| {
+        let matches = store::matches(c, &q)?;
+        store::inbox_counts(c, &q, &matches)
+    })
+    .await
 }
 
 /// A count as the dashboard shows it: "1,000+" from the cap on.

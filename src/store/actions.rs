@@ -198,6 +198,30 @@ pub fn due_for_expiry(c: &Connection, now: &str, limit: i64) -> Result<Vec<Actio
     Ok(due)
 }
 
+/// The highest rowid of actions (0 when empty): the writer reads it when a
+/// write transaction begins, and `index_new_titles` indexes what came after.
+pub fn last_rowid(c: &Connection) -> Result<i64> {
+    Ok(
+        c.prepare_cached("SELECT coalesce(max(rowid), 0) FROM actions")?
+            .query_row([], |r| r.get(0))?,
+    )
+}
+
+/// Adds the titles of the Actions created since `after` (a `last_rowid`) to
+/// actions_fts. The writer runs it once per transaction, outside any job's
+/// savepoint, before COMMIT: FTS5 flushes its pending terms at every
+/// savepoint, so a per-row trigger inside each job's savepoint wrote one
+/// segment per Action (migration 0009). rowids only grow (no Action is ever
+/// deleted, and none was when max(rowid) was read), so every new row is
+/// above `after`.
+pub fn index_new_titles(c: &Connection, after: i64) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO actions_fts(rowid, title) SELECT rowid, title FROM actions WHERE rowid > ?1",
+    )?
+    .execute([after])?;
+    Ok(())
+}
+
 /// Which Actions an inbox query asks for (guide: "GET /v1/me/actions").
 #[derive(Clone, Debug)]
 pub struct InboxQuery {
@@ -247,13 +271,36 @@ pub const SEARCH_DRIVE_LIMIT: i64 = 2000;
 /// ones at a million) on every page.
 pub const COUNT_CAP: i64 = 1000;
 
-/// How many Actions (in every workspace) match an FTS query, counting no
-/// further than `cap`: the doclist alone, no row is read.
-fn fts_matches(c: &Connection, m: &str, cap: i64) -> Result<i64> {
-    Ok(c.prepare_cached(
-        "SELECT count(*) FROM (SELECT 1 FROM actions_fts WHERE actions_fts MATCH ?1 LIMIT ?2)",
-    )?
-    .query_row(rusqlite::params![m, cap], |r| r.get(0))?)
+/// What the FTS index said about a request's search, read once per request
+/// (the list and the tab counts of a page share it): evaluating a two-word
+/// prefix query costs about 5 ms at a million titles.
+#[derive(Clone, Debug)]
+pub enum Matches {
+    /// No search, or one with nothing to look for.
+    NotSearched,
+    /// At most SEARCH_DRIVE_LIMIT matching rowids, as a JSON array: the
+    /// queries read them one by one (json_each drives).
+    Narrow(String),
+    /// More: the queries walk an inbox index and probe the FTS set.
+    Broad,
+}
+
+/// Reads the matches of `q`'s search from actions_fts, up to
+/// SEARCH_DRIVE_LIMIT + 1 rowids (the doclist alone, no row is read).
+pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
+    let Search::Fts(m) = inbox_filter(q).search else {
+        return Ok(Matches::NotSearched);
+    };
+    let rowids: Vec<i64> = c
+        .prepare_cached("SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?1 LIMIT ?2")?
+        .query_map(rusqlite::params![m, SEARCH_DRIVE_LIMIT + 1], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if rowids.len() as i64 > SEARCH_DRIVE_LIMIT {
+        return Ok(Matches::Broad);
+    }
+    Ok(Matches::Narrow(serde_json::to_string(&rowids).map_err(
+        |e| crate::error::Error::internal(anyhow::anyhow!("rowids as JSON: {e}")),
+    )?))
 }
 
 /// The inbox's WHERE clause: workspace, visibility and every filter but
@@ -294,8 +341,8 @@ enum Search {
 ///   (wake-up time, then age), so LIMIT stops the walk.
 /// - search, broad (more than SEARCH_DRIVE_LIMIT matches): `rowid IN
 ///   (actions_fts MATCH …)`, an ephemeral set probed while the ordered index
-///   is walked; narrow: actions_fts drives (CROSS JOIN), each match read once,
-///   the page sorted.
+///   is walked; narrow: the rowids `matches` read drive (json_each CROSS
+///   JOIN), each match read once by rowid, the page sorted.
 fn inbox_filter(q: &InboxQuery) -> Filter {
     let mut sql = String::from(" WHERE a.workspace_id = ?");
     let mut args: Vec<SqlValue> = vec![q.workspace_id.clone().into()];
@@ -369,24 +416,21 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
     }
 }
 
-/// The SQL and arguments of `inbox` (apart so the plan test can EXPLAIN it);
-/// `fts_drives` for a narrow search (see SEARCH_DRIVE_LIMIT).
-fn inbox_sql(q: &InboxQuery, fts_drives: bool) -> (String, Vec<SqlValue>) {
+/// The SQL and arguments of `inbox` (apart so the plan test can EXPLAIN it),
+/// for the `matches` of its search.
+fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
     let mut f = inbox_filter(q);
     let mut from = from_actions!().to_owned();
-    match &f.search {
-        Search::None => {}
-        Search::Nothing => f.sql.push_str(" AND 0"),
-        Search::Fts(m) if fts_drives => {
-            from = " FROM actions_fts f CROSS JOIN actions a ON a.rowid = f.rowid \
+    match (&f.search, matches) {
+        (Search::None, _) => {}
+        (Search::Nothing, _) => f.sql.push_str(" AND 0"),
+        (Search::Fts(_), Matches::Narrow(rowids)) => {
+            from = " FROM json_each(?) j CROSS JOIN actions a ON a.rowid = j.value \
                     LEFT JOIN receipts r ON r.id = a.receipt_id"
                 .to_owned();
-            f.sql = f
-                .sql
-                .replacen(" WHERE", " WHERE f.actions_fts MATCH ? AND", 1);
-            f.args.insert(0, m.clone().into());
+            f.args.insert(0, rowids.clone().into());
         }
-        Search::Fts(m) => {
+        (Search::Fts(m), _) => {
             f.sql.push_str(
                 " AND a.rowid IN (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?)",
             );
@@ -446,12 +490,9 @@ fn inbox_sql(q: &InboxQuery, fts_drives: bool) -> (String, Vec<SqlValue>) {
 }
 
 /// Lists the inbox; fetches one more than asked so the caller knows `has_more`.
-pub fn inbox(c: &Connection, q: &InboxQuery) -> Result<Vec<ActionRecord>> {
-    let fts_drives = match &inbox_filter(q).search {
-        Search::Fts(m) => fts_matches(c, m, SEARCH_DRIVE_LIMIT + 1)? <= SEARCH_DRIVE_LIMIT,
-        _ => false,
-    };
-    let (sql, args) = inbox_sql(q, fts_drives);
+/// `matches` is `matches(c, q)`, read once for the list and its counts.
+pub fn inbox(c: &Connection, q: &InboxQuery, matches: &Matches) -> Result<Vec<ActionRecord>> {
+    let (sql, args) = inbox_sql(q, matches);
     let mut st = c.prepare_cached(&sql)?;
     let rows = st.query_map(params_from_iter(args), map_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -482,14 +523,14 @@ const TABS: [&str; 5] = [
 
 /// The count queries of `inbox_counts`: one statement per arm (one, or two
 /// for scope=mine), returning the five tabs; None when nothing can match.
-/// Without a search (or for a narrow one, see `fts_drives`), each tab is a
+/// Without a search, each tab is a
 /// `count(*)` of at most COUNT_CAP rows of its own ordered seek on an index
 /// that holds every column it tests (`actions_inbox`, `actions_inbox_all`,
 /// the assignee and unassigned indexes, `actions_snoozed`): a few thousand
 /// index entries at most, whatever the history holds. A narrow search is
-/// counted in one pass over its matches (CROSS JOIN: actions_fts drives, at
+/// counted in one pass over its matches (CROSS JOIN: the rowids drive, at
 /// most SEARCH_DRIVE_LIMIT rows read), exactly.
-fn counts_sql(q: &InboxQuery, fts_drives: bool) -> Option<Vec<(String, Vec<SqlValue>)>> {
+fn counts_sql(q: &InboxQuery, matches: &Matches) -> Option<Vec<(String, Vec<SqlValue>)>> {
     let f = inbox_filter(q);
     let mut out = Vec::new();
     for (arm, arm_args) in &f.arms {
@@ -497,9 +538,11 @@ fn counts_sql(q: &InboxQuery, fts_drives: bool) -> Option<Vec<(String, Vec<SqlVa
         base.extend(arm_args.iter().cloned());
         match &f.search {
             Search::Nothing => return None,
-            // A broad search is not counted (see `inbox_counts`).
-            Search::Fts(_) if !fts_drives => return None,
-            Search::Fts(m) => {
+            Search::Fts(_) => {
+                // A broad search is not counted (see `inbox_counts`).
+                let Matches::Narrow(rowids) = matches else {
+                    return None;
+                };
                 let rest = f.sql.strip_prefix(" WHERE").unwrap_or(&f.sql);
                 let sql = format!(
                     "SELECT count(*) FILTER (WHERE a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?1)),
@@ -507,10 +550,10 @@ fn counts_sql(q: &InboxQuery, fts_drives: bool) -> Option<Vec<(String, Vec<SqlVa
                         count(*) FILTER (WHERE a.status = 'resolved'),
                         count(*) FILTER (WHERE a.status = 'cancelled'),
                         count(*) FILTER (WHERE a.status = 'expired')
-                     FROM actions_fts f CROSS JOIN actions a ON a.rowid = f.rowid
-                     WHERE f.actions_fts MATCH ?2 AND{rest}{arm}"
+                     FROM json_each(?2) j CROSS JOIN actions a ON a.rowid = j.value
+                     WHERE{rest}{arm}"
                 );
-                let mut all: Vec<SqlValue> = vec![q.now.clone().into(), m.clone().into()];
+                let mut all: Vec<SqlValue> = vec![q.now.clone().into(), rowids.clone().into()];
                 all.extend(base);
                 out.push((sql, all));
             }
@@ -540,21 +583,20 @@ fn counts_sql(q: &InboxQuery, fts_drives: bool) -> Option<Vec<(String, Vec<SqlVa
 }
 
 /// How many Actions each inbox tab holds under the same filters, each up to
-/// COUNT_CAP. None for a search matching more than SEARCH_DRIVE_LIMIT
-/// Actions: counting those per tab would probe every match against each
-/// tab's index (60 ms for a word in 2.5 % of a million titles).
-pub fn inbox_counts(c: &Connection, q: &InboxQuery) -> Result<Option<InboxCounts>> {
-    let fts_drives = match &inbox_filter(q).search {
-        Search::Fts(m) => {
-            if fts_matches(c, m, SEARCH_DRIVE_LIMIT + 1)? > SEARCH_DRIVE_LIMIT {
-                return Ok(None);
-            }
-            true
-        }
-        _ => false,
-    };
+/// COUNT_CAP, for the `matches` of its search. None for a search matching more
+/// than SEARCH_DRIVE_LIMIT Actions: counting those per tab would probe every
+/// match against each tab's index (60 ms for a word in 2.5 % of a million
+/// titles).
+pub fn inbox_counts(
+    c: &Connection,
+    q: &InboxQuery,
+    matches: &Matches,
+) -> Result<Option<InboxCounts>> {
+    if matches!(matches, Matches::Broad) && matches!(inbox_filter(q).search, Search::Fts(_)) {
+        return Ok(None);
+    }
     let mut n = InboxCounts::default();
-    let Some(queries) = counts_sql(q, fts_drives) else {
+    let Some(queries) = counts_sql(q, matches) else {
         return Ok(Some(n));
     };
     for (sql, args) in queries {
@@ -722,7 +764,7 @@ mod tests {
             ),
         ];
         for (name, q, index) in cases {
-            let (sql, args) = inbox_sql(&q, false);
+            let (sql, args) = inbox_sql(&q, &Matches::Broad);
             let p = plan(&c, &sql, &args);
             let text = p.join("\n");
             println!("{name}:\n{text}\n");
@@ -734,7 +776,7 @@ mod tests {
                 assert!(!scans(step), "{name} scans:\n{text}");
             }
             assert!(!text.contains("TEMP B-TREE"), "{name} sorts:\n{text}");
-            for (sql, args) in counts_sql(&q, false).into_iter().flatten() {
+            for (sql, args) in counts_sql(&q, &Matches::NotSearched).into_iter().flatten() {
                 let p = plan(&c, &sql, &args);
                 let text = p.join("\n");
                 for step in &p {
@@ -744,16 +786,17 @@ mod tests {
             if q.search.is_none() {
                 continue;
             }
-            // A narrow search: the FTS index drives, each match read by rowid.
-            let (sql, args) = inbox_sql(&q, true);
+            // A narrow search: its rowids drive, each match read by rowid.
+            let rowids = Matches::Narrow("[1, 2]".into());
+            let (sql, args) = inbox_sql(&q, &rowids);
             let mut narrow = plan(&c, &sql, &args);
-            let (sql, args) = &counts_sql(&q, true).unwrap()[0];
+            let (sql, args) = &counts_sql(&q, &rowids).unwrap()[0];
             narrow.extend(plan(&c, sql, args));
             let text = narrow.join("\n");
             println!("{name} (narrow):\n{text}\n");
             assert!(
-                narrow.iter().any(|s| s.contains("VIRTUAL TABLE INDEX 0:M")),
-                "{name} narrow: expected the FTS index:\n{text}"
+                narrow.iter().any(|s| s.starts_with("SCAN j VIRTUAL TABLE")),
+                "{name} narrow: expected the rowids to drive:\n{text}"
             );
             assert!(
                 narrow

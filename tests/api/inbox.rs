@@ -439,4 +439,28 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
     let page = browser.page("/app?q=rotate").await;
     assert_eq!(tab_count(&page, "Open").as_deref(), Some("1"));
     assert_eq!(tab_count(&page, "Resolved").as_deref(), Some("0"));
+
+    // The writer indexed each title once, per batch of concurrent creates
+    // (not per row): every one is found by its own number, and FTS5's own
+    // check finds the index and the table in agreement.
+    for n in ["1234", "2000", "0"] {
+        let found: serde_json::Value = admin
+            .get(&format!("/v1/me/actions?search=build+{n}&limit=200"), 200)
+            .await;
+        assert!(titles(&found).contains(&format!("Deploy build {n}")), "{n}");
+    }
+    let db = rusqlite::Connection::open(app.data_dir().join("hds.db")).unwrap();
+    db.execute(
+        "INSERT INTO actions_fts(actions_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .unwrap();
+    let indexed: i64 = db
+        .query_row(
+            "SELECT count(*) FROM actions_fts WHERE actions_fts MATCH 'deploy OR rotate'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexed, 2002, "each title indexed exactly once");
 }

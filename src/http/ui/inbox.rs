@@ -183,23 +183,23 @@ async fn read_list(
     let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
         || f.environment() != "live"
         || f.scope() != "all";
-    let (listed, has_more) = match inbox::list(s, user.clone(), f.params(), now).await {
-        Ok(v) => v,
-        Err(e) if e.code == Code::ValidationError => {
-            return Ok(InboxList {
-                tabs: Vec::new(),
-                rows: Vec::new(),
-                has_more: false,
-                version,
-                open_count: inbox::count_label(dashboard::open_count(s, user).await?),
-                error: Some(e.message.clone()),
-                filtered,
-            });
-        }
-        Err(e) => return Err(e),
-    };
+    let (listed, has_more, counts) =
+        match inbox::list_with_counts(s, user.clone(), f.params(), now).await {
+            Ok(v) => v,
+            Err(e) if e.code == Code::ValidationError => {
+                return Ok(InboxList {
+                    tabs: Vec::new(),
+                    rows: Vec::new(),
+                    has_more: false,
+                    version,
+                    open_count: inbox::count_label(dashboard::open_count(s, user).await?),
+                    error: Some(e.message.clone()),
+                    filtered,
+                });
+            }
+            Err(e) => return Err(e),
+        };
     let rows: Vec<Row> = listed.iter().map(|a| row(a, names, now)).collect();
-    let counts = inbox::counts(s, user, f.params(), now).await?;
     let pick = |f: fn(&InboxCounts) -> i64| counts.as_ref().map(f);
     let tabs = [
         ("open", "Open", pick(|c| c.open)),
