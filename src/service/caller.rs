@@ -1,7 +1,9 @@
-//! Who is calling, as established by the auth extractors.
+//! Who is calling, as established by the auth extractors, and the one
+//! refusal of a caller who may not manage their workspace.
 
-use crate::domain::access::Role;
+use crate::domain::access::{self, Role};
 use crate::domain::action::Environment;
+use crate::error::{Code, Error, Result};
 
 /// A Source authenticated by one of its keys; the key decides the environment.
 #[derive(Clone, Debug)]
@@ -70,6 +72,21 @@ impl UserCaller {
     }
 }
 
+/// Refuses a caller whose `role` fails `may`, a `domain::access` permission
+/// on managing the workspace: 403 `FORBIDDEN`, "only workspace owners and
+/// admins manage {what}", naming the role needed in `details.required_role`
+/// (guide: "Roles"). Sources, members and invitations refuse with it.
+pub fn require_manager(role: Role, may: fn(Role) -> bool, what: &str) -> Result<()> {
+    if may(role) {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::Forbidden,
+        format!("only workspace owners and admins manage {what}"),
+    )
+    .with_detail("required_role", access::required_for_management().as_str()))
+}
+
 #[derive(Clone, Debug)]
 pub enum Caller {
     Source(SourceCaller),
@@ -95,5 +112,14 @@ mod tests {
         assert_eq!(u(Some("ws_b")).active, Some(m("ws_b", Role::Viewer)));
         // A workspace the person left falls back to the oldest membership.
         assert_eq!(u(Some("ws_gone")).active, Some(m("ws_a", Role::Owner)));
+    }
+
+    #[test]
+    fn only_managers_pass_and_a_refusal_names_what_and_the_role() {
+        assert!(require_manager(Role::Admin, access::manages_workspace, "members").is_ok());
+        let e = require_manager(Role::Reviewer, access::can_manage_sources, "Sources").unwrap_err();
+        assert_eq!(e.code, Code::Forbidden);
+        assert_eq!(e.message, "only workspace owners and admins manage Sources");
+        assert_eq!(e.details.get("required_role"), Some(&"admin".into()));
     }
 }

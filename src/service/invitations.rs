@@ -107,9 +107,7 @@ fn managed_workspace(user: &UserCaller) -> Result<(String, Role)> {
             "you are not a member of any workspace",
         )
     })?;
-    if !access::manages_workspace(m.role) {
-        return Err(refused_role(access::required_for_management()));
-    }
+    crate::service::caller::require_manager(m.role, access::manages_workspace, "invitations")?;
     Ok((m.workspace_id.clone(), m.role))
 }
 
@@ -122,9 +120,7 @@ fn current_role(c: &rusqlite::Connection, ws: &str, uid: &str) -> Result<Role> {
             "you are no longer a member of this workspace",
         )
     })?;
-    if !access::manages_workspace(role) {
-        return Err(refused_role(access::required_for_management()));
-    }
+    crate::service::caller::require_manager(role, access::manages_workspace, "invitations")?;
     Ok(role)
 }
 

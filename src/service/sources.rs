@@ -10,8 +10,9 @@ use crate::domain::event::ActionEvent;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::caller::UserCaller;
+use crate::service::caller::{self, UserCaller};
 use crate::service::effects;
+use crate::service::workspaces::check_name;
 use crate::store::actions;
 use crate::store::sources::{self as store, Secrets, Source};
 
@@ -71,28 +72,10 @@ fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
     let m = user
         .active_workspace()
         .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
-    if admin && !access::can_manage_sources(m.role) {
-        return Err(Error::new(
-            Code::Forbidden,
-            "only workspace owners and admins manage Sources",
-        )
-        .with_detail("required_role", access::required_for_management().as_str()));
+    if admin {
+        caller::require_manager(m.role, access::can_manage_sources, "Sources")?;
     }
     Ok(m.workspace_id.clone())
-}
-
-fn check_name(name: &str) -> Result<String> {
-    let n = name.trim();
-    if n.is_empty() || n.chars().count() > 100 {
-        return Err(Error::field("name", "name must be 1-100 characters"));
-    }
-    if n.chars().any(char::is_control) {
-        return Err(Error::field(
-            "name",
-            "name must be one line, without control characters (line breaks, tabs, NUL)",
-        ));
-    }
-    Ok(n.to_owned())
 }
 
 fn not_found() -> Error {

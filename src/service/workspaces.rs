@@ -198,13 +198,7 @@ fn check_change(
 ) -> Result<Member> {
     // The actor's role as of this transaction, not as of authentication.
     let actor = store::role_of(c, ws, actor_id)?.ok_or_else(workspace_not_found)?;
-    if !access::manages_workspace(actor) {
-        return Err(Error::new(
-            Code::Forbidden,
-            "only workspace owners and admins manage members",
-        )
-        .with_detail("required_role", access::required_for_management().as_str()));
-    }
+    crate::service::caller::require_manager(actor, access::manages_workspace, "members")?;
     let member = store::member(c, ws, target)?.ok_or_else(member_not_found)?;
     if !access::can_change_member(actor, member.role, to) {
         return Err(forbidden(member.role, to));

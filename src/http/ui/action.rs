@@ -9,7 +9,6 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
@@ -19,7 +18,8 @@ use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view::{ActionVm, plain};
 use crate::http::ui::view::{
-    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, check_csrf, see_other,
+    Ask, ConfirmPage, DoneQuery, FormData, Layout, PagePath, PageQuery, UiError, check_csrf,
+    see_other, shows_error,
 };
 use crate::service::dashboard::{self, ActionView};
 use crate::service::decisions::{self, DecisionRequest};
@@ -71,31 +71,24 @@ async fn page_for(
     })
 }
 
-/// The page again with a message saying why something was not done.
-pub(crate) async fn page_with_error(
+/// The page as it is now, for showing again after a refused form.
+pub(crate) async fn current_page(
     st: &AppState,
     page: &PageUser,
     id: &str,
-    message: String,
 ) -> Result<ActionPage, UiError> {
     let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
-    let mut out = page_for(st, page, &view).await?;
-    out.error = Some(message);
-    Ok(out)
+    page_for(st, page, &view).await
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub struct ActionQuery {
-    #[serde(default)]
-    done: Option<String>,
-}
+shows_error!(ActionPage);
 
 /// GET /app/actions/{id}
 pub async fn action_page(
     State(st): State<AppState>,
     page: PageUser,
     PagePath(id): PagePath<String>,
-    PageQuery(q): PageQuery<ActionQuery>,
+    PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<ActionPage, UiError> {
     let view = dashboard::action(&st.services, &page.user, id).await?;
     let mut out = page_for(&st, &page, &view).await?;

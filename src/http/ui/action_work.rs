@@ -5,14 +5,16 @@
 
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::app::AppState;
 use crate::domain::time::{self, Timestamp};
 use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
-use crate::http::ui::action::page_with_error;
-use crate::http::ui::view::{FormData, PagePath, UiError, check_csrf, see_other};
+use crate::http::ui::action::current_page;
+use crate::http::ui::view::{
+    FormData, PagePath, UiError, check_csrf, page_with_message, see_other,
+};
 use crate::service::work::{self, AssignmentUpdate, CommentCreate, SnoozeRequest};
 
 async fn back(
@@ -24,12 +26,12 @@ async fn back(
 ) -> Result<Response, UiError> {
     match outcome {
         Ok(()) => Ok(see_other(&format!("/app/actions/{id}?done={done}"))),
-        Err(e) if e.code.status().is_client_error() && e.code != Code::ActionNotFound => {
-            let status = e.code.status();
-            let out = page_with_error(st, page, id, format!("Not done: {}", e.message)).await?;
-            Ok((status, out).into_response())
+        // The Action gone or out of sight: the error page, not the page.
+        Err(e) if e.code == Code::ActionNotFound => Err(e.into()),
+        Err(e) => {
+            let message = format!("Not done: {}", e.message);
+            page_with_message(e, message, current_page(st, page, id)).await
         }
-        Err(e) => Err(e.into()),
     }
 }
 

@@ -8,7 +8,6 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use tower_sessions::Session;
 
 use crate::app::AppState;
@@ -16,11 +15,12 @@ use crate::domain::access::{self, Role};
 use crate::domain::time;
 use crate::error::{Code, Error};
 use crate::http::session::{self, PageUser};
+use crate::http::ui::signin::{self, Method};
 use crate::http::ui::view::{
-    FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+    DoneQuery, FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, When, check_csrf,
+    page_with_error, see_other, shows_error,
 };
 use crate::service::invitations::{self, InvitationCreate};
-use crate::service::signin::{SessionKind, SessionMeta};
 use crate::store::invitations::Invitation;
 
 pub struct InvitationVm {
@@ -91,26 +91,13 @@ async fn page(st: &AppState, p: &PageUser) -> Result<InvitationsPage, UiError> {
     })
 }
 
-async fn with_error(st: &AppState, p: &PageUser, e: Error) -> Result<Response, UiError> {
-    if !e.code.status().is_client_error() {
-        return Err(e.into());
-    }
-    let mut out = page(st, p).await?;
-    out.error = Some(e.message.clone());
-    Ok((e.code.status(), out).into_response())
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct InvitationsQuery {
-    #[serde(default)]
-    done: Option<String>,
-}
+shows_error!(InvitationsPage);
 
 /// GET /app/invitations
 pub async fn invitations_page(
     State(st): State<AppState>,
     p: PageUser,
-    PageQuery(q): PageQuery<InvitationsQuery>,
+    PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<InvitationsPage, UiError> {
     let mut out = page(&st, &p).await?;
     out.flash = (q.done.as_deref() == Some("revoked"))
@@ -129,7 +116,7 @@ pub async fn create_invitation(
     let role = form.get("role").unwrap_or_default();
     let Some(role) = Role::parse(role) else {
         let e = Error::field("role", "choose a role: owner, admin, reviewer or viewer");
-        return with_error(&st, &p, e).await;
+        return page_with_error(e, page(&st, &p)).await;
     };
     let req = InvitationCreate {
         email: form.get("email").unwrap_or_default().to_owned(),
@@ -144,7 +131,7 @@ pub async fn create_invitation(
             });
             Ok((StatusCode::CREATED, out).into_response())
         }
-        Err(e) => with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, page(&st, &p)).await,
     }
 }
 
@@ -159,13 +146,8 @@ pub async fn revoke_invitation(
     check_csrf(&st, &headers, &p, &form)?;
     match invitations::revoke(&st.services, &p.user, id).await {
         Ok(_) => Ok(see_other("/app/invitations?done=revoked")),
-        Err(e) => with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, page(&st, &p)).await,
     }
-}
-
-pub struct Method {
-    pub label: String,
-    pub url: String,
 }
 
 #[derive(Template, WebTemplate)]
@@ -195,18 +177,7 @@ pub const CONTINUE: &str = "/app/invitations/continue";
 
 /// Identity providers with a browser flow, each returning to [`CONTINUE`].
 fn methods(st: &AppState) -> Vec<Method> {
-    let next: String = form_urlencoded::byte_serialize(CONTINUE.as_bytes()).collect();
-    st.services
-        .config
-        .auth
-        .providers
-        .iter()
-        .filter(|(_, p)| p.client_id.is_some())
-        .map(|(name, p)| Method {
-            label: format!("Continue with {}", p.label(name)),
-            url: format!("/v1/auth/{name}/start?next={next}"),
-        })
-        .collect()
+    signin::methods(st, CONTINUE)
 }
 
 /// The signed-in person of this browser, if any.
@@ -340,18 +311,7 @@ pub async fn accept_invitation(
         )
         .into());
     }
-    let header_text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(300).collect::<String>())
-    };
-    let meta = SessionMeta {
-        method: "invitation".into(),
-        kind: SessionKind::Browser,
-        client: header_text("x-service-client"),
-        user_agent: header_text(header::USER_AGENT.as_str()),
-    };
+    let meta = signin::browser_meta(&headers, "invitation");
     let (signed_in, _) = invitations::accept_by_link(&st.services, &token, meta).await?;
     session::begin(&session, &signed_in).await?;
     Ok(see_other("/app"))

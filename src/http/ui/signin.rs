@@ -31,6 +31,7 @@ pub struct SigninQuery {
     done: Option<String>,
 }
 
+/// A button that signs in with an identity provider.
 pub struct Method {
     pub label: String,
     pub url: String,
@@ -63,7 +64,9 @@ pub struct LinkPage {
     next: String,
 }
 
-fn methods(st: &AppState, next: &str) -> Vec<Method> {
+/// The identity providers with a browser flow, each returning to `next`
+/// (the sign-in page and the invitation page offer the same ones).
+pub(crate) fn methods(st: &AppState, next: &str) -> Vec<Method> {
     let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
     st.services
         .config
@@ -77,6 +80,23 @@ fn methods(st: &AppState, next: &str) -> Vec<Method> {
             url: format!("/v1/auth/{name}/start?next={next}"),
         })
         .collect()
+}
+
+/// How a browser session begun by a link (`method`) is recorded: the
+/// `X-Service-Client` and `User-Agent` headers, each cut to 300 characters.
+pub(crate) fn browser_meta(headers: &HeaderMap, method: &str) -> SessionMeta {
+    let header_text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(300).collect::<String>())
+    };
+    SessionMeta {
+        method: method.into(),
+        kind: SessionKind::Browser,
+        client: header_text("x-service-client"),
+        user_agent: header_text(header::USER_AGENT.as_str()),
+    }
 }
 
 fn notice(code: &str) -> Option<Notice> {
@@ -201,18 +221,7 @@ pub async fn redeem_link(
         return Err(session::cross_origin(&headers, &st.services.config, "sign-in").into());
     }
     let next = session::local_next(form.get("next"))?;
-    let header_text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(300).collect::<String>())
-    };
-    let meta = SessionMeta {
-        method: "link".into(),
-        kind: SessionKind::Browser,
-        client: header_text("x-service-client"),
-        user_agent: header_text(header::USER_AGENT.as_str()),
-    };
+    let meta = browser_meta(&headers, "link");
     match signin::redeem_link(&st.services, &token, meta).await {
         Ok(signed_in) => {
             session::begin(&session, &signed_in).await?;

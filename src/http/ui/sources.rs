@@ -8,15 +8,15 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 
 use crate::app::AppState;
 use crate::domain::access;
 use crate::domain::time;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::http::session::PageUser;
 use crate::http::ui::view::{
-    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+    Ask, ConfirmPage, DoneQuery, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf,
+    page_with_error, see_other, shows_error,
 };
 use crate::service::sources::{self, KeyRotate, SourceCreate};
 
@@ -97,28 +97,13 @@ async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
     })
 }
 
-/// The page with an error in words and the error's status; anything the
-/// person cannot act on becomes the error page.
-async fn with_error(st: &AppState, p: &PageUser, e: Error) -> Result<Response, UiError> {
-    if !e.code.status().is_client_error() {
-        return Err(e.into());
-    }
-    let mut out = page(st, p).await?;
-    out.error = Some(e.message.clone());
-    Ok((e.code.status(), out).into_response())
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct SourcesQuery {
-    #[serde(default)]
-    done: Option<String>,
-}
+shows_error!(SourcesPage);
 
 /// GET /app/sources
 pub async fn sources_page(
     State(st): State<AppState>,
     p: PageUser,
-    PageQuery(q): PageQuery<SourcesQuery>,
+    PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<SourcesPage, UiError> {
     let mut out = page(&st, &p).await?;
     out.flash = (q.done.as_deref() == Some("revoked"))
@@ -147,7 +132,7 @@ pub async fn create_source(
             ));
             Ok((StatusCode::CREATED, out).into_response())
         }
-        Err(e) => with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, page(&st, &p)).await,
     }
 }
 
@@ -189,7 +174,7 @@ pub async fn rotate_source(
             out.secrets = Some(secrets_vm(format!("New keys for “{name}”"), secrets));
             Ok(out.into_response())
         }
-        Err(e) => with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, page(&st, &p)).await,
     }
 }
 
@@ -217,6 +202,6 @@ pub async fn revoke_source(
     }
     match sources::revoke(&st.services, p.user.clone(), id).await {
         Ok(()) => Ok(see_other("/app/sources?done=revoked")),
-        Err(e) => with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, page(&st, &p)).await,
     }
 }

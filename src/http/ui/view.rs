@@ -1,6 +1,7 @@
 //! What every page shares: the layout context (nav, CSRF token, asset URLs),
 //! times as people read them ("3 min ago" with the exact time beside), the
-//! HTML error page, and urlencoded form bodies.
+//! HTML error page, a refused form's page again with the reason
+//! (`page_with_error`), the `?done=` query, and urlencoded form bodies.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -259,6 +260,57 @@ impl IntoResponse for UiError {
         let (parts, _) = resp.into_parts();
         (parts, Html(body)).into_response()
     }
+}
+
+/// A page that can say, above its content, why a form was not done.
+pub trait ShowsError {
+    fn show_error(&mut self, message: String);
+}
+
+/// Implements [`ShowsError`] for page structs whose template shows an
+/// `error: Option<String>` field.
+macro_rules! shows_error {
+    ($($page:ty),+ $(,)?) => {$(
+        impl $crate::http::ui::view::ShowsError for $page {
+            fn show_error(&mut self, message: String) {
+                self.error = Some(message);
+            }
+        }
+    )+};
+}
+pub(crate) use shows_error;
+
+/// After a refused form: `page` again with `e` in words and `e`'s status
+/// when it is something the person can act on (a 4xx); anything else
+/// becomes the error page, and `page` is then not built.
+pub async fn page_with_error<P: ShowsError + IntoResponse>(
+    e: Error,
+    page: impl Future<Output = Result<P, UiError>>,
+) -> Result<Response, UiError> {
+    let message = e.message.clone();
+    page_with_message(e, message, page).await
+}
+
+/// As [`page_with_error`], with the words chosen by the caller.
+pub async fn page_with_message<P: ShowsError + IntoResponse>(
+    e: Error,
+    message: String,
+    page: impl Future<Output = Result<P, UiError>>,
+) -> Result<Response, UiError> {
+    if !e.code.status().is_client_error() {
+        return Err(e.into());
+    }
+    let mut out = page.await?;
+    out.show_error(message);
+    Ok((e.code.status(), out).into_response())
+}
+
+/// The query of a page a form sends the browser back to: `done` names what
+/// was just done, for the page's one-line confirmation.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct DoneQuery {
+    #[serde(default)]
+    pub done: Option<String>,
 }
 
 /// An `application/x-www-form-urlencoded` body, keeping repeated keys (a

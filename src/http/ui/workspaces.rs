@@ -8,14 +8,15 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::app::AppState;
 use crate::domain::access::{self, Role};
 use crate::error::Error;
 use crate::http::session::PageUser;
 use crate::http::ui::view::{
-    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+    Ask, ConfirmPage, DoneQuery, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf,
+    page_with_error, see_other, shows_error,
 };
 use crate::service::workspaces::{self, MemberUpdate, WorkspaceCreate, WorkspaceSelect};
 
@@ -60,6 +61,8 @@ pub struct WorkspacesPage {
     workspaces: Vec<WorkspaceVm>,
     error: Option<String>,
 }
+
+shows_error!(WorkspacesPage);
 
 async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, UiError> {
     let all = workspaces::list(&st.services, &p.user).await?;
@@ -109,12 +112,7 @@ pub async fn create_workspace(
             workspaces::select(&st.services, &p.user, select).await?;
             Ok(see_other("/app/members?done=created"))
         }
-        Err(e) if e.code.status().is_client_error() => {
-            let mut out = workspaces_view(&st, &p).await?;
-            out.error = Some(e.message.clone());
-            Ok((e.code.status(), out).into_response())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => page_with_error(e, workspaces_view(&st, &p)).await,
     }
 }
 
@@ -177,26 +175,13 @@ async fn members_view(st: &AppState, p: &PageUser) -> Result<MembersPage, UiErro
     })
 }
 
-async fn members_with_error(st: &AppState, p: &PageUser, e: Error) -> Result<Response, UiError> {
-    if !e.code.status().is_client_error() {
-        return Err(e.into());
-    }
-    let mut out = members_view(st, p).await?;
-    out.error = Some(e.message.clone());
-    Ok((e.code.status(), out).into_response())
-}
-
-#[derive(Debug, Default, serde::Deserialize)]
-pub struct MembersQuery {
-    #[serde(default)]
-    done: Option<String>,
-}
+shows_error!(MembersPage);
 
 /// GET /app/members
 pub async fn members_page(
     State(st): State<AppState>,
     p: PageUser,
-    PageQuery(q): PageQuery<MembersQuery>,
+    PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<MembersPage, UiError> {
     let mut out = members_view(&st, &p).await?;
     out.flash = match q.done.as_deref() {
@@ -224,7 +209,7 @@ pub async fn change_role(
     };
     match workspaces::change_role(&st.services, &p.user, id, req).await {
         Ok(_) => Ok(see_other("/app/members?done=role")),
-        Err(e) => members_with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, members_view(&st, &p)).await,
     }
 }
 
@@ -240,15 +225,11 @@ pub async fn remove_member(
     if form.get("confirmed") != Some("yes") {
         let listed = workspaces::members(&st.services, &p.user).await?;
         let Some(m) = listed.into_iter().find(|m| m.user_id == id) else {
-            return members_with_error(
-                &st,
-                &p,
-                Error::new(
-                    crate::error::Code::MemberNotFound,
-                    "no member with that user id in this workspace",
-                ),
-            )
-            .await;
+            let e = Error::new(
+                crate::error::Code::MemberNotFound,
+                "no member with that user id in this workspace",
+            );
+            return page_with_error(e, members_view(&st, &p)).await;
         };
         let ask = Ask {
             heading: "Remove this member?".into(),
@@ -264,6 +245,6 @@ pub async fn remove_member(
     }
     match workspaces::remove(&st.services, &p.user, id).await {
         Ok(()) => Ok(see_other("/app/members?done=removed")),
-        Err(e) => members_with_error(&st, &p, e).await,
+        Err(e) => page_with_error(e, members_view(&st, &p)).await,
     }
 }
