@@ -1032,7 +1032,7 @@ async fn cancelled_and_expired_actions_refuse_claim_assign_and_snooze_but_take_c
         let c: Value = admin
             .post(&at(a, "comments"), json!({"body": "Agreed."}), 201)
             .await;
-        assert_eq!(c["author"]["user_id"], id_of(&admin));
+        assert_eq!(c["data"]["author"]["user_id"], id_of(&admin));
 
         let after = state_of(&admin, a).await;
         assert_eq!(after["comment_count"], 2);
