@@ -294,7 +294,8 @@ fn joined(c: &Connection, inv: &Invitation, user_id: &str, credential_id: &str) 
 
 /// Accepts an invitation as the signed-in caller. `select` also makes the
 /// workspace the active one of the credential that accepted (the dashboard
-/// lands there).
+/// lands there). A session an invitation link opened accepts no other
+/// invitation (403); any other credential accepting ends those sessions.
 pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool) -> Result<Joined> {
     if secret.is_empty() || secret.chars().count() > 200 {
         return Err(Error::field(
@@ -310,7 +311,19 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
     );
     let now = time::format(s.clock.now());
     s.db.write(move |c| {
+        if users::credential_method(c, &cred)?.as_deref() == Some(signin::INVITATION_METHOD) {
+            return Err(Error::new(
+                Code::Forbidden,
+                "this session was opened by an invitation link, which whoever invited you also \
+                 held: sign in with your identity provider or a sign-in link from your operator \
+                 to accept another invitation",
+            ));
+        }
         let inv = join(c, &secret, &uid, &email, &now)?;
+        // Signed in some other way and joining again: the sessions an
+        // invitation link opened for this person end here (whoever created
+        // that invitation held the link too).
+        users::revoke_sessions_by_method(c, &uid, signin::INVITATION_METHOD, &now)?;
         if select {
             users::select_workspace(c, &uid, &cred, &inv.workspace_id)?;
         }

@@ -909,3 +909,121 @@ async fn invitation_refusals_say_what_to_do_and_write_nothing() {
     assert_eq!(app.count_rows("memberships"), members);
     assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "pending");
 }
+
+/// API tokens of a person, counted in the store.
+fn api_tokens_of(app: &TestApp, user_id: &str) -> i64 {
+    count(
+        app,
+        &format!("SELECT count(*) FROM user_tokens WHERE user_id = '{user_id}' AND kind = 'api'"),
+    )
+}
+
+/// Whoever invites holds the link too: opening it themselves makes a session
+/// as the invited person. That session creates no API token (a token would
+/// outlive it), and ends when the person signs in any other way.
+#[tokio::test]
+async fn a_session_an_invitation_link_opened_creates_no_api_token_and_ends_at_a_real_sign_in() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let (_, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    let link = format!("{}/app/invitations/{token}", app.base);
+    // The inviter opens the link they were shown.
+    let held = app.sign_in_with_link(&link).await;
+    let ana_id = held.person().id.clone();
+    let s: Value = held.get("/v1/auth/session", 200).await;
+    assert_eq!(s["data"]["method"], "invitation", "{s}");
+
+    let page = held.page("/app/account").await;
+    assert!(
+        !page.contains("action=\"/app/account/tokens\""),
+        "no token form: {page}"
+    );
+    assert!(page.contains("id=\"no-tokens\""), "{page}");
+    assert!(
+        page.contains("sign in with your identity provider or a sign-in link from your operator to create API tokens"),
+        "{page}"
+    );
+    let r = held
+        .post_form(
+            "/app/account/tokens",
+            Some(&app.base),
+            &[("_csrf", held.csrf()), ("name", "keep me")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("sign in with your identity provider or a sign-in link from your operator to create API tokens"),
+        "{html}"
+    );
+    assert!(!html.contains("new-token-value"), "no token shown: {html}");
+    assert_eq!(api_tokens_of(&app, &ana_id), 0, "no token written");
+
+    // Ana signs in with a link from the operator: the invitation session
+    // ends in that sign-in's transaction, and her own session makes tokens.
+    let ana = app.browser(held.person()).await;
+    held.get_err("/v1/auth/session", 401, "AUTH_REQUIRED").await;
+    let r = ana
+        .post_form(
+            "/app/account/tokens",
+            Some(&app.base),
+            &[("_csrf", ana.csrf()), ("name", "laptop")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(api_tokens_of(&app, &ana_id), 1);
+    assert!(
+        ana.page("/app/account")
+            .await
+            .contains("action=\"/app/account/tokens\"")
+    );
+}
+
+/// Accepting another invitation: never with a session an invitation link
+/// opened (its holder may be the first inviter); with any other credential,
+/// it ends those sessions in the same transaction.
+#[tokio::test]
+async fn accepting_another_invitation_ends_the_sessions_invitation_links_opened() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let (_, first) = invite(&admin, "ana@example.com", "reviewer").await;
+    let held = app
+        .sign_in_with_link(&format!("{}/app/invitations/{first}", app.base))
+        .await;
+    let elsewhere = app.outsider();
+    let (inv, second) = invite(&elsewhere, "ana@example.com", "viewer").await;
+
+    let members = app.count_rows("memberships");
+    let e = held
+        .post_err(ACCEPT, json!({ "token": second }), 403, "FORBIDDEN")
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("sign in with your identity provider or a sign-in link from your operator"),
+        "{e}"
+    );
+    assert_eq!(app.count_rows("memberships"), members, "nothing written");
+    assert_eq!(status_of(&listed(&elsewhere).await, &inv["id"]), "pending");
+    held.get::<Value>("/v1/auth/session", 200).await;
+
+    // Ana with a credential of her own (here a token from the operator).
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let (token, _) =
+        hds::store::users::issue_token(&conn, &held.person().id, "ops", None, &app.now()).unwrap();
+    let ana = app.bearer(&token);
+    let joined: Value = ana.post(ACCEPT, json!({ "token": second }), 200).await;
+    assert_eq!(joined["data"]["name"], "Elsewhere", "{joined}");
+    held.get_err("/v1/auth/session", 401, "AUTH_REQUIRED").await;
+    assert_eq!(
+        count(
+            &app,
+            &format!(
+                "SELECT count(*) FROM user_tokens WHERE user_id = '{}' AND method = 'invitation' AND revoked_at IS NULL",
+                held.person().id
+            )
+        ),
+        0
+    );
+}

@@ -20,7 +20,7 @@ use crate::http::ui::view::{
     FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, When, check_csrf, see_other,
 };
 use crate::service::invitations::{self, InvitationCreate};
-use crate::service::signin::{SessionKind, SessionMeta};
+use crate::service::signin::{self, SessionKind, SessionMeta};
 use crate::store::invitations::Invitation;
 
 pub struct InvitationVm {
@@ -347,7 +347,7 @@ pub async fn accept_invitation(
             .map(|v| v.chars().take(300).collect::<String>())
     };
     let meta = SessionMeta {
-        method: "invitation".into(),
+        method: signin::INVITATION_METHOD.into(),
         kind: SessionKind::Browser,
         client: header_text("x-service-client"),
         user_agent: header_text(header::USER_AGENT.as_str()),
