@@ -236,10 +236,48 @@ pub async fn preview(s: &Services, secret: &str) -> Result<Invitation> {
     s.db.read(move |c| pending(c, &secret, &now)).await
 }
 
+/// A pending invitation by its secret, whose inviter still may offer its
+/// role: a member change revokes what the member may no longer offer
+/// (`revoke_offered_by`), and this check holds even if something else
+/// changed the role.
 fn pending(c: &Connection, secret: &str, now: &str) -> Result<Invitation> {
-    store::by_secret(c, secret)?
+    let inv = store::by_secret(c, secret)?
         .filter(|i| i.status(now) == "pending")
-        .ok_or_else(link_not_found)
+        .ok_or_else(link_not_found)?;
+    let inviter_role = match &inv.invited_by {
+        Some(by) => workspaces::role_of(c, &inv.workspace_id, by)?,
+        None => None,
+    };
+    if !inviter_role.is_some_and(|r| access::can_invite(r, inv.role)) {
+        return Err(Error::new(
+            Code::InvitationNotFound,
+            "whoever sent this invitation may no longer invite people with this role; ask an owner or admin of the workspace for a new one",
+        ));
+    }
+    Ok(inv)
+}
+
+/// Revokes, in the caller's transaction (a member change's), the pending
+/// invitations `member` created in `ws` that their new role may no longer
+/// offer (`access::can_invite`); `role` None (removed): all of them.
+/// Answers how many.
+pub(crate) fn revoke_offered_by(
+    c: &Connection,
+    ws: &str,
+    member: &str,
+    role: Option<Role>,
+    now: &str,
+) -> Result<usize> {
+    let mut revoked = 0;
+    for inv in store::pending_by_inviter(c, ws, member, now)? {
+        if role.is_some_and(|r| access::can_invite(r, inv.role)) {
+            continue;
+        }
+        if store::revoke(c, ws, &inv.id, now)? {
+            revoked += 1;
+        }
+    }
+    Ok(revoked)
 }
 
 /// Whether two addresses are the same person's: compared case-insensitively.

@@ -1027,3 +1027,98 @@ async fn accepting_another_invitation_ends_the_sessions_invitation_links_opened(
         0
     );
 }
+
+fn member_path(who: &Actor) -> String {
+    format!("/v1/workspaces/members/{}", who.person().id)
+}
+
+/// An invitation offers what its inviter may offer, for as long as they may:
+/// a role change revokes the pending invitations the new role could not
+/// create, a removal all of them, in the change's own transaction.
+#[tokio::test]
+async fn an_inviters_pending_invitations_end_with_their_right_to_offer_them() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let other = app.member(Role::Admin);
+    let _: Value = owner
+        .patch(&member_path(&other), json!({"role": "owner"}), 200)
+        .await;
+    let (as_owner, owner_token) = invite(&other, "olga@example.com", "owner").await;
+    let (as_reviewer, reviewer_token) = invite(&other, "rui@example.com", "reviewer").await;
+    let (kept, _) = invite(&owner, "kim@example.com", "owner").await;
+
+    // Owner → admin: an admin offers no `owner`; the reviewer one stays.
+    let _: Value = owner
+        .patch(&member_path(&other), json!({"role": "admin"}), 200)
+        .await;
+    let list = listed(&owner).await;
+    assert_eq!(status_of(&list, &as_owner["id"]), "revoked");
+    assert_eq!(status_of(&list, &as_reviewer["id"]), "pending");
+    let olga = newcomer(&app, "olga@example.com");
+    olga.post_err(
+        ACCEPT,
+        json!({ "token": owner_token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+
+    // Removed: whatever they still had pending goes with them.
+    let _ = owner
+        .call(Method::DELETE, &member_path(&other), None, &[])
+        .await
+        .ok(204);
+    let list = listed(&owner).await;
+    assert_eq!(status_of(&list, &as_reviewer["id"]), "revoked");
+    assert_eq!(status_of(&list, &kept["id"]), "pending", "others' stay");
+    let rui = newcomer(&app, "rui@example.com");
+    rui.post_err(
+        ACCEPT,
+        json!({ "token": reviewer_token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(app.count_rows("memberships"), 1);
+}
+
+/// Defence in depth: whatever changed the inviter's role, accepting checks
+/// that they may still offer the invitation's role.
+#[tokio::test]
+async fn accepting_checks_that_the_inviter_still_may_offer_the_role() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let (_, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    // Demoted behind the service's back (as an older server or a repair
+    // by hand could leave it): no revocation ran.
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let ws: String = conn
+        .query_row("SELECT workspace_id FROM invitations", [], |r| r.get(0))
+        .unwrap();
+    hds::store::workspaces::set_role(&conn, &ws, &admin.person().id, Role::Viewer).unwrap();
+    let members = app.count_rows("memberships");
+
+    let ana = newcomer(&app, "ana@example.com");
+    let e = ana
+        .post_err(
+            ACCEPT,
+            json!({ "token": token }),
+            404,
+            "INVITATION_NOT_FOUND",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("may no longer invite"),
+        "{e}"
+    );
+    let page = browser_client()
+        .get(format!("{}/app/invitations/{token}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 404);
+    assert_eq!(app.count_rows("memberships"), members, "nothing written");
+}
