@@ -15,7 +15,7 @@ use crate::domain::event::ActionEvent;
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access, access_of};
+use crate::service::actions::{access_now, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::effects;
 use crate::store::actions as store;
@@ -84,14 +84,15 @@ fn forbidden(message: &str, required: Role) -> Error {
     Error::new(Code::Forbidden, message).with_detail("required_role", required.as_str())
 }
 
-/// The Action and the caller's relation to it; 404 when they may not see it.
+/// The Action and the caller's relation to it, with their role as of this
+/// transaction (`access_now`); 404 when they may not see it.
 fn load(
     c: &rusqlite::Connection,
     id: &str,
     user: &UserCaller,
 ) -> Result<(ActionRecord, ActionAccess)> {
     let a = store::get(c, id)?.ok_or_else(Error::action_not_found)?;
-    let acc = access(&a, user).ok_or_else(Error::action_not_found)?;
+    let acc = access_now(c, &a, user)?.ok_or_else(Error::action_not_found)?;
     Ok((a, acc))
 }
 

@@ -1359,3 +1359,105 @@ async fn an_inbox_page_names_every_rows_people_as_each_get_does() {
         .unwrap();
     assert!(foreign["requested_by"]["user_id"].is_null(), "{foreign}");
 }
+
+/// Holds the writer thread inside a job until `release` fires, then runs
+/// `then` there, ahead of every job queued meanwhile. Answers once the
+/// writer holds.
+async fn hold_writer(
+    app: &TestApp,
+    then: impl FnOnce(&rusqlite::Connection) + Send + 'static,
+) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let (holding, held) = tokio::sync::oneshot::channel::<()>();
+    let db = app.state.services.db.clone();
+    let job = tokio::spawn(async move {
+        db.write(move |c| {
+            let _ = holding.send(());
+            let _ = wait.recv();
+            then(c);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    });
+    held.await.unwrap();
+    (release, job)
+}
+
+/// Work routes decide with the caller's role as it is inside their write,
+/// not as it was at authentication. Deterministically: the writer is held,
+/// the request authenticates (as a reviewer) and queues its write, then a
+/// demotion to viewer (or a removal) commits ahead of it; the write must
+/// see it. With the role read at authentication, each of these was 200/201.
+#[tokio::test]
+async fn a_demotion_or_removal_committed_while_a_write_waits_refuses_it() {
+    let app = TestApp::spawn().await;
+    let ws = {
+        let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        conn.query_row("SELECT id FROM workspaces", [], |r| r.get::<_, String>(0))
+            .unwrap()
+    };
+    let cases: [(&str, bool, u16); 6] = [
+        ("claim", false, 403),
+        ("comments", false, 403),
+        ("snooze", false, 403),
+        ("decision", false, 403),
+        ("claim", true, 404),
+        ("decision", true, 404),
+    ];
+    for (route, removed, status) in cases {
+        let who = app.member(Role::Reviewer);
+        let a = app
+            .create_action(two_options(&format!("{route} {removed}")))
+            .await;
+        let in_an_hour =
+            hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+        let body = match route {
+            "comments" => json!({"body": "on it"}),
+            "snooze" => json!({"until": in_an_hour}),
+            "decision" => json!({
+                "action_version": a["action_version"],
+                "fingerprint": a["fingerprint"],
+                "option_id": "approve"
+            }),
+            _ => json!({}),
+        };
+        let (ws, uid) = (ws.clone(), who.person().id.clone());
+        let (release, held) = hold_writer(&app, move |c| {
+            if removed {
+                hds::store::workspaces::remove_member(c, &ws, &uid).unwrap();
+            } else {
+                hds::store::workspaces::set_role(c, &ws, &uid, Role::Viewer).unwrap();
+            }
+        })
+        .await;
+        let path = at(&a, route);
+        let request = tokio::spawn(async move {
+            let r = who.call(Method::POST, &path, Some(&body), &[]).await;
+            (r.status.as_u16(), r.body)
+        });
+        // The request has authenticated and its write is queued.
+        let db = &app.state.services.db;
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while db.queue_depth() < 1 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(waited.is_ok(), "{route}: the write was never queued");
+        release.send(()).unwrap();
+        held.await.unwrap();
+        let (got, answer) = request.await.unwrap();
+        assert_eq!(got, status, "{route} (removed: {removed}): {answer}");
+        let detail: Value = app
+            .admin()
+            .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+            .await;
+        assert_eq!(
+            kinds(&detail["data"]),
+            ["created"],
+            "{route}: nothing written"
+        );
+        assert_eq!(detail["data"]["status"], "open");
+    }
+}
