@@ -280,9 +280,12 @@ pub(crate) fn revoke_offered_by(
     Ok(revoked)
 }
 
-/// Whether two addresses are the same person's: compared case-insensitively.
+/// Whether two addresses are the same person's: compared without ASCII case,
+/// as SQLite's NOCASE (the `users` and `invitations` e-mail columns) and
+/// the invitation page compare them. Unicode case folding would call two
+/// addresses one person here that every lookup treats as two.
 fn same_email(a: &str, b: &str) -> bool {
-    a.trim().to_lowercase() == b.trim().to_lowercase()
+    a.trim().eq_ignore_ascii_case(b.trim())
 }
 
 /// The join itself, inside the writer's transaction: the invitation is

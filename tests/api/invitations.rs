@@ -1122,3 +1122,27 @@ async fn accepting_checks_that_the_inviter_still_may_offer_the_role() {
     assert_eq!(page.status(), 404);
     assert_eq!(app.count_rows("memberships"), members, "nothing written");
 }
+
+/// Addresses are the same person's when they differ in ASCII case only, as
+/// everywhere else (SQLite's NOCASE on `users.email`, the invitation page):
+/// `Éva@` and `éva@` are two addresses, so two people.
+#[tokio::test]
+async fn only_ascii_case_is_ignored_when_matching_the_invited_address() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (_, token) = invite(&admin, "Éva@Example.com", "reviewer").await;
+    let members = app.count_rows("memberships");
+    let other = newcomer(&app, "éva@example.com");
+    other
+        .post_err(
+            ACCEPT,
+            json!({ "token": token }),
+            403,
+            "INVITATION_EMAIL_MISMATCH",
+        )
+        .await;
+    assert_eq!(app.count_rows("memberships"), members);
+    let eva = newcomer(&app, "Éva@example.COM");
+    let joined: Value = eva.post(ACCEPT, json!({ "token": token }), 200).await;
+    assert_eq!(joined["data"]["role"], "reviewer");
+}
