@@ -359,7 +359,8 @@ fn snooze_until(raw: &str, now: time::Timestamp) -> Result<String> {
     Ok(time::format(t))
 }
 
-/// POST /v1/actions/{id}/snooze
+/// POST /v1/actions/{id}/snooze. Snoozing to the time it already has, or
+/// un-snoozing an Action that is not snoozed, changes nothing.
 pub async fn snooze(
     s: &Services,
     user: UserCaller,
@@ -382,6 +383,21 @@ pub async fn snooze(
             ));
         }
         decision::ensure_open(&a)?;
+        // Nothing to change: the same time again, or un-snoozing an Action
+        // that is not snoozed (never, or its time has passed). Answered as
+        // a repeated claim is: 200, `idempotent_replay`, no event, no
+        // `updated_at` bump.
+        let snoozed_now = a.snoozed_until.as_deref().filter(|t| *t > now.as_str());
+        let unchanged = match until.as_deref() {
+            Some(u) => a.snoozed_until.as_deref() == Some(u),
+            None => snoozed_now.is_none(),
+        };
+        if unchanged {
+            return Ok(Worked {
+                action: a,
+                unchanged: true,
+            });
+        }
         if !work::set_snooze(c, &a.id, until.as_deref(), &now)? {
             return Err(decision::ensure_open(&reread(c, &a.id)?)
                 .err()

@@ -1461,3 +1461,48 @@ async fn a_demotion_or_removal_committed_while_a_write_waits_refuses_it() {
         assert_eq!(detail["data"]["status"], "open");
     }
 }
+
+/// A snooze that changes nothing writes nothing: the same time again, or
+/// un-snoozing an Action that is not snoozed (never, or its time passed).
+/// The answer is a repeated claim's: 200, `idempotent_replay: true`.
+#[tokio::test]
+async fn a_snooze_that_changes_nothing_records_nothing() {
+    let app = TestApp::spawn().await;
+    let r1 = app.member(Role::Reviewer);
+    let a = app.create_action(two_options("Rotate the certs")).await;
+    let snooze = at(&a, "snooze");
+    let clock = &app.state.services.clock;
+
+    // Not snoozed: un-snoozing is a no-op.
+    clock.advance(time::Duration::seconds(5));
+    let out: Value = r1.post(&snooze, json!({"until": null}), 200).await;
+    assert_eq!(out["idempotent_replay"], true, "{out}");
+    assert_eq!(out["data"]["updated_at"], a["updated_at"]);
+    assert_eq!(out["data"]["snoozed_until"], Value::Null);
+
+    let until = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+    let first: Value = r1.post(&snooze, json!({"until": until}), 200).await;
+    assert_eq!(first["idempotent_replay"], false);
+    // The same time again, written with another offset.
+    clock.advance(time::Duration::seconds(5));
+    let same = hds::domain::time::parse(&until)
+        .unwrap()
+        .to_offset(time::macros::offset!(+2))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let again: Value = r1.post(&snooze, json!({"until": same}), 200).await;
+    assert_eq!(again["idempotent_replay"], true, "{again}");
+    assert_eq!(again["data"]["updated_at"], first["data"]["updated_at"]);
+    assert_eq!(again["data"]["snoozed_until"], until);
+
+    // Its time passes: it is back, so un-snoozing changes nothing either.
+    clock.advance(time::Duration::minutes(61));
+    let back: Value = r1.post(&snooze, json!({"until": null}), 200).await;
+    assert_eq!(back["idempotent_replay"], true, "{back}");
+    assert_eq!(back["data"]["updated_at"], first["data"]["updated_at"]);
+
+    let detail: Value = r1
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(kinds(&detail["data"]), ["created", "snoozed"]);
+}
