@@ -1506,3 +1506,26 @@ async fn a_snooze_that_changes_nothing_records_nothing() {
         .await;
     assert_eq!(kinds(&detail["data"]), ["created", "snoozed"]);
 }
+
+/// A comment row whose `mentions` column is not a JSON array of ids is a
+/// broken database, answered as 500 `INTERNAL_ERROR`, never read as "no
+/// mentions" (STYLE: typed results; errors are not turned into defaults).
+#[tokio::test]
+async fn a_broken_mentions_column_is_an_error_not_an_empty_list() {
+    let app = TestApp::spawn().await;
+    let r1 = app.member(Role::Reviewer);
+    let a = app.create_action(two_options("Check the logs")).await;
+    let comments = at(&a, "comments");
+    let _: Value = r1
+        .post(&comments, json!({"body": "cc @admin@example.com"}), 201)
+        .await;
+    let listed: Value = r1.get(&comments, 200).await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    for broken in ["not json", "{\"a\": 1}", "[1, 2]"] {
+        conn.execute("UPDATE action_comments SET mentions = ?1", [broken])
+            .unwrap();
+        r1.get_err(&comments, 500, "INTERNAL_ERROR").await;
+    }
+}
