@@ -1146,3 +1146,32 @@ async fn only_ascii_case_is_ignored_when_matching_the_invited_address() {
     let joined: Value = eva.post(ACCEPT, json!({ "token": token }), 200).await;
     assert_eq!(joined["data"]["role"], "reviewer");
 }
+
+/// The guide served at /v1/docs says what the link's button does for an
+/// address that already has an account: 401 `AUTH_REQUIRED`, "sign in
+/// first" (as `an_invitation_link_never_signs_in_as_an_existing_account`
+/// proves), never "finds the user with that e-mail".
+#[tokio::test]
+async fn the_guide_documents_the_refusal_of_a_link_for_an_existing_account() {
+    let app = TestApp::spawn().await;
+    let docs = app.anonymous().get::<Value>("/v1/docs", 200).await;
+    let section = docs["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"] == "Invitations")
+        .expect("an Invitations section")["markdown"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !section.contains("finds the user with that e-mail"),
+        "{section}"
+    );
+    assert!(
+        section.contains("| 401 | `AUTH_REQUIRED` |")
+            && section.contains("already has an account")
+            && section.contains("sign in first"),
+        "{section}"
+    );
+}
