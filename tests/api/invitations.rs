@@ -1175,3 +1175,54 @@ async fn the_guide_documents_the_refusal_of_a_link_for_an_existing_account() {
         "{section}"
     );
 }
+
+/// The OpenAPI document gives an invitation's `role` and `status` their
+/// values, and the routes answer nothing else: every state is listed here.
+#[tokio::test]
+async fn the_openapi_document_enumerates_invitation_roles_and_statuses() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.anonymous().get("/v1/openapi.json", 200).await;
+    let schemas = &doc["components"]["schemas"];
+    let values = |schema: &str, field: &str| -> Vec<String> {
+        let e = &schemas[schema]["properties"][field]["enum"];
+        e.as_array()
+            .unwrap_or_else(|| panic!("{schema}.{field} has no enum: {}", schemas[schema]))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let roles = values("InvitationOut", "role");
+    assert_eq!(roles, ["owner", "admin", "reviewer", "viewer"]);
+    assert_eq!(values("JoinedWorkspace", "role"), roles);
+    let statuses = values("InvitationOut", "status");
+    assert_eq!(statuses, ["pending", "accepted", "revoked", "expired"]);
+
+    let admin = app.admin();
+    let (accepted, token) = invite(&admin, "ana@example.com", "viewer").await;
+    newcomer(&app, "ana@example.com")
+        .post::<Value>(ACCEPT, json!({ "token": token }), 200)
+        .await;
+    let (revoked, _) = invite(&admin, "bo@example.com", "admin").await;
+    let _: Value = admin
+        .delete(
+            &format!("{INVITATIONS}/{}", revoked["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    let (expired, _) = invite(&admin, "cy@example.com", "owner").await;
+    app.state.services.clock.advance(time::Duration::days(8));
+    let (pending, _) = invite(&admin, "di@example.com", "reviewer").await;
+    let list = listed(&admin).await;
+    for (inv, status) in [
+        (&accepted, "accepted"),
+        (&revoked, "revoked"),
+        (&expired, "expired"),
+        (&pending, "pending"),
+    ] {
+        assert_eq!(status_of(&list, &inv["id"]), status);
+    }
+    for i in &list {
+        assert!(statuses.iter().any(|s| i["status"] == s.as_str()), "{i}");
+        assert!(roles.iter().any(|r| i["role"] == r.as_str()), "{i}");
+    }
+}
