@@ -60,6 +60,23 @@ pub(crate) fn access(a: &ActionRecord, u: &UserCaller) -> Option<ActionAccess> {
     access.can_see().then_some(access)
 }
 
+/// The person's relation to the Action with their role as it is in this
+/// transaction, when they may see it. Writes decide with it: the role read
+/// at authentication may be stale by the time the writer runs the job (a
+/// demotion or removal committed in between), as the member and invitation
+/// routes already assume.
+pub(crate) fn access_now(
+    c: &Connection,
+    a: &ActionRecord,
+    u: &UserCaller,
+) -> Result<Option<ActionAccess>> {
+    let Some(role) = workspaces::role_of(c, &a.workspace_id, &u.user_id)? else {
+        return Ok(None);
+    };
+    let access = access_of(a, role, &u.user_id, &u.email);
+    Ok(access.can_see().then_some(access))
+}
+
 /// The relation to the Action of any member (`role` in its workspace),
 /// whether or not they may see it: the assignment rules ask it of the
 /// person being assigned.

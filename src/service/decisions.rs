@@ -16,7 +16,7 @@ use crate::domain::strict_json;
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access, check_reason, envelope, owned};
+use crate::service::actions::{access_now, check_reason, envelope, owned};
 use crate::service::caller::{SourceCaller, UserCaller};
 use crate::service::effects::{self, Effects};
 use crate::service::idempotency::{self, Reply};
@@ -165,7 +165,8 @@ pub async fn decide(
     let now = s.clock.now();
     s.write(move |c, fx| {
         let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-        let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+        // The role as of this transaction, not as of authentication.
+        let access = access_now(c, &a, &user)?.ok_or_else(Error::action_not_found)?;
         if access.self_approval_forbidden() {
             return Err(Error::self_approval_forbidden());
         }

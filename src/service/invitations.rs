@@ -232,15 +232,56 @@ pub async fn preview(s: &Services, secret: &str) -> Result<Invitation> {
     s.db.read(move |c| pending(c, &secret, &now)).await
 }
 
+/// A pending invitation by its secret, whose inviter still may offer its
+/// role: a member change revokes what the member may no longer offer
+/// (`revoke_offered_by`), and this check holds even if something else
+/// changed the role.
 fn pending(c: &Connection, secret: &str, now: &str) -> Result<Invitation> {
-    store::by_secret(c, secret)?
+    let inv = store::by_secret(c, secret)?
         .filter(|i| i.status(now) == "pending")
-        .ok_or_else(link_not_found)
+        .ok_or_else(link_not_found)?;
+    let inviter_role = match &inv.invited_by {
+        Some(by) => workspaces::role_of(c, &inv.workspace_id, by)?,
+        None => None,
+    };
+    if !inviter_role.is_some_and(|r| access::can_invite(r, inv.role)) {
+        return Err(Error::new(
+            Code::InvitationNotFound,
+            "whoever sent this invitation may no longer invite people with this role; ask an owner or admin of the workspace for a new one",
+        ));
+    }
+    Ok(inv)
 }
 
-/// Whether two addresses are the same person's: compared case-insensitively.
+/// Revokes, in the caller's transaction (a member change's), the pending
+/// invitations `member` created in `ws` that their new role may no longer
+/// offer (`access::can_invite`); `role` None (removed): all of them.
+/// Answers how many.
+pub(crate) fn revoke_offered_by(
+    c: &Connection,
+    ws: &str,
+    member: &str,
+    role: Option<Role>,
+    now: &str,
+) -> Result<usize> {
+    let mut revoked = 0;
+    for inv in store::pending_by_inviter(c, ws, member, now)? {
+        if role.is_some_and(|r| access::can_invite(r, inv.role)) {
+            continue;
+        }
+        if store::revoke(c, ws, &inv.id, now)? {
+            revoked += 1;
+        }
+    }
+    Ok(revoked)
+}
+
+/// Whether two addresses are the same person's: compared without ASCII case,
+/// as SQLite's NOCASE (the `users` and `invitations` e-mail columns) and
+/// the invitation page compare them. Unicode case folding would call two
+/// addresses one person here that every lookup treats as two.
 fn same_email(a: &str, b: &str) -> bool {
-    a.trim().to_lowercase() == b.trim().to_lowercase()
+    a.trim().eq_ignore_ascii_case(b.trim())
 }
 
 /// The join itself, inside the writer's transaction: the invitation is
@@ -290,7 +331,8 @@ fn joined(c: &Connection, inv: &Invitation, user_id: &str, credential_id: &str) 
 
 /// Accepts an invitation as the signed-in caller. `select` also makes the
 /// workspace the active one of the credential that accepted (the dashboard
-/// lands there).
+/// lands there). A session an invitation link opened accepts no other
+/// invitation (403); any other credential accepting ends those sessions.
 pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool) -> Result<Joined> {
     if secret.is_empty() || secret.chars().count() > 200 {
         return Err(Error::field(
@@ -306,7 +348,19 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
     );
     let now = time::format(s.clock.now());
     s.db.write(move |c| {
+        if users::credential_method(c, &cred)?.as_deref() == Some(signin::INVITATION_METHOD) {
+            return Err(Error::new(
+                Code::Forbidden,
+                "this session was opened by an invitation link, which whoever invited you also \
+                 held: sign in with your identity provider or a sign-in link from your operator \
+                 to accept another invitation",
+            ));
+        }
         let inv = join(c, &secret, &uid, &email, &now)?;
+        // Signed in some other way and joining again: the sessions an
+        // invitation link opened for this person end here (whoever created
+        // that invitation held the link too).
+        users::revoke_sessions_by_method(c, &uid, signin::INVITATION_METHOD, &now)?;
         if select {
             users::select_workspace(c, &uid, &cred, &inv.workspace_id)?;
         }

@@ -29,10 +29,17 @@ pub enum SessionKind {
     Bearer,
 }
 
+/// The method of a session opened by an invitation link alone (no identity
+/// provider configured). Whoever created the invitation held that link too,
+/// so such a session proves less than the others: it creates no API token and
+/// accepts no other invitation, and the person's first sign-in by any other
+/// method (or acceptance of another invitation) ends it (guide: "Invitations").
+pub const INVITATION_METHOD: &str = "invitation";
+
 /// How the session began, recorded on it (the account page lists it).
 #[derive(Clone, Debug)]
 pub struct SessionMeta {
-    /// `link` or the provider's name.
+    /// `link`, `invitation` or the provider's name.
     pub method: String,
     pub kind: SessionKind,
     /// The `X-Service-Client` header of the sign-in request.
@@ -122,7 +129,10 @@ fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) 
 }
 
 /// Opens a session for `user_id` inside the caller's transaction (every
-/// sign-in ends here, an invitation accepted by its link too).
+/// sign-in ends here, an invitation accepted by its link too). A sign-in by
+/// any other method ends, in the same transaction, the sessions an
+/// invitation link opened for that person: the link's holder may have been
+/// whoever invited them.
 pub(crate) fn open_session(
     c: &rusqlite::Connection,
     user_id: &str,
@@ -131,6 +141,9 @@ pub(crate) fn open_session(
 ) -> Result<SignedIn> {
     let expires_at = time::format(now + SESSION_LIFETIME);
     let created_at = time::format(now);
+    if meta.method != INVITATION_METHOD {
+        users::revoke_sessions_by_method(c, user_id, INVITATION_METHOD, &created_at)?;
+    }
     let name = match meta.kind {
         SessionKind::Browser => "browser session".to_owned(),
         SessionKind::Bearer => format!("app session ({})", meta.method),

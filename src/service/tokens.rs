@@ -5,6 +5,7 @@ use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
+use crate::service::signin::INVITATION_METHOD;
 use crate::store::users::{self, Credential, NewCredential};
 
 /// Longest lifetime of a personal API token, in days.
@@ -16,7 +17,14 @@ pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<Credential>> {
     s.db.read(move |c| users::credentials_of(c, &uid)).await
 }
 
-/// A new API token; the secret is returned once.
+/// Why a session opened by an invitation link creates no API token.
+pub const INVITATION_SESSION_NO_TOKENS: &str = "this session was opened by an invitation link, which \
+     whoever invited you also held: sign in with your identity provider or a sign-in link from \
+     your operator to create API tokens";
+
+/// A new API token; the secret is returned once. Not from a session an
+/// invitation link opened (403 `FORBIDDEN`): a token would outlive that
+/// session, which ends when the person signs in another way.
 pub async fn create_api_token(
     s: &Services,
     user: &UserCaller,
@@ -40,7 +48,11 @@ pub async fn create_api_token(
     }
     let (uid, name) = (user.user_id.clone(), name.to_owned());
     let now = s.clock.now();
+    let cred_id = user.credential_id.clone();
     s.db.write(move |c| {
+        if users::credential_method(c, &cred_id)?.as_deref() == Some(INVITATION_METHOD) {
+            return Err(Error::new(Code::Forbidden, INVITATION_SESSION_NO_TOKENS));
+        }
         let expires = expires_in_days.map(|d| time::format(now + ::time::Duration::days(d.into())));
         let created_at = time::format(now);
         let (token, id) = users::insert_credential(

@@ -15,7 +15,7 @@ use crate::domain::event::ActionEvent;
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access, check_reason};
+use crate::service::actions::{access_now, check_reason};
 use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
 use crate::service::effects;
@@ -97,7 +97,8 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
     let clock_now = s.clock.now();
     s.write(move |c, fx| {
         let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-        let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
+        // The role as of this transaction, not as of authentication.
+        let access = access_now(c, &a, &user)?.ok_or_else(Error::action_not_found)?;
         let Some(policy) = a.spec.approval_policy.clone() else {
             return Err(Error::field(
                 "vote",

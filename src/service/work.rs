@@ -15,7 +15,7 @@ use crate::domain::event::ActionEvent;
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access, access_of};
+use crate::service::actions::{access_now, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::effects;
 use crate::store::actions as store;
@@ -84,14 +84,15 @@ fn forbidden(message: &str, required: Role) -> Error {
     Error::new(Code::Forbidden, message).with_detail("required_role", required.as_str())
 }
 
-/// The Action and the caller's relation to it; 404 when they may not see it.
+/// The Action and the caller's relation to it, with their role as of this
+/// transaction (`access_now`); 404 when they may not see it.
 fn load(
     c: &rusqlite::Connection,
     id: &str,
     user: &UserCaller,
 ) -> Result<(ActionRecord, ActionAccess)> {
     let a = store::get(c, id)?.ok_or_else(Error::action_not_found)?;
-    let acc = access(&a, user).ok_or_else(Error::action_not_found)?;
+    let acc = access_now(c, &a, user)?.ok_or_else(Error::action_not_found)?;
     Ok((a, acc))
 }
 
@@ -358,7 +359,8 @@ fn snooze_until(raw: &str, now: time::Timestamp) -> Result<String> {
     Ok(time::format(t))
 }
 
-/// POST /v1/actions/{id}/snooze
+/// POST /v1/actions/{id}/snooze. Snoozing to the time it already has, or
+/// un-snoozing an Action that is not snoozed, changes nothing.
 pub async fn snooze(
     s: &Services,
     user: UserCaller,
@@ -381,6 +383,21 @@ pub async fn snooze(
             ));
         }
         decision::ensure_open(&a)?;
+        // Nothing to change: the same time again, or un-snoozing an Action
+        // that is not snoozed (never, or its time has passed). Answered as
+        // a repeated claim is: 200, `idempotent_replay`, no event, no
+        // `updated_at` bump.
+        let snoozed_now = a.snoozed_until.as_deref().filter(|t| *t > now.as_str());
+        let unchanged = match until.as_deref() {
+            Some(u) => a.snoozed_until.as_deref() == Some(u),
+            None => snoozed_now.is_none(),
+        };
+        if unchanged {
+            return Ok(Worked {
+                action: a,
+                unchanged: true,
+            });
+        }
         if !work::set_snooze(c, &a.id, until.as_deref(), &now)? {
             return Err(decision::ensure_open(&reread(c, &a.id)?)
                 .err()

@@ -13,7 +13,7 @@ use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
-use crate::service::work;
+use crate::service::{invitations, work};
 use crate::store::workspaces::{self as store, Member, Workspace};
 use crate::store::{users, workspaces};
 
@@ -218,7 +218,8 @@ fn check_change(
 
 /// Changes a member's role in the active workspace; the open Actions they
 /// hold and may not decide in the new role (a viewer decides none) are
-/// released.
+/// released, and their pending invitations offering a role the new one may
+/// not offer are revoked.
 pub async fn change_role(
     s: &Services,
     user: &UserCaller,
@@ -252,6 +253,8 @@ pub async fn change_role(
                 reason: format!("role changed to {}", role.as_str()),
             };
             work::release_held(c, fx, &release, &now)?;
+            // Nor do their invitations offer what they may no longer offer.
+            invitations::revoke_offered_by(c, &ws, &member.user_id, Some(role), &now)?;
         }
         Ok(member)
     })
@@ -259,8 +262,9 @@ pub async fn change_role(
 }
 
 /// Removes a member from the active workspace; their sessions and tokens
-/// that had selected it fall back to their oldest membership, and the open
-/// Actions they held there are released (`work::release_held`).
+/// that had selected it fall back to their oldest membership, the open
+/// Actions they held there are released (`work::release_held`) and their
+/// pending invitations revoked.
 pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<()> {
     let ws = active(user)?;
     let actor = user.user_id.clone();
@@ -276,6 +280,8 @@ pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<(
             reason: "member removed".into(),
         };
         work::release_held(c, fx, &release, &now)?;
+        // Their pending invitations go with them.
+        invitations::revoke_offered_by(c, &ws, &member.user_id, None, &now)?;
         store::remove_member(c, &ws, &target)?;
         Ok(())
     })

@@ -156,6 +156,24 @@ pub fn revoke_pending_for(
     )?)
 }
 
+/// The pending invitations of a workspace that `invited_by` created (not
+/// accepted, not revoked, not expired at `now`). Read when that member's
+/// role changes or they leave; rare, so a scan of the workspace's
+/// invitations is fine.
+pub fn pending_by_inviter(
+    c: &Connection,
+    workspace_id: &str,
+    invited_by: &str,
+    now: &str,
+) -> Result<Vec<Invitation>> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {COLS} FROM {FROM} WHERE i.workspace_id = ?1 AND i.invited_by = ?2
+           AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ?3"
+    ))?;
+    let rows = st.query_map(params![workspace_id, invited_by, now], |r| row_at(r, 0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Accepts a pending invitation: pending → accepted, once. False when it was
 /// no longer pending (accepted, revoked or expired meanwhile), so two
 /// concurrent accepts of one token cannot both succeed.

@@ -236,6 +236,33 @@ pub fn revoke_credential(c: &Connection, user_id: &str, id: &str, now: &str) -> 
     )? == 1)
 }
 
+/// Revokes every live session of a user that began by `method`; returns how
+/// many.
+pub fn revoke_sessions_by_method(
+    c: &Connection,
+    user_id: &str,
+    method: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.execute(
+        "UPDATE user_tokens SET revoked_at = ?3
+         WHERE user_id = ?1 AND kind = 'session' AND method = ?2 AND revoked_at IS NULL",
+        params![user_id, method, now],
+    )?)
+}
+
+/// How a credential began (`link`, `invitation`, a provider's name); None
+/// for an API token or an unknown id.
+pub fn credential_method(c: &Connection, id: &str) -> Result<Option<String>> {
+    Ok(
+        c.query_row("SELECT method FROM user_tokens WHERE id = ?1", [id], |r| {
+            r.get::<_, Option<String>>(0)
+        })
+        .optional()?
+        .flatten(),
+    )
+}
+
 pub fn touch_credential(c: &Connection, id: &str, now: &str) -> Result<()> {
     c.execute(
         "UPDATE user_tokens SET last_used_at = ?2 WHERE id = ?1",

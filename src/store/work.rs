@@ -272,7 +272,15 @@ pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
             author_user_id: r.get(2)?,
             author_name: r.get(3)?,
             body: r.get(4)?,
-            mentions: serde_json::from_str(&mentions).unwrap_or_default(),
+            // Written only by `insert_comment`; anything else is a broken
+            // row, reported as such rather than read as "no mentions".
+            mentions: serde_json::from_str(&mentions).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    5,
+                    rusqlite::types::Type::Text,
+                    format!("action_comments.mentions is not a JSON array of user ids: {e}").into(),
+                )
+            })?,
             created_at: r.get(6)?,
         })
     })?;

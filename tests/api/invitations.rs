@@ -909,3 +909,320 @@ async fn invitation_refusals_say_what_to_do_and_write_nothing() {
     assert_eq!(app.count_rows("memberships"), members);
     assert_eq!(status_of(&listed(&admin).await, &inv["id"]), "pending");
 }
+
+/// API tokens of a person, counted in the store.
+fn api_tokens_of(app: &TestApp, user_id: &str) -> i64 {
+    count(
+        app,
+        &format!("SELECT count(*) FROM user_tokens WHERE user_id = '{user_id}' AND kind = 'api'"),
+    )
+}
+
+/// Whoever invites holds the link too: opening it themselves makes a session
+/// as the invited person. That session creates no API token (a token would
+/// outlive it), and ends when the person signs in any other way.
+#[tokio::test]
+async fn a_session_an_invitation_link_opened_creates_no_api_token_and_ends_at_a_real_sign_in() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let (_, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    let link = format!("{}/app/invitations/{token}", app.base);
+    // The inviter opens the link they were shown.
+    let held = app.sign_in_with_link(&link).await;
+    let ana_id = held.person().id.clone();
+    let s: Value = held.get("/v1/auth/session", 200).await;
+    assert_eq!(s["data"]["method"], "invitation", "{s}");
+
+    let page = held.page("/app/account").await;
+    assert!(
+        !page.contains("action=\"/app/account/tokens\""),
+        "no token form: {page}"
+    );
+    assert!(page.contains("id=\"no-tokens\""), "{page}");
+    assert!(
+        page.contains("sign in with your identity provider or a sign-in link from your operator to create API tokens"),
+        "{page}"
+    );
+    let r = held
+        .post_form(
+            "/app/account/tokens",
+            Some(&app.base),
+            &[("_csrf", held.csrf()), ("name", "keep me")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("sign in with your identity provider or a sign-in link from your operator to create API tokens"),
+        "{html}"
+    );
+    assert!(!html.contains("new-token-value"), "no token shown: {html}");
+    assert_eq!(api_tokens_of(&app, &ana_id), 0, "no token written");
+
+    // Ana signs in with a link from the operator: the invitation session
+    // ends in that sign-in's transaction, and her own session makes tokens.
+    let ana = app.browser(held.person()).await;
+    held.get_err("/v1/auth/session", 401, "AUTH_REQUIRED").await;
+    let r = ana
+        .post_form(
+            "/app/account/tokens",
+            Some(&app.base),
+            &[("_csrf", ana.csrf()), ("name", "laptop")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(api_tokens_of(&app, &ana_id), 1);
+    assert!(
+        ana.page("/app/account")
+            .await
+            .contains("action=\"/app/account/tokens\"")
+    );
+}
+
+/// Accepting another invitation: never with a session an invitation link
+/// opened (its holder may be the first inviter); with any other credential,
+/// it ends those sessions in the same transaction.
+#[tokio::test]
+async fn accepting_another_invitation_ends_the_sessions_invitation_links_opened() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let (_, first) = invite(&admin, "ana@example.com", "reviewer").await;
+    let held = app
+        .sign_in_with_link(&format!("{}/app/invitations/{first}", app.base))
+        .await;
+    let elsewhere = app.outsider();
+    let (inv, second) = invite(&elsewhere, "ana@example.com", "viewer").await;
+
+    let members = app.count_rows("memberships");
+    let e = held
+        .post_err(ACCEPT, json!({ "token": second }), 403, "FORBIDDEN")
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("sign in with your identity provider or a sign-in link from your operator"),
+        "{e}"
+    );
+    assert_eq!(app.count_rows("memberships"), members, "nothing written");
+    assert_eq!(status_of(&listed(&elsewhere).await, &inv["id"]), "pending");
+    held.get::<Value>("/v1/auth/session", 200).await;
+
+    // Ana with a credential of her own (here a token from the operator).
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let (token, _) =
+        hds::store::users::issue_token(&conn, &held.person().id, "ops", None, &app.now()).unwrap();
+    let ana = app.bearer(&token);
+    let joined: Value = ana.post(ACCEPT, json!({ "token": second }), 200).await;
+    assert_eq!(joined["data"]["name"], "Elsewhere", "{joined}");
+    held.get_err("/v1/auth/session", 401, "AUTH_REQUIRED").await;
+    assert_eq!(
+        count(
+            &app,
+            &format!(
+                "SELECT count(*) FROM user_tokens WHERE user_id = '{}' AND method = 'invitation' AND revoked_at IS NULL",
+                held.person().id
+            )
+        ),
+        0
+    );
+}
+
+fn member_path(who: &Actor) -> String {
+    format!("/v1/workspaces/members/{}", who.person().id)
+}
+
+/// An invitation offers what its inviter may offer, for as long as they may:
+/// a role change revokes the pending invitations the new role could not
+/// create, a removal all of them, in the change's own transaction.
+#[tokio::test]
+async fn an_inviters_pending_invitations_end_with_their_right_to_offer_them() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let other = app.member(Role::Admin);
+    let _: Value = owner
+        .patch(&member_path(&other), json!({"role": "owner"}), 200)
+        .await;
+    let (as_owner, owner_token) = invite(&other, "olga@example.com", "owner").await;
+    let (as_reviewer, reviewer_token) = invite(&other, "rui@example.com", "reviewer").await;
+    let (kept, _) = invite(&owner, "kim@example.com", "owner").await;
+
+    // Owner → admin: an admin offers no `owner`; the reviewer one stays.
+    let _: Value = owner
+        .patch(&member_path(&other), json!({"role": "admin"}), 200)
+        .await;
+    let list = listed(&owner).await;
+    assert_eq!(status_of(&list, &as_owner["id"]), "revoked");
+    assert_eq!(status_of(&list, &as_reviewer["id"]), "pending");
+    let olga = newcomer(&app, "olga@example.com");
+    olga.post_err(
+        ACCEPT,
+        json!({ "token": owner_token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+
+    // Removed: whatever they still had pending goes with them.
+    let _ = owner
+        .call(Method::DELETE, &member_path(&other), None, &[])
+        .await
+        .ok(204);
+    let list = listed(&owner).await;
+    assert_eq!(status_of(&list, &as_reviewer["id"]), "revoked");
+    assert_eq!(status_of(&list, &kept["id"]), "pending", "others' stay");
+    let rui = newcomer(&app, "rui@example.com");
+    rui.post_err(
+        ACCEPT,
+        json!({ "token": reviewer_token }),
+        404,
+        "INVITATION_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(app.count_rows("memberships"), 1);
+}
+
+/// Defence in depth: whatever changed the inviter's role, accepting checks
+/// that they may still offer the invitation's role.
+#[tokio::test]
+async fn accepting_checks_that_the_inviter_still_may_offer_the_role() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    let (_, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    // Demoted behind the service's back (as an older server or a repair
+    // by hand could leave it): no revocation ran.
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let ws: String = conn
+        .query_row("SELECT workspace_id FROM invitations", [], |r| r.get(0))
+        .unwrap();
+    hds::store::workspaces::set_role(&conn, &ws, &admin.person().id, Role::Viewer).unwrap();
+    let members = app.count_rows("memberships");
+
+    let ana = newcomer(&app, "ana@example.com");
+    let e = ana
+        .post_err(
+            ACCEPT,
+            json!({ "token": token }),
+            404,
+            "INVITATION_NOT_FOUND",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("may no longer invite"),
+        "{e}"
+    );
+    let page = browser_client()
+        .get(format!("{}/app/invitations/{token}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 404);
+    assert_eq!(app.count_rows("memberships"), members, "nothing written");
+}
+
+/// Addresses are the same person's when they differ in ASCII case only, as
+/// everywhere else (SQLite's NOCASE on `users.email`, the invitation page):
+/// `Éva@` and `éva@` are two addresses, so two people.
+#[tokio::test]
+async fn only_ascii_case_is_ignored_when_matching_the_invited_address() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (_, token) = invite(&admin, "Éva@Example.com", "reviewer").await;
+    let members = app.count_rows("memberships");
+    let other = newcomer(&app, "éva@example.com");
+    other
+        .post_err(
+            ACCEPT,
+            json!({ "token": token }),
+            403,
+            "INVITATION_EMAIL_MISMATCH",
+        )
+        .await;
+    assert_eq!(app.count_rows("memberships"), members);
+    let eva = newcomer(&app, "Éva@example.COM");
+    let joined: Value = eva.post(ACCEPT, json!({ "token": token }), 200).await;
+    assert_eq!(joined["data"]["role"], "reviewer");
+}
+
+/// The guide served at /v1/docs says what the link's button does for an
+/// address that already has an account: 401 `AUTH_REQUIRED`, "sign in
+/// first" (as `an_invitation_link_never_signs_in_as_an_existing_account`
+/// proves), never "finds the user with that e-mail".
+#[tokio::test]
+async fn the_guide_documents_the_refusal_of_a_link_for_an_existing_account() {
+    let app = TestApp::spawn().await;
+    let docs = app.anonymous().get::<Value>("/v1/docs", 200).await;
+    let section = docs["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"] == "Invitations")
+        .expect("an Invitations section")["markdown"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !section.contains("finds the user with that e-mail"),
+        "{section}"
+    );
+    assert!(
+        section.contains("| 401 | `AUTH_REQUIRED` |")
+            && section.contains("already has an account")
+            && section.contains("sign in first"),
+        "{section}"
+    );
+}
+
+/// The OpenAPI document gives an invitation's `role` and `status` their
+/// values, and the routes answer nothing else: every state is listed here.
+#[tokio::test]
+async fn the_openapi_document_enumerates_invitation_roles_and_statuses() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.anonymous().get("/v1/openapi.json", 200).await;
+    let schemas = &doc["components"]["schemas"];
+    let values = |schema: &str, field: &str| -> Vec<String> {
+        let e = &schemas[schema]["properties"][field]["enum"];
+        e.as_array()
+            .unwrap_or_else(|| panic!("{schema}.{field} has no enum: {}", schemas[schema]))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let roles = values("InvitationOut", "role");
+    assert_eq!(roles, ["owner", "admin", "reviewer", "viewer"]);
+    assert_eq!(values("JoinedWorkspace", "role"), roles);
+    let statuses = values("InvitationOut", "status");
+    assert_eq!(statuses, ["pending", "accepted", "revoked", "expired"]);
+
+    let admin = app.admin();
+    let (accepted, token) = invite(&admin, "ana@example.com", "viewer").await;
+    newcomer(&app, "ana@example.com")
+        .post::<Value>(ACCEPT, json!({ "token": token }), 200)
+        .await;
+    let (revoked, _) = invite(&admin, "bo@example.com", "admin").await;
+    let _: Value = admin
+        .delete(
+            &format!("{INVITATIONS}/{}", revoked["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    let (expired, _) = invite(&admin, "cy@example.com", "owner").await;
+    app.state.services.clock.advance(time::Duration::days(8));
+    let (pending, _) = invite(&admin, "di@example.com", "reviewer").await;
+    let list = listed(&admin).await;
+    for (inv, status) in [
+        (&accepted, "accepted"),
+        (&revoked, "revoked"),
+        (&expired, "expired"),
+        (&pending, "pending"),
+    ] {
+        assert_eq!(status_of(&list, &inv["id"]), status);
+    }
+    for i in &list {
+        assert!(statuses.iter().any(|s| i["status"] == s.as_str()), "{i}");
+        assert!(roles.iter().any(|r| i["role"] == r.as_str()), "{i}");
+    }
+}

@@ -1359,3 +1359,173 @@ async fn an_inbox_page_names_every_rows_people_as_each_get_does() {
         .unwrap();
     assert!(foreign["requested_by"]["user_id"].is_null(), "{foreign}");
 }
+
+/// Holds the writer thread inside a job until `release` fires, then runs
+/// `then` there, ahead of every job queued meanwhile. Answers once the
+/// writer holds.
+async fn hold_writer(
+    app: &TestApp,
+    then: impl FnOnce(&rusqlite::Connection) + Send + 'static,
+) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let (holding, held) = tokio::sync::oneshot::channel::<()>();
+    let db = app.state.services.db.clone();
+    let job = tokio::spawn(async move {
+        db.write(move |c| {
+            let _ = holding.send(());
+            let _ = wait.recv();
+            then(c);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    });
+    held.await.unwrap();
+    (release, job)
+}
+
+/// Work routes decide with the caller's role as it is inside their write,
+/// not as it was at authentication. Deterministically: the writer is held,
+/// the request authenticates (as a reviewer) and queues its write, then a
+/// demotion to viewer (or a removal) commits ahead of it; the write must
+/// see it. With the role read at authentication, each of these was 200/201.
+#[tokio::test]
+async fn a_demotion_or_removal_committed_while_a_write_waits_refuses_it() {
+    let app = TestApp::spawn().await;
+    let ws = {
+        let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        conn.query_row("SELECT id FROM workspaces", [], |r| r.get::<_, String>(0))
+            .unwrap()
+    };
+    let cases: [(&str, bool, u16); 6] = [
+        ("claim", false, 403),
+        ("comments", false, 403),
+        ("snooze", false, 403),
+        ("decision", false, 403),
+        ("claim", true, 404),
+        ("decision", true, 404),
+    ];
+    for (route, removed, status) in cases {
+        let who = app.member(Role::Reviewer);
+        let a = app
+            .create_action(two_options(&format!("{route} {removed}")))
+            .await;
+        let in_an_hour =
+            hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+        let body = match route {
+            "comments" => json!({"body": "on it"}),
+            "snooze" => json!({"until": in_an_hour}),
+            "decision" => json!({
+                "action_version": a["action_version"],
+                "fingerprint": a["fingerprint"],
+                "option_id": "approve"
+            }),
+            _ => json!({}),
+        };
+        let (ws, uid) = (ws.clone(), who.person().id.clone());
+        let (release, held) = hold_writer(&app, move |c| {
+            if removed {
+                hds::store::workspaces::remove_member(c, &ws, &uid).unwrap();
+            } else {
+                hds::store::workspaces::set_role(c, &ws, &uid, Role::Viewer).unwrap();
+            }
+        })
+        .await;
+        let path = at(&a, route);
+        let request = tokio::spawn(async move {
+            let r = who.call(Method::POST, &path, Some(&body), &[]).await;
+            (r.status.as_u16(), r.body)
+        });
+        // The request has authenticated and its write is queued.
+        let db = &app.state.services.db;
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while db.queue_depth() < 1 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(waited.is_ok(), "{route}: the write was never queued");
+        release.send(()).unwrap();
+        held.await.unwrap();
+        let (got, answer) = request.await.unwrap();
+        assert_eq!(got, status, "{route} (removed: {removed}): {answer}");
+        let detail: Value = app
+            .admin()
+            .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+            .await;
+        assert_eq!(
+            kinds(&detail["data"]),
+            ["created"],
+            "{route}: nothing written"
+        );
+        assert_eq!(detail["data"]["status"], "open");
+    }
+}
+
+/// A snooze that changes nothing writes nothing: the same time again, or
+/// un-snoozing an Action that is not snoozed (never, or its time passed).
+/// The answer is a repeated claim's: 200, `idempotent_replay: true`.
+#[tokio::test]
+async fn a_snooze_that_changes_nothing_records_nothing() {
+    let app = TestApp::spawn().await;
+    let r1 = app.member(Role::Reviewer);
+    let a = app.create_action(two_options("Rotate the certs")).await;
+    let snooze = at(&a, "snooze");
+    let clock = &app.state.services.clock;
+
+    // Not snoozed: un-snoozing is a no-op.
+    clock.advance(time::Duration::seconds(5));
+    let out: Value = r1.post(&snooze, json!({"until": null}), 200).await;
+    assert_eq!(out["idempotent_replay"], true, "{out}");
+    assert_eq!(out["data"]["updated_at"], a["updated_at"]);
+    assert_eq!(out["data"]["snoozed_until"], Value::Null);
+
+    let until = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+    let first: Value = r1.post(&snooze, json!({"until": until}), 200).await;
+    assert_eq!(first["idempotent_replay"], false);
+    // The same time again, written with another offset.
+    clock.advance(time::Duration::seconds(5));
+    let same = hds::domain::time::parse(&until)
+        .unwrap()
+        .to_offset(time::macros::offset!(+2))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let again: Value = r1.post(&snooze, json!({"until": same}), 200).await;
+    assert_eq!(again["idempotent_replay"], true, "{again}");
+    assert_eq!(again["data"]["updated_at"], first["data"]["updated_at"]);
+    assert_eq!(again["data"]["snoozed_until"], until);
+
+    // Its time passes: it is back, so un-snoozing changes nothing either.
+    clock.advance(time::Duration::minutes(61));
+    let back: Value = r1.post(&snooze, json!({"until": null}), 200).await;
+    assert_eq!(back["idempotent_replay"], true, "{back}");
+    assert_eq!(back["data"]["updated_at"], first["data"]["updated_at"]);
+
+    let detail: Value = r1
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(kinds(&detail["data"]), ["created", "snoozed"]);
+}
+
+/// A comment row whose `mentions` column is not a JSON array of ids is a
+/// broken database, answered as 500 `INTERNAL_ERROR`, never read as "no
+/// mentions" (STYLE: typed results; errors are not turned into defaults).
+#[tokio::test]
+async fn a_broken_mentions_column_is_an_error_not_an_empty_list() {
+    let app = TestApp::spawn().await;
+    let r1 = app.member(Role::Reviewer);
+    let a = app.create_action(two_options("Check the logs")).await;
+    let comments = at(&a, "comments");
+    let _: Value = r1
+        .post(&comments, json!({"body": "cc @admin@example.com"}), 201)
+        .await;
+    let listed: Value = r1.get(&comments, 200).await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    for broken in ["not json", "{\"a\": 1}", "[1, 2]"] {
+        conn.execute("UPDATE action_comments SET mentions = ?1", [broken])
+            .unwrap();
+        r1.get_err(&comments, 500, "INTERNAL_ERROR").await;
+    }
+}

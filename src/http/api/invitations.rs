@@ -73,8 +73,8 @@ pub async fn revoke_invitation(
 /// Accept an invitation as the signed-in person; answers the joined workspace.
 #[utoipa::path(post, path = "/v1/workspace-invitations/accept", tag = "workspaces", request_body = InvitationAccept,
     responses((status = 200, description = "the workspace joined, with the invited role", body = Data<JoinedWorkspace>),
-        (status = 403, description = "INVITATION_EMAIL_MISMATCH: the invitation is for another e-mail", body = crate::http::openapi::ErrorBody),
-        (status = 404, description = "INVITATION_NOT_FOUND: unknown, used, revoked or expired token", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "INVITATION_EMAIL_MISMATCH: the invitation is for another e-mail; FORBIDDEN: the credential is a session another invitation link opened (sign in another way first)", body = crate::http::openapi::ErrorBody),
+        (status = 404, description = "INVITATION_NOT_FOUND: unknown, used, revoked or expired token, or its inviter may no longer offer its role", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "ALREADY_MEMBER: the caller is a member of that workspace already", body = crate::http::openapi::ErrorBody),
         (status = 429, description = "RATE_LIMITED: this client address or credential is over its budget; wait Retry-After seconds", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]

@@ -59,7 +59,7 @@ pub async fn assign_action(
 /// Hide an open Action from the inbox until a time, or bring it back.
 #[utoipa::path(post, path = "/v1/actions/{action_id}/snooze", tag = "actions", params(("action_id" = String, Path)),
     request_body = SnoozeRequest,
-    responses((status = 200, description = "the Action with its snoozed_until", body = Envelope<ActionOut>),
+    responses((status = 200, description = "the Action with its snoozed_until (idempotent_replay: true when nothing changed: the same time again, or un-snoozing an Action that is not snoozed)", body = Envelope<ActionOut>),
               (status = 403, description = "FORBIDDEN (details.required_role)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: until not in the next 30 days", body = crate::http::openapi::ErrorBody)),

@@ -15,7 +15,8 @@ use crate::http::session::{self, PageUser};
 use crate::http::ui::view::{
     FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
 };
-use crate::service::tokens::{self, MAX_TOKEN_DAYS};
+use crate::service::signin::INVITATION_METHOD;
+use crate::service::tokens::{self, INVITATION_SESSION_NO_TOKENS, MAX_TOKEN_DAYS};
 use crate::store::users::Credential;
 
 pub struct CredVm {
@@ -44,6 +45,9 @@ pub struct AccountPage {
     tokens: Vec<CredVm>,
     new_token: Option<NewToken>,
     max_days: u32,
+    /// Why this session may not create API tokens (an invitation link
+    /// opened it); None when it may.
+    no_tokens: Option<&'static str>,
     flash: Option<&'static str>,
     error: Option<String>,
 }
@@ -84,6 +88,7 @@ fn cred_vm(c: &Credential, current: &str, now: time::Timestamp) -> CredVm {
         name: c.name.clone(),
         method: match c.method.as_deref() {
             Some("link") => "one-time link".to_owned(),
+            Some(INVITATION_METHOD) => "invitation link".to_owned(),
             Some(m) => m.to_owned(),
             None => "created here".to_owned(),
         },
@@ -99,6 +104,9 @@ fn cred_vm(c: &Credential, current: &str, now: time::Timestamp) -> CredVm {
 async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
     let now = st.services.clock.now();
     let creds = tokens::list(&st.services, &p.user).await?;
+    let by_invitation = creds
+        .iter()
+        .any(|c| c.id == p.user.credential_id && c.method.as_deref() == Some(INVITATION_METHOD));
     let live = creds.iter().filter(|c| c.is_live(now));
     let (sessions, api): (Vec<&Credential>, Vec<&Credential>) =
         live.partition(|c| c.kind == "session");
@@ -114,6 +122,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
         tokens: vm(api),
         new_token: None,
         max_days: MAX_TOKEN_DAYS,
+        no_tokens: by_invitation.then_some(INVITATION_SESSION_NO_TOKENS),
         flash: None,
         error: None,
     })

@@ -311,7 +311,7 @@ pub async fn accept_invitation(
         )
         .into());
     }
-    let meta = signin::browser_meta(&headers, "invitation");
+    let meta = signin::browser_meta(&headers, crate::service::signin::INVITATION_METHOD);
     let (signed_in, _) = invitations::accept_by_link(&st.services, &token, meta).await?;
     session::begin(&session, &signed_in).await?;
     Ok(see_other("/app"))

@@ -8,16 +8,29 @@ use crate::domain::access::Role;
 use crate::service::invitations::{Created, Joined};
 use crate::store::invitations::Invitation;
 
+/// What `Role` serialises as.
+fn role_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&Role::ALL.map(Role::as_str))
+}
+
+/// What `Invitation::status` answers.
+fn status_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&STATUSES)
+}
+
+/// Every `status` an invitation has (`store::invitations::Invitation::status`).
+pub const STATUSES: [&str; 4] = ["pending", "accepted", "revoked", "expired"];
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InvitationOut {
     /// `inv_` + ULID.
     pub id: String,
     pub email: String,
     /// The role the person gets on accepting.
-    #[schema(value_type = String)]
+    #[schema(schema_with = role_schema)]
     pub role: Role,
     /// `pending`, `accepted`, `revoked` or `expired` (past `expires_at`).
-    #[schema(value_type = String)]
+    #[schema(schema_with = status_schema)]
     pub status: &'static str,
     /// The user id of whoever invited; null once that account is gone.
     pub invited_by: Option<String>,
@@ -60,7 +73,7 @@ pub struct JoinedWorkspace {
     /// `personal` or `team`.
     pub kind: String,
     /// The caller's role there: the invitation's.
-    #[schema(value_type = String)]
+    #[schema(schema_with = role_schema)]
     pub role: Role,
     /// Whether the credential that accepted now acts on this workspace.
     pub active: bool,
