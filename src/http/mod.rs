@@ -274,4 +274,27 @@ mod tests {
         assert!(!carries_secret("/app/invitations/?done=revoked"));
         assert!(!carries_secret("/app/actions/act_1"));
     }
+
+    /// The path checked is the path the browser opens: no dot segments, no
+    /// encoded separators that would resolve to a secret page.
+    #[test]
+    fn a_next_with_dot_segments_or_encoded_separators_is_refused() {
+        use super::session::local_next;
+        for bad in [
+            "/app/./invitations/Jd8abc",
+            "/app/x/../invitations/Jd8abc",
+            "/app/signin/./link/Jd8abc",
+            "/app/%2e%2e/invitations/Jd8abc",
+            "/app/%2E/x",
+            "/app%2Finvitations/Jd8abc",
+            "/app/%5cx",
+        ] {
+            assert!(local_next(Some(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(local_next(Some("/app?q=a%2Fb")).unwrap(), "/app?q=a%2Fb");
+        assert_eq!(
+            local_next(Some("/app/actions/act_1")).unwrap(),
+            "/app/actions/act_1"
+        );
+    }
 }

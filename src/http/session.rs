@@ -269,7 +269,9 @@ impl FromRequestParts<AppState> for PageUser {
 
 /// A safe place to go after sign-in: a path on this site. Refuses absolute
 /// URLs, scheme-relative `//host` and `/\host` (browsers treat `\` as `/`),
-/// and control characters, so sign-in can never be an open redirect.
+/// control characters, `.`/`..` segments and percent-encoded dots, slashes
+/// and backslashes, so sign-in can never be an open redirect and the path
+/// checked is the path the browser opens.
 pub fn local_next(next: Option<&str>) -> Result<String> {
     let Some(next) = next.filter(|n| !n.is_empty()) else {
         return Ok("/app".into());
@@ -278,7 +280,18 @@ pub fn local_next(next: Option<&str>) -> Result<String> {
         || next.starts_with("//")
         || next.starts_with("/\\")
         || next.len() > 2048
-        || next.chars().any(|ch| ch.is_control() || ch == '\\');
+        || next.chars().any(|ch| ch.is_control() || ch == '\\')
+        // Dot segments and encoded dots or slashes: the browser would
+        // resolve `/app/x/../invitations/<secret>` to a path the checks
+        // on `next` (carries_secret) did not see.
+        || {
+            let path = next.split(['?', '#']).next().unwrap_or_default();
+            let lower = path.to_ascii_lowercase();
+            path.split('/').any(|seg| seg == "." || seg == "..")
+                || lower.contains("%2e")
+                || lower.contains("%2f")
+                || lower.contains("%5c")
+        };
     if bad {
         return Err(Error::validation(vec![FieldError::new(
             "next",

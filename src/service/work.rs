@@ -295,6 +295,8 @@ pub(crate) struct Release<'a> {
     pub email: &'a str,
     /// Their new role; None when they are removed.
     pub role: Option<Role>,
+    /// Their role before the change.
+    pub old_role: Role,
     /// Who made the change.
     pub by: Actor,
     /// Recorded on each `assigned` event (`member removed`, …).
@@ -302,8 +304,8 @@ pub(crate) struct Release<'a> {
 }
 
 /// Releases the open Actions of the workspace that the member holds (by
-/// user id, or by a create-time e-mail no user id overrides) and that their
-/// new role may not hold; removal releases all of them. In the caller's
+/// user id, or by a create-time e-mail no user id overrides) that their old
+/// role could hold and their new role may not; removal releases all of them. In the caller's
 /// transaction (the member change's), each with an `assigned` event
 /// (assignee null) naming the reason; the binding stays as it is. Answers
 /// how many.
@@ -318,9 +320,14 @@ pub(crate) fn release_held(
         let Some(a) = store::get(c, &id)? else {
             continue;
         };
+        // Released only what the change took away: held under the old role,
+        // not under the new one. A promotion releases nothing (an admin a
+        // Source assigned to an approval-policy Action they are not listed
+        // on may not hold it under either role, and keeps it).
+        let may_hold = |role: Role| access_of(&a, role, r.user_id, r.email).can_be_assignee();
         let keeps = r
             .role
-            .is_some_and(|role| access_of(&a, role, r.user_id, r.email).can_be_assignee());
+            .is_some_and(|role| may_hold(role) || !may_hold(r.old_role));
         if keeps || !work::set_assignee(c, &a.id, None, now)? {
             continue;
         }

@@ -241,6 +241,7 @@ pub async fn change_role(
     s.write(move |c, fx| {
         let mut member = check_change(c, &ws, &actor, &target, Some(role))?;
         if member.role != role {
+            let old_role = member.role;
             store::set_role(c, &ws, &target, role)?;
             member.role = role;
             // What they may no longer decide they no longer hold.
@@ -249,6 +250,7 @@ pub async fn change_role(
                 user_id: &member.user_id,
                 email: &member.email,
                 role: Some(role),
+                old_role,
                 by: Actor::user(&actor),
                 reason: format!("role changed to {}", role.as_str()),
             };
@@ -276,6 +278,7 @@ pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<(
             user_id: &member.user_id,
             email: &member.email,
             role: None,
+            old_role: member.role,
             by: Actor::user(&actor),
             reason: "member removed".into(),
         };

@@ -256,6 +256,14 @@ async fn search_matches_word_prefixes_case_and_accents() {
         titles(app.get(&s("ship"), &user).await.ok(200)),
         ["Ship release"]
     );
+    // The index and the table agree after creates and a title change.
+    rusqlite::Connection::open(app.data_dir().join("hds.db"))
+        .unwrap()
+        .execute(
+            "INSERT INTO actions_fts(actions_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .unwrap();
     // Resolved Actions are found under their tab.
     app.decide(&patched, json!({"option_id": "approve"}))
         .await
