@@ -78,6 +78,19 @@ fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
     Ok(m.workspace_id.clone())
 }
 
+/// The caller's role as it is inside the write: a demotion or removal that
+/// committed after authentication refuses the change (as the work routes
+/// do, `service::actions::access_now`).
+fn still_manages(c: &rusqlite::Connection, ws: &str, user_id: &str) -> Result<()> {
+    let role = crate::store::workspaces::role_of(c, ws, user_id)?.ok_or_else(|| {
+        Error::new(
+            Code::Forbidden,
+            "you are no longer a member of this workspace",
+        )
+    })?;
+    caller::require_manager(role, access::can_manage_sources, "Sources")
+}
+
 fn not_found() -> Error {
     Error::new(
         Code::SourceNotFound,
@@ -106,8 +119,12 @@ pub async fn create(
     let ws = workspace(&user, true)?;
     let name = check_name(&req.name)?;
     let now = time::format(s.clock.now());
-    s.db.write(move |c| store::create(c, &ws, &name, req.description.as_deref(), &now))
-        .await
+    let me = user.user_id.clone();
+    s.db.write(move |c| {
+        still_manages(c, &ws, &me)?;
+        store::create(c, &ws, &name, req.description.as_deref(), &now)
+    })
+    .await
 }
 
 pub async fn update(
@@ -119,7 +136,9 @@ pub async fn update(
     let ws = workspace(&user, true)?;
     let name = req.name.as_deref().map(check_name).transpose()?;
     let now = time::format(s.clock.now());
+    let me = user.user_id.clone();
     s.db.write(move |c| {
+        still_manages(c, &ws, &me)?;
         store::update(
             c,
             &ws,
@@ -141,8 +160,10 @@ pub const REVOKED_REASON: &str = "the Source was revoked";
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
     let now = time::format(s.clock.now());
+    let me = user.user_id.clone();
     let revoked = s
         .write(move |c, fx| {
+            still_manages(c, &ws, &me)?;
             if !store::revoke(c, &ws, &id, &now)? {
                 return Ok(false);
             }
@@ -198,10 +219,14 @@ pub async fn rotate_keys(
     }
     let webhook = req.webhook_secret;
     let now = time::format(s.clock.now());
+    let me = user.user_id.clone();
     let rotated =
-        s.db.write(move |c| store::rotate_keys(c, &ws, &id, &envs, webhook, &now))
-            .await?
-            .ok_or_else(not_found)?;
+        s.db.write(move |c| {
+            still_manages(c, &ws, &me)?;
+            store::rotate_keys(c, &ws, &id, &envs, webhook, &now)
+        })
+        .await?
+        .ok_or_else(not_found)?;
     s.key_cache.clear();
     Ok(rotated)
 }

@@ -1462,6 +1462,100 @@ async fn a_demotion_or_removal_committed_while_a_write_waits_refuses_it() {
     }
 }
 
+/// Source writes, likewise: an admin demoted (or removed) while their
+/// create, rename, rotation or revocation waits for the writer is refused,
+/// and the Source is as it was.
+#[tokio::test]
+async fn a_source_change_waiting_while_its_admin_is_demoted_is_refused() {
+    let app = TestApp::spawn().await;
+    let ws = {
+        let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        conn.query_row("SELECT id FROM workspaces", [], |r| r.get::<_, String>(0))
+            .unwrap()
+    };
+    let src: Value = app
+        .admin()
+        .post("/v1/sources", json!({"name": "Deploy bot"}), 201)
+        .await;
+    let id = src["data"]["id"].as_str().unwrap().to_owned();
+    let cases: [(Method, String, Value, bool); 4] = [
+        (
+            Method::POST,
+            "/v1/sources".into(),
+            json!({"name": "New bot"}),
+            false,
+        ),
+        (
+            Method::PATCH,
+            format!("/v1/sources/{id}"),
+            json!({"name": "Renamed"}),
+            false,
+        ),
+        (
+            Method::POST,
+            format!("/v1/sources/{id}/keys/rotate"),
+            json!({}),
+            false,
+        ),
+        (
+            Method::DELETE,
+            format!("/v1/sources/{id}"),
+            Value::Null,
+            true,
+        ),
+    ];
+    for (method, path, body, removed) in cases {
+        let who = app.member(Role::Admin);
+        let (ws, uid) = (ws.clone(), who.person().id.clone());
+        let (release, held) = hold_writer(&app, move |c| {
+            if removed {
+                hds::store::workspaces::remove_member(c, &ws, &uid).unwrap();
+            } else {
+                hds::store::workspaces::set_role(c, &ws, &uid, Role::Reviewer).unwrap();
+            }
+        })
+        .await;
+        let (p, m) = (path.clone(), method.clone());
+        let request = tokio::spawn(async move {
+            let body = (!body.is_null()).then_some(body);
+            let r = who.call(m, &p, body.as_ref(), &[]).await;
+            (r.status.as_u16(), r.body)
+        });
+        let db = &app.state.services.db;
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while db.queue_depth() < 1 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(
+            waited.is_ok(),
+            "{method} {path}: the write was never queued"
+        );
+        release.send(()).unwrap();
+        held.await.unwrap();
+        let (got, answer) = request.await.unwrap();
+        assert_eq!(got, 403, "{method} {path}: {answer}");
+        assert_eq!(answer["error"]["code"], "FORBIDDEN", "{answer}");
+    }
+    // Nothing changed: one Source, its name and keys as they were.
+    let listed: Value = app.admin().get("/v1/sources", 200).await;
+    let names: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"Deploy bot") && !names.contains(&"New bot") && !names.contains(&"Renamed"),
+        "{listed}"
+    );
+    // The key was neither rotated nor revoked: it still authenticates.
+    let key = src["secrets"]["live_key"].as_str().unwrap();
+    let r = app.get("/v1/source/actions/act_none", key).await;
+    r.error(404, "ACTION_NOT_FOUND");
+}
+
 /// A snooze that changes nothing writes nothing: the same time again, or
 /// un-snoozing an Action that is not snoozed (never, or its time passed).
 /// The answer is a repeated claim's: 200, `idempotent_replay: true`.
