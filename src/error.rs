@@ -37,6 +37,10 @@ pub enum Code {
     WorkspaceNotFound,
     MemberNotFound,
     InvitationNotFound,
+    DeliveryNotFound,
+    ControlNotFound,
+    ControlRequestNotFound,
+    ContextRequestNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -52,6 +56,8 @@ pub enum Code {
     LastOwner,
     AlreadyMember,
     ActionAlreadyClaimed,
+    ControlRequestClosed,
+    ContextRequestsUnsupported,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -95,6 +101,12 @@ impl Code {
             NotFound => "NOT_FOUND",
             WorkspaceNotFound => "WORKSPACE_NOT_FOUND",
             MemberNotFound => "MEMBER_NOT_FOUND",
+            DeliveryNotFound => "DELIVERY_NOT_FOUND",
+            ControlNotFound => "CONTROL_NOT_FOUND",
+            ControlRequestNotFound => "CONTROL_REQUEST_NOT_FOUND",
+            ContextRequestNotFound => "CONTEXT_REQUEST_NOT_FOUND",
+            ControlRequestClosed => "CONTROL_REQUEST_CLOSED",
+            ContextRequestsUnsupported => "CONTEXT_REQUESTS_UNSUPPORTED",
             MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ActionNotOpen => "ACTION_NOT_OPEN",
             ActionChanged => "ACTION_CHANGED",
@@ -135,8 +147,17 @@ impl Code {
             | CsrfFailed
             | InvitationEmailMismatch
             | SelfApprovalForbidden => StatusCode::FORBIDDEN,
-            ActionNotFound | SourceNotFound | NotFound | ProviderNotFound | WorkspaceNotFound
-            | MemberNotFound | InvitationNotFound => StatusCode::NOT_FOUND,
+            ActionNotFound
+            | SourceNotFound
+            | NotFound
+            | ProviderNotFound
+            | WorkspaceNotFound
+            | MemberNotFound
+            | InvitationNotFound
+            | DeliveryNotFound
+            | ControlNotFound
+            | ControlRequestNotFound
+            | ContextRequestNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
             | ActionChanged
@@ -149,7 +170,9 @@ impl Code {
             | VoteAlreadyCast
             | LastOwner
             | AlreadyMember
-            | ActionAlreadyClaimed => StatusCode::CONFLICT,
+            | ActionAlreadyClaimed
+            | ControlRequestClosed
+            | ContextRequestsUnsupported => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -269,6 +292,13 @@ impl Error {
         );
         e.0.cause = Some(cause.into());
         e
+    }
+
+    pub fn delivery_not_found() -> Self {
+        Self::new(
+            Code::DeliveryNotFound,
+            "no webhook delivery with that id for this Source",
+        )
     }
 
     pub fn action_not_found() -> Self {

@@ -14,3 +14,6 @@ pub const TOKEN: &str = "tok";
 pub const SESSION: &str = "ses";
 pub const INVITATION: &str = "inv";
 pub const COMMENT: &str = "cmt";
+pub const DELIVERY: &str = "msg";
+pub const CONTROL_REQUEST: &str = "ctr";
+pub const CONTEXT_REQUEST: &str = "cxr";

@@ -16,3 +16,4 @@ pub mod strict_json;
 pub mod time;
 pub mod urls;
 pub mod validate;
+pub mod webhook;

@@ -2,8 +2,9 @@
 //! `record`, which writes the history row and declares what the commit must
 //! trigger; `Services::write` applies those effects only once the writer has
 //! committed, so no call site can forget one and a rolled-back job triggers
-//! nothing. Jobs for later (webhooks, e-mail, reminders) will be rows written
-//! here in the same transaction.
+//! nothing. Work for later (webhooks now; e-mail and reminders next) is a row
+//! of the job queue written in the same transaction (`store::jobs`); the
+//! effect only wakes the worker once the commit has made the row visible.
 
 use rusqlite::Connection;
 
@@ -19,6 +20,8 @@ pub struct Effects {
     closed: Vec<String>,
     /// Some Action changed: open dashboards refresh their inbox.
     inbox_changed: bool,
+    /// A job row was written: the worker runs it now rather than at its next tick.
+    jobs_queued: bool,
 }
 
 impl Effects {
@@ -27,6 +30,13 @@ impl Effects {
     }
     pub fn inbox_changed(&self) -> bool {
         self.inbox_changed
+    }
+    pub fn jobs_queued(&self) -> bool {
+        self.jobs_queued
+    }
+    /// Declares that the transaction wrote a job row.
+    pub fn queued_job(&mut self) {
+        self.jobs_queued = true;
     }
     fn note(&mut self, action_id: &str, event: &ActionEvent) {
         // Every event changes what an inbox row or Action page shows, the
@@ -38,7 +48,9 @@ impl Effects {
     }
 }
 
-/// Records an event in the Action's history and declares its effects.
+/// Records an event in the Action's history and declares its effects; a
+/// closing event also queues its webhook (`action.resolved`, `.cancelled`,
+/// `.expired`) when the Action has a callback_url.
 pub fn record(
     c: &Connection,
     fx: &mut Effects,
@@ -49,6 +61,9 @@ pub fn record(
     at: &str,
 ) -> Result<()> {
     events::insert(c, action_id, actor, version, &event, at)?;
+    if event.closes() {
+        crate::service::webhooks::enqueue_for_event(c, fx, action_id, &event, at)?;
+    }
     fx.note(action_id, &event);
     Ok(())
 }

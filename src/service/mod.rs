@@ -19,6 +19,7 @@ pub mod sources;
 pub mod tokens;
 pub mod votes;
 pub mod waiters;
+pub mod webhooks;
 pub mod work;
 pub mod workspaces;
 
@@ -48,6 +49,8 @@ pub struct Services {
     pub changes: Arc<tokio::sync::watch::Sender<u64>>,
     /// Identity providers' discovery documents and keys, fetched on first use.
     pub oidc: Arc<oidc::Providers>,
+    /// Wakes the job worker after a commit that queued a job.
+    pub jobs_wake: Arc<tokio::sync::Notify>,
 }
 
 impl Services {
@@ -63,6 +66,7 @@ impl Services {
             key_cache: Arc::default(),
             changes: Arc::new(tokio::sync::watch::Sender::new(0)),
             oidc: Arc::default(),
+            jobs_wake: Arc::default(),
         }
     }
 
@@ -90,6 +94,9 @@ impl Services {
     pub fn apply(&self, fx: &Effects) {
         for id in fx.closed() {
             self.waiters.wake(id);
+        }
+        if fx.jobs_queued() {
+            self.jobs_wake.notify_one();
         }
         if fx.inbox_changed() {
             self.changes.send_modify(|n| *n = n.wrapping_add(1));

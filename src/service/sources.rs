@@ -68,7 +68,7 @@ fn rotate_environment_schema() -> utoipa::openapi::Object {
     crate::service::inbox::string_enum(&["live", "test", "both", "none"])
 }
 
-fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
+pub(crate) fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
     let m = user
         .active_workspace()
         .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
@@ -81,7 +81,7 @@ fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
 /// The caller's role as it is inside the write: a demotion or removal that
 /// committed after authentication refuses the change (as the work routes
 /// do, `service::actions::access_now`).
-fn still_manages(c: &rusqlite::Connection, ws: &str, user_id: &str) -> Result<()> {
+pub(crate) fn still_manages(c: &rusqlite::Connection, ws: &str, user_id: &str) -> Result<()> {
     let role = crate::store::workspaces::role_of(c, ws, user_id)?.ok_or_else(|| {
         Error::new(
             Code::Forbidden,
@@ -91,7 +91,7 @@ fn still_manages(c: &rusqlite::Connection, ws: &str, user_id: &str) -> Result<()
     caller::require_manager(role, access::can_manage_sources, "Sources")
 }
 
-fn not_found() -> Error {
+pub(crate) fn not_found() -> Error {
     Error::new(
         Code::SourceNotFound,
         "no Source with that id in this workspace",

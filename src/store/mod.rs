@@ -5,9 +5,11 @@
 
 pub mod actions;
 pub mod db;
+pub mod deliveries;
 pub mod events;
 pub mod idempotency;
 pub mod invitations;
+pub mod jobs;
 pub mod migrate;
 pub mod oidc;
 pub mod receipts;

@@ -1,0 +1,241 @@
+//! Webhook deliveries and their attempts (migration 0010; guide: "Webhooks").
+//! A delivery is one message to one callback URL; its job in `jobs` says when
+//! the next attempt is due.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::Result;
+
+/// A delivery as the delivery log shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Delivery {
+    /// `msg_…`: the `webhook-id` header of every attempt.
+    pub id: String,
+    /// Always `webhook_delivery`.
+    pub object: &'static str,
+    pub source_id: String,
+    pub action_id: String,
+    /// `live` or `test`.
+    pub environment: String,
+    /// `action.resolved`, `action.control_requested`, …
+    pub event_type: String,
+    pub url: String,
+    /// `pending` (an attempt is due), `delivered` or `failed` (given up).
+    pub status: String,
+    pub attempts: i64,
+    pub last_status_code: Option<i64>,
+    pub last_error: Option<String>,
+    pub last_attempt_at: Option<String>,
+    /// When the next attempt is due; null once delivered or failed.
+    pub next_attempt_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One attempt of a delivery.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Attempt {
+    pub attempt: i64,
+    pub started_at: String,
+    /// The receiver's HTTP status; null when none came.
+    pub status_code: Option<i64>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+}
+
+/// A new delivery, as the event's transaction writes it.
+pub struct NewDelivery<'a> {
+    pub id: &'a str,
+    pub workspace_id: &'a str,
+    pub source_id: &'a str,
+    pub action_id: &'a str,
+    pub environment: &'a str,
+    pub event_type: &'a str,
+    pub url: &'a str,
+    pub body: &'a str,
+    pub now: &'a str,
+}
+
+pub fn insert(c: &Connection, d: &NewDelivery) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO webhook_deliveries(id, workspace_id, source_id, action_id, environment,
+            event_type, url, body, status, next_attempt_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?9, ?9)",
+    )?
+    .execute(params![
+        d.id,
+        d.workspace_id,
+        d.source_id,
+        d.action_id,
+        d.environment,
+        d.event_type,
+        d.url,
+        d.body,
+        d.now
+    ])?;
+    Ok(())
+}
+
+/// What the worker needs to send one attempt.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    pub id: String,
+    pub url: String,
+    pub body: String,
+    /// Attempts made so far (this one is `attempts + 1`).
+    pub attempts: i64,
+    pub round_start: i64,
+    /// The Source's current secret, then the previous one while its overlap lasts.
+    pub secrets: Vec<String>,
+}
+
+/// The delivery to attempt, with the secrets that sign it at `now`; None
+/// when it is no longer pending (delivered or failed meanwhile).
+pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Option<Outgoing>> {
+    Ok(c.prepare_cached(
+        "SELECT d.id, d.url, d.body, d.attempts, d.round_start, s.webhook_secret,
+                CASE WHEN s.previous_webhook_secret_expires_at > ?2
+                     THEN s.previous_webhook_secret END
+         FROM webhook_deliveries d JOIN sources s ON s.id = d.source_id
+         WHERE d.id = ?1 AND d.status = 'pending'",
+    )?
+    .query_row(params![id, now], |r| {
+        let mut secrets = vec![r.get::<_, String>(5)?];
+        if let Some(old) = r.get::<_, Option<String>>(6)? {
+            secrets.push(old);
+        }
+        Ok(Outgoing {
+            id: r.get(0)?,
+            url: r.get(1)?,
+            body: r.get(2)?,
+            attempts: r.get(3)?,
+            round_start: r.get(4)?,
+            secrets,
+        })
+    })
+    .optional()?)
+}
+
+/// What an attempt leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Delivered,
+    /// Try again at the given time (kept in `next_attempt_at`).
+    RetryAt,
+    Failed,
+}
+
+/// Records an attempt and the delivery's new state.
+pub fn record_attempt(
+    c: &Connection,
+    id: &str,
+    a: &Attempt,
+    next: Next,
+    next_attempt_at: Option<&str>,
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO webhook_attempts(delivery_id, attempt, started_at, status_code, duration_ms, error)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![id, a.attempt, a.started_at, a.status_code, a.duration_ms, a.error])?;
+    let status = match next {
+        Next::Delivered => "delivered",
+        Next::RetryAt => "pending",
+        Next::Failed => "failed",
+    };
+    c.prepare_cached(
+        "UPDATE webhook_deliveries SET status = ?2, attempts = ?3, last_status_code = ?4,
+            last_error = ?5, last_attempt_at = ?6, next_attempt_at = ?7, updated_at = ?6
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        status,
+        a.attempt,
+        a.status_code,
+        a.error,
+        a.started_at,
+        next_attempt_at
+    ])?;
+    Ok(())
+}
+
+const FIELDS: &str = "id, source_id, action_id, environment, event_type, url, status, attempts,
+    last_status_code, last_error, last_attempt_at, next_attempt_at, created_at, updated_at";
+
+fn map_row(r: &rusqlite::Row) -> rusqlite::Result<Delivery> {
+    Ok(Delivery {
+        id: r.get(0)?,
+        object: "webhook_delivery",
+        source_id: r.get(1)?,
+        action_id: r.get(2)?,
+        environment: r.get(3)?,
+        event_type: r.get(4)?,
+        url: r.get(5)?,
+        status: r.get(6)?,
+        attempts: r.get(7)?,
+        last_status_code: r.get(8)?,
+        last_error: r.get(9)?,
+        last_attempt_at: r.get(10)?,
+        next_attempt_at: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+    })
+}
+
+/// The newest deliveries of a Source, newest first; `before` (a delivery id)
+/// pages back (`webhook_deliveries_by_source`).
+pub fn list_for_source(
+    c: &Connection,
+    source_id: &str,
+    before: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Delivery>> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {FIELDS} FROM webhook_deliveries
+         WHERE source_id = ?1 AND (?2 IS NULL OR id < ?2)
+         ORDER BY created_at DESC, id DESC LIMIT ?3"
+    ))?;
+    let rows = st.query_map(params![source_id, before, limit], map_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One delivery of a Source.
+pub fn get(c: &Connection, source_id: &str, id: &str) -> Result<Option<Delivery>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {FIELDS} FROM webhook_deliveries WHERE id = ?1 AND source_id = ?2"
+    ))?
+    .query_row(params![id, source_id], map_row)
+    .optional()?)
+}
+
+/// The attempts of a delivery, first first.
+pub fn attempts(c: &Connection, id: &str) -> Result<Vec<Attempt>> {
+    let mut st = c.prepare_cached(
+        "SELECT attempt, started_at, status_code, duration_ms, error FROM webhook_attempts
+         WHERE delivery_id = ?1 ORDER BY attempt",
+    )?;
+    let rows = st.query_map([id], |r| {
+        Ok(Attempt {
+            attempt: r.get(0)?,
+            started_at: r.get(1)?,
+            status_code: r.get(2)?,
+            duration_ms: r.get(3)?,
+            error: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Starts a new round of attempts (a resend): pending again, due now, the
+/// retry schedule restarting after the attempts made so far.
+pub fn restart(c: &Connection, id: &str, now: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE webhook_deliveries SET status = 'pending', round_start = attempts,
+            next_attempt_at = ?2, updated_at = ?2 WHERE id = ?1",
+    )?
+    .execute(params![id, now])?;
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! The job queue's table (migration 0010): rows written in the transaction of
+//! the change that causes them, claimed by the one worker, deleted when done.
+//! What a job does lives with its kind (`store::deliveries` for `webhook`).
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::Result;
+
+/// The kinds of job hds runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Deliver one webhook message; `subject` is its `webhook_deliveries.id`.
+    Webhook,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Webhook => "webhook",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "webhook" => Some(Self::Webhook),
+            _ => None,
+        }
+    }
+}
+
+/// A claimed job.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub id: i64,
+    /// None for a kind this build does not know (a newer hds wrote it).
+    pub kind: Option<Kind>,
+    pub subject: String,
+}
+
+/// Queues a job, due at `run_at`.
+pub fn insert(c: &Connection, kind: Kind, subject: &str, run_at: &str, now: &str) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO jobs(kind, subject, run_at, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![kind.as_str(), subject, run_at, now])?;
+    Ok(())
+}
+
+/// Claims up to `limit` due jobs, oldest due first (`jobs_due`).
+pub fn claim(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut st = c.prepare_cached(
+        "UPDATE jobs SET claimed_at = ?1 WHERE id IN (
+             SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= ?1
+             ORDER BY run_at, id LIMIT ?2)
+         RETURNING id, kind, subject",
+    )?;
+    let rows = st.query_map(params![now, limit], |r| {
+        Ok(Job {
+            id: r.get(0)?,
+            kind: Kind::parse(&r.get::<_, String>(1)?),
+            subject: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// When the next unclaimed job is due, if any.
+pub fn next_due(c: &Connection) -> Result<Option<String>> {
+    Ok(c.prepare_cached(
+        "SELECT run_at FROM jobs WHERE claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
+    )?
+    .query_row([], |r| r.get(0))
+    .optional()?)
+}
+
+/// Done for good: the row goes.
+pub fn delete(c: &Connection, id: i64) -> Result<()> {
+    c.prepare_cached("DELETE FROM jobs WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Runs again at `run_at`.
+pub fn reschedule(c: &Connection, id: i64, run_at: &str) -> Result<()> {
+    c.prepare_cached("UPDATE jobs SET run_at = ?2, claimed_at = NULL WHERE id = ?1")?
+        .execute(params![id, run_at])?;
+    Ok(())
+}
+
+/// The pending job of a subject is due now (a resend of a waiting delivery);
+/// false when there is none to hurry.
+pub fn hurry(c: &Connection, kind: Kind, subject: &str, now: &str) -> Result<bool> {
+    let n = c
+        .prepare_cached(
+            "UPDATE jobs SET run_at = ?3 WHERE kind = ?1 AND subject = ?2 AND claimed_at IS NULL",
+        )?
+        .execute(params![kind.as_str(), subject, now])?;
+    Ok(n > 0)
+}
+
+/// Whether a job for this subject is queued or running.
+pub fn exists(c: &Connection, kind: Kind, subject: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT 1 FROM jobs WHERE kind = ?1 AND subject = ?2")?
+            .exists(params![kind.as_str(), subject])?,
+    )
+}
+
+/// Frees every claim: at start, the jobs a crashed or stopped process held
+/// run again (delivery is at least once; receivers drop repeats by id).
+pub fn release_claims(c: &Connection) -> Result<usize> {
+    Ok(c.execute(
+        "UPDATE jobs SET claimed_at = NULL WHERE claimed_at IS NOT NULL",
+        [],
+    )?)
+}
+
+/// Jobs waiting or running, for /metrics and the benchmark.
+pub fn count(c: &Connection) -> Result<i64> {
+    Ok(c.query_row("SELECT count(*) FROM jobs", [], |r| r.get(0))?)
+}
