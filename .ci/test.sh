@@ -54,7 +54,7 @@ apt_install() {
 # requirements.txt changed since the last install.
 venv=.venv
 py_ready() {
-    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography, schemathesis' 2> /dev/null &&
+    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography, schemathesis, standardwebhooks' 2> /dev/null &&
         cmp -s tests/py/requirements.txt "$venv/requirements.installed"
 }
 if ! py_ready; then

@@ -41,6 +41,21 @@ pub struct Config {
     /// Accept http and private/loopback callback URLs. For development and tests only.
     #[arg(long, env = "HDS_ALLOW_PRIVATE_CALLBACKS", default_value_t = false)]
     pub allow_private_callbacks: bool,
+    /// Answers these host names with these addresses when delivering webhooks,
+    /// like curl's --resolve (`NAME=IP`, repeatable or comma-separated). The
+    /// answers are checked like any DNS answer: a private one is refused
+    /// unless --allow-private-callbacks.
+    #[arg(long = "callback-resolve", env = "HDS_CALLBACK_RESOLVE", value_delimiter = ',',
+        value_name = "NAME=IP", value_parser = parse_resolve)]
+    pub callback_resolve: Vec<(String, std::net::IpAddr)>,
+    /// Seconds one webhook attempt may take, connection included.
+    #[arg(long, env = "HDS_WEBHOOK_TIMEOUT", default_value_t = 10, value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub webhook_timeout: u64,
+    /// Webhook attempts in flight at once.
+    #[arg(long, env = "HDS_WEBHOOK_CONCURRENCY", default_value_t = 64, value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub webhook_concurrency: u32,
     /// Requests per second per Source or user (burst: twice that); 0 disables.
     #[arg(long, env = "HDS_RATE_LIMIT", default_value_t = 100)]
     pub rate_limit: u32,
@@ -126,6 +141,22 @@ pub struct AuthConfig {
     /// One table per provider: `[auth.providers.<name>]`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `--callback-resolve NAME=IP`.
+fn parse_resolve(raw: &str) -> Result<(String, std::net::IpAddr), String> {
+    let (name, ip) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("`{raw}`: expected NAME=IP"))?;
+    let ip = ip
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|e| format!("`{raw}`: {e}"))?;
+    if name.is_empty() {
+        return Err(format!("`{raw}`: the name is empty"));
+    }
+    Ok((name.trim_end_matches('.').to_ascii_lowercase(), ip))
 }
 
 /// `--durability full|normal`, listed in `--help` (the store stays free of clap).
@@ -234,6 +265,9 @@ impl Config {
             base_url: "http://127.0.0.1:8080".into(),
             durability: Durability::Full,
             allow_private_callbacks: false,
+            callback_resolve: Vec::new(),
+            webhook_timeout: 10,
+            webhook_concurrency: 64,
             rate_limit: 100,
             anonymous_rate_limit: 30,
             anonymous_burst: 10,

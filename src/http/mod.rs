@@ -69,6 +69,10 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
             sources::revoke_source
         ))
         .routes(routes!(sources::rotate_source_keys))
+        // webhook delivery log (guide: "Webhooks")
+        .routes(routes!(sources::list_deliveries))
+        .routes(routes!(sources::get_delivery))
+        .routes(routes!(sources::resend_delivery))
         // workspaces and members (guide: "Workspaces and members")
         .routes(routes!(
             workspaces::list_workspaces,

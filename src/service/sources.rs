@@ -62,7 +62,16 @@ pub struct KeyRotate {
     /// Also replace the webhook signing secret.
     #[serde(default)]
     pub webhook_secret: bool,
+    /// Seconds the old webhook secret keeps signing beside the new one (both
+    /// signatures in `webhook-signature`), so receivers can switch without
+    /// missing a delivery. 0..604800, default 86400 (a day); 0 ends it at once.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 604800)]
+    pub webhook_secret_overlap_seconds: Option<i64>,
 }
+
+/// Default overlap of an old and a new webhook secret.
+const SECRET_OVERLAP_SECS: i64 = 86_400;
 
 fn rotate_environment_schema() -> utoipa::openapi::Object {
     crate::service::inbox::string_enum(&["live", "test", "both", "none"])
@@ -218,12 +227,24 @@ pub async fn rotate_keys(
         ));
     }
     let webhook = req.webhook_secret;
-    let now = time::format(s.clock.now());
+    let overlap = req
+        .webhook_secret_overlap_seconds
+        .unwrap_or(SECRET_OVERLAP_SECS);
+    if !(0..=604_800).contains(&overlap) {
+        return Err(Error::field(
+            "webhook_secret_overlap_seconds",
+            "webhook_secret_overlap_seconds must be between 0 and 604800 (7 days)",
+        ));
+    }
+    let clock_now = s.clock.now();
+    let overlap_until =
+        (overlap > 0).then(|| time::format(clock_now + ::time::Duration::seconds(overlap)));
+    let now = time::format(clock_now);
     let me = user.user_id.clone();
     let rotated =
         s.db.write(move |c| {
             still_manages(c, &ws, &me)?;
-            store::rotate_keys(c, &ws, &id, &envs, webhook, &now)
+            store::rotate_keys(c, &ws, &id, &envs, webhook, overlap_until.as_deref(), &now)
         })
         .await?
         .ok_or_else(not_found)?;

@@ -94,13 +94,15 @@ fn insert_keys(
 }
 
 /// Replaces the keys of the given environments (and the webhook secret when
-/// asked); old keys stop working at once.
+/// asked); old keys stop working at once. An old webhook secret keeps signing
+/// beside the new one until `secret_overlap_until`, when given.
 pub fn rotate_keys(
     c: &Connection,
     workspace_id: &str,
     id: &str,
     envs: &[Environment],
     webhook_secret: bool,
+    secret_overlap_until: Option<&str>,
     now: &str,
 ) -> Result<Option<(Source, Secrets)>> {
     let Some(s) = get(c, workspace_id, id)? else {
@@ -119,8 +121,9 @@ pub fn rotate_keys(
     if webhook_secret {
         let secret = credentials::new_webhook_secret();
         c.execute(
-            "UPDATE sources SET webhook_secret = ?1 WHERE id = ?2",
-            params![secret, id],
+            "UPDATE sources SET previous_webhook_secret = CASE WHEN ?3 IS NULL THEN NULL ELSE webhook_secret END,
+                previous_webhook_secret_expires_at = ?3, webhook_secret = ?1 WHERE id = ?2",
+            params![secret, id, secret_overlap_until],
         )?;
         secrets.webhook_secret = Some(secret);
     }

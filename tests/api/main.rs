@@ -20,5 +20,6 @@ mod slow_clients;
 mod sources;
 mod system;
 mod votes;
+mod webhooks;
 mod work;
 mod workspaces;

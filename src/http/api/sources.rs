@@ -5,12 +5,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use crate::app::AppState;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::http::api::wire::sources::{SourceOut, SourceWithSecrets};
 use crate::http::api::wire::{Data, List};
 use crate::http::auth::UserAuth;
-use crate::http::extract::{ApiJson, ApiPath, OptionalJson};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::service::sources::{self, KeyRotate, SourceCreate, SourceUpdate};
+use crate::service::webhooks;
+use crate::store::deliveries::{Attempt, Delivery};
 
 /// List the workspace's Sources.
 #[utoipa::path(get, path = "/v1/sources", tag = "sources", responses((status = 200, description = "the Sources", body = List<SourceOut>), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
@@ -89,4 +91,70 @@ pub async fn rotate_source_keys(
 ) -> Result<Json<SourceWithSecrets>> {
     let rotated = sources::rotate_keys(&st.services, user, id, req).await?;
     Ok(Json(SourceWithSecrets::new(rotated)))
+}
+
+/// Query of GET /v1/sources/{source_id}/deliveries.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryParams {
+    /// 1..100, default 20
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// A delivery id: list the ones created before it (the next page).
+    pub before: Option<String>,
+}
+
+/// The Source's webhook deliveries, newest first (guide: "Webhooks").
+#[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries", tag = "sources", params(("source_id" = String, Path), DeliveryParams),
+    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+pub async fn list_deliveries(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(p): ApiQuery<DeliveryParams>,
+) -> Result<Json<List<Delivery>>> {
+    let limit = p.limit.unwrap_or(20);
+    if !(1..=webhooks::MAX_PAGE).contains(&limit) {
+        return Err(Error::field("limit", "limit must be between 1 and 100"));
+    }
+    let mut rows = webhooks::list(&st.services, user, id, p.before, limit + 1).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok(Json(List::new(rows, has_more)))
+}
+
+/// One delivery and every attempt of it.
+#[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries/{delivery_id}", tag = "sources", params(("source_id" = String, Path), ("delivery_id" = String, Path)),
+    responses((status = 200, description = "the delivery, with `attempts`", body = Data<DeliveryDetail>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+pub async fn get_delivery(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath((id, delivery_id)): ApiPath<(String, String)>,
+) -> Result<Json<Data<DeliveryDetail>>> {
+    let (delivery, attempts) = webhooks::get(&st.services, user, id, delivery_id).await?;
+    Ok(Json(Data {
+        data: DeliveryDetail { delivery, attempts },
+    }))
+}
+
+/// Send a delivery again now: the same message (same `webhook-id` and body),
+/// signed afresh, with a new round of retries.
+#[utoipa::path(post, path = "/v1/sources/{source_id}/deliveries/{delivery_id}/resend", tag = "sources", params(("source_id" = String, Path), ("delivery_id" = String, Path)),
+    responses((status = 202, description = "queued: the delivery, pending", body = Data<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+pub async fn resend_delivery(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath((id, delivery_id)): ApiPath<(String, String)>,
+) -> Result<(StatusCode, Json<Data<Delivery>>)> {
+    let d = webhooks::resend(&st.services, user, id, delivery_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(Data { data: d })))
+}
+
+/// A delivery with its attempts, first first.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    pub attempts: Vec<Attempt>,
 }

@@ -167,6 +167,8 @@ pub async fn rotate_source(
     let req = KeyRotate {
         environment: Some("both".into()),
         webhook_secret: form.get("webhook_secret") == Some("yes"),
+        // The dashboard keeps the default: the old secret signs for a day more.
+        webhook_secret_overlap_seconds: None,
     };
     match sources::rotate_keys(&st.services, p.user.clone(), id, req).await {
         Ok((_, secrets)) => {

@@ -1,0 +1,191 @@
+//! The job queue's worker (guide: "Webhooks"): claims due rows of `jobs`,
+//! runs them concurrently, and records what came of them. It is woken by the
+//! commit that queued a job (`Services::jobs_wake`), by the test clock, or when
+//! the next retry falls due; it never polls on a fixed tick.
+//!
+//! One loop, one write per turn: the turn records every attempt that finished
+//! since the last one and claims as many due jobs as there are free slots, so
+//! under load a single transaction settles many deliveries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::task::JoinSet;
+
+use crate::domain::time::{self, Timestamp};
+use crate::domain::webhook;
+use crate::error::Result;
+use crate::service::Services;
+use crate::store::deliveries::{self, Attempt, Next, Outgoing};
+use crate::store::jobs::{self, Job, Kind};
+use crate::workers::webhooks::{Sender, Sent};
+
+/// Longest the worker sleeps with nothing due (a wake ends it sooner).
+const IDLE: Duration = Duration::from_secs(60);
+
+/// A claimed job and what it needs to run.
+enum Work {
+    Webhook { job: Job, out: Outgoing },
+}
+
+/// A finished attempt, to record.
+struct Done {
+    job: Job,
+    out: Outgoing,
+    started_at: String,
+    sent: Sent,
+}
+
+pub async fn run(s: Services) {
+    let sender = match Sender::new(&s.config) {
+        Ok(x) => Arc::new(x),
+        Err(e) => {
+            tracing::error!(error = %e, "webhook client could not be built; no webhooks will be sent");
+            return;
+        }
+    };
+    // Jobs a stopped or crashed process had claimed run again.
+    match s.db.write(jobs::release_claims).await {
+        Ok(n) if n > 0 => tracing::info!(count = n, "jobs of a previous run released"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "releasing job claims failed"),
+    }
+    let slots = usize::try_from(s.config.webhook_concurrency).unwrap_or(64);
+    let mut inflight: JoinSet<Done> = JoinSet::new();
+    let mut finished: Vec<Done> = Vec::new();
+    let mut moved = s.clock.moved();
+    loop {
+        let free = slots.saturating_sub(inflight.len());
+        let now = s.clock.now();
+        let batch = std::mem::take(&mut finished);
+        let turn = s.db.write(move |c| turn(c, batch, now, free)).await;
+        let next_due = match turn {
+            Ok((work, next_due)) => {
+                for w in work {
+                    match w {
+                        Work::Webhook { job, out } => {
+                            let (svc, sender) = (s.clone(), sender.clone());
+                            inflight.spawn(async move {
+                                let at = svc.clock.now();
+                                let sent = sender.send(&out, at.unix_timestamp()).await;
+                                let started_at = time::format(at);
+                                Done {
+                                    job,
+                                    out,
+                                    started_at,
+                                    sent,
+                                }
+                            });
+                        }
+                    }
+                }
+                next_due
+            }
+            Err(e) => {
+                // The batch was rolled back with the turn; it is lost only
+                // from memory: the jobs stay claimed until the next start.
+                tracing::error!(error = %e, "job queue turn failed");
+                Some(now + ::time::Duration::seconds(1))
+            }
+        };
+        let full = inflight.len() >= slots;
+        let wait = match next_due {
+            Some(t) if !full => (t - s.clock.now())
+                .try_into()
+                .unwrap_or(Duration::ZERO)
+                .min(IDLE),
+            _ => IDLE,
+        };
+        tokio::select! {
+            _ = s.jobs_wake.notified(), if !full => {}
+            _ = moved.changed() => {}
+            _ = tokio::time::sleep(wait), if !full || next_due.is_none() => {}
+            Some(done) = inflight.join_next(), if !inflight.is_empty() => {
+                collect(done, &mut finished);
+                while let Some(more) = inflight.try_join_next() {
+                    collect(more, &mut finished);
+                }
+            }
+        }
+    }
+}
+
+fn collect(done: std::result::Result<Done, tokio::task::JoinError>, into: &mut Vec<Done>) {
+    match done {
+        Ok(d) => into.push(d),
+        // A panicked attempt leaves its job claimed until the next start.
+        Err(e) => tracing::error!(error = %e, "a webhook attempt panicked"),
+    }
+}
+
+/// One turn in the writer: record finished attempts, claim up to `free` due
+/// jobs; returns them and when the next unclaimed job falls due.
+fn turn(
+    c: &Connection,
+    finished: Vec<Done>,
+    now: Timestamp,
+    free: usize,
+) -> Result<(Vec<Work>, Option<Timestamp>)> {
+    let now_s = time::format(now);
+    for d in &finished {
+        settle(c, d, now)?;
+    }
+    let mut work = Vec::new();
+    if free > 0 {
+        for job in jobs::claim(c, &now_s, free)? {
+            match job.kind {
+                Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, &now_s)? {
+                    Some(out) => work.push(Work::Webhook { job, out }),
+                    // No longer pending (delivered or failed meanwhile).
+                    None => jobs::delete(c, job.id)?,
+                },
+                None => {
+                    // Written by a newer hds: left for it, looked at again in an hour.
+                    let later = time::format(now + ::time::Duration::hours(1));
+                    jobs::reschedule(c, job.id, &later)?;
+                }
+            }
+        }
+    }
+    let next = jobs::next_due(c)?.and_then(|t| time::parse(&t));
+    Ok((work, next))
+}
+
+/// Records an attempt; the delivery is delivered (2xx), retried on the
+/// schedule, or failed (410 Gone, a refused address, the round exhausted).
+fn settle(c: &Connection, d: &Done, now: Timestamp) -> Result<()> {
+    let attempt = d.out.attempts + 1;
+    let in_round = attempt - d.out.round_start;
+    let code = d.sent.status_code;
+    let mut error = d.sent.error.clone();
+    let (next, at) = if code.is_some_and(|c| (200..300).contains(&c)) {
+        (Next::Delivered, None)
+    } else if d.sent.refused {
+        (Next::Failed, None)
+    } else if code == Some(410) {
+        error =
+            Some("HTTP 410 Gone: the receiver asked for no more deliveries; not retried".into());
+        (Next::Failed, None)
+    } else {
+        match webhook::retry_after(in_round) {
+            Some(secs) => (
+                Next::RetryAt,
+                Some(time::format(now + ::time::Duration::seconds(secs))),
+            ),
+            None => (Next::Failed, None),
+        }
+    };
+    let a = Attempt {
+        attempt,
+        started_at: d.started_at.clone(),
+        status_code: code.map(i64::from),
+        duration_ms: d.sent.duration_ms,
+        error,
+    };
+    deliveries::record_attempt(c, &d.out.id, &a, next, at.as_deref())?;
+    match (&next, at) {
+        (Next::RetryAt, Some(at)) => jobs::reschedule(c, d.job.id, &at),
+        _ => jobs::delete(c, d.job.id),
+    }
+}

@@ -1,0 +1,462 @@
+//! Webhooks end to end: a real receiver on loopback (tests/py/webhook_receiver.py)
+//! verifies every delivery with the `standardwebhooks` package; the server's
+//! clock is moved for retries instead of waiting.
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, client_builder, two_options};
+
+/// The Python receiver, killed on drop.
+pub struct Receiver {
+    child: Child,
+    pub base: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Receiver {
+    pub fn start() -> Self {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/webhook_receiver.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 with standardwebhooks (tests/py/requirements.txt)");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = serde_json::from_str::<Value>(&line).expect("the receiver's port")["port"]
+            .as_u64()
+            .unwrap();
+        Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            http: client_builder().build().unwrap(),
+        }
+    }
+
+    /// The callback URL of one test.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.base)
+    }
+
+    pub async fn secrets(&self, secrets: &[&str]) {
+        self.ctl("secrets", json!({ "secrets": secrets })).await;
+    }
+
+    /// The next answers, in order (then 200); `hold_secs` delays the next one.
+    pub async fn script(&self, statuses: &[u16], hold_secs: f64) {
+        self.ctl(
+            "script",
+            json!({ "statuses": statuses, "hold_secs": hold_secs }),
+        )
+        .await;
+    }
+
+    async fn ctl(&self, what: &str, body: Value) {
+        let r = self
+            .http
+            .post(format!("{}/_ctl/{what}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+    }
+
+    pub async fn received(&self) -> Vec<Value> {
+        self.http
+            .get(format!("{}/_ctl/received", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Waits (at most 20 s) until `n` deliveries have arrived at `path`.
+    pub async fn wait_for(&self, path: &str, n: usize) -> Vec<Value> {
+        for _ in 0..1000 {
+            let got: Vec<Value> = self
+                .received()
+                .await
+                .into_iter()
+                .filter(|d| d["path"] == format!("/{path}"))
+                .collect();
+            if got.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "{n} deliveries to /{path} did not arrive in 20 s: {:?}",
+            self.received().await
+        );
+    }
+}
+
+/// An app that may call loopback, with a receiver that knows its secret.
+async fn setup() -> (TestApp, Receiver) {
+    let app = TestApp::spawn_with(|c| c.allow_private_callbacks = true).await;
+    let rx = Receiver::start();
+    rx.secrets(&[app.creds["webhook_secret"].as_str().unwrap()])
+        .await;
+    (app, rx)
+}
+
+fn with_callback(title: &str, url: &str) -> Value {
+    let mut body = two_options(title);
+    body["callback_url"] = json!(url);
+    body
+}
+
+/// Waits (bounded) until the delivery log of the init Source shows `pred`.
+async fn delivery_where(app: &TestApp, pred: impl Fn(&Value) -> bool) -> Value {
+    let src = app.creds["source_id"].as_str().unwrap();
+    for _ in 0..1000 {
+        let list: Value = app
+            .admin()
+            .get(&format!("/v1/sources/{src}/deliveries?limit=100"), 200)
+            .await;
+        if let Some(d) = list["data"].as_array().unwrap().iter().find(|d| pred(d)) {
+            return d.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no such delivery in the log");
+}
+
+#[tokio::test]
+async fn each_closing_event_arrives_signed_with_the_action_as_the_source_reads_it() {
+    let (app, rx) = setup().await;
+    let resolved = app
+        .create_action(with_callback("Resolve me", &rx.url("resolved")))
+        .await;
+    let cancelled = app
+        .create_action(with_callback("Cancel me", &rx.url("cancelled")))
+        .await;
+    let mut body = with_callback("Let me expire", &rx.url("expired"));
+    let clock = &app.state.services.clock;
+    body["expires_at"] = json!(hds::domain::time::format(
+        clock.now() + time::Duration::seconds(2)
+    ));
+    let expiring = app.create_action(body).await;
+    // No event yet: creating an Action sends nothing.
+    assert!(rx.received().await.is_empty());
+
+    app.decide(&resolved, json!({"option_id": "approve", "reason": "fine"}))
+        .await
+        .ok(200);
+    let id = resolved["id"].as_str().unwrap();
+    let got = rx.wait_for("resolved", 1).await;
+    let d = &got[0];
+    let secret = app.creds["webhook_secret"].as_str().unwrap();
+    assert_eq!(
+        d["verified"][secret], true,
+        "standardwebhooks verifies it: {d}"
+    );
+    assert!(d["id"].as_str().unwrap().starts_with("msg_"));
+    assert_eq!(d["content_type"], "application/json");
+    assert_eq!(d["body"]["type"], "action.resolved");
+    assert!(d["body"]["timestamp"].as_str().is_some());
+    // data.action is the Action as GET /v1/source/actions/{id} returns it.
+    let read: Value = app
+        .source()
+        .get(&format!("/v1/source/actions/{id}"), 200)
+        .await;
+    assert_eq!(d["body"]["data"]["action"], read["data"]);
+    assert_eq!(d["body"]["data"]["action"]["status"], "resolved");
+    assert!(d["body"]["data"]["action"]["receipt"]["jws"].is_string());
+
+    let cid = cancelled["id"].as_str().unwrap();
+    app.source()
+        .post::<Value>(
+            &format!("/v1/actions/{cid}/cancel"),
+            json!({"reason": "not needed"}),
+            200,
+        )
+        .await;
+    let got = rx.wait_for("cancelled", 1).await;
+    assert_eq!(got[0]["body"]["type"], "action.cancelled");
+    assert_eq!(
+        got[0]["body"]["data"]["action"]["resolution_reason"],
+        "not needed"
+    );
+    assert_eq!(got[0]["verified"][secret], true);
+
+    clock.advance(time::Duration::seconds(3));
+    let got = rx.wait_for("expired", 1).await;
+    assert_eq!(got[0]["body"]["type"], "action.expired");
+    assert_eq!(got[0]["body"]["data"]["action"]["id"], expiring["id"]);
+    assert_eq!(got[0]["verified"][secret], true);
+
+    // The log shows each as delivered after one attempt, answered 200.
+    let d = delivery_where(&app, |d| d["action_id"] == id && d["status"] == "delivered").await;
+    assert_eq!(d["event_type"], "action.resolved");
+    assert_eq!(d["attempts"], 1);
+    assert_eq!(d["last_status_code"], 200);
+    assert!(d["next_attempt_at"].is_null());
+    assert_eq!(app.count_rows("jobs"), 0, "delivered jobs leave the queue");
+}
+
+#[tokio::test]
+async fn a_500_is_retried_on_schedule_with_the_same_webhook_id() {
+    let (app, rx) = setup().await;
+    rx.script(&[500], 0.0).await;
+    let a = app
+        .create_action(with_callback("Retry me", &rx.url("retry")))
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let first = rx.wait_for("retry", 1).await;
+    assert_eq!(first[0]["answered"], 500);
+    let d = delivery_where(&app, |d| d["attempts"] == 1).await;
+    assert_eq!(d["status"], "pending");
+    assert_eq!(d["last_status_code"], 500);
+    assert_eq!(d["last_error"], "HTTP 500 Internal Server Error");
+    // About 5 s later (DESIGN §6), not before.
+    let next = hds::domain::time::parse(d["next_attempt_at"].as_str().unwrap()).unwrap();
+    let last = hds::domain::time::parse(d["last_attempt_at"].as_str().unwrap()).unwrap();
+    assert_eq!((next - last).whole_seconds(), 5);
+    app.state.services.clock.advance(time::Duration::seconds(6));
+    let both = rx.wait_for("retry", 2).await;
+    assert_eq!(both[1]["id"], both[0]["id"], "a retry is the same message");
+    assert_eq!(both[1]["body"], both[0]["body"]);
+    assert_eq!(both[1]["answered"], 200);
+    let secret = app.creds["webhook_secret"].as_str().unwrap();
+    assert_eq!(both[1]["verified"][secret], true);
+    let d = delivery_where(&app, |d| d["status"] == "delivered").await;
+    assert_eq!(d["attempts"], 2);
+    // Every attempt is in the log, with its status and duration.
+    let src = app.creds["source_id"].as_str().unwrap();
+    let one: Value = app
+        .admin()
+        .get(
+            &format!("/v1/sources/{src}/deliveries/{}", d["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    let attempts = one["data"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0]["status_code"], 500);
+    assert_eq!(attempts[1]["status_code"], 200);
+    assert!(attempts[1]["error"].is_null());
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a["duration_ms"].as_i64().unwrap() >= 0)
+    );
+}
+
+#[tokio::test]
+async fn a_410_stops_retries_and_a_resend_sends_the_same_message_again() {
+    let (app, rx) = setup().await;
+    rx.script(&[410], 0.0).await;
+    let a = app
+        .create_action(with_callback("Gone", &rx.url("gone")))
+        .await;
+    app.decide(&a, json!({"option_id": "reject"})).await.ok(200);
+    rx.wait_for("gone", 1).await;
+    let d = delivery_where(&app, |d| d["status"] == "failed").await;
+    assert_eq!(d["last_status_code"], 410);
+    assert!(d["last_error"].as_str().unwrap().contains("not retried"));
+    assert!(d["next_attempt_at"].is_null());
+    assert_eq!(app.count_rows("jobs"), 0);
+    // Hours later nothing more was sent.
+    app.state.services.clock.advance(time::Duration::hours(11));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rx.received().await.len(), 1);
+
+    // A viewer may read the log but not resend.
+    let src = app.creds["source_id"].as_str().unwrap();
+    let did = d["id"].as_str().unwrap();
+    let viewer = app.member(hds::domain::access::Role::Viewer);
+    let seen: Value = viewer
+        .get(&format!("/v1/sources/{src}/deliveries"), 200)
+        .await;
+    assert_eq!(seen["data"][0]["id"], did);
+    let e = viewer
+        .post_err(
+            &format!("/v1/sources/{src}/deliveries/{did}/resend"),
+            json!({}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "admin");
+    // An admin resends: the same webhook-id, answered 200 this time.
+    let r: Value = app
+        .admin()
+        .post(
+            &format!("/v1/sources/{src}/deliveries/{did}/resend"),
+            json!({}),
+            202,
+        )
+        .await;
+    assert_eq!(r["data"]["status"], "pending");
+    let got = rx.wait_for("gone", 2).await;
+    assert_eq!(got[1]["id"], did);
+    let d = delivery_where(&app, |d| d["id"] == did && d["status"] == "delivered").await;
+    assert_eq!(d["attempts"], 2);
+}
+
+#[tokio::test]
+async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_one() {
+    let (app, rx) = setup().await;
+    let old = app.creds["webhook_secret"].as_str().unwrap().to_owned();
+    let src = app.creds["source_id"].as_str().unwrap();
+    let r: Value = app
+        .admin()
+        .post(
+            &format!("/v1/sources/{src}/keys/rotate"),
+            json!({"environment": "none", "webhook_secret": true, "webhook_secret_overlap_seconds": 5}),
+            200,
+        )
+        .await;
+    let new = r["secrets"]["webhook_secret"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+    rx.secrets(&[&old, &new]).await;
+    let a = app
+        .create_action(with_callback("During", &rx.url("during")))
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let d = &rx.wait_for("during", 1).await[0];
+    assert_eq!(d["signature"].as_str().unwrap().split(' ').count(), 2);
+    assert_eq!(
+        d["verified"][&old], true,
+        "a receiver still on the old secret: {d}"
+    );
+    assert_eq!(
+        d["verified"][&new], true,
+        "a receiver already on the new one: {d}"
+    );
+
+    // After the overlap only the new secret signs.
+    app.state.services.clock.advance(time::Duration::seconds(6));
+    let a = app
+        .create_action(with_callback("After", &rx.url("after")))
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let d = &rx.wait_for("after", 1).await[0];
+    assert_eq!(d["signature"].as_str().unwrap().split(' ').count(), 1);
+    assert_eq!(d["verified"][&old], false);
+    assert_eq!(d["verified"][&new], true);
+
+    // Bad input: the overlap's bounds.
+    let e = app
+        .admin()
+        .post_err(
+            &format!("/v1/sources/{src}/keys/rotate"),
+            json!({"environment": "none", "webhook_secret": true, "webhook_secret_overlap_seconds": 604801}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(
+        e["details"]["errors"][0]["field"],
+        "webhook_secret_overlap_seconds"
+    );
+}
+
+#[tokio::test]
+async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
+    let (app, rx) = setup().await;
+    let a = app
+        .create_action(with_callback("Log", &rx.url("log")))
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let src = app.creds["source_id"].as_str().unwrap();
+    let d = delivery_where(&app, |d| d["status"] == "delivered").await;
+    let did = d["id"].as_str().unwrap();
+    let admin = app.admin();
+    for bad in ["limit=0", "limit=101", "limit=x", "colour=blue"] {
+        admin
+            .get_err(
+                &format!("/v1/sources/{src}/deliveries?{bad}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+    }
+    admin
+        .get_err("/v1/sources/src_nope/deliveries", 404, "SOURCE_NOT_FOUND")
+        .await;
+    admin
+        .get_err(
+            &format!("/v1/sources/{src}/deliveries/msg_nope"),
+            404,
+            "DELIVERY_NOT_FOUND",
+        )
+        .await;
+    admin
+        .post_err(
+            &format!("/v1/sources/{src}/deliveries/msg_nope/resend"),
+            json!({}),
+            404,
+            "DELIVERY_NOT_FOUND",
+        )
+        .await;
+    // Another workspace's owner sees neither the Source nor the delivery.
+    let other = app.outsider();
+    other
+        .get_err(
+            &format!("/v1/sources/{src}/deliveries"),
+            404,
+            "SOURCE_NOT_FOUND",
+        )
+        .await;
+    other
+        .post_err(
+            &format!("/v1/sources/{src}/deliveries/{did}/resend"),
+            json!({}),
+            404,
+            "SOURCE_NOT_FOUND",
+        )
+        .await;
+    // A second Source's delivery is not found under the first.
+    let (other_src, _) = app.second_source().await;
+    admin
+        .get_err(
+            &format!("/v1/sources/{other_src}/deliveries/{did}"),
+            404,
+            "DELIVERY_NOT_FOUND",
+        )
+        .await;
+    // Paging: `before` lists older ones only.
+    let page: Value = admin
+        .get(
+            &format!("/v1/sources/{src}/deliveries?limit=1&before={did}"),
+            200,
+        )
+        .await;
+    assert_eq!(page["data"].as_array().unwrap().len(), 0);
+    assert_eq!(page["has_more"], false);
+    // Source keys cannot read it.
+    app.source()
+        .get_err(
+            &format!("/v1/sources/{src}/deliveries"),
+            401,
+            "INVALID_API_KEY",
+        )
+        .await;
+}
