@@ -14,6 +14,7 @@ mod invitations;
 mod long_polls;
 mod metrics;
 mod receipts;
+mod receiver;
 mod sessions;
 mod signin_oidc;
 mod slow_clients;
