@@ -256,8 +256,9 @@ pub struct ApprovalPolicy {
 /// `options` and `interaction`; `expires_at` an RFC 3339 time with an offset,
 /// in the future and within 366 days (400 INVALID_EXPIRATION); `open_url` an
 /// absolute http(s) URL (400 INVALID_OPEN_URL) and `callback_url` a public
-/// https URL (400 INVALID_CALLBACK_URL); `visibility: restricted` with exactly
-/// one non-empty list of `reviewer_emails` or `reviewer_user_ids`, and those
+/// https URL without credentials or fragment, stored normalised (400
+/// INVALID_CALLBACK_URL); `visibility: restricted` with exactly one
+/// non-empty list of `reviewer_emails` or `reviewer_user_ids`, and those
 /// lists only then; `callback` controls and `context_request_mode: callback`
 /// need a `callback_url`; option ids unique; `on_expire.option_id` names an
 /// option. The guide lists every rule with its error.

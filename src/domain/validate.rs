@@ -10,7 +10,7 @@ use time::Duration;
 
 use crate::domain::action::{ActionSpec, CREATE_FIELDS, ContextBlock, Interaction, PATCH_FIELDS};
 use crate::domain::time::{self as clock, Timestamp};
-use crate::domain::urls::{check_callback_url, is_http_url};
+use crate::domain::urls::{is_http_url, normalise_callback_url};
 use crate::error::{Code, Error, FieldError};
 
 pub const MAX_METADATA_BYTES: usize = 32 * 1024;
@@ -186,7 +186,7 @@ fn from_json(v: Value) -> Result<ActionSpec, Error> {
 }
 
 /// Checks every rule and normalises: trims, fills option ids/styles/sort
-/// orders, canonicalises `expires_at`.
+/// orders, canonicalises `expires_at` and `callback_url` (its WHATWG serialisation).
 pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<ActionSpec, Error> {
     let mut errs = Vec::new();
 
@@ -286,17 +286,22 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         }
     }
 
+    // Stored, returned and sent in its normalised form, never as sent: another
+    // URL parser could read another host out of the raw text (guide: "Callback
+    // URLs and private networks").
     if let Some(u) = s
         .callback_url
-        .as_ref()
+        .as_mut()
         .filter(|_| ctx.checks("callback_url"))
-        && let Err(why) = check_callback_url(u, ctx.allow_private_callbacks)
     {
-        errs.push(FieldError::with_code(
-            "callback_url",
-            Code::InvalidCallbackUrl,
-            why,
-        ));
+        match normalise_callback_url(u, ctx.allow_private_callbacks) {
+            Ok(normal) => *u = normal,
+            Err(why) => errs.push(FieldError::with_code(
+                "callback_url",
+                Code::InvalidCallbackUrl,
+                why,
+            )),
+        }
     }
     match s.context_request_mode.as_deref() {
         None | Some("unsupported") | Some("poll") => {}

@@ -5,6 +5,7 @@
 mod abuse;
 mod actions;
 mod browser;
+mod callbacks;
 mod concurrency;
 mod decisions;
 mod expiry;
