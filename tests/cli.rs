@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+#[path = "api/receiver.rs"]
+mod receiver;
+
 const HDS: &str = env!("CARGO_BIN_EXE_hds");
 
 fn init(data: &Path) -> Value {
@@ -33,15 +36,15 @@ fn serve(data: &Path) -> (Child, String) {
 
 /// `serve` with the server's log (stderr) sent to `log`.
 fn serve_logging_to(data: &Path, log: Stdio) -> (Child, String) {
+    serve_with(data, log, &[])
+}
+
+/// `serve` with more flags.
+fn serve_with(data: &Path, log: Stdio, flags: &[&str]) -> (Child, String) {
     let mut child = Command::new(HDS)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--rate-limit",
-            "0",
-            "--data-dir",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
+        .args(flags)
+        .arg("--data-dir")
         .arg(data)
         .stdout(Stdio::piped())
         .stderr(log)
@@ -139,6 +142,58 @@ async fn every_acknowledged_create_survives_kill_9() {
         acked.len(),
         &missing[..missing.len().min(5)]
     );
+}
+
+/// A webhook being sent when hds is killed is sent again after the restart,
+/// with the same `webhook-id` (the job's claim dies with the process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_in_flight_at_kill_9_is_delivered_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let creds = init(dir.path());
+    let rx = receiver::Receiver::start();
+    rx.secrets(&[creds["webhook_secret"].as_str().unwrap()])
+        .await;
+    // The receiver holds the first delivery 30 s: it is in flight at the kill.
+    rx.script(&[200], 30.0).await;
+    let flags = ["--allow-private-callbacks"];
+    let (mut child, base) = serve_with(dir.path(), Stdio::null(), &flags);
+    let http = client_builder().build().unwrap();
+    let key = creds["source_key_live"].as_str().unwrap();
+    let mut action = body(1);
+    action["callback_url"] = json!(rx.url("crash"));
+    let a: Value = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(key)
+        .json(&action)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let a = &a["data"];
+    let r = http
+        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
+        .bearer_auth(creds["user_token"].as_str().unwrap())
+        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": a["options"][0]["id"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let first = rx.wait_for("crash", 1).await;
+    child.kill().unwrap(); // SIGKILL while the receiver holds the request
+    child.wait().unwrap();
+    let (mut child, _) = serve_with(dir.path(), Stdio::null(), &flags);
+    let both = rx.wait_for("crash", 2).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        both[1]["id"], first[0]["id"],
+        "the same message, sent again"
+    );
+    assert_eq!(both[1]["body"]["type"], "action.resolved");
+    let secret = creds["webhook_secret"].as_str().unwrap();
+    assert_eq!(both[1]["verified"][secret], true);
 }
 
 /// Whoever reads the access log must not be able to sign in as someone: a

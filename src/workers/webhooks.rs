@@ -30,7 +30,7 @@ pub struct Sent {
 
 /// Why an address is not one hds calls, or None when it is public.
 fn why_not_public(ip: IpAddr) -> Option<String> {
-    (!urls::is_public_ip(ip)).then(|| "not a public address".to_owned())
+    urls::non_public_reason(ip)
 }
 
 /// A refusal raised by the resolver, found again in reqwest's error chain.
@@ -223,4 +223,45 @@ fn describe(e: &reqwest::Error) -> String {
         root = next;
     }
     format!("{what}: {root}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outgoing(url: &str) -> Outgoing {
+        Outgoing {
+            id: "msg_1".into(),
+            url: url.into(),
+            body: "{}".into(),
+            attempts: 0,
+            round_start: 0,
+            secrets: vec!["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()],
+        }
+    }
+
+    /// Literal addresses never reach the resolver: they are judged before
+    /// any connection (a row written before the create-time rules, say).
+    #[tokio::test]
+    async fn literal_private_addresses_are_refused_without_connecting() {
+        let dir = std::path::PathBuf::from("/nonexistent");
+        let sender = Sender::new(&Config::for_data_dir(dir)).unwrap();
+        for (url, why) in [
+            ("https://127.0.0.1/h", "loopback"),
+            ("https://[::ffff:0:7f00:1]/h", "IPv4-translated"),
+            ("https://[64:ff9b:1::a9fe:a9fe]/h", "local-use NAT64"),
+            ("https://[100::1]/h", "discard-only"),
+            ("https://169.254.169.254/latest/meta-data", "link-local"),
+            ("http://93.184.215.14/h", "https"),
+        ] {
+            let sent = sender.send(&outgoing(url), 0).await;
+            assert!(sent.refused, "{url}");
+            assert!(sent.status_code.is_none());
+            let err = sent.error.unwrap();
+            assert!(
+                err.starts_with("refused: ") && err.contains(why),
+                "{url}: {err}"
+            );
+        }
+    }
 }

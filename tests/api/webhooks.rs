@@ -361,3 +361,52 @@ async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
         )
         .await;
 }
+
+#[tokio::test]
+async fn deliveries_to_names_that_resolve_to_private_addresses_are_refused_and_logged() {
+    // Without --allow-private-callbacks; the names resolve through
+    // --callback-resolve (as curl --resolve), checked like any DNS answer.
+    let names: &[(&str, &str, &str)] = &[
+        ("loopback.test", "127.0.0.1", "loopback"),
+        ("metadata.test", "169.254.169.254", "link-local"),
+        ("private.test", "10.1.2.3", "private"),
+        ("cgnat.test", "100.64.0.1", "carrier-grade NAT"),
+        ("mapped.test", "::ffff:127.0.0.1", "IPv4-mapped 127.0.0.1"),
+        ("translated.test", "::ffff:0:7f00:1", "IPv4-translated"),
+        ("nat64.test", "64:ff9b:1::a9fe:a9fe", "local-use NAT64"),
+        ("discard.test", "100::1", "discard-only"),
+        ("v6loopback.test", "::1", "loopback"),
+        ("mixed.test", "127.0.0.1", "loopback"),
+    ];
+    let app = TestApp::spawn_with(|c| {
+        for (name, ip, _) in names {
+            c.callback_resolve
+                .push((name.to_string(), ip.parse().unwrap()));
+        }
+        // One public and one private answer: the private one refuses the name.
+        c.callback_resolve
+            .push(("mixed.test".into(), "93.184.215.14".parse().unwrap()));
+    })
+    .await;
+    for (name, _, _) in names {
+        let a = app
+            .create_action(with_callback(name, &format!("https://{name}/hook")))
+            .await;
+        app.decide(&a, json!({"option_id": "approve"}))
+            .await
+            .ok(200);
+    }
+    for (name, ip, why) in names {
+        let d = delivery_where(&app, |d| {
+            d["url"] == format!("https://{name}/hook") && d["status"] == "failed"
+        })
+        .await;
+        let err = d["last_error"].as_str().unwrap();
+        assert!(err.starts_with("refused: "), "{name}: {err}");
+        assert!(err.contains(name) && err.contains(ip), "{name}: {err}");
+        assert!(err.contains(why), "{name}: {err} should name {why}");
+        assert!(d["last_status_code"].is_null());
+        assert_eq!(d["attempts"], 1, "a refused address is not retried");
+    }
+    assert_eq!(app.count_rows("jobs"), 0);
+}
