@@ -563,6 +563,19 @@ fn event(
             (format!("Back in the inbox: {by} un-snoozed it"), None)
         }
         ActionEvent::Commented { .. } => (format!("{by} commented"), None),
+        ActionEvent::ControlRequested { control_key, .. } => {
+            let label = a
+                .spec
+                .controls
+                .iter()
+                .flatten()
+                .find(|c| &c.key == control_key)
+                .map_or(control_key.as_str(), |c| c.label.as_str());
+            (format!("{by} pressed “{label}”"), None)
+        }
+        ActionEvent::ContextRequested { .. } => {
+            (format!("{by} asked the Source for more context"), None)
+        }
     };
     EventVm {
         when: When::new(&e.created_at, now),
