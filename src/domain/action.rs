@@ -548,7 +548,12 @@ impl Work {
             assignee: person(&s.assignee_user_id, &s.assignee_email),
             requested_by: person(&s.requested_by_user_id, &s.requested_by_email),
             comment_count: 0,
-            context_requests: None,
+            // A new Action has none yet; `annotate` reads them for stored ones.
+            context_requests: crate::domain::requests::ContextMode::of(
+                s.context_request_mode.as_deref(),
+            )
+            .lists()
+            .then(Vec::new),
         }
     }
 }

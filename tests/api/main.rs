@@ -6,6 +6,8 @@ mod abuse;
 mod actions;
 mod browser;
 mod concurrency;
+mod context_requests;
+mod controls;
 mod decisions;
 mod expiry;
 mod helpers;
