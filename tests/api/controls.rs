@@ -593,3 +593,66 @@ async fn an_action_without_callback_url_queues_no_webhook() {
     assert_eq!(app.count_rows("control_requests"), 0);
     assert!(deliveries(&app).await.is_empty());
 }
+
+#[tokio::test]
+async fn the_dashboard_confirms_a_mutating_control_without_javascript_and_a_double_submit_is_one_press()
+ {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(with_controls("Deploy")).await;
+    let id = a["id"].as_str().unwrap();
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(reviewer.person()).await;
+    let page = browser.page(&format!("/app/actions/{id}")).await;
+    assert!(page.contains(r#"id="control-restart""#), "{page}");
+    assert!(page.contains(
+        r#"href="https://docs.example.com/runbook" target="_blank" rel="noopener noreferrer""#
+    ));
+    let version = a["action_version"].to_string();
+    let form = [
+        ("_csrf", browser.csrf()),
+        ("action_version", version.as_str()),
+        ("fingerprint", a["fingerprint"].as_str().unwrap()),
+        ("press_id", "01TESTPRESS"),
+        ("control_key", "restart"),
+    ];
+    let base = app.base.clone();
+    let path = format!("/app/actions/{id}/controls");
+    // Mutating: a confirmation page first, nothing created.
+    let r = browser.post_form(&path, Some(&base), &form).await;
+    assert_eq!(r.status(), 200);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("Restart it?") && html.contains(r#"name="confirmed" value="yes""#),
+        "{html}"
+    );
+    assert_eq!(app.count_rows("control_requests"), 0);
+    // Confirmed, twice (a double click): one control request.
+    let mut confirmed = form.to_vec();
+    confirmed.push(("confirmed", "yes"));
+    for _ in 0..2 {
+        let r = browser.post_form(&path, Some(&base), &confirmed).await;
+        assert_eq!(r.status(), 303);
+        assert_eq!(
+            r.headers()["location"],
+            format!("/app/actions/{id}?done=control")
+        );
+    }
+    assert_eq!(app.count_rows("control_requests"), 1);
+    // The live fragment lists it.
+    let fragment = browser.page(&format!("/app/actions/{id}/requests")).await;
+    assert!(
+        fragment.contains(r#"data-status="pending""#) && fragment.contains("Restart the job"),
+        "{fragment}"
+    );
+    // A wrong CSRF token: refused, nothing created.
+    let mut forged: Vec<(&str, &str)> = confirmed
+        .iter()
+        .filter(|(k, _)| *k != "_csrf" && *k != "press_id")
+        .copied()
+        .collect();
+    forged.push(("_csrf", "forged"));
+    forged.push(("press_id", "01OTHERPRESS"));
+    let r = browser.post_form(&path, Some(&base), &forged).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(app.count_rows("control_requests"), 1);
+}
