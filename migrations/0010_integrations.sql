@@ -82,9 +82,16 @@ CREATE TABLE control_requests (
     -- the binding the reviewer saw when pressing it
     action_version INTEGER NOT NULL,
     created_at   TEXT NOT NULL,
-    updated_at   TEXT NOT NULL
+    updated_at   TEXT NOT NULL,
+    -- the invoker's Idempotency-Key, scoped to that user (the idempotency_keys
+    -- table is scoped to Sources), and SHA-256 of route + canonical body: the
+    -- same key with another request is IDEMPOTENCY_KEY_REUSED
+    idempotency_key TEXT,
+    request_hash TEXT
 ) STRICT;
 CREATE INDEX control_requests_by_action ON control_requests(action_id, created_at);
+CREATE UNIQUE INDEX control_requests_by_key ON control_requests(requested_by, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 -- A reviewer asked the Source for more context (DESIGN §11).
 CREATE TABLE context_requests (

@@ -301,6 +301,13 @@ impl Error {
         )
     }
 
+    pub fn control_request_not_found() -> Self {
+        Self::new(
+            Code::ControlRequestNotFound,
+            "no control request with that id on an Action of this Source (and key environment)",
+        )
+    }
+
     pub fn action_not_found() -> Self {
         Self::new(
             Code::ActionNotFound,

@@ -1,5 +1,6 @@
 // hds dashboard: progressive enhancement only. Every page works without this
-// file; with it the inbox updates itself, j/k move through the list, times
+// file; with it the inbox and an Action's control and context requests
+// update themselves, j/k move through the list, times
 // stay fresh, and destructive choices are confirmed in a dialog instead of a
 // second page.
 "use strict";
@@ -109,6 +110,50 @@
     });
   }
 
+  // ---- Action page: control and context requests, live ----
+  function liveRequests() {
+    var live = document.getElementById("requests-live");
+    if (!live) return;
+    var url = live.getAttribute("data-url");
+    var busy = false;
+    var again = false;
+
+    function refresh() {
+      if (busy) {
+        again = true;
+        return;
+      }
+      busy = true;
+      fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (r) {
+          if (!r.ok || r.url.indexOf("/app/signin") !== -1) throw new Error("requests " + r.status);
+          return r.text();
+        })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var fresh = doc.querySelector(".requests-fragment");
+          if (!fresh) return;
+          live.replaceChildren(document.adoptNode(fresh));
+          refreshTimes(live);
+        })
+        .catch(function () {})
+        .then(function () {
+          busy = false;
+          if (again) {
+            again = false;
+            setTimeout(refresh, 300);
+          }
+        });
+    }
+
+    if (window.EventSource) {
+      var since = live.getAttribute("data-version") || "";
+      var events = new EventSource("/app/events?since=" + encodeURIComponent(since));
+      events.addEventListener("changed", refresh);
+    }
+    setInterval(refresh, 15000);
+  }
+
   // ---- inbox: j / k / Enter ----
   function keyboard() {
     if (!document.getElementById("inbox-live")) return;
@@ -188,6 +233,7 @@
 
   function start() {
     liveInbox();
+    liveRequests();
     keyboard();
     confirmDestructive();
     copyButtons();

@@ -6,7 +6,7 @@
 //! |--------------------------------------------------------|-------|-------|----------|--------|
 //! | read Actions, comments, runs, analytics, billing usage | ✓     | ✓     | ✓        | ✓      |
 //! | read a `restricted` Action                             | ✓     | ✓     | listed   | listed |
-//! | decide, vote, claim, assign, snooze, comment           | ✓     | ✓     | ✓ (listed if restricted) | ✗ |
+//! | decide, vote, claim, assign, snooze, comment, controls, context | ✓     | ✓     | ✓ (listed if restricted) | ✗ |
 //! | manage Sources, invitations, members, notifications    | ✓     | ✓ (not owners) | ✗ | ✗   |
 //! | grant or remove `owner`, open the billing portal       | ✓     | ✗     | ✗        | ✗      |
 
@@ -103,6 +103,18 @@ impl ActionAccess {
         self.can_see()
             && self.role != Role::Viewer
             && (self.visibility == Visibility::Workspace || self.listed)
+    }
+
+    /// Press one of its callback controls (guide: "Controls"): as working
+    /// on it — viewers never, on a restricted Action only listed reviewers.
+    pub fn can_invoke_controls(self) -> bool {
+        self.can_work_on()
+    }
+
+    /// Ask its Source for more context (guide: "Context requests"): as
+    /// working on it.
+    pub fn can_ask_for_context(self) -> bool {
+        self.can_work_on()
     }
 
     /// Decide it. An Action with an approval policy is then decided by
@@ -300,6 +312,11 @@ mod tests {
         assert!(!on(Reviewer, Workspace, false, false).can_assign(true));
         assert!(on(Admin, Workspace, false, false).can_assign(true));
         assert!(!on(Viewer, Workspace, false, false).can_assign(false));
+        assert!(on(Reviewer, Workspace, false, false).can_invoke_controls());
+        assert!(!on(Viewer, Workspace, false, false).can_invoke_controls());
+        assert!(!on(Reviewer, Restricted, false, false).can_invoke_controls());
+        assert!(on(Reviewer, Restricted, true, false).can_ask_for_context());
+        assert!(!on(Viewer, Restricted, true, false).can_ask_for_context());
     }
 
     #[test]

@@ -529,6 +529,9 @@ pub struct Work {
     pub assignee: Option<Person>,
     pub requested_by: Option<Person>,
     pub comment_count: i64,
+    /// Oldest first, in `poll` and `callback` modes; None in `unsupported`
+    /// mode (guide: "Context requests").
+    pub context_requests: Option<Vec<crate::domain::requests::ContextRequest>>,
 }
 
 impl Work {
@@ -546,6 +549,12 @@ impl Work {
             assignee: person(&s.assignee_user_id, &s.assignee_email),
             requested_by: person(&s.requested_by_user_id, &s.requested_by_email),
             comment_count: 0,
+            // A new Action has none yet; `annotate` reads them for stored ones.
+            context_requests: crate::domain::requests::ContextMode::of(
+                s.context_request_mode.as_deref(),
+            )
+            .lists()
+            .then(Vec::new),
         }
     }
 }
@@ -635,6 +644,9 @@ pub struct ActionOut {
     pub comment_count: i64,
     /// The person on whose behalf the Source asks (`requested_by_*` on create).
     pub requested_by: Option<Person>,
+    /// The reviewers' questions, oldest first, in `poll` and `callback`
+    /// modes; null in `unsupported` mode (guide: "Context requests").
+    pub context_requests: Option<Vec<crate::domain::requests::ContextRequest>>,
 }
 
 impl From<&ActionRecord> for ActionOut {
@@ -689,6 +701,7 @@ impl From<&ActionRecord> for ActionOut {
             assignee: a.work.assignee.clone(),
             comment_count: a.work.comment_count,
             requested_by: a.work.requested_by.clone(),
+            context_requests: a.work.context_requests.clone(),
         }
     }
 }
@@ -750,6 +763,7 @@ mod tests {
         out["assignee"] = json!(a.work.assignee);
         out["comment_count"] = json!(a.work.comment_count);
         out["requested_by"] = json!(a.work.requested_by);
+        out["context_requests"] = json!(a.work.context_requests);
         out
     }
 
@@ -813,6 +827,20 @@ mod tests {
                 }),
                 requested_by: None,
                 comment_count: 2,
+                context_requests: Some(vec![crate::domain::requests::ContextRequest {
+                    id: "cxr_1".into(),
+                    object: "context_request",
+                    action_id: "act_1".into(),
+                    question: "Which region?".into(),
+                    status: "open".into(),
+                    requested_by: crate::domain::requests::RequestedBy {
+                        user_id: "usr_2".into(),
+                        name: None,
+                    },
+                    created_at: "2026-01-01T00:00:00.000Z".into(),
+                    answered_at: None,
+                    answered_in_version: None,
+                }]),
             },
         }
     }

@@ -76,6 +76,15 @@ pub enum ActionEvent {
         #[serde(default)]
         mentions: Vec<String>,
     },
+    /// A reviewer pressed a callback control (guide: "Controls").
+    ControlRequested {
+        control_request_id: String,
+        control_key: String,
+    },
+    /// A reviewer asked the Source for more context (guide: "Context requests").
+    ContextRequested {
+        context_request_id: String,
+    },
 }
 
 impl ActionEvent {
@@ -93,6 +102,8 @@ impl ActionEvent {
             Self::Assigned { .. } => "assigned",
             Self::Snoozed { .. } => "snoozed",
             Self::Commented { .. } => "commented",
+            Self::ControlRequested { .. } => "control_requested",
+            Self::ContextRequested { .. } => "context_requested",
         }
     }
 
@@ -190,6 +201,13 @@ mod tests {
             ActionEvent::Commented {
                 comment_id: "cmt_1".into(),
                 mentions: vec!["usr_2".into()],
+            },
+            ActionEvent::ControlRequested {
+                control_request_id: "ctr_1".into(),
+                control_key: "restart".into(),
+            },
+            ActionEvent::ContextRequested {
+                context_request_id: "cxr_1".into(),
             },
         ];
         for e in events {

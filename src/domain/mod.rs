@@ -11,6 +11,7 @@ pub mod event;
 pub mod fingerprint;
 pub mod ids;
 pub mod receipt;
+pub mod requests;
 pub mod session;
 pub mod strict_json;
 pub mod time;

@@ -32,8 +32,8 @@ use utoipa_axum::routes;
 use crate::app::AppState;
 use crate::error::{Code, Error};
 use api::{
-    actions, auth as signin, invitations, me, session as auth_session, sources, system, work,
-    workspaces,
+    actions, auth as signin, controls, invitations, me, session as auth_session, sources, system,
+    work, workspaces,
 };
 
 /// Builds the router and the OpenAPI document from the same table.
@@ -61,6 +61,11 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(work::snooze_action))
         .routes(routes!(work::list_comments, work::create_comment))
         .routes(routes!(me::list_my_actions))
+        // controls and context requests (guide: "Controls", "Context requests")
+        .routes(routes!(controls::invoke_control))
+        .routes(routes!(controls::list_control_requests))
+        .routes(routes!(controls::report_control_result))
+        .routes(routes!(controls::create_context_request))
         // sources (guide: "GET /v1/sources and GET /v1/sources/{source_id}")
         .routes(routes!(sources::list_sources, sources::create_source))
         .routes(routes!(

@@ -455,6 +455,11 @@ pub async fn patch(
         a.spec = spec;
         a.updated_at = time::format(now);
         store::update_spec(c, &a)?;
+        if material {
+            // The new content answers what reviewers asked (guide: "Context requests").
+            let at = a.updated_at.clone();
+            crate::service::controls::answer_context_requests(c, &mut a, &at)?;
+        }
         let fields = body
             .as_object()
             .map(|o| o.keys().cloned().collect())

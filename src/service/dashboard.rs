@@ -49,6 +49,13 @@ pub struct WorkView {
     pub assignable: Vec<crate::store::work::Member>,
     /// Oldest first.
     pub comments: Vec<crate::store::work::Comment>,
+    /// May press its callback controls now (open, and a working role).
+    pub may_invoke: bool,
+    /// May ask its Source for context now (open, a working role, and the
+    /// Action takes context requests).
+    pub may_ask: bool,
+    /// Newest first.
+    pub control_requests: Vec<crate::domain::requests::ControlRequest>,
 }
 
 /// The Action `id` if this user may see it (the same rule as GET
@@ -110,6 +117,12 @@ fn work_view(
         may_comment: acc.can_comment(),
         assignable,
         comments: crate::store::work::comments(c, &a.id)?,
+        may_invoke: open && acc.can_invoke_controls(),
+        may_ask: open
+            && acc.can_ask_for_context()
+            && crate::domain::requests::ContextMode::of(a.spec.context_request_mode.as_deref())
+                .lists(),
+        control_requests: crate::store::requests::controls_of(c, &a.id)?,
     })
 }
 

@@ -34,6 +34,11 @@ impl Effects {
     pub fn jobs_queued(&self) -> bool {
         self.jobs_queued
     }
+    /// Declares a change that open pages show but that records no history
+    /// event (a control request's result).
+    pub fn changed(&mut self) {
+        self.inbox_changed = true;
+    }
     /// Declares that the transaction wrote a job row.
     pub fn queued_job(&mut self) {
         self.jobs_queued = true;

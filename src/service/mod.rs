@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod caller;
+pub mod controls;
 pub mod dashboard;
 pub mod decisions;
 pub mod effects;

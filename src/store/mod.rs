@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod migrate;
 pub mod oidc;
 pub mod receipts;
+pub mod requests;
 pub mod sessions;
 pub mod signin;
 pub mod sources;

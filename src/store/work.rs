@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::domain::access::Role;
 use crate::domain::action::{ActionRecord, Person};
+use crate::domain::requests::ContextMode;
 use crate::error::Result;
 
 /// A comment as stored, with its author's name.
@@ -130,6 +131,22 @@ pub fn annotate(c: &Connection, actions: &mut [ActionRecord]) -> Result<()> {
             }
         }
         a.work.comment_count = counts.get(&a.id).copied().unwrap_or(0);
+    }
+    // Context requests, for the Actions that take them (none by default:
+    // then no query at all).
+    let listing: Vec<String> = actions
+        .iter()
+        .filter(|a| ContextMode::of(a.spec.context_request_mode.as_deref()).lists())
+        .map(|a| a.id.clone())
+        .collect();
+    if !listing.is_empty() {
+        let ids: Vec<&str> = listing.iter().map(String::as_str).collect();
+        let mut found = crate::store::requests::contexts_of(c, &ids)?;
+        for a in actions.iter_mut() {
+            if ContextMode::of(a.spec.context_request_mode.as_deref()).lists() {
+                a.work.context_requests = Some(found.remove(&a.id).unwrap_or_default());
+            }
+        }
     }
     Ok(())
 }

@@ -375,3 +375,38 @@ async fn form_session_with(app: &TestApp, link: &str) -> StatusCode {
         .unwrap()
         .status()
 }
+
+#[tokio::test]
+async fn a_reviewer_presses_a_control_and_sees_the_sources_result_live_in_chromium() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(hds::domain::access::Role::Reviewer);
+    let env = [
+        ("LINK", app.signin_link(&reviewer.person().email).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
+    let r = run_script(&app, "browser-controls.mjs", &env).await;
+
+    // A link control opens its URL in a new tab and creates nothing.
+    assert_eq!(r["link"]["href"], "https://grafana.example.com/d/checkout");
+    assert_eq!(r["link"]["target"], "_blank");
+    assert_eq!(r["link"]["rel"], "noopener noreferrer");
+    assert_eq!(r["dialog_text"], "Restart all checkout workers?");
+    assert_eq!(r["pending"], "pending");
+    assert_eq!(r["shown"]["status"], "succeeded");
+    assert_eq!(r["shown"]["message"], "12 workers restarted in 8 s");
+    assert_eq!(r["shown"]["no_reload"], true);
+    assert_eq!(r["asked"]["text"], "Which release introduced the errors?");
+    assert_eq!(r["asked"]["status"], "open");
+    assert!(
+        r["answered"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Answered by version 2"),
+        "{r}"
+    );
+    assert_eq!(r["answered"]["no_reload"], true);
+    // The control never decided anything.
+    assert_eq!(r["source_status"], "open");
+    assert_eq!(r["source_context"][0]["status"], "answered");
+    assert_eq!(app.count_rows("control_requests"), 1);
+}

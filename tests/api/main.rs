@@ -7,6 +7,8 @@ mod actions;
 mod browser;
 mod callbacks;
 mod concurrency;
+mod context_requests;
+mod controls;
 mod decisions;
 mod expiry;
 mod helpers;

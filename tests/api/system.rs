@@ -117,6 +117,13 @@ async fn openapi_covers_every_route() {
         ("/v1/actions/{action_id}/snooze", "post"),
         ("/v1/actions/{action_id}/comments", "get"),
         ("/v1/actions/{action_id}/comments", "post"),
+        (
+            "/v1/actions/{action_id}/controls/{control_key}/invoke",
+            "post",
+        ),
+        ("/v1/actions/{action_id}/control-requests", "get"),
+        ("/v1/source/control-requests/{request_id}/result", "post"),
+        ("/v1/actions/{action_id}/context-requests", "post"),
         ("/v1/me/actions", "get"),
         ("/v1/sources", "get"),
         ("/v1/sources", "post"),

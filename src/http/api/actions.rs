@@ -24,7 +24,7 @@ use crate::service::decisions::{
 };
 use crate::service::idempotency::parse_key;
 
-fn idempotency_key(h: &HeaderMap) -> Result<Option<String>> {
+pub(crate) fn idempotency_key(h: &HeaderMap) -> Result<Option<String>> {
     match h.get("idempotency-key") {
         None => Ok(None),
         // Present but not visible ASCII (e.g. UTF-8): refused, never ignored.

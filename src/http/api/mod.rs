@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod controls;
 pub mod invitations;
 pub mod me;
 pub mod session;

@@ -52,12 +52,19 @@ pub struct ActionPage {
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
     value: String,
+    /// `services.changes` when the page was read: the live requests list
+    /// refreshes from the next change.
+    changes_version: u64,
+    /// Names this rendering's control form: a second press of the same
+    /// control from the same page (a double click) answers the first.
+    press_id: String,
 }
 
 async fn page_for(
     st: &AppState,
     page: &PageUser,
     view: &ActionView,
+    changes_version: u64,
 ) -> Result<ActionPage, UiError> {
     Ok(ActionPage {
         layout: Layout::signed_in(st, page, view.action.spec.title.clone(), "inbox").await?,
@@ -68,6 +75,8 @@ async fn page_for(
         stale: None,
         reason: String::new(),
         value: String::new(),
+        changes_version,
+        press_id: ulid::Ulid::new().to_string(),
     })
 }
 
@@ -77,8 +86,9 @@ pub(crate) async fn current_page(
     page: &PageUser,
     id: &str,
 ) -> Result<ActionPage, UiError> {
+    let version = *st.services.changes.borrow();
     let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
-    page_for(st, page, &view).await
+    page_for(st, page, &view, version).await
 }
 
 shows_error!(ActionPage);
@@ -90,8 +100,11 @@ pub async fn action_page(
     PagePath(id): PagePath<String>,
     PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<ActionPage, UiError> {
+    // Read the version first: a change committed during the read bumps it
+    // again, so the live list cannot miss it.
+    let version = *st.services.changes.borrow();
     let view = dashboard::action(&st.services, &page.user, id).await?;
-    let mut out = page_for(&st, &page, &view).await?;
+    let mut out = page_for(&st, &page, &view, version).await?;
     out.flash = match q.done.as_deref() {
         Some("decided") => {
             Some("Decision recorded. The Source has been told; the receipt below is its proof.")
@@ -101,6 +114,8 @@ pub async fn action_page(
         Some("assigned") => Some("Assignment saved."),
         Some("snoozed") => Some("Snooze saved."),
         Some("commented") => Some("Comment added."),
+        Some("control") => Some("Sent to the Source. Its progress shows below as it reports it."),
+        Some("asked") => Some("Question sent to the Source."),
         _ => None,
     };
     Ok(out)
@@ -170,8 +185,9 @@ async fn refused(
     form: &FormData,
     e: Error,
 ) -> Result<Response, UiError> {
+    let version = *st.services.changes.borrow();
     let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
-    let mut out = page_for(st, page, &view).await?;
+    let mut out = page_for(st, page, &view, version).await?;
     out.reason = form.get("reason").unwrap_or_default().to_owned();
     out.value = form.get("value").unwrap_or_default().to_owned();
     if e.code == Code::ActionChanged {

@@ -106,6 +106,35 @@ pub struct LinkVm {
     pub url: String,
 }
 
+/// A control as the page offers it.
+pub struct ControlVm {
+    pub key: String,
+    pub label: String,
+    /// A link control's URL (only safe http(s) URLs are shown).
+    pub url: Option<String>,
+    /// Asked before pressing: the Source's `confirm` text, or a default for
+    /// a mutating control.
+    pub confirm: Option<String>,
+}
+
+/// One control request or context request, as the live list shows it.
+pub struct RequestVm {
+    pub id: String,
+    pub what: String,
+    pub status: String,
+    pub message: Option<String>,
+    pub by: String,
+    pub when: When,
+}
+
+/// The part of the page that refreshes itself: control requests (newest
+/// first) and context requests (oldest first).
+pub struct RequestsVm {
+    pub controls: Vec<RequestVm>,
+    /// None: the Action does not take context requests.
+    pub context: Option<Vec<RequestVm>>,
+}
+
 pub struct ActionVm {
     pub id: String,
     pub title: String,
@@ -129,6 +158,12 @@ pub struct ActionVm {
     pub approval: Option<ApprovalVm>,
     pub may_decide: bool,
     pub work: WorkVm,
+    /// Callback controls (buttons; empty when this user may not press them).
+    pub callbacks: Vec<ControlVm>,
+    /// Link controls (plain links, always shown).
+    pub link_controls: Vec<ControlVm>,
+    pub may_ask: bool,
+    pub requests: RequestsVm,
 }
 
 /// The assignee, the snooze, the controls this user is offered and the thread.
@@ -238,6 +273,14 @@ impl ActionVm {
             answer: answer(a),
             context: a.spec.context.iter().flatten().map(block).collect(),
             links: links(a, &source),
+            callbacks: if v.work.may_invoke {
+                controls(a, "callback")
+            } else {
+                Vec::new()
+            },
+            link_controls: controls(a, "link"),
+            may_ask: v.work.may_ask,
+            requests: requests(v, me, now),
             history: v.history.iter().map(|e| event(e, a, &who, now)).collect(),
             receipt: receipt(a, v),
             outcome: a.outcome.as_ref().map(|o| outcome(o, now)),
@@ -487,20 +530,84 @@ fn links(a: &ActionRecord, source: &str) -> Vec<LinkVm> {
             label: format!("Open in {source}"),
             url: u.clone(),
         });
-    let controls = a
-        .spec
+    open.collect()
+}
+
+fn controls(a: &ActionRecord, kind: &str) -> Vec<ControlVm> {
+    a.spec
         .controls
         .iter()
         .flatten()
-        .filter(|c| c.kind == "link")
+        .filter(|c| c.kind == kind)
         .filter_map(|c| {
-            let url = c.url.as_ref().filter(|u| safe_url(u))?;
-            Some(LinkVm {
+            let url = match kind {
+                "link" => Some(c.url.clone().filter(|u| safe_url(u))?),
+                _ => None,
+            };
+            let confirm = c.confirm.clone().or_else(|| {
+                (c.mutating == Some(true))
+                    .then(|| format!("“{}” changes something. Press it?", c.label))
+            });
+            Some(ControlVm {
+                key: c.key.clone(),
                 label: c.label.clone(),
-                url: url.clone(),
+                url,
+                confirm,
             })
-        });
-    open.chain(controls).collect()
+        })
+        .collect()
+}
+
+/// The control and context requests, named as the page names people.
+pub fn requests(v: &ActionView, me: &UserCaller, now: Timestamp) -> RequestsVm {
+    let a = &v.action;
+    let by = |r: &crate::domain::requests::RequestedBy| {
+        if r.user_id == me.user_id {
+            "you".to_owned()
+        } else {
+            r.name
+                .clone()
+                .or_else(|| v.people.get(&r.user_id).cloned())
+                .unwrap_or_else(|| r.user_id.clone())
+        }
+    };
+    let label = |key: &str| {
+        a.spec
+            .controls
+            .iter()
+            .flatten()
+            .find(|c| c.key == key)
+            .map_or(key.to_owned(), |c| c.label.clone())
+    };
+    RequestsVm {
+        controls: v
+            .work
+            .control_requests
+            .iter()
+            .map(|r| RequestVm {
+                id: r.id.clone(),
+                what: label(&r.control_key),
+                status: r.status.clone(),
+                message: r.message.clone(),
+                by: by(&r.requested_by),
+                when: When::new(&r.updated_at, now),
+            })
+            .collect(),
+        context: a.work.context_requests.as_ref().map(|list| {
+            list.iter()
+                .map(|r| RequestVm {
+                    id: r.id.clone(),
+                    what: r.question.clone(),
+                    status: r.status.clone(),
+                    message: r
+                        .answered_in_version
+                        .map(|v| format!("Answered by version {v}")),
+                    by: by(&r.requested_by),
+                    when: When::new(&r.created_at, now),
+                })
+                .collect()
+        }),
+    }
 }
 
 fn event(
@@ -563,6 +670,19 @@ fn event(
             (format!("Back in the inbox: {by} un-snoozed it"), None)
         }
         ActionEvent::Commented { .. } => (format!("{by} commented"), None),
+        ActionEvent::ControlRequested { control_key, .. } => {
+            let label = a
+                .spec
+                .controls
+                .iter()
+                .flatten()
+                .find(|c| &c.key == control_key)
+                .map_or(control_key.as_str(), |c| c.label.as_str());
+            (format!("{by} pressed “{label}”"), None)
+        }
+        ActionEvent::ContextRequested { .. } => {
+            (format!("{by} asked the Source for more context"), None)
+        }
     };
     EventVm {
         when: When::new(&e.created_at, now),

@@ -6,6 +6,7 @@
 
 mod account;
 mod action;
+mod action_controls;
 mod action_view;
 mod action_work;
 mod assets;
@@ -44,6 +45,18 @@ pub fn router() -> Router<AppState> {
         .route("/app/actions/{id}/assign", post(action_work::assign))
         .route("/app/actions/{id}/snooze", post(action_work::snooze))
         .route("/app/actions/{id}/comments", post(action_work::comment))
+        .route(
+            "/app/actions/{id}/controls",
+            post(action_controls::press_control),
+        )
+        .route(
+            "/app/actions/{id}/context-requests",
+            post(action_controls::ask_for_context),
+        )
+        .route(
+            "/app/actions/{id}/requests",
+            get(action_controls::requests_fragment),
+        )
         .route(
             "/app/actions/{id}/receipt.json",
             get(action::download_receipt),

@@ -1,0 +1,97 @@
+//! Controls and context requests (guide: "Controls", "Context requests"):
+//! pressing a callback control, the Action's control requests, the Source's
+//! result, and a reviewer's question. Each handler is one call to
+//! `service::controls`.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+
+use crate::app::AppState;
+use crate::domain::requests::{ContextRequest, ControlRequest};
+use crate::error::Result;
+use crate::http::api::actions::idempotency_key;
+use crate::http::api::replayable;
+use crate::http::api::wire::{Data, Envelope, List};
+use crate::http::auth::{SourceAuth, UserAuth};
+use crate::http::extract::{ApiJson, ApiPath};
+use crate::service::controls::{self, ContextRequestCreate, ControlResult, InvokeRequest};
+
+/// Press a callback control: the Source is told (`action.control_requested`)
+/// and reports back through the result route. Never resolves the Action.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/controls/{control_key}/invoke", tag = "controls",
+    params(("action_id" = String, Path), ("control_key" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters, scoped to you: the same key and body answer the first request again")),
+    request_body = InvokeRequest,
+    responses((status = 202, description = "the control request, `pending` (idempotent_replay: true when the same key and body were sent before)", body = Envelope<ControlRequest>),
+              (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
+              (status = 403, description = "FORBIDDEN (viewers; managers not listed on a restricted Action)", body = crate::http::openapi::ErrorBody),
+              (status = 404, description = "ACTION_NOT_FOUND, CONTROL_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED (details: the current binding), IDEMPOTENCY_KEY_REUSED", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR: a link control (open its url instead)", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = [])))]
+pub async fn invoke_control(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    headers: HeaderMap,
+    ApiPath((id, key)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<InvokeRequest>,
+) -> Result<Response> {
+    let idem = idempotency_key(&headers)?;
+    let r = controls::invoke(&st.services, user, id, key, req, idem).await?;
+    let body = Envelope {
+        data: r.request,
+        idempotent_replay: r.replayed,
+    };
+    Ok(replayable(StatusCode::ACCEPTED, body, r.replayed))
+}
+
+/// The Action's control requests, newest first.
+#[utoipa::path(get, path = "/v1/actions/{action_id}/control-requests", tag = "controls", params(("action_id" = String, Path)),
+    responses((status = 200, description = "every control request of the Action, newest first", body = List<ControlRequest>)),
+    security(("user_token" = [])))]
+pub async fn list_control_requests(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<List<ControlRequest>>> {
+    let list = controls::list(&st.services, user, id).await?;
+    Ok(Json(List::new(list, false)))
+}
+
+/// Report on a control request as the Source that owns its Action.
+#[utoipa::path(post, path = "/v1/source/control-requests/{request_id}/result", tag = "controls", params(("request_id" = String, Path)),
+    request_body = ControlResult,
+    responses((status = 200, description = "the control request with its new status and message (an exact repeat of a final result answers it again, with `Idempotent-Replayed: true`)", body = Data<ControlRequest>),
+              (status = 404, description = "CONTROL_REQUEST_NOT_FOUND (unknown, or on another Source's Action or environment)", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "CONTROL_REQUEST_CLOSED: already succeeded or failed (details.status)", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR: status or message", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn report_control_result(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<ControlResult>,
+) -> Result<Response> {
+    let (r, replayed) = controls::report(&st.services, src, id, req).await?;
+    Ok(replayable(StatusCode::OK, Data { data: r }, replayed))
+}
+
+/// Ask the Action's Source for more context.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/context-requests", tag = "controls", params(("action_id" = String, Path)),
+    request_body = ContextRequestCreate,
+    responses((status = 201, description = "the context request, `open` until a PATCH changes the Action's content", body = Data<ContextRequest>),
+              (status = 403, description = "FORBIDDEN (viewers; managers not listed on a restricted Action)", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "CONTEXT_REQUESTS_UNSUPPORTED (context_request_mode is unsupported), ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR: question empty or over 2,000 characters", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = [])))]
+pub async fn create_context_request(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<ContextRequestCreate>,
+) -> Result<(StatusCode, Json<Data<ContextRequest>>)> {
+    let data = controls::ask(&st.services, user, id, req).await?;
+    Ok((StatusCode::CREATED, Json(Data { data })))
+}
