@@ -23,6 +23,7 @@
 //! machine; on 2 cores every figure is "server + client + receiver".
 #![allow(clippy::disallowed_methods)] // a benchmark measures real time
 
+#[allow(dead_code)] // each example uses a part of it
 mod common;
 
 use std::collections::{HashMap, HashSet};
@@ -321,6 +322,7 @@ async fn run(args: Args) -> Result<()> {
             .to_owned(),
     );
     let hook = format!("http://{}/hook", start_receiver(seen.clone()).await?);
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(256)
         .build()?;
