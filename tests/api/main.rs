@@ -23,5 +23,6 @@ mod sources;
 mod system;
 mod votes;
 mod webhooks;
+mod webhooks_ui;
 mod work;
 mod workspaces;

@@ -103,9 +103,8 @@ pub struct SourcePage {
 
 shows_error!(SourcePage);
 
-/// The query of the Source page.
+/// The query of the Source page; others are ignored, as on every page.
 #[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SourceQuery {
     /// A delivery id: show the ones created before it.
     #[serde(default)]
