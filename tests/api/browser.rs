@@ -191,11 +191,15 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
     let env = [
         ("LINK", signin_link(&app).await),
         ("SOURCE_KEY", app.live_key()),
+        (
+            "SOURCE_ID",
+            app.creds["source_id"].as_str().unwrap().to_owned(),
+        ),
     ];
     let r = run_script(&app, "browser-csp.mjs", &env).await;
 
     let pages = r["pages"].as_object().unwrap();
-    assert_eq!(pages.len(), 5);
+    assert_eq!(pages.len(), 6);
     for (name, p) in pages {
         assert_eq!(p["status"], 200, "{name}");
         let csp = p["csp"]
