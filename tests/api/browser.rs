@@ -154,7 +154,10 @@ async fn a_destructive_option_asks_first_with_and_without_javascript() {
 
 #[tokio::test]
 async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
-    let app = TestApp::spawn().await;
+    // Loopback callbacks, for the Source page's delivery log.
+    let app = TestApp::spawn_with(|c| c.allow_private_callbacks = true).await;
+    let rx = crate::receiver::Receiver::start();
+    rx.script(&[410], 0.0).await;
     let out = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/screenshots");
     std::fs::create_dir_all(out).unwrap();
     let env = [
@@ -168,10 +171,14 @@ async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
             app.creds["source_id"].as_str().unwrap().to_owned(),
         ),
         ("OUT_DIR", out.to_owned()),
+        ("HOOK_OK", rx.url("hooks")),
+        // The discard port: nothing listens, the connection is refused.
+        ("HOOK_DOWN", "http://127.0.0.1:9/hooks".to_owned()),
     ];
     let r = run_script(&app, "browser-screenshots.mjs", &env).await;
     // Nothing scrolls sideways at a phone's width.
     assert_eq!(r["phone_horizontal_overflow"], 0);
+    assert_eq!(r["source_phone_horizontal_overflow"], 0);
     for f in r["files"].as_array().unwrap() {
         let png = std::fs::read(format!("{out}/{}", f.as_str().unwrap())).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
@@ -184,11 +191,15 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
     let env = [
         ("LINK", signin_link(&app).await),
         ("SOURCE_KEY", app.live_key()),
+        (
+            "SOURCE_ID",
+            app.creds["source_id"].as_str().unwrap().to_owned(),
+        ),
     ];
     let r = run_script(&app, "browser-csp.mjs", &env).await;
 
     let pages = r["pages"].as_object().unwrap();
-    assert_eq!(pages.len(), 5);
+    assert_eq!(pages.len(), 6);
     for (name, p) in pages {
         assert_eq!(p["status"], 200, "{name}");
         let csp = p["csp"]

@@ -25,5 +25,6 @@ mod sources;
 mod system;
 mod votes;
 mod webhooks;
+mod webhooks_ui;
 mod work;
 mod workspaces;

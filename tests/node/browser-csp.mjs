@@ -43,6 +43,7 @@ run(async (browser) => {
   await page.locator("#description").click();
   description.pwned_after_click = await page.evaluate(() => window.__pwned ?? null);
   await visit("sources", `${BASE}/app/sources`);
+  await visit("source", `${BASE}/app/sources/${requireEnv("SOURCE_ID")}`);
   await visit("account", `${BASE}/app/account`);
 
   return { pages, description, csp_violations: page.violations, script_errors: page.errors };

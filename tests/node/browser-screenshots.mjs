@@ -1,6 +1,8 @@
 // Screenshots for the README, taken from a realistic inbox: several Sources,
 // priorities, a test-key request, typed interactions, and an Action page with
-// Markdown and context blocks.
+// Markdown and context blocks; and a Source page with its webhook delivery
+// log (the receiver answers the first delivery 410, the next ones 200;
+// HOOK_DOWN refuses connections).
 import { BASE, api, createAction, newPage, requireEnv, run, signIn } from "./browser-lib.mjs";
 
 const OUT = requireEnv("OUT_DIR");
@@ -91,6 +93,24 @@ run(async (browser) => {
     options: [{ id: "send", label: "Send", style: "primary" }, { id: "skip", label: "Skip this week" }],
   });
 
+  // Webhooks, one after another so the receiver's scripted 410 goes to the first.
+  const SOURCE_ID = requireEnv("SOURCE_ID");
+  const hooked = [
+    ["Close ticket OPS-1182 as won't fix", requireEnv("HOOK_OK")],
+    ["Restart the search cluster in us-east-1", requireEnv("HOOK_OK")],
+    ["Pause the nightly export to the data lake", requireEnv("HOOK_DOWN")],
+  ];
+  for (const [i, [title, url]] of hooked.entries()) {
+    const a = await createAction(SOURCE_KEY, { title, callback_url: url, interaction: { type: "boolean" } });
+    await ok(await api("POST", `/v1/actions/${a.id}/cancel`, SOURCE_KEY, { reason: "no longer needed" }), "cancel");
+    for (let n = 0; ; n++) {
+      const log = await ok(await api("GET", `/v1/sources/${SOURCE_ID}/deliveries`, USER_TOKEN), "deliveries");
+      if (log.data.filter((d) => d.attempts > 0).length > i) break;
+      if (n > 500) throw new Error(`delivery ${i} was not attempted`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   const wide = await newPage(browser, { width: 1280, height: 800 });
   await signIn(wide, requireEnv("LINK"));
   // Live and test together, so the TEST badge shows.
@@ -99,6 +119,8 @@ run(async (browser) => {
   await wide.screenshot({ path: `${OUT}/inbox.png` });
   await wide.goto(`${BASE}/app/actions/${deploy.id}`);
   await wide.screenshot({ path: `${OUT}/action.png` });
+  await wide.goto(`${BASE}/app/sources/${SOURCE_ID}`);
+  await wide.screenshot({ path: `${OUT}/source.png` });
 
   const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   await signIn(phone, requireEnv("LINK2"));
@@ -108,10 +130,13 @@ run(async (browser) => {
   await phone.goto(`${BASE}/app/actions/${deploy.id}`);
   await phone.screenshot({ path: `${OUT}/action-phone.png` });
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await phone.goto(`${BASE}/app/sources/${SOURCE_ID}`);
+  const sourceOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 
   return {
-    files: ["inbox.png", "action.png", "inbox-phone.png", "action-phone.png"],
+    files: ["inbox.png", "action.png", "source.png", "inbox-phone.png", "action-phone.png"],
     phone_horizontal_overflow: overflow,
+    source_phone_horizontal_overflow: sourceOverflow,
     csp_violations: [...wide.violations, ...phone.violations],
     script_errors: [...wide.errors, ...phone.errors],
   };

@@ -14,6 +14,7 @@ mod inbox;
 mod invitations;
 pub mod markdown;
 mod signin;
+mod source;
 mod sources;
 mod view;
 mod workspaces;
@@ -65,6 +66,15 @@ pub fn router() -> Router<AppState> {
         .route(
             "/app/sources",
             get(sources::sources_page).post(sources::create_source),
+        )
+        .route("/app/sources/{id}", get(source::source_page))
+        .route(
+            "/app/sources/{id}/deliveries/{delivery_id}",
+            get(source::delivery_page),
+        )
+        .route(
+            "/app/sources/{id}/deliveries/{delivery_id}/resend",
+            post(source::resend_delivery),
         )
         .route("/app/sources/{id}/rotate", post(sources::rotate_source))
         .route("/app/sources/{id}/revoke", post(sources::revoke_source))

@@ -237,6 +237,7 @@ impl IntoResponse for UiError {
             | Code::InvitationEmailMismatch => "Not allowed",
             Code::ActionNotFound
             | Code::SourceNotFound
+            | Code::DeliveryNotFound
             | Code::NotFound
             | Code::WorkspaceNotFound
             | Code::MemberNotFound
