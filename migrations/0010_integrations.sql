@@ -48,9 +48,11 @@ CREATE TABLE webhook_deliveries (
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL
 ) STRICT;
--- the Source page and GET /v1/sources/{id}/deliveries: newest first
-CREATE INDEX webhook_deliveries_by_source ON webhook_deliveries(source_id, created_at);
-CREATE INDEX webhook_deliveries_by_action ON webhook_deliveries(action_id);
+-- the Source page and GET /v1/sources/{id}/deliveries: newest first, paged
+-- by id (ULIDs sort by creation)
+CREATE INDEX webhook_deliveries_by_source ON webhook_deliveries(source_id, id);
+-- housekeeping forgets settled deliveries after 30 days
+CREATE INDEX webhook_deliveries_settled ON webhook_deliveries(updated_at) WHERE status <> 'pending';
 
 -- Every attempt of a delivery, for the delivery log.
 CREATE TABLE webhook_attempts (

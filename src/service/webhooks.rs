@@ -80,6 +80,11 @@ pub fn enqueue_for_event(
     let Some(kind) = event_type_of(event) else {
         return Ok(());
     };
+    // Most Actions have no callback_url: a look at one JSON member, not a
+    // full read of the Action, tells.
+    if !actions::has_callback(c, action_id)? {
+        return Ok(());
+    }
     if let Some(a) = actions::get(c, action_id)?
         && a.spec.callback_url.is_some()
     {
@@ -91,18 +96,12 @@ pub fn enqueue_for_event(
 /// Most deliveries one page lists.
 pub const MAX_PAGE: i64 = 100;
 
-/// The Source `source_id` of the caller's workspace (any member reads the
-/// log; `manage` asks for an owner or admin, as every Source change does).
-fn source_in_workspace(
-    c: &Connection,
-    user: &UserCaller,
-    source_id: &str,
-    manage: bool,
-) -> Result<String> {
-    let ws = sources_svc::workspace(user, manage)?;
-    if manage {
-        sources_svc::still_manages(c, &ws, &user.user_id)?;
-    }
+/// The Source `source_id` of the caller's workspace, for its owners and
+/// admins: the log names Actions (restricted ones too) and their URLs, so it
+/// is read, like every Source change, by those who manage Sources.
+fn source_in_workspace(c: &Connection, user: &UserCaller, source_id: &str) -> Result<String> {
+    let ws = sources_svc::workspace(user, true)?;
+    sources_svc::still_manages(c, &ws, &user.user_id)?;
     match sources::get(c, &ws, source_id)? {
         Some(s) => Ok(s.id),
         None => Err(sources_svc::not_found()),
@@ -118,7 +117,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<Delivery>> {
     s.db.read(move |c| {
-        let id = source_in_workspace(c, &user, &source_id, false)?;
+        let id = source_in_workspace(c, &user, &source_id)?;
         deliveries::list_for_source(c, &id, before.as_deref(), limit)
     })
     .await
@@ -132,7 +131,7 @@ pub async fn get(
     delivery_id: String,
 ) -> Result<(Delivery, Vec<Attempt>)> {
     s.db.read(move |c| {
-        let id = source_in_workspace(c, &user, &source_id, false)?;
+        let id = source_in_workspace(c, &user, &source_id)?;
         let d = deliveries::get(c, &id, &delivery_id)?.ok_or_else(Error::delivery_not_found)?;
         let attempts = deliveries::attempts(c, &d.id)?;
         Ok((d, attempts))
@@ -151,7 +150,7 @@ pub async fn resend(
 ) -> Result<Delivery> {
     let now = crate::domain::time::format(s.clock.now());
     s.write(move |c, fx| {
-        let id = source_in_workspace(c, &user, &source_id, true)?;
+        let id = source_in_workspace(c, &user, &source_id)?;
         let d = deliveries::get(c, &id, &delivery_id)?.ok_or_else(Error::delivery_not_found)?;
         if d.status == "pending" {
             // Waiting for a retry: due now. Already being sent: that attempt

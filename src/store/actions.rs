@@ -122,6 +122,18 @@ pub fn get(c: &Connection, id: &str) -> Result<Option<ActionRecord>> {
     Ok(a)
 }
 
+/// Whether the Action has a callback_url (read from its spec alone).
+pub fn has_callback(c: &Connection, id: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached(
+            "SELECT spec ->> '$.callback_url' IS NOT NULL FROM actions WHERE id = ?1",
+        )?
+        .query_row([id], |r| r.get(0))
+        .optional()?
+        .unwrap_or(false),
+    )
+}
+
 /// The open Action of a Source with this dedupe key, if any, its people
 /// completed as `get` completes them.
 pub fn open_by_dedupe_key(

@@ -78,8 +78,8 @@ pub fn insert(c: &Connection, d: &NewDelivery) -> Result<()> {
     Ok(())
 }
 
-/// What the worker needs to send one attempt.
-#[derive(Clone, Debug)]
+/// What the worker needs to send one attempt. No `Debug`: it holds secrets.
+#[derive(Clone)]
 pub struct Outgoing {
     pub id: String,
     pub url: String,
@@ -118,6 +118,15 @@ pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Option<Outgoing>>
     .optional()?)
 }
 
+/// A delivery's attempts so far and where its current round started.
+pub fn counts(c: &Connection, id: &str) -> Result<Option<(i64, i64)>> {
+    Ok(
+        c.prepare_cached("SELECT attempts, round_start FROM webhook_deliveries WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?,
+    )
+}
+
 /// What an attempt leads to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -135,6 +144,8 @@ pub fn record_attempt(
     next: Next,
     next_attempt_at: Option<&str>,
 ) -> Result<()> {
+    // OR REPLACE: an attempt sent twice (a claim released as stale while
+    // it was still running) keeps its last record rather than failing the turn.
     c.prepare_cached(
         "INSERT OR REPLACE INTO webhook_attempts(delivery_id, attempt, started_at, status_code, duration_ms, error)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -185,8 +196,9 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<Delivery> {
     })
 }
 
-/// The newest deliveries of a Source, newest first; `before` (a delivery id)
-/// pages back (`webhook_deliveries_by_source`).
+/// The newest deliveries of a Source, newest first (ids are ULIDs, so id
+/// order is creation order); `before` (a delivery id) pages back
+/// (`webhook_deliveries_by_source`).
 pub fn list_for_source(
     c: &Connection,
     source_id: &str,
@@ -196,7 +208,7 @@ pub fn list_for_source(
     let mut st = c.prepare_cached(&format!(
         "SELECT {FIELDS} FROM webhook_deliveries
          WHERE source_id = ?1 AND (?2 IS NULL OR id < ?2)
-         ORDER BY created_at DESC, id DESC LIMIT ?3"
+         ORDER BY id DESC LIMIT ?3"
     ))?;
     let rows = st.query_map(params![source_id, before, limit], map_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -238,4 +250,23 @@ pub fn restart(c: &Connection, id: &str, now: &str) -> Result<()> {
     )?
     .execute(params![id, now])?;
     Ok(())
+}
+
+/// Days a delivered or failed delivery stays in the log.
+pub const KEEP_DAYS: i64 = 30;
+
+/// Forgets deliveries settled before `before`, with their attempts; at most
+/// 10,000 a call (the oldest, by `webhook_deliveries_settled`), so the
+/// writer is never held long. Both deletes pick the same rows.
+pub fn prune(c: &Connection, before: &str) -> Result<usize> {
+    const OLDEST: &str = "SELECT id FROM webhook_deliveries
+        WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at LIMIT 10000";
+    c.execute(
+        &format!("DELETE FROM webhook_attempts WHERE delivery_id IN ({OLDEST})"),
+        [before],
+    )?;
+    Ok(c.execute(
+        &format!("DELETE FROM webhook_deliveries WHERE id IN ({OLDEST})"),
+        [before],
+    )?)
 }

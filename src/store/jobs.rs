@@ -115,7 +115,13 @@ pub fn release_claims(c: &Connection) -> Result<usize> {
     )?)
 }
 
-/// Jobs waiting or running, for /metrics and the benchmark.
-pub fn count(c: &Connection) -> Result<i64> {
-    Ok(c.query_row("SELECT count(*) FROM jobs", [], |r| r.get(0))?)
+/// Frees claims taken before `before` (longer ago than any attempt can
+/// last) except those of `running`, a JSON array of the job ids in flight:
+/// whatever held them is gone (an attempt that panicked).
+pub fn release_stale(c: &Connection, before: &str, running: &str) -> Result<usize> {
+    Ok(c.prepare_cached(
+        "UPDATE jobs SET claimed_at = NULL WHERE claimed_at < ?1
+             AND id NOT IN (SELECT value FROM json_each(?2))",
+    )?
+    .execute(params![before, running])?)
 }

@@ -1,11 +1,12 @@
 //! Hourly upkeep: forget idempotency keys older than 48 h (the promise is at
-//! least 24 h), expired browser sessions, sign-in links and nonces.
+//! least 24 h), expired browser sessions, sign-in links and nonces, and
+//! webhook deliveries settled more than 30 days ago (guide: "Webhooks").
 
 use std::time::Duration;
 
 use crate::domain::time;
 use crate::service::Services;
-use crate::store::{idempotency, sessions, signin};
+use crate::store::{deliveries, idempotency, sessions, signin};
 
 pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
@@ -30,6 +31,16 @@ pub async fn run(s: Services) {
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "session pruning failed"),
+        }
+        let settled_before = time::format(now - ::time::Duration::days(deliveries::KEEP_DAYS));
+        match s
+            .db
+            .write(move |c| deliveries::prune(c, &settled_before))
+            .await
+        {
+            Ok(n) if n > 0 => tracing::info!(count = n, "old webhook deliveries removed"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "delivery pruning failed"),
         }
     }
 }

@@ -30,6 +30,7 @@ enum Work {
 }
 
 /// A finished attempt, to record.
+#[derive(Clone)]
 struct Done {
     job: Job,
     out: Outgoing,
@@ -55,16 +56,39 @@ pub async fn run(s: Services) {
     let mut inflight: JoinSet<Done> = JoinSet::new();
     let mut finished: Vec<Done> = Vec::new();
     let mut moved = s.clock.moved();
+    let mut swept_at: Option<Timestamp> = None;
+    // Ids of the jobs in flight.
+    let mut busy: std::collections::HashSet<i64> = std::collections::HashSet::new();
     loop {
         let free = slots.saturating_sub(inflight.len());
         let now = s.clock.now();
-        let batch = std::mem::take(&mut finished);
-        let turn = s.db.write(move |c| turn(c, batch, now, free)).await;
+        let batch = Arc::new(std::mem::take(&mut finished));
+        // Once a minute: claims older than any attempt can last are released
+        // (an attempt that panicked; a turn whose records were lost).
+        let stale_before = match swept_at {
+            Some(t) if now - t < ::time::Duration::minutes(1) => None,
+            _ => {
+                swept_at = Some(now);
+                let longest = i64::try_from(s.config.webhook_timeout).unwrap_or(60) + 60;
+                Some(time::format(now - ::time::Duration::seconds(longest)))
+            }
+        };
+        // The jobs this process is still sending are never stale.
+        let running = stale_before.as_ref().map(|_| {
+            let ids: Vec<i64> = busy.iter().copied().collect();
+            serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
+        });
+        let b = batch.clone();
+        let stale = stale_before.zip(running);
+        let turn =
+            s.db.write(move |c| turn(c, &b, now, free, stale.as_ref()))
+                .await;
         let next_due = match turn {
             Ok((work, next_due)) => {
                 for w in work {
                     match w {
                         Work::Webhook { job, out } => {
+                            busy.insert(job.id);
                             let (svc, sender) = (s.clone(), sender.clone());
                             inflight.spawn(async move {
                                 let at = svc.clock.now();
@@ -83,9 +107,10 @@ pub async fn run(s: Services) {
                 next_due
             }
             Err(e) => {
-                // The batch was rolled back with the turn; it is lost only
-                // from memory: the jobs stay claimed until the next start.
+                // Rolled back: the attempts are recorded by the next turn,
+                // a second from now.
                 tracing::error!(error = %e, "job queue turn failed");
+                finished = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
                 Some(now + ::time::Duration::seconds(1))
             }
         };
@@ -106,6 +131,10 @@ pub async fn run(s: Services) {
                 while let Some(more) = inflight.try_join_next() {
                     collect(more, &mut finished);
                 }
+                // A panicked attempt's id stays until the stale sweep frees it.
+                for d in &finished {
+                    busy.remove(&d.job.id);
+                }
             }
         }
     }
@@ -123,13 +152,20 @@ fn collect(done: std::result::Result<Done, tokio::task::JoinError>, into: &mut V
 /// jobs; returns them and when the next unclaimed job falls due.
 fn turn(
     c: &Connection,
-    finished: Vec<Done>,
+    finished: &[Done],
     now: Timestamp,
     free: usize,
+    stale: Option<&(String, String)>,
 ) -> Result<(Vec<Work>, Option<Timestamp>)> {
     let now_s = time::format(now);
-    for d in &finished {
-        settle(c, d, now)?;
+    for d in finished {
+        settle(c, d)?;
+    }
+    if let Some((before, running)) = stale {
+        let n = jobs::release_stale(c, before, running)?;
+        if n > 0 {
+            tracing::warn!(count = n, "stale job claims released");
+        }
     }
     let mut work = Vec::new();
     if free > 0 {
@@ -153,10 +189,16 @@ fn turn(
 }
 
 /// Records an attempt; the delivery is delivered (2xx), retried on the
-/// schedule, or failed (410 Gone, a refused address, the round exhausted).
-fn settle(c: &Connection, d: &Done, now: Timestamp) -> Result<()> {
-    let attempt = d.out.attempts + 1;
-    let in_round = attempt - d.out.round_start;
+/// schedule counted from the attempt's start, or failed (410 Gone, a refused
+/// address, the round exhausted). The counts are read afresh: a resend
+/// during the attempt started a new round.
+fn settle(c: &Connection, d: &Done) -> Result<()> {
+    let Some((attempts, round_start)) = deliveries::counts(c, &d.out.id)? else {
+        return jobs::delete(c, d.job.id);
+    };
+    let attempt = attempts + 1;
+    let in_round = attempt - round_start;
+    let started = time::parse(&d.started_at).unwrap_or_else(|| ::time::OffsetDateTime::UNIX_EPOCH);
     let code = d.sent.status_code;
     let mut error = d.sent.error.clone();
     let (next, at) = if code.is_some_and(|c| (200..300).contains(&c)) {
@@ -171,7 +213,7 @@ fn settle(c: &Connection, d: &Done, now: Timestamp) -> Result<()> {
         match webhook::retry_after(in_round) {
             Some(secs) => (
                 Next::RetryAt,
-                Some(time::format(now + ::time::Duration::seconds(secs))),
+                Some(time::format(started + ::time::Duration::seconds(secs))),
             ),
             None => (Next::Failed, None),
         }

@@ -19,7 +19,7 @@ use crate::store::deliveries::Outgoing;
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// What one attempt came to.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Sent {
     pub status_code: Option<u16>,
     pub duration_ms: i64,
@@ -157,6 +157,17 @@ impl Sender {
         }
         let secrets: Vec<&str> = d.secrets.iter().map(String::as_str).collect();
         let signature = webhook::signature_header(&secrets, &d.id, timestamp, &d.body);
+        if signature.is_empty() {
+            // Never send an unsigned message; the Source's secret is unusable.
+            return done(
+                None,
+                Some(
+                    "not sent: the Source's webhook secret is not a valid whsec_ secret; rotate it"
+                        .into(),
+                ),
+                false,
+            );
+        }
         let sent = self
             .client
             .post(url)

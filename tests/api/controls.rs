@@ -591,7 +591,14 @@ async fn an_action_without_callback_url_queues_no_webhook() {
         )
         .await;
     assert_eq!(app.count_rows("control_requests"), 0);
+    // Closing it queues nothing either: there is nowhere to send it.
+    let id = a["id"].as_str().unwrap();
+    app.source()
+        .post::<Value>(&format!("/v1/actions/{id}/cancel"), json!({}), 200)
+        .await;
     assert!(deliveries(&app).await.is_empty());
+    assert_eq!(app.count_rows("jobs"), 0);
+    assert_eq!(app.count_rows("webhook_deliveries"), 0);
 }
 
 #[tokio::test]

@@ -120,6 +120,13 @@ impl TestApp {
         // Tests send many refused credentials from 127.0.0.1; tests/api/abuse.rs
         // turns the per-address budget back on.
         config.anonymous_rate_limit = 0;
+        // Callback URLs of tests name hooks.example.com: it resolves to
+        // loopback here, so deliveries to it are refused at once (without
+        // --allow-private-callbacks) and nothing leaves the machine.
+        config.callback_resolve.push((
+            "hooks.example.com".into(),
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        ));
         tune(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

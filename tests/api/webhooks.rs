@@ -55,8 +55,6 @@ async fn each_closing_event_arrives_signed_with_the_action_as_the_source_reads_i
         clock.now() + time::Duration::seconds(2)
     ));
     let expiring = app.create_action(body).await;
-    // No event yet: creating an Action sends nothing.
-    assert!(rx.received().await.is_empty());
 
     app.decide(&resolved, json!({"option_id": "approve", "reason": "fine"}))
         .await
@@ -182,14 +180,14 @@ async fn a_410_stops_retries_and_a_resend_sends_the_same_message_again() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(rx.received().await.len(), 1);
 
-    // A viewer may read the log but not resend.
+    // A viewer may neither read the log (it names restricted Actions) nor resend.
     let src = app.creds["source_id"].as_str().unwrap();
     let did = d["id"].as_str().unwrap();
     let viewer = app.member(hds::domain::access::Role::Viewer);
-    let seen: Value = viewer
-        .get(&format!("/v1/sources/{src}/deliveries"), 200)
+    let e = viewer
+        .get_err(&format!("/v1/sources/{src}/deliveries"), 403, "FORBIDDEN")
         .await;
-    assert_eq!(seen["data"][0]["id"], did);
+    assert_eq!(e["details"]["required_role"], "admin");
     let e = viewer
         .post_err(
             &format!("/v1/sources/{src}/deliveries/{did}/resend"),
@@ -224,7 +222,7 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
         .admin()
         .post(
             &format!("/v1/sources/{src}/keys/rotate"),
-            json!({"environment": "none", "webhook_secret": true, "webhook_secret_overlap_seconds": 5}),
+            json!({"environment": "none", "webhook_secret": true, "webhook_secret_overlap_seconds": 30}),
             200,
         )
         .await;
@@ -249,7 +247,10 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
     );
 
     // After the overlap only the new secret signs.
-    app.state.services.clock.advance(time::Duration::seconds(6));
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(31));
     let a = app
         .create_action(with_callback("After", &rx.url("after")))
         .await;
@@ -409,4 +410,97 @@ async fn deliveries_to_names_that_resolve_to_private_addresses_are_refused_and_l
         assert_eq!(d["attempts"], 1, "a refused address is not retried");
     }
     assert_eq!(app.count_rows("jobs"), 0);
+}
+
+#[tokio::test]
+async fn after_eight_failed_attempts_the_delivery_fails_and_leaves_the_queue() {
+    let (app, rx) = setup().await;
+    rx.script(&[500; 8], 0.0).await;
+    let a = app
+        .create_action(with_callback("Never", &rx.url("never")))
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    rx.wait_for("never", 1).await;
+    let clock = &app.state.services.clock;
+    for (n, wait) in hds::domain::webhook::RETRY_SCHEDULE_SECS.iter().enumerate() {
+        // Each retry waits for its turn (a second early: nothing is sent).
+        delivery_where(&app, |d| d["attempts"] == n + 1).await;
+        clock.advance(time::Duration::seconds(wait - 1));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            rx.received().await.len(),
+            n + 1,
+            "retry {} came early",
+            n + 1
+        );
+        clock.advance(time::Duration::seconds(2));
+        rx.wait_for("never", n + 2).await;
+    }
+    let d = delivery_where(&app, |d| d["status"] == "failed").await;
+    assert_eq!(d["attempts"], 8);
+    assert!(d["next_attempt_at"].is_null());
+    assert_eq!(app.count_rows("jobs"), 0);
+    let got = rx.received().await;
+    assert!(
+        got.iter().all(|g| g["id"] == got[0]["id"]),
+        "one message, eight attempts"
+    );
+}
+
+#[tokio::test]
+async fn control_and_context_requests_arrive_signed_with_what_was_asked() {
+    let (app, rx) = setup().await;
+    let mut body = with_callback("Deploy", &rx.url("asks"));
+    body["controls"] =
+        json!([{"key": "restart", "label": "Restart", "kind": "callback", "mutating": true}]);
+    body["context_request_mode"] = json!("callback");
+    let a = app.create_action(body).await;
+    let id = a["id"].as_str().unwrap();
+    let admin = app.admin();
+    let cr: Value = admin
+        .post(
+            &format!("/v1/actions/{id}/controls/restart/invoke"),
+            json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"]}),
+            202,
+        )
+        .await;
+    let q: Value = admin
+        .post(
+            &format!("/v1/actions/{id}/context-requests"),
+            json!({"question": "Which region?"}),
+            201,
+        )
+        .await;
+    let got = rx.wait_for("asks", 2).await;
+    let secret = app.creds["webhook_secret"].as_str().unwrap();
+    let by_type = |t: &str| got.iter().find(|g| g["body"]["type"] == t).unwrap().clone();
+    let ctl = by_type("action.control_requested");
+    assert_eq!(ctl["verified"][secret], true, "{ctl}");
+    assert_eq!(ctl["body"]["data"]["control"]["key"], "restart");
+    assert_eq!(
+        ctl["body"]["data"]["control_request"]["id"],
+        cr["data"]["id"]
+    );
+    assert_eq!(ctl["body"]["data"]["control_request"]["status"], "pending");
+    assert_eq!(ctl["body"]["data"]["action"]["id"], id);
+    assert_eq!(
+        ctl["body"]["data"]["action"]["status"], "open",
+        "a control never resolves"
+    );
+    let ctx = by_type("action.context_requested");
+    assert_eq!(ctx["verified"][secret], true, "{ctx}");
+    assert_eq!(
+        ctx["body"]["data"]["context_request"]["id"],
+        q["data"]["id"]
+    );
+    assert_eq!(
+        ctx["body"]["data"]["context_request"]["question"],
+        "Which region?"
+    );
+    assert_eq!(
+        ctx["body"]["data"]["action"]["context_requests"][0]["id"],
+        q["data"]["id"]
+    );
 }

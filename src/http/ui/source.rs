@@ -121,14 +121,20 @@ async fn page(
 ) -> Result<SourcePage, UiError> {
     let source = source_head(st, p, id).await?;
     let paged = before.is_some();
-    let mut rows = webhooks::list(
-        &st.services,
-        p.user.clone(),
-        id.to_owned(),
-        before,
-        PAGE as i64 + 1,
-    )
-    .await?;
+    let admin = manages(p);
+    // The log is for owners and admins (`service::webhooks`); others see the Source.
+    let mut rows = if admin {
+        webhooks::list(
+            &st.services,
+            p.user.clone(),
+            id.to_owned(),
+            before,
+            PAGE as i64 + 1,
+        )
+        .await?
+    } else {
+        Vec::new()
+    };
     let older = (rows.len() > PAGE).then(|| rows[PAGE - 1].id.clone());
     rows.truncate(PAGE);
     let now = st.services.clock.now();
@@ -138,7 +144,7 @@ async fn page(
         deliveries: rows.into_iter().map(|d| delivery_vm(d, now)).collect(),
         older,
         paged,
-        admin: manages(p),
+        admin,
         flash: None,
         error: None,
     })
