@@ -72,7 +72,7 @@ CREATE TABLE webhook_attempts (
 ALTER TABLE sources ADD COLUMN previous_webhook_secret TEXT;
 ALTER TABLE sources ADD COLUMN previous_webhook_secret_expires_at TEXT;
 
--- A reviewer pressed a callback control (DESIGN §11); the Source reports back.
+-- A reviewer pressed a callback control (guide: "Controls"); the Source reports back.
 CREATE TABLE control_requests (
     id           TEXT PRIMARY KEY,              -- ctr_<ULID>
     action_id    TEXT NOT NULL REFERENCES actions(id),
@@ -95,7 +95,7 @@ CREATE INDEX control_requests_by_action ON control_requests(action_id, created_a
 CREATE UNIQUE INDEX control_requests_by_key ON control_requests(requested_by, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 
--- A reviewer asked the Source for more context (DESIGN §11).
+-- A reviewer asked the Source for more context (guide: "Context requests").
 CREATE TABLE context_requests (
     id           TEXT PRIMARY KEY,              -- cxr_<ULID>
     action_id    TEXT NOT NULL REFERENCES actions(id),

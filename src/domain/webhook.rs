@@ -1,7 +1,7 @@
 //! Webhooks as rules (guide: "Webhooks"): the event types, the Standard
 //! Webhooks signature (`v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed
 //! with the base64-decoded part of `whsec_…`), and the retry schedule of
-//! DESIGN §6. No I/O: the worker (`workers::webhooks`) sends.
+//! guide's "Answering, retries and the delivery log". No I/O: the worker (`workers::webhooks`) sends.
 
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
@@ -10,7 +10,7 @@ use sha2::Sha256;
 
 use crate::domain::credentials::WEBHOOK_SECRET_PREFIX;
 
-/// What a webhook tells the Source (SPEC §6, DESIGN §11).
+/// What a webhook tells the Source (guide: "Webhooks").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum EventType {
     #[serde(rename = "action.control_requested")]
@@ -37,7 +37,7 @@ impl EventType {
     }
 }
 
-/// Waits after each failed attempt of a round (DESIGN §6: about 5 s, 5 min,
+/// Waits after each failed attempt of a round (guide: "Webhooks"; about 5 s, 5 min,
 /// 30 min, 2 h, 5 h, 10 h, 10 h); after the last one the delivery fails.
 pub const RETRY_SCHEDULE_SECS: [i64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 

@@ -212,8 +212,11 @@ pub async fn invoke(
     .await
 }
 
-/// GET /v1/actions/{id}/control-requests: newest first, for anyone who sees
-/// the Action.
+/// Most context requests one Action takes (guide: "Limits").
+pub const MAX_CONTEXT_REQUESTS: i64 = 100;
+
+/// GET /v1/actions/{id}/control-requests: the newest 100, newest first, for
+/// anyone who sees the Action.
 pub async fn list(
     s: &Services,
     user: UserCaller,
@@ -316,6 +319,13 @@ pub async fn ask(
             ));
         }
         decision::ensure_open(&a)?;
+        // Every Action read lists them: a bound keeps reads and webhooks small.
+        if rq::count_contexts(c, &a.id)? >= MAX_CONTEXT_REQUESTS {
+            return Err(Error::field(
+                "question",
+                format!("this Action already has {MAX_CONTEXT_REQUESTS} context requests, the most it takes; add a comment instead"),
+            ));
+        }
         let name = work::member(c, &a.workspace_id, &user.user_id)?.and_then(|m| m.name);
         let request = ContextRequest {
             id: ids::new_id(ids::CONTEXT_REQUEST),

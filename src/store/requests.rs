@@ -89,7 +89,7 @@ pub fn control_by_key(
 /// An Action's control requests, newest first (ids are time-sortable ULIDs).
 pub fn controls_of(c: &Connection, action_id: &str) -> Result<Vec<ControlRequest>> {
     let mut st = c.prepare_cached(&format!(
-        "{CONTROL} WHERE r.action_id = ?1 ORDER BY r.created_at DESC, r.id DESC"
+        "{CONTROL} WHERE r.action_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT 100"
     ))?;
     let rows = st.query_map([action_id], control_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -164,6 +164,14 @@ pub fn contexts_of(c: &Connection, ids: &[&str]) -> Result<HashMap<String, Vec<C
         out.entry(r.action_id.clone()).or_default().push(r);
     }
     Ok(out)
+}
+
+/// How many context requests an Action has.
+pub fn count_contexts(c: &Connection, action_id: &str) -> Result<i64> {
+    Ok(
+        c.prepare_cached("SELECT count(*) FROM context_requests WHERE action_id = ?1")?
+            .query_row([action_id], |r| r.get(0))?,
+    )
 }
 
 /// Answers every open context request of an Action with `version`; returns

@@ -34,6 +34,7 @@ enum Work {
 struct Done {
     job: Job,
     out: Outgoing,
+    started: Timestamp,
     started_at: String,
     sent: Sent,
 }
@@ -97,6 +98,7 @@ pub async fn run(s: Services) {
                                 Done {
                                     job,
                                     out,
+                                    started: at,
                                     started_at,
                                     sent,
                                 }
@@ -198,7 +200,6 @@ fn settle(c: &Connection, d: &Done) -> Result<()> {
     };
     let attempt = attempts + 1;
     let in_round = attempt - round_start;
-    let started = time::parse(&d.started_at).unwrap_or_else(|| ::time::OffsetDateTime::UNIX_EPOCH);
     let code = d.sent.status_code;
     let mut error = d.sent.error.clone();
     let (next, at) = if code.is_some_and(|c| (200..300).contains(&c)) {
@@ -213,7 +214,7 @@ fn settle(c: &Connection, d: &Done) -> Result<()> {
         match webhook::retry_after(in_round) {
             Some(secs) => (
                 Next::RetryAt,
-                Some(time::format(started + ::time::Duration::seconds(secs))),
+                Some(time::format(d.started + ::time::Duration::seconds(secs))),
             ),
             None => (Next::Failed, None),
         }
