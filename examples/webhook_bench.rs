@@ -22,7 +22,8 @@
 //! The load generator runs on one thread and the receiver on another, so the
 //! server keeps the most of the machine; on 2 cores every figure is "server +
 //! client + receiver on the same two cores".
-#![allow(clippy::disallowed_methods)] // a benchmark measures real time
+#![allow(clippy::disallowed_methods)]
+// a benchmark measures real time
 // A poisoned lock means the benchmark itself broke: it stops there, like a test.
 #![allow(clippy::unwrap_used)]
 

@@ -131,6 +131,12 @@ async fn openapi_covers_every_route() {
         ("/v1/sources/{source_id}", "patch"),
         ("/v1/sources/{source_id}", "delete"),
         ("/v1/sources/{source_id}/keys/rotate", "post"),
+        ("/v1/sources/{source_id}/deliveries", "get"),
+        ("/v1/sources/{source_id}/deliveries/{delivery_id}", "get"),
+        (
+            "/v1/sources/{source_id}/deliveries/{delivery_id}/resend",
+            "post",
+        ),
         ("/v1/workspaces", "get"),
         ("/v1/workspaces", "post"),
         ("/v1/workspaces/select", "post"),

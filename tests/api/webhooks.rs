@@ -10,7 +10,7 @@ use crate::helpers::{TestApp, two_options};
 use crate::receiver::Receiver;
 
 /// An app that may call loopback, with a receiver that knows its secret.
-async fn setup() -> (TestApp, Receiver) {
+pub async fn setup() -> (TestApp, Receiver) {
     let app = TestApp::spawn_with(|c| c.allow_private_callbacks = true).await;
     let rx = Receiver::start();
     rx.secrets(&[app.creds["webhook_secret"].as_str().unwrap()])
@@ -24,8 +24,9 @@ fn with_callback(title: &str, url: &str) -> Value {
     body
 }
 
-/// Waits (bounded) until the delivery log of the init Source shows `pred`.
-async fn delivery_where(app: &TestApp, pred: impl Fn(&Value) -> bool) -> Value {
+/// Waits (bounded) until the delivery log of the init Source, read over the
+/// API by its owner, shows `pred`.
+pub async fn delivery_where(app: &TestApp, pred: impl Fn(&Value) -> bool) -> Value {
     let src = app.creds["source_id"].as_str().unwrap();
     for _ in 0..1000 {
         let list: Value = app

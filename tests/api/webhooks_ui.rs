@@ -10,15 +10,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Actor, TestApp, two_options};
 use crate::receiver::Receiver;
-
-/// An app that may call loopback, with a receiver that knows its secret.
-async fn setup() -> (TestApp, Receiver) {
-    let app = TestApp::spawn_with(|c| c.allow_private_callbacks = true).await;
-    let rx = Receiver::start();
-    rx.secrets(&[app.creds["webhook_secret"].as_str().unwrap()])
-        .await;
-    (app, rx)
-}
+use crate::webhooks::{delivery_where, setup};
 
 fn source_id(app: &TestApp) -> String {
     app.creds["source_id"].as_str().unwrap().to_owned()
@@ -33,22 +25,6 @@ async fn resolved_with_callback(app: &TestApp, rx: &Receiver, path: &str) -> Str
         .await
         .ok(200);
     a["id"].as_str().unwrap().to_owned()
-}
-
-/// Waits (bounded) until the init Source's log, read over the API, shows `pred`.
-async fn delivery_where(app: &TestApp, pred: impl Fn(&Value) -> bool) -> Value {
-    let src = source_id(app);
-    for _ in 0..1000 {
-        let list: Value = app
-            .admin()
-            .get(&format!("/v1/sources/{src}/deliveries?limit=100"), 200)
-            .await;
-        if let Some(d) = list["data"].as_array().unwrap().iter().find(|d| pred(d)) {
-            return d.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no such delivery in the log");
 }
 
 /// The `<tr>` of delivery `id` in the page's log.
