@@ -260,7 +260,7 @@ pub const KEEP_DAYS: i64 = 30;
 /// writer is never held long. Both deletes pick the same rows.
 pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     const OLDEST: &str = "SELECT id FROM webhook_deliveries
-        WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at LIMIT 10000";
+        WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at, id LIMIT 10000";
     c.execute(
         &format!("DELETE FROM webhook_attempts WHERE delivery_id IN ({OLDEST})"),
         [before],
@@ -269,4 +269,40 @@ pub fn prune(c: &Connection, before: &str) -> Result<usize> {
         &format!("DELETE FROM webhook_deliveries WHERE id IN ({OLDEST})"),
         [before],
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The delivery log's page reads `webhook_deliveries_by_source` in order,
+    /// and the prune reads `webhook_deliveries_settled`.
+    #[test]
+    fn the_log_and_the_prune_use_their_indexes() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, index) in [
+            (
+                "SELECT id FROM webhook_deliveries WHERE source_id = 'src_1' AND ('msg_9' IS NULL OR id < 'msg_9') ORDER BY id DESC LIMIT 21",
+                "webhook_deliveries_by_source",
+            ),
+            (
+                "SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < '2026' ORDER BY updated_at, id LIMIT 10000",
+                "webhook_deliveries_settled",
+            ),
+        ] {
+            let plan: Vec<String> = c
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap()
+                .query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let text = plan.join("\n");
+            assert!(text.contains(index), "{sql}:\n{text}");
+            assert!(
+                !text.contains("SCAN webhook_deliveries\n")
+                    && !text.ends_with("SCAN webhook_deliveries"),
+                "{text}"
+            );
+        }
+    }
 }

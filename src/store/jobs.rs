@@ -125,3 +125,52 @@ pub fn release_stale(c: &Connection, before: &str, running: &str) -> Result<usiz
     )?
     .execute(params![before, running])?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claims, then the stale sweep: it frees old claims but never one in flight,
+    /// and the worker's queries read their indexes.
+    #[test]
+    fn the_stale_sweep_spares_running_jobs_and_the_queries_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let t0 = "2026-11-23T10:00:00.000Z";
+        for s in ["msg_a", "msg_b", "msg_c"] {
+            insert(&c, Kind::Webhook, s, t0, t0).unwrap();
+        }
+        let claimed = claim(&c, "2026-11-23T10:00:01.000Z", 2).unwrap();
+        assert_eq!(claimed.len(), 2);
+        assert_eq!(claimed[0].subject, "msg_a");
+        assert_eq!(
+            next_due(&c).unwrap().as_deref(),
+            Some(t0),
+            "msg_c is still due"
+        );
+        // msg_a is still being sent; msg_b's attempt is gone.
+        let running = format!("[{}]", claimed[0].id);
+        let freed = release_stale(&c, "2026-11-23T10:05:00.000Z", &running).unwrap();
+        assert_eq!(freed, 1);
+        let again = claim(&c, "2026-11-23T10:05:00.000Z", 10).unwrap();
+        let subjects: Vec<_> = again.iter().map(|j| j.subject.as_str()).collect();
+        assert_eq!(subjects, ["msg_b", "msg_c"]);
+        // Only what `release_claims` frees at start is left claimed.
+        assert_eq!(release_claims(&c).unwrap(), 3);
+        for sql in [
+            "SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= '2026' ORDER BY run_at, id LIMIT 5",
+            "SELECT run_at FROM jobs WHERE claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
+        ] {
+            let plan: Vec<String> = c
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap()
+                .query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let text = plan.join("\n");
+            assert!(text.contains("jobs_due"), "{sql}:\n{text}");
+            assert!(!text.contains("TEMP B-TREE"), "{sql} sorts:\n{text}");
+        }
+    }
+}

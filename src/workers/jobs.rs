@@ -59,13 +59,16 @@ pub async fn run(s: Services) {
     let mut moved = s.clock.moved();
     let mut swept_at: Option<Timestamp> = None;
     // Ids of the jobs in flight.
-    let mut busy: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    // The job id of each attempt in flight, by task: a panicked task is
+    // known by its id alone, and its job must stop counting as running.
+    let mut busy: std::collections::HashMap<tokio::task::Id, i64> =
+        std::collections::HashMap::new();
     loop {
         let free = slots.saturating_sub(inflight.len());
         let now = s.clock.now();
         let batch = Arc::new(std::mem::take(&mut finished));
         // Once a minute: claims older than any attempt can last are released
-        // (an attempt that panicked; a turn whose records were lost).
+        // (an attempt that panicked; a job whose records could not be written).
         let stale_before = match swept_at {
             Some(t) if now - t < ::time::Duration::minutes(1) => None,
             _ => {
@@ -76,7 +79,7 @@ pub async fn run(s: Services) {
         };
         // The jobs this process is still sending are never stale.
         let running = stale_before.as_ref().map(|_| {
-            let ids: Vec<i64> = busy.iter().copied().collect();
+            let ids: Vec<i64> = busy.values().copied().collect();
             serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
         });
         let b = batch.clone();
@@ -89,9 +92,9 @@ pub async fn run(s: Services) {
                 for w in work {
                     match w {
                         Work::Webhook { job, out } => {
-                            busy.insert(job.id);
+                            let job_id = job.id;
                             let (svc, sender) = (s.clone(), sender.clone());
-                            inflight.spawn(async move {
+                            let task = inflight.spawn(async move {
                                 let at = svc.clock.now();
                                 let sent = sender.send(&out, at.unix_timestamp()).await;
                                 let started_at = time::format(at);
@@ -103,6 +106,7 @@ pub async fn run(s: Services) {
                                     sent,
                                 }
                             });
+                            busy.insert(task.id(), job_id);
                         }
                     }
                 }
@@ -128,26 +132,47 @@ pub async fn run(s: Services) {
             _ = s.jobs_wake.notified(), if !full => {}
             _ = moved.changed() => {}
             _ = tokio::time::sleep(wait), if !full || next_due.is_none() => {}
-            Some(done) = inflight.join_next(), if !inflight.is_empty() => {
-                collect(done, &mut finished);
-                while let Some(more) = inflight.try_join_next() {
-                    collect(more, &mut finished);
-                }
-                // A panicked attempt's id stays until the stale sweep frees it.
-                for d in &finished {
-                    busy.remove(&d.job.id);
+            Some(done) = inflight.join_next_with_id(), if !inflight.is_empty() => {
+                collect(done, &mut finished, &mut busy);
+                while let Some(more) = inflight.try_join_next_with_id() {
+                    collect(more, &mut finished, &mut busy);
                 }
             }
         }
     }
 }
 
-fn collect(done: std::result::Result<Done, tokio::task::JoinError>, into: &mut Vec<Done>) {
+/// Takes a finished task out of `busy`; a panicked one leaves its job
+/// claimed, and the stale sweep frees it a minute or so later.
+fn collect(
+    done: std::result::Result<(tokio::task::Id, Done), tokio::task::JoinError>,
+    into: &mut Vec<Done>,
+    busy: &mut std::collections::HashMap<tokio::task::Id, i64>,
+) {
     match done {
-        Ok(d) => into.push(d),
-        // A panicked attempt leaves its job claimed until the next start.
-        Err(e) => tracing::error!(error = %e, "a webhook attempt panicked"),
+        Ok((id, d)) => {
+            busy.remove(&id);
+            into.push(d);
+        }
+        Err(e) => {
+            busy.remove(&e.id());
+            tracing::error!(error = %e, "a webhook attempt panicked");
+        }
     }
+}
+
+/// Runs `f` in its own savepoint: when it fails, only its own writes are
+/// undone, the error is logged, and the turn goes on, so one bad job never
+/// stops the queue (its claim stays; the stale sweep frees it).
+fn isolated(c: &Connection, what: &str, id: i64, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    c.prepare_cached("SAVEPOINT job_step")?.execute([])?;
+    let r = f();
+    if let Err(e) = &r {
+        tracing::error!(error = %e, job.id = id, "{what} failed; left for the stale sweep");
+        c.prepare_cached("ROLLBACK TO job_step")?.execute([])?;
+    }
+    c.prepare_cached("RELEASE job_step")?.execute([])?;
+    Ok(())
 }
 
 /// One turn in the writer: record finished attempts, claim up to `free` due
@@ -161,7 +186,7 @@ fn turn(
 ) -> Result<(Vec<Work>, Option<Timestamp>)> {
     let now_s = time::format(now);
     for d in finished {
-        settle(c, d)?;
+        isolated(c, "recording a webhook attempt", d.job.id, || settle(c, d))?;
     }
     if let Some((before, running)) = stale {
         let n = jobs::release_stale(c, before, running)?;
@@ -172,18 +197,22 @@ fn turn(
     let mut work = Vec::new();
     if free > 0 {
         for job in jobs::claim(c, &now_s, free)? {
-            match job.kind {
-                Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, &now_s)? {
-                    Some(out) => work.push(Work::Webhook { job, out }),
-                    // No longer pending (delivered or failed meanwhile).
-                    None => jobs::delete(c, job.id)?,
-                },
-                None => {
-                    // Written by a newer hds: left for it, looked at again in an hour.
-                    let later = time::format(now + ::time::Duration::hours(1));
-                    jobs::reschedule(c, job.id, &later)?;
+            let id = job.id;
+            isolated(c, "preparing a job", id, || {
+                match job.kind {
+                    Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, &now_s)? {
+                        Some(out) => work.push(Work::Webhook { job, out }),
+                        // No longer pending (delivered or failed meanwhile).
+                        None => jobs::delete(c, job.id)?,
+                    },
+                    None => {
+                        // Written by a newer hds: left for it, looked at again in an hour.
+                        let later = time::format(now + ::time::Duration::hours(1));
+                        jobs::reschedule(c, job.id, &later)?;
+                    }
                 }
-            }
+                Ok(())
+            })?;
         }
     }
     let next = jobs::next_due(c)?.and_then(|t| time::parse(&t));

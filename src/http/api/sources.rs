@@ -107,7 +107,7 @@ pub struct DeliveryParams {
 
 /// The Source's webhook deliveries, newest first (guide: "Webhooks").
 #[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries", tag = "sources", params(("source_id" = String, Path), DeliveryParams),
-    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn list_deliveries(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -126,7 +126,7 @@ pub async fn list_deliveries(
 
 /// One delivery and every attempt of it.
 #[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries/{delivery_id}", tag = "sources", params(("source_id" = String, Path), ("delivery_id" = String, Path)),
-    responses((status = 200, description = "the delivery, with `attempts`", body = Data<DeliveryDetail>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
+    responses((status = 200, description = "the delivery, with `attempts`", body = Data<DeliveryDetail>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn get_delivery(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
