@@ -215,8 +215,11 @@ pub async fn invoke(
 /// Most context requests one Action takes (guide: "Limits").
 pub const MAX_CONTEXT_REQUESTS: i64 = 100;
 
-/// GET /v1/actions/{id}/control-requests: the newest 100, newest first, for
-/// anyone who sees the Action.
+/// Control requests one list shows: the newest.
+pub const LISTED: usize = 100;
+
+/// GET /v1/actions/{id}/control-requests: the newest `LISTED` (and one more,
+/// for `has_more`), newest first, for anyone who sees the Action.
 pub async fn list(
     s: &Services,
     user: UserCaller,

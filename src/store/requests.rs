@@ -89,7 +89,7 @@ pub fn control_by_key(
 /// An Action's control requests, newest first (ids are time-sortable ULIDs).
 pub fn controls_of(c: &Connection, action_id: &str) -> Result<Vec<ControlRequest>> {
     let mut st = c.prepare_cached(&format!(
-        "{CONTROL} WHERE r.action_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT 100"
+        "{CONTROL} WHERE r.action_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT 101"
     ))?;
     let rows = st.query_map([action_id], control_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

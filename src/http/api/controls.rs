@@ -56,8 +56,11 @@ pub async fn list_control_requests(
     UserAuth(user): UserAuth,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<List<ControlRequest>>> {
-    let list = controls::list(&st.services, user, id).await?;
-    Ok(Json(List::new(list, false)))
+    let mut list = controls::list(&st.services, user, id).await?;
+    // The store reads one more than a page, to tell whether there are older ones.
+    let has_more = list.len() > controls::LISTED;
+    list.truncate(controls::LISTED);
+    Ok(Json(List::new(list, has_more)))
 }
 
 /// Report on a control request as the Source that owns its Action.
