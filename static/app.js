@@ -30,14 +30,53 @@
     });
   }
 
+  // ---- live regions: re-fetched when the server says something changed ----
+  // `fetchUrl` answers HTML; `swap` puts it in place. One fetch at a time
+  // (a change during one asks for another), on each change event, every
+  // 15 s (proxies that buffer event streams) and when the tab comes back.
+  function liveRegion(live, fetchUrl, what, swap) {
+    var busy = false;
+    var again = false;
+
+    function refresh() {
+      if (busy) {
+        again = true;
+        return;
+      }
+      busy = true;
+      fetch(fetchUrl, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (r) {
+          // A redirect to the sign-in page means the session ended.
+          if (!r.ok || r.url.indexOf("/app/signin") !== -1) throw new Error(what + " " + r.status);
+          return r.text();
+        })
+        .then(swap)
+        .catch(function () {})
+        .then(function () {
+          busy = false;
+          if (again) {
+            again = false;
+            setTimeout(refresh, 300);
+          }
+        });
+    }
+
+    if (window.EventSource) {
+      var since = live.getAttribute("data-version") || "";
+      var events = new EventSource("/app/events?since=" + encodeURIComponent(since));
+      events.addEventListener("changed", refresh);
+    }
+    setInterval(refresh, 15000);
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "visible") refresh();
+    });
+  }
+
   // ---- inbox: live list ----
   function liveInbox() {
     var live = document.getElementById("inbox-live");
     if (!live) return;
-    var url = live.getAttribute("data-rows-url");
     var announce = document.getElementById("inbox-announce");
-    var busy = false;
-    var again = false;
 
     function ids(root) {
       var out = {};
@@ -75,83 +114,20 @@
       }
     }
 
-    function refresh() {
-      if (busy) {
-        again = true;
-        return;
-      }
-      busy = true;
-      fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
-        .then(function (r) {
-          // A redirect to the sign-in page means the session ended.
-          if (!r.ok || r.url.indexOf("/app/signin") !== -1) throw new Error("inbox " + r.status);
-          return r.text();
-        })
-        .then(swap)
-        .catch(function () {})
-        .then(function () {
-          busy = false;
-          if (again) {
-            again = false;
-            setTimeout(refresh, 300);
-          }
-        });
-    }
-
-    if (window.EventSource) {
-      var since = live.getAttribute("data-version") || "";
-      var events = new EventSource("/app/events?since=" + encodeURIComponent(since));
-      events.addEventListener("changed", refresh);
-    }
-    // A fallback for proxies that buffer event streams.
-    setInterval(refresh, 15000);
-    document.addEventListener("visibilitychange", function () {
-      if (document.visibilityState === "visible") refresh();
-    });
+    liveRegion(live, live.getAttribute("data-rows-url"), "inbox", swap);
   }
 
   // ---- Action page: control and context requests, live ----
   function liveRequests() {
     var live = document.getElementById("requests-live");
     if (!live) return;
-    var url = live.getAttribute("data-url");
-    var busy = false;
-    var again = false;
-
-    function refresh() {
-      if (busy) {
-        again = true;
-        return;
-      }
-      busy = true;
-      fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
-        .then(function (r) {
-          if (!r.ok || r.url.indexOf("/app/signin") !== -1) throw new Error("requests " + r.status);
-          return r.text();
-        })
-        .then(function (html) {
-          var doc = new DOMParser().parseFromString(html, "text/html");
-          var fresh = doc.querySelector(".requests-fragment");
-          if (!fresh) return;
-          live.replaceChildren(document.adoptNode(fresh));
-          refreshTimes(live);
-        })
-        .catch(function () {})
-        .then(function () {
-          busy = false;
-          if (again) {
-            again = false;
-            setTimeout(refresh, 300);
-          }
-        });
-    }
-
-    if (window.EventSource) {
-      var since = live.getAttribute("data-version") || "";
-      var events = new EventSource("/app/events?since=" + encodeURIComponent(since));
-      events.addEventListener("changed", refresh);
-    }
-    setInterval(refresh, 15000);
+    liveRegion(live, live.getAttribute("data-url"), "requests", function (html) {
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      var fresh = doc.querySelector(".requests-fragment");
+      if (!fresh) return;
+      live.replaceChildren(document.adoptNode(fresh));
+      refreshTimes(live);
+    });
   }
 
   // ---- inbox: j / k / Enter ----

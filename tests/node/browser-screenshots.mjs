@@ -56,6 +56,12 @@ run(async (browser) => {
       },
     ],
     open_url: "https://ci.example.com/pipelines/8812",
+    callback_url: requireEnv("HOOK_OK"),
+    context_request_mode: "poll",
+    controls: [
+      { key: "canary", label: "Restart the canary", kind: "callback", mutating: true, confirm: "Restart the canary pods in us-east-1?" },
+      { key: "dashboards", label: "Grafana", kind: "link", url: "https://grafana.example.com/d/api" },
+    ],
     options: [
       { id: "approve", label: "Approve deploy", style: "primary" },
       { id: "hold", label: "Hold until tomorrow" },
@@ -111,6 +117,28 @@ run(async (browser) => {
     }
   }
 
+  // The deploy's controls and a question, as a reviewer and its Source left them.
+  const pressed = await ok(
+    await api("POST", `/v1/actions/${deploy.id}/controls/canary/invoke`, USER_TOKEN, {
+      action_version: deploy.action_version,
+      fingerprint: deploy.fingerprint,
+    }),
+    "invoke",
+  );
+  await ok(
+    await api("POST", `/v1/source/control-requests/${pressed.data.id}/result`, SOURCE_KEY, {
+      status: "succeeded",
+      message: "3 canary pods restarted; error rate back to 0.1 %",
+    }),
+    "result",
+  );
+  await ok(
+    await api("POST", `/v1/actions/${deploy.id}/context-requests`, USER_TOKEN, { question: "Which region goes first, and how long does each take?" }),
+    "ask",
+  );
+  const lastLog = await ok(await api("GET", `/v1/sources/${SOURCE_ID}/deliveries`, USER_TOKEN), "deliveries");
+  const failed = lastLog.data.find((d) => d.status === "failed") || lastLog.data[0];
+
   const wide = await newPage(browser, { width: 1280, height: 800 });
   await signIn(wide, requireEnv("LINK"));
   // Live and test together, so the TEST badge shows.
@@ -121,6 +149,8 @@ run(async (browser) => {
   await wide.screenshot({ path: `${OUT}/action.png` });
   await wide.goto(`${BASE}/app/sources/${SOURCE_ID}`);
   await wide.screenshot({ path: `${OUT}/source.png` });
+  await wide.goto(`${BASE}/app/sources/${SOURCE_ID}/deliveries/${failed.id}`);
+  await wide.screenshot({ path: `${OUT}/delivery.png` });
 
   const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   await signIn(phone, requireEnv("LINK2"));
@@ -132,9 +162,12 @@ run(async (browser) => {
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   await phone.goto(`${BASE}/app/sources/${SOURCE_ID}`);
   const sourceOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await phone.screenshot({ path: `${OUT}/source-phone.png` });
+  await phone.goto(`${BASE}/app/sources/${SOURCE_ID}/deliveries/${failed.id}`);
+  await phone.screenshot({ path: `${OUT}/delivery-phone.png` });
 
   return {
-    files: ["inbox.png", "action.png", "source.png", "inbox-phone.png", "action-phone.png"],
+    files: ["inbox.png", "action.png", "source.png", "delivery.png", "inbox-phone.png", "action-phone.png", "source-phone.png", "delivery-phone.png"],
     phone_horizontal_overflow: overflow,
     source_phone_horizontal_overflow: sourceOverflow,
     csp_violations: [...wide.violations, ...phone.violations],
