@@ -81,7 +81,10 @@ async fn an_admin_sees_a_failed_delivery_resends_it_and_sees_it_delivered() {
         r.contains("<span class=\"badge status-pending\">pending</span>"),
         "{r}"
     );
-    assert!(r.contains("<td>1</td>"), "one attempt: {r}");
+    assert!(
+        r.contains("<td data-label=\"Attempts\">1</td>"),
+        "one attempt: {r}"
+    );
     assert!(r.contains("HTTP 500"), "{r}");
     assert!(
         r.contains("HTTP 500 Internal Server Error"),
@@ -128,7 +131,10 @@ async fn an_admin_sees_a_failed_delivery_resends_it_and_sees_it_delivered() {
         r.contains("<span class=\"badge status-delivered\">delivered</span>"),
         "{r}"
     );
-    assert!(r.contains("<td>2</td>"), "two attempts: {r}");
+    assert!(
+        r.contains("<td data-label=\"Attempts\">2</td>"),
+        "two attempts: {r}"
+    );
     assert!(r.contains("HTTP 200"), "{r}");
     assert!(
         !r.contains("Internal Server Error"),
