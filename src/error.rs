@@ -41,6 +41,7 @@ pub enum Code {
     ControlNotFound,
     ControlRequestNotFound,
     ContextRequestNotFound,
+    NotificationNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -58,6 +59,7 @@ pub enum Code {
     ActionAlreadyClaimed,
     ControlRequestClosed,
     ContextRequestsUnsupported,
+    NotificationMandatory,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -106,6 +108,8 @@ impl Code {
             ControlRequestNotFound => "CONTROL_REQUEST_NOT_FOUND",
             ContextRequestNotFound => "CONTEXT_REQUEST_NOT_FOUND",
             ControlRequestClosed => "CONTROL_REQUEST_CLOSED",
+            NotificationNotFound => "NOTIFICATION_NOT_FOUND",
+            NotificationMandatory => "NOTIFICATION_MANDATORY",
             ContextRequestsUnsupported => "CONTEXT_REQUESTS_UNSUPPORTED",
             MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ActionNotOpen => "ACTION_NOT_OPEN",
@@ -155,6 +159,7 @@ impl Code {
             | MemberNotFound
             | InvitationNotFound
             | DeliveryNotFound
+            | NotificationNotFound
             | ControlNotFound
             | ControlRequestNotFound
             | ContextRequestNotFound => StatusCode::NOT_FOUND,
@@ -172,7 +177,8 @@ impl Code {
             | AlreadyMember
             | ActionAlreadyClaimed
             | ControlRequestClosed
-            | ContextRequestsUnsupported => StatusCode::CONFLICT,
+            | ContextRequestsUnsupported
+            | NotificationMandatory => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

@@ -241,6 +241,11 @@ pub fn can_open_billing(role: Role) -> bool {
     role == Role::Owner
 }
 
+/// Set the workspace's notification policy (guide: "Notifications").
+pub fn can_set_notification_policy(role: Role) -> bool {
+    manages_workspace(role)
+}
+
 /// The role a refusal names in `details.required_role`.
 pub fn required_for_management() -> Role {
     Role::Admin

@@ -17,3 +17,19 @@ pub const COMMENT: &str = "cmt";
 pub const DELIVERY: &str = "msg";
 pub const CONTROL_REQUEST: &str = "ctr";
 pub const CONTEXT_REQUEST: &str = "cxr";
+pub const NOTIFICATION: &str = "ntf";
+
+/// A new id that sorts after every id this process made before with this
+/// function (a monotonic ULID), so a list ordered by id is in creation
+/// order even within one millisecond. Notifications use it: their pages
+/// merge two tables by id.
+pub fn new_ordered_id(prefix: &str) -> String {
+    static GENERATOR: std::sync::Mutex<Option<ulid::Generator>> = std::sync::Mutex::new(None);
+    let mut g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let id = g
+        .get_or_insert_with(ulid::Generator::new)
+        .generate()
+        // 2^80 ids in one millisecond: not reachable; a fresh ULID then.
+        .unwrap_or_else(|_| ulid::Ulid::new());
+    format!("{prefix}_{id}")
+}

@@ -10,6 +10,7 @@ pub mod decision;
 pub mod event;
 pub mod fingerprint;
 pub mod ids;
+pub mod notification;
 pub mod receipt;
 pub mod requests;
 pub mod session;

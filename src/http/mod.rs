@@ -32,8 +32,8 @@ use utoipa_axum::routes;
 use crate::app::AppState;
 use crate::error::{Code, Error};
 use api::{
-    actions, auth as signin, controls, invitations, me, session as auth_session, sources, system,
-    work, workspaces,
+    actions, auth as signin, controls, invitations, me, notifications, session as auth_session,
+    sources, system, work, workspaces,
 };
 
 /// Builds the router and the OpenAPI document from the same table.
@@ -88,6 +88,19 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(
             workspaces::update_member,
             workspaces::remove_member
+        ))
+        // notifications (guide: "Notifications")
+        .routes(routes!(notifications::list_notifications))
+        .routes(routes!(notifications::notification_summary))
+        .routes(routes!(notifications::read_all_notifications))
+        .routes(routes!(notifications::read_notification))
+        .routes(routes!(
+            notifications::get_preferences,
+            notifications::update_preferences
+        ))
+        .routes(routes!(
+            notifications::get_policy,
+            notifications::update_policy
         ))
         // invitations (guide: "Invitations")
         .routes(routes!(

@@ -20,6 +20,7 @@ use crate::service::Services;
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
 use crate::service::effects;
 use crate::service::idempotency::{self, Outcome, Reply, Serialised};
+use crate::service::notifications;
 use crate::store::{actions as store, events, workspaces};
 
 /// Longest a long poll or blocking create may hold (guide: "Limits").
@@ -195,6 +196,7 @@ pub async fn create(
     };
     let id = a.id.clone();
     let writer_src = src.clone();
+    let nctx = notifications::Ctx::of(s);
     let outcome = s
         .write(move |c, fx| {
             let src = writer_src;
@@ -214,6 +216,7 @@ pub async fn create(
                 store::insert(c, &a, &spec_json)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
                 effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;
+                notifications::action_created(c, fx, &nctx, &a, &a.created_at)?;
                 // People named by id or e-mail are shown as GET shows them
                 // (completed from the members); only then is the answer
                 // serialised here, in the writer.
@@ -468,10 +471,13 @@ pub async fn patch(
             fields,
             material,
             fingerprint: a.fingerprint.clone(),
-            before,
+            before: before.clone(),
         };
         let actor = Actor::source(&src.source_id);
         effects::record(c, fx, &a.id, &actor, a.action_version, event, &a.updated_at)?;
+        if before.contains_key("expires_at") {
+            notifications::action_updated(c, &a, &a.updated_at)?;
+        }
         Ok(a)
     })
     .await

@@ -25,6 +25,7 @@ use crate::service::actions::{access, access_now};
 use crate::service::caller::{SourceCaller, UserCaller};
 use crate::service::effects;
 use crate::service::idempotency::request_hash;
+use crate::service::notifications;
 use crate::service::webhooks;
 use crate::store::actions as store;
 use crate::store::requests::{self as rq, NewControl};
@@ -258,12 +259,13 @@ pub async fn report(
         return Err(e);
     }
     let now = time::format(s.clock.now());
+    let nctx = notifications::Ctx::of(s);
     s.write(move |c, fx| {
         let r = rq::control(c, &request_id)?.ok_or_else(Error::control_request_not_found)?;
-        match store::get(c, &r.action_id)? {
-            Some(a) if a.source_id == src.source_id && a.environment == src.environment => {}
+        let a = match store::get(c, &r.action_id)? {
+            Some(a) if a.source_id == src.source_id && a.environment == src.environment => a,
             _ => return Err(Error::control_request_not_found()),
-        }
+        };
         if requests::is_final(&r.status) {
             if r.status == req.status && r.message == req.message {
                 return Ok((r, true));
@@ -281,6 +283,26 @@ pub async fn report(
         rq::set_result(c, &r.id, &req.status, req.message.as_deref(), &now)?;
         // The Action page lists its control requests: refresh open ones.
         fx.changed();
+        if requests::is_final(&req.status) {
+            let label = a
+                .spec
+                .controls
+                .iter()
+                .flatten()
+                .find(|k| k.key == r.control_key)
+                .map_or(r.control_key.as_str(), |k| k.label.as_str());
+            notifications::control_request_finished(
+                c,
+                fx,
+                &nctx,
+                &a,
+                &r.requested_by.user_id,
+                label,
+                &req.status,
+                req.message.as_deref(),
+                &now,
+            )?;
+        }
         let r = rq::control(c, &r.id)?.ok_or_else(Error::control_request_not_found)?;
         Ok((r, false))
     })

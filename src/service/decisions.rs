@@ -20,6 +20,7 @@ use crate::service::actions::{access_now, check_reason, envelope, owned};
 use crate::service::caller::{SourceCaller, UserCaller};
 use crate::service::effects::{self, Effects};
 use crate::service::idempotency::{self, Reply};
+use crate::service::notifications;
 use crate::store::{actions as store, receipts as receipt_store};
 
 /// POST /v1/actions/{id}/decision
@@ -304,6 +305,7 @@ pub async fn report_outcome(
     let request = serde_json::to_value(&req)?;
     let clock_now = s.clock.now();
     let now = time::format(clock_now);
+    let nctx = notifications::Ctx::of(s);
     idempotency::write(s, &owner, key, &route, request, clock_now, move |c, fx| {
         let a = owned(c, &src, &id)?;
         if a.status != Status::Resolved {
@@ -341,6 +343,11 @@ pub async fn report_outcome(
                 Code::OutcomeAlreadyReported,
                 "an outcome was already reported for this Action",
             ));
+        }
+        if outcome.status == "failed" {
+            let mut shown = a.clone();
+            crate::store::work::annotate(c, std::slice::from_mut(&mut shown))?;
+            notifications::outcome_failed(c, fx, &nctx, &shown, outcome.message.as_deref(), &now)?;
         }
         let event = ActionEvent::OutcomeReported(outcome);
         effects::record(

@@ -14,6 +14,8 @@ pub mod inbox;
 pub mod invitations;
 pub mod key_cache;
 pub mod keyring;
+pub mod mail;
+pub mod notifications;
 pub mod oidc;
 pub mod signin;
 pub mod sources;

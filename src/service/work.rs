@@ -18,6 +18,7 @@ use crate::service::Services;
 use crate::service::actions::{access_now, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::effects;
+use crate::service::notifications;
 use crate::store::actions as store;
 use crate::store::work::{self, Comment, Member};
 
@@ -239,6 +240,7 @@ pub async fn assign(
         }
     }
     let now = time::format(s.clock.now());
+    let nctx = notifications::Ctx::of(s);
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         let previous = a.work.assignee.clone();
@@ -272,6 +274,9 @@ pub async fn assign(
             return Err(decision::ensure_open(&reread(c, &a.id)?)
                 .err()
                 .unwrap_or_else(Error::action_not_found));
+        }
+        if let Some(m) = &to {
+            notifications::assigned(c, fx, &nctx, &a, m, &user.user_id, &now)?;
         }
         let event = ActionEvent::Assigned {
             assignee_user_id: to.map(|m| m.user_id),
@@ -410,6 +415,7 @@ pub async fn snooze(
                 .err()
                 .unwrap_or_else(Error::action_not_found));
         }
+        notifications::snoozed(c, &a, until.as_deref(), &user.user_id)?;
         let event = ActionEvent::Snoozed { until };
         let actor = Actor::user(&user.user_id);
         effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
@@ -500,6 +506,7 @@ pub async fn add_comment(
     check_comment(&req.body)?;
     let emails = mentioned_emails(&req.body);
     let now = time::format(s.clock.now());
+    let nctx = notifications::Ctx::of(s);
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         if !acc.can_comment() {
@@ -527,6 +534,7 @@ pub async fn add_comment(
             created_at: now.clone(),
         };
         work::insert_comment(c, &cm)?;
+        notifications::commented(c, fx, &nctx, &a, &cm, &now)?;
         let event = ActionEvent::Commented {
             comment_id: cm.id.clone(),
             mentions,

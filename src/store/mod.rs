@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod invitations;
 pub mod jobs;
 pub mod migrate;
+pub mod notifications;
 pub mod oidc;
 pub mod receipts;
 pub mod requests;

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::service::{Services, decisions};
+use crate::domain::time;
+use crate::service::{Services, decisions, notifications};
 
 pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -17,8 +18,13 @@ pub async fn run(s: Services) {
         }
         let svc = s.clone();
         let now = s.clock.now();
+        let nctx = notifications::Ctx::of(&s);
         match s
-            .write(move |c, fx| decisions::expire_due(c, fx, &svc, now))
+            .write(move |c, fx| {
+                // Warnings first: an Action that expires in this pass was warned before.
+                notifications::run_due(c, fx, &nctx, &time::format(now))?;
+                decisions::expire_due(c, fx, &svc, now)
+            })
             .await
         {
             Ok(ids) if !ids.is_empty() => {

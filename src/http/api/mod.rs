@@ -6,6 +6,7 @@ pub mod auth;
 pub mod controls;
 pub mod invitations;
 pub mod me;
+pub mod notifications;
 pub mod session;
 pub mod sources;
 pub mod system;

@@ -1,0 +1,861 @@
+//! Notifications (guide: "Notifications"; DESIGN §12). Two halves:
+//!
+//! - **Causes.** The use cases that change an Action call the functions
+//!   below (`action_created`, `assigned`, `commented`, …) inside their own
+//!   writer transaction, so a notification exists exactly when its cause
+//!   committed. Each decides who hears of it (`domain::access` answers who
+//!   may see or decide), and `deliver` routes it by the person's preferences
+//!   and the workspace's policy (`domain::notification::Route`): a row in
+//!   their list, an e-mail now, or an item of their digest.
+//! - **Reading.** The routes of /v1/notifications, the preferences and the
+//!   policy, for the signed-in person only.
+
+use rusqlite::Connection;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::domain::access::{self, Role};
+use crate::domain::action::{ActionRecord, ActorKind, Person};
+use crate::domain::notification::{
+    Digest, Kind, NewActionAudience, NotificationPreferenceUpdate, Policy, Preferences, Route,
+    WorkspaceNotificationPolicyUpdate,
+};
+use crate::domain::{ids, time};
+use crate::error::{Code, Error, FieldError, Result};
+use crate::service::Services;
+use crate::service::actions::access_of;
+use crate::service::caller::{UserCaller, require_manager};
+use crate::service::effects::Effects;
+use crate::store::notifications::{self as store, New, Notification, TimerKind, Watermark};
+use crate::store::work::{self, Member};
+
+/// What causes need from the configuration: whether e-mail can be sent.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    pub smtp: bool,
+}
+
+impl Ctx {
+    pub fn of(s: &Services) -> Self {
+        Self {
+            smtp: crate::service::mail::enabled(&s.config),
+        }
+    }
+}
+
+/// The longest excerpt of a comment a notification quotes.
+const EXCERPT: usize = 280;
+
+fn excerpt(s: &str) -> String {
+    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= EXCERPT {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(EXCERPT - 1).collect();
+    format!("{cut}…")
+}
+
+fn action_path(a: &ActionRecord) -> String {
+    format!("/app/actions/{}", a.id)
+}
+
+/// One notification about to go out.
+struct Notice {
+    kind: Kind,
+    workspace_id: String,
+    title: String,
+    body: String,
+    action_id: Option<String>,
+    path: String,
+}
+
+impl Notice {
+    fn about(a: &ActionRecord, kind: Kind, title: String, body: String) -> Self {
+        Self {
+            kind,
+            workspace_id: a.workspace_id.clone(),
+            title,
+            body,
+            action_id: Some(a.id.clone()),
+            path: action_path(a),
+        }
+    }
+    fn new_row<'a>(&'a self, id: &'a str, now: &'a str) -> New<'a> {
+        New {
+            id,
+            workspace_id: &self.workspace_id,
+            kind: self.kind,
+            title: &self.title,
+            body: &self.body,
+            action_id: self.action_id.as_deref(),
+            path: &self.path,
+            created_at: now,
+        }
+    }
+}
+
+/// Routes a notice to one person by their preferences and the policy.
+fn deliver(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    policy: &Policy,
+    user_id: &str,
+    n: &Notice,
+    now: &str,
+) -> Result<()> {
+    let prefs = store::preferences(c, user_id, &n.workspace_id)?;
+    let route = Route::of(n.kind, &prefs, policy, ctx.smtp);
+    let id = ids::new_ordered_id(ids::NOTIFICATION);
+    let row = n.new_row(&id, now);
+    if route.in_app {
+        store::insert(c, user_id, &row)?;
+        fx.changed();
+    }
+    match route.email_now {
+        Some(true) => crate::service::mail::notification(c, fx, user_id, &row)?,
+        Some(false) => {
+            store::add_digest_item(c, user_id, &row)?;
+            let due = digest_due(prefs.email_digest, now);
+            store::set_timer_once(
+                c,
+                TimerKind::Digest,
+                &format!("{user_id} {}", n.workspace_id),
+                &due,
+            )?;
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// When a digest started now goes out: the next full hour, or the next
+/// 08:00 UTC.
+fn digest_due(d: Digest, now: &str) -> String {
+    let Some(t) = time::parse(now) else {
+        return now.to_owned();
+    };
+    let hour = t
+        .replace_minute(0)
+        .and_then(|t| t.replace_second(0))
+        .and_then(|t| t.replace_nanosecond(0))
+        .unwrap_or(t);
+    let due = match d {
+        Digest::Daily => {
+            let eight = hour.replace_hour(8).unwrap_or(hour);
+            if eight > t {
+                eight
+            } else {
+                eight + ::time::Duration::days(1)
+            }
+        }
+        _ => hour + ::time::Duration::hours(1),
+    };
+    time::format(due)
+}
+
+/// The member a Person names (by user id, else by e-mail), if they are one.
+fn member_of(c: &Connection, workspace_id: &str, p: &Person) -> Result<Option<Member>> {
+    if let Some(id) = &p.user_id
+        && let Some(m) = work::member(c, workspace_id, id)?
+    {
+        return Ok(Some(m));
+    }
+    match &p.email {
+        Some(e) => work::member_by_email(c, workspace_id, e),
+        None => Ok(None),
+    }
+}
+
+fn source_name(c: &Connection, a: &ActionRecord) -> Result<String> {
+    Ok(
+        crate::store::sources::get(c, &a.workspace_id, &a.source_id)?
+            .map(|s| s.name)
+            .unwrap_or_else(|| "A Source".to_owned()),
+    )
+}
+
+fn person_name(c: &Connection, user_id: &str) -> Result<String> {
+    Ok(crate::store::users::by_id(c, user_id)?
+        .map(|u| u.name.unwrap_or(u.email))
+        .unwrap_or_else(|| "Someone".to_owned()))
+}
+
+/// A new Action: its assignee hears `action.assigned`; as the policy says,
+/// every member who may decide it hears `action.new` (one broadcast row for
+/// a workspace-wide Action, a row each for the listed reviewers of a
+/// restricted one); its expiry warning is set.
+pub fn action_created(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    now: &str,
+) -> Result<()> {
+    let policy = store::policy(c, &a.workspace_id)?;
+    let source = source_name(c, a)?;
+    let assignee = match &a.work.assignee {
+        Some(p) => member_of(c, &a.workspace_id, p)?,
+        None => None,
+    }
+    .filter(|m| access_of(a, m.role, &m.user_id, &m.email).can_be_assignee());
+    if let Some(m) = &assignee {
+        let n = Notice::about(
+            a,
+            Kind::Assigned,
+            format!("Assigned to you: {}", a.spec.title),
+            format!("{source} asks you to decide."),
+        );
+        deliver(c, fx, ctx, &policy, &m.user_id, &n, now)?;
+    }
+    if policy.new_action == NewActionAudience::AllReviewers {
+        let n = Notice::about(
+            a,
+            Kind::New,
+            format!("New: {}", a.spec.title),
+            format!("{source} asks for a decision."),
+        );
+        let requester = match &a.work.requested_by {
+            Some(p) => member_of(c, &a.workspace_id, p)?,
+            None => None,
+        };
+        match a.spec.visibility() {
+            access::Visibility::Workspace => {
+                let id = ids::new_ordered_id(ids::NOTIFICATION);
+                let hidden: Vec<&str> = [&assignee, &requester]
+                    .into_iter()
+                    .flatten()
+                    .map(|m| m.user_id.as_str())
+                    .collect();
+                store::broadcast(c, &n.new_row(&id, now), &hidden)?;
+                fx.changed();
+                if ctx.smtp && policy.email_enabled {
+                    crate::service::mail::queue_broadcast(c, fx, &a.workspace_id, &id, now)?;
+                }
+            }
+            access::Visibility::Restricted => {
+                for m in work::members(c, &a.workspace_id)? {
+                    let acc = access_of(a, m.role, &m.user_id, &m.email);
+                    let is_assignee = assignee.as_ref().is_some_and(|x| x.user_id == m.user_id);
+                    if acc.can_decide() && !acc.self_approval_forbidden() && !is_assignee {
+                        deliver(c, fx, ctx, &policy, &m.user_id, &n, now)?;
+                    }
+                }
+            }
+        }
+    }
+    set_expiry_warning(c, a, &policy, now)
+}
+
+/// Sets, moves or clears the Action's expiry warning (create, and a PATCH
+/// that changed `expires_at`). No warning when the window has already begun.
+pub fn set_expiry_warning(
+    c: &Connection,
+    a: &ActionRecord,
+    policy: &Policy,
+    now: &str,
+) -> Result<()> {
+    let due = a
+        .spec
+        .expires_at
+        .as_deref()
+        .and_then(time::parse)
+        .filter(|_| policy.expiry_warning_minutes > 0)
+        .map(|t| t - ::time::Duration::minutes(policy.expiry_warning_minutes))
+        .filter(|due| time::parse(now).is_some_and(|n| *due > n));
+    match due {
+        Some(due) => store::set_timer(c, TimerKind::Expiring, &a.id, &time::format(due), None),
+        None => store::clear_timer(c, TimerKind::Expiring, &a.id),
+    }
+}
+
+/// After a PATCH: the expiry warning follows a changed `expires_at`.
+pub fn action_updated(c: &Connection, a: &ActionRecord, now: &str) -> Result<()> {
+    let policy = store::policy(c, &a.workspace_id)?;
+    set_expiry_warning(c, a, &policy, now)
+}
+
+/// Someone assigned the Action to `to` (not themselves).
+pub fn assigned(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    to: &Member,
+    by_user_id: &str,
+    now: &str,
+) -> Result<()> {
+    if to.user_id == by_user_id {
+        return Ok(());
+    }
+    let policy = store::policy(c, &a.workspace_id)?;
+    let by = person_name(c, by_user_id)?;
+    let n = Notice::about(
+        a,
+        Kind::Assigned,
+        format!("Assigned to you: {}", a.spec.title),
+        format!("{by} assigned this Action to you."),
+    );
+    deliver(c, fx, ctx, &policy, &to.user_id, &n, now)
+}
+
+/// A comment: the members it @mentions hear `action.mentioned`; the people
+/// who hold the Action, commented on it before or are listed on it hear
+/// `action.commented`. Never the author; only people who may see it.
+pub fn commented(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    cm: &work::Comment,
+    now: &str,
+) -> Result<()> {
+    let policy = store::policy(c, &a.workspace_id)?;
+    let author = cm
+        .author_name
+        .clone()
+        .map_or_else(|| person_name(c, &cm.author_user_id), Ok)?;
+    let text = excerpt(&cm.body);
+    let members = work::members(c, &a.workspace_id)?;
+    let sees = |m: &Member| access_of(a, m.role, &m.user_id, &m.email).can_see();
+    let mention = Notice::about(
+        a,
+        Kind::Mentioned,
+        format!("{author} mentioned you on {}", a.spec.title),
+        text.clone(),
+    );
+    for id in &cm.mentions {
+        if *id == cm.author_user_id {
+            continue;
+        }
+        if let Some(m) = members.iter().find(|m| m.user_id == *id)
+            && sees(m)
+        {
+            deliver(c, fx, ctx, &policy, id, &mention, now)?;
+        }
+    }
+    let commenters = work::commenters(c, &a.id)?;
+    let holder = match &a.work.assignee {
+        Some(p) => member_of(c, &a.workspace_id, p)?,
+        None => None,
+    };
+    let thread = Notice::about(
+        a,
+        Kind::Commented,
+        format!("{author} commented on {}", a.spec.title),
+        text,
+    );
+    for m in &members {
+        if m.user_id == cm.author_user_id || cm.mentions.contains(&m.user_id) || !sees(m) {
+            continue;
+        }
+        let involved = holder.as_ref().is_some_and(|h| h.user_id == m.user_id)
+            || commenters.contains(&m.user_id)
+            || access_of(a, m.role, &m.user_id, &m.email).listed;
+        if involved {
+            deliver(c, fx, ctx, &policy, &m.user_id, &thread, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// A snooze was set (timer for `action.returned`) or lifted (cleared).
+pub fn snoozed(
+    c: &Connection,
+    a: &ActionRecord,
+    until: Option<&str>,
+    by_user_id: &str,
+) -> Result<()> {
+    match until {
+        Some(t) => store::set_timer(c, TimerKind::Returned, &a.id, t, Some(by_user_id)),
+        None => store::clear_timer(c, TimerKind::Returned, &a.id),
+    }
+}
+
+/// The Source reported a failed outcome: whoever decided it (a person) and
+/// its assignee hear `outcome.failed`.
+pub fn outcome_failed(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    message: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    let policy = store::policy(c, &a.workspace_id)?;
+    let mut people: Vec<String> = Vec::new();
+    if let Some(r) = &a.resolution
+        && r.decided_by.kind == ActorKind::User
+        && let Some(id) = &r.decided_by.id
+    {
+        people.push(id.clone());
+    }
+    if let Some(p) = &a.work.assignee
+        && let Some(m) = member_of(c, &a.workspace_id, p)?
+        && !people.contains(&m.user_id)
+    {
+        people.push(m.user_id);
+    }
+    let n = Notice::about(
+        a,
+        Kind::OutcomeFailed,
+        format!("Failed when carried out: {}", a.spec.title),
+        message
+            .map(excerpt)
+            .unwrap_or_else(|| "The Source reported that acting on the decision failed.".into()),
+    );
+    for id in people {
+        if work::member(c, &a.workspace_id, &id)?.is_some() {
+            deliver(c, fx, ctx, &policy, &id, &n, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// A control request reached `succeeded` or `failed`: the reviewer who
+/// pressed the control hears `control_request.finished`.
+#[allow(clippy::too_many_arguments)]
+pub fn control_request_finished(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    requested_by: &str,
+    control: &str,
+    status: &str,
+    message: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    if work::member(c, &a.workspace_id, requested_by)?.is_none() {
+        return Ok(());
+    }
+    let policy = store::policy(c, &a.workspace_id)?;
+    let n = Notice::about(
+        a,
+        Kind::ControlRequestFinished,
+        format!("{control} {status}: {}", a.spec.title),
+        message
+            .map(excerpt)
+            .unwrap_or_else(|| format!("The Source reported `{status}`.")),
+    );
+    deliver(c, fx, ctx, &policy, requested_by, &n, now)
+}
+
+/// An invitation to someone who already has an account: they hear
+/// `invitation.received` in the dashboard (the e-mail with the link goes to
+/// the address whether or not they have one).
+pub fn invitation_received(
+    c: &Connection,
+    fx: &mut Effects,
+    workspace_id: &str,
+    workspace_name: &str,
+    email: &str,
+    role: Role,
+    by_user_id: &str,
+    now: &str,
+) -> Result<()> {
+    let Some(user) = crate::store::users::by_email(c, email)? else {
+        return Ok(());
+    };
+    let by = person_name(c, by_user_id)?;
+    let n = Notice {
+        kind: Kind::InvitationReceived,
+        workspace_id: workspace_id.to_owned(),
+        title: format!("{by} invited you to {workspace_name}"),
+        body: format!(
+            "You are invited as {role}. Open the link in the invitation (sent to {email}) to join."
+        ),
+        action_id: None,
+        path: "/app/workspaces".to_owned(),
+    };
+    let id = ids::new_ordered_id(ids::NOTIFICATION);
+    store::insert(c, &user.id, &n.new_row(&id, now))?;
+    fx.changed();
+    Ok(())
+}
+
+/// Runs the timers due by `now` (expiry warnings, snooze returns, digests);
+/// the expiry worker calls it each pass. Answers how many ran.
+pub fn run_due(c: &Connection, fx: &mut Effects, ctx: &Ctx, now: &str) -> Result<usize> {
+    let due = store::take_due_timers(c, now, 200)?;
+    for t in &due {
+        match t.kind {
+            TimerKind::Expiring => expiring(c, fx, ctx, &t.subject, now)?,
+            TimerKind::Returned => returned(c, fx, ctx, t, now)?,
+            TimerKind::Digest => {
+                if let Some((user_id, workspace_id)) = t.subject.split_once(' ') {
+                    crate::service::mail::digest(c, fx, user_id, workspace_id, now)?;
+                }
+            }
+        }
+    }
+    Ok(due.len())
+}
+
+/// The people who hold an Action: its assignee; without one, its listed
+/// reviewers; without those, the workspace's owners and admins.
+fn holders(c: &Connection, a: &ActionRecord) -> Result<Vec<String>> {
+    if let Some(p) = &a.work.assignee
+        && let Some(m) = member_of(c, &a.workspace_id, p)?
+    {
+        return Ok(vec![m.user_id]);
+    }
+    let members = work::members(c, &a.workspace_id)?;
+    let listed: Vec<String> = members
+        .iter()
+        .filter(|m| {
+            let acc = access_of(a, m.role, &m.user_id, &m.email);
+            acc.listed && acc.can_decide()
+        })
+        .map(|m| m.user_id.clone())
+        .collect();
+    if !listed.is_empty() {
+        return Ok(listed);
+    }
+    Ok(members
+        .into_iter()
+        .filter(|m| access::manages_workspace(m.role))
+        .map(|m| m.user_id)
+        .collect())
+}
+
+fn load_open(c: &Connection, id: &str) -> Result<Option<ActionRecord>> {
+    let Some(mut a) = crate::store::actions::get(c, id)? else {
+        return Ok(None);
+    };
+    if a.status != crate::domain::action::Status::Open {
+        return Ok(None);
+    }
+    work::annotate(c, std::slice::from_mut(&mut a))?;
+    Ok(Some(a))
+}
+
+fn expiring(c: &Connection, fx: &mut Effects, ctx: &Ctx, id: &str, now: &str) -> Result<()> {
+    let Some(a) = load_open(c, id)? else {
+        return Ok(());
+    };
+    let Some(expires) = a.spec.expires_at.as_deref().and_then(time::parse) else {
+        return Ok(());
+    };
+    let Some(at) = time::parse(now) else {
+        return Ok(());
+    };
+    if expires <= at {
+        return Ok(());
+    }
+    let policy = store::policy(c, &a.workspace_id)?;
+    let minutes = (expires - at).whole_minutes().max(1);
+    let n = Notice::about(
+        &a,
+        Kind::Expiring,
+        format!("Expires in {minutes} min: {}", a.spec.title),
+        format!(
+            "It expires at {} unless someone decides it.",
+            time::format(expires)
+        ),
+    );
+    for user in holders(c, &a)? {
+        deliver(c, fx, ctx, &policy, &user, &n, now)?;
+    }
+    Ok(())
+}
+
+fn returned(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    t: &store::Timer,
+    now: &str,
+) -> Result<()> {
+    let Some(a) = load_open(c, &t.subject)? else {
+        return Ok(());
+    };
+    // Snoozed again to another time, or woken meanwhile: that snooze's own timer speaks.
+    if a.snoozed_until.as_deref() != Some(t.due_at.as_str()) {
+        return Ok(());
+    }
+    let policy = store::policy(c, &a.workspace_id)?;
+    let mut people: Vec<String> = t.user_id.iter().cloned().collect();
+    if let Some(p) = &a.work.assignee
+        && let Some(m) = member_of(c, &a.workspace_id, p)?
+        && !people.contains(&m.user_id)
+    {
+        people.push(m.user_id);
+    }
+    let n = Notice::about(
+        &a,
+        Kind::Returned,
+        format!("Back from snooze: {}", a.spec.title),
+        "The snooze ended; the Action is back in the inbox.".to_owned(),
+    );
+    for user in people {
+        if let Some(m) = work::member(c, &a.workspace_id, &user)?
+            && access_of(&a, m.role, &m.user_id, &m.email).can_see()
+        {
+            deliver(c, fx, ctx, &policy, &user, &n, now)?;
+        }
+    }
+    Ok(())
+}
+
+// ---- reading ----
+
+/// GET /v1/notifications: the page's size limit.
+pub const MAX_PAGE: i64 = 200;
+
+/// The workspaces whose broadcasts the person reads, with their watermarks:
+/// those where they may decide and have not switched `action.new` off.
+fn broadcast_marks(c: &Connection, user: &UserCaller) -> Result<Vec<Watermark>> {
+    let mut ws = Vec::new();
+    for m in &user.memberships {
+        if m.role == Role::Viewer {
+            continue;
+        }
+        let policy = store::policy(c, &m.workspace_id)?;
+        let prefs = store::preferences(c, &user.user_id, &m.workspace_id)?;
+        if Route::of(Kind::New, &prefs, &policy, false).in_app {
+            ws.push(m.workspace_id.clone());
+        }
+    }
+    store::watermarks(c, &user.user_id, &ws)
+}
+
+/// A page of the caller's notifications, newest first, and whether more follow.
+pub async fn list(
+    s: &Services,
+    user: UserCaller,
+    unread_only: bool,
+    before: Option<String>,
+    limit: i64,
+) -> Result<(Vec<Notification>, bool)> {
+    let n = usize::try_from(limit).unwrap_or(100);
+    s.db.read(move |c| {
+        let marks = broadcast_marks(c, &user)?;
+        let mut rows = store::list(
+            c,
+            &user.user_id,
+            &marks,
+            unread_only,
+            before.as_deref(),
+            n + 1,
+        )?;
+        let more = rows.len() > n;
+        rows.truncate(n);
+        Ok((rows, more))
+    })
+    .await
+}
+
+/// `{unread, by_kind}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Summary {
+    pub unread: i64,
+    /// Unread notifications per kind (kinds with none are left out).
+    #[schema(value_type = std::collections::BTreeMap<String, i64>)]
+    pub by_kind: std::collections::BTreeMap<String, i64>,
+}
+
+pub async fn summary(s: &Services, user: UserCaller) -> Result<Summary> {
+    s.db.read(move |c| summary_in(c, &user)).await
+}
+
+pub fn summary_in(c: &Connection, user: &UserCaller) -> Result<Summary> {
+    let marks = broadcast_marks(c, user)?;
+    let by_kind: std::collections::BTreeMap<String, i64> = store::unread(c, &user.user_id, &marks)?
+        .into_iter()
+        .collect();
+    Ok(Summary {
+        unread: by_kind.values().sum(),
+        by_kind,
+    })
+}
+
+/// POST /v1/notifications/read-all: answers how many were unread.
+pub async fn read_all(s: &Services, user: UserCaller) -> Result<i64> {
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let marks = broadcast_marks(c, &user)?;
+        let n = store::read_all(c, &user.user_id, &marks, &now)?;
+        fx.changed();
+        Ok(n)
+    })
+    .await
+}
+
+/// POST /v1/notifications/{id}/read
+pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Notification> {
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let marks = broadcast_marks(c, &user)?;
+        let n = store::read_one(c, &user.user_id, &marks, &id, &now)?.ok_or_else(|| {
+            Error::new(
+                Code::NotificationNotFound,
+                format!("no notification `{id}` of yours; list yours with GET /v1/notifications"),
+            )
+        })?;
+        fx.changed();
+        Ok(n)
+    })
+    .await
+}
+
+fn active(user: &UserCaller) -> Result<crate::service::caller::Membership> {
+    user.active_workspace().cloned().ok_or_else(|| {
+        Error::new(
+            Code::WorkspaceNotFound,
+            "you belong to no workspace yet; accept an invitation first",
+        )
+    })
+}
+
+/// Preferences as shown: the person's choices in the active workspace, and
+/// the kinds the policy makes mandatory (which they cannot switch off).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PreferencesOut {
+    pub workspace_id: String,
+    pub email: bool,
+    pub email_digest: Digest,
+    /// Every kind, with its two channels.
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::notification::Channels>)]
+    pub events: std::collections::BTreeMap<Kind, crate::domain::notification::Channels>,
+    /// Kinds the workspace policy makes mandatory: delivered in the
+    /// dashboard and by e-mail (at once) whatever `events` says.
+    #[schema(value_type = Vec<String>)]
+    pub mandatory: Vec<Kind>,
+    /// Whether this hds sends e-mail at all (an `[smtp]` server is configured).
+    pub email_configured: bool,
+}
+
+fn prefs_out(workspace_id: String, p: Preferences, policy: &Policy, smtp: bool) -> PreferencesOut {
+    let mut events = p.events.clone();
+    for k in Kind::ALL {
+        events.entry(k).or_insert_with(|| p.channels(k));
+    }
+    PreferencesOut {
+        workspace_id,
+        email: p.email,
+        email_digest: p.email_digest,
+        events,
+        mandatory: policy.mandatory.clone(),
+        email_configured: smtp,
+    }
+}
+
+pub async fn preferences(s: &Services, user: UserCaller) -> Result<PreferencesOut> {
+    let m = active(&user)?;
+    let smtp = Ctx::of(s).smtp;
+    s.db.read(move |c| {
+        let p = store::preferences(c, &user.user_id, &m.workspace_id)?;
+        let policy = store::policy(c, &m.workspace_id)?;
+        Ok(prefs_out(m.workspace_id, p, &policy, smtp))
+    })
+    .await
+}
+
+pub async fn update_preferences(
+    s: &Services,
+    user: UserCaller,
+    req: NotificationPreferenceUpdate,
+) -> Result<PreferencesOut> {
+    let m = active(&user)?;
+    let smtp = Ctx::of(s).smtp;
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let policy = store::policy(c, &m.workspace_id)?;
+        let current = store::preferences(c, &user.user_id, &m.workspace_id)?;
+        let (next, refused) = req.apply(current, &policy);
+        if !refused.is_empty() {
+            let errors: Vec<FieldError> = refused
+                .iter()
+                .map(|f| {
+                    FieldError::new(
+                        f,
+                        "this kind is mandatory in this workspace (its notification policy); it cannot be switched off",
+                    )
+                })
+                .collect();
+            return Err(Error::new(
+                Code::NotificationMandatory,
+                format!(
+                    "{} is mandatory in this workspace; an owner or admin sets the policy",
+                    refused.join(", ")
+                ),
+            )
+            .with_detail("errors", serde_json::to_value(&errors).unwrap_or_default()));
+        }
+        store::set_preferences(c, &user.user_id, &m.workspace_id, &next, &now)?;
+        fx.changed();
+        Ok(prefs_out(m.workspace_id, next, &policy, smtp))
+    })
+    .await
+}
+
+/// The policy as shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyOut {
+    pub workspace_id: String,
+    pub new_action: NewActionAudience,
+    pub email_enabled: bool,
+    pub expiry_warning_minutes: i64,
+    #[schema(value_type = Vec<String>)]
+    pub mandatory: Vec<Kind>,
+}
+
+fn policy_out(workspace_id: String, p: Policy) -> PolicyOut {
+    PolicyOut {
+        workspace_id,
+        new_action: p.new_action,
+        email_enabled: p.email_enabled,
+        expiry_warning_minutes: p.expiry_warning_minutes,
+        mandatory: p.mandatory,
+    }
+}
+
+/// GET /v1/workspaces/notification-policy: any member may read it.
+pub async fn policy(s: &Services, user: UserCaller) -> Result<PolicyOut> {
+    let m = active(&user)?;
+    s.db.read(move |c| {
+        Ok(policy_out(
+            m.workspace_id.clone(),
+            store::policy(c, &m.workspace_id)?,
+        ))
+    })
+    .await
+}
+
+/// PATCH /v1/workspaces/notification-policy: owners and admins.
+pub async fn update_policy(
+    s: &Services,
+    user: UserCaller,
+    req: WorkspaceNotificationPolicyUpdate,
+) -> Result<PolicyOut> {
+    let m = active(&user)?;
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let role = crate::store::workspaces::role_of(c, &m.workspace_id, &user.user_id)?
+            .ok_or_else(|| {
+                Error::new(
+                    Code::WorkspaceNotFound,
+                    "you are no longer a member of this workspace",
+                )
+            })?;
+        require_manager(
+            role,
+            access::can_set_notification_policy,
+            "the notification policy",
+        )?;
+        let next = req
+            .apply(store::policy(c, &m.workspace_id)?)
+            .map_err(|errs| {
+                Error::validation(
+                    errs.into_iter()
+                        .map(|(f, msg)| FieldError::new(&f, msg))
+                        .collect(),
+                )
+            })?;
+        store::set_policy(c, &m.workspace_id, &next, &user.user_id, &now)?;
+        fx.changed();
+        Ok(policy_out(m.workspace_id, next))
+    })
+    .await
+}

@@ -1,0 +1,570 @@
+//! Notifications' tables (migration 0012; guide: "Notifications"): a
+//! person's own rows, the workspace broadcasts every reviewer reads against
+//! their watermarks, the unread counters, preferences, policy and digest
+//! items. Every query names the person: no one reads another's.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::domain::notification::{Kind, Policy, Preferences};
+use crate::error::Result;
+
+/// A notification as a person sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    pub id: String,
+    pub workspace_id: String,
+    pub kind: String,
+    pub title: String,
+    pub body: String,
+    pub action_id: Option<String>,
+    /// A dashboard path (`/app/actions/act_…`).
+    pub path: String,
+    pub read_at: Option<String>,
+    pub created_at: String,
+}
+
+/// A new notification, for one person or (a broadcast) for a workspace.
+#[derive(Clone, Debug)]
+pub struct New<'a> {
+    pub id: &'a str,
+    pub workspace_id: &'a str,
+    pub kind: Kind,
+    pub title: &'a str,
+    pub body: &'a str,
+    pub action_id: Option<&'a str>,
+    pub path: &'a str,
+    pub created_at: &'a str,
+}
+
+/// A person's place in one workspace's broadcasts.
+#[derive(Clone, Debug)]
+pub struct Watermark {
+    pub workspace_id: String,
+    /// Broadcasts above it are theirs (the last one before they joined).
+    pub from: i64,
+    /// Broadcasts up to it are read ("read all").
+    pub read_through: i64,
+    pub read_at: Option<String>,
+}
+
+impl Watermark {
+    fn unread_above(&self) -> i64 {
+        self.from.max(self.read_through)
+    }
+}
+
+/// Writes one person's notification (the triggers count it unread).
+pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO notifications(user_id, id, workspace_id, kind, title, body, action_id, path, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        user_id,
+        n.id,
+        n.workspace_id,
+        n.kind.as_str(),
+        n.title,
+        n.body,
+        n.action_id,
+        n.path,
+        n.created_at
+    ])?;
+    Ok(())
+}
+
+/// Writes a broadcast to the workspace's members who may decide; `hidden`
+/// are people it must not reach (they hear of it otherwise, or asked for
+/// it). Answers its ordinal.
+pub fn broadcast(c: &Connection, n: &New, hidden: &[&str]) -> Result<i64> {
+    let ord: i64 = c
+        .prepare_cached(
+            "INSERT INTO notification_broadcasts(id, workspace_id, n, kind, title, body, action_id, path, created_at)
+             VALUES (?1, ?2, (SELECT coalesce(max(n), 0) + 1 FROM notification_broadcasts WHERE workspace_id = ?2),
+                     ?3, ?4, ?5, ?6, ?7, ?8)
+             RETURNING n",
+        )?
+        .query_row(
+            params![
+                n.id,
+                n.workspace_id,
+                n.kind.as_str(),
+                n.title,
+                n.body,
+                n.action_id,
+                n.path,
+                n.created_at
+            ],
+            |r| r.get(0),
+        )?;
+    for u in hidden {
+        c.prepare_cached(
+            "INSERT OR IGNORE INTO notification_broadcast_reads(user_id, workspace_id, n, read_at, hidden)
+             VALUES (?1, ?2, ?3, ?4, 1)",
+        )?
+        .execute(params![u, n.workspace_id, ord, n.created_at])?;
+    }
+    Ok(ord)
+}
+
+/// The person's broadcast watermarks in the given workspaces.
+pub fn watermarks(c: &Connection, user_id: &str, workspaces: &[String]) -> Result<Vec<Watermark>> {
+    let mut out = Vec::with_capacity(workspaces.len());
+    let mut st = c.prepare_cached(
+        "SELECT ntf_from, ntf_read_through, ntf_read_at FROM memberships
+         WHERE workspace_id = ?1 AND user_id = ?2",
+    )?;
+    for w in workspaces {
+        if let Some((from, read_through, read_at)) = st
+            .query_row(params![w, user_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?
+        {
+            out.push(Watermark {
+                workspace_id: w.clone(),
+                from,
+                read_through,
+                read_at,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn last_broadcast(c: &Connection, workspace_id: &str) -> Result<i64> {
+    Ok(c.prepare_cached(
+        "SELECT coalesce(max(n), 0) FROM notification_broadcasts WHERE workspace_id = ?1",
+    )?
+    .query_row([workspace_id], |r| r.get(0))?)
+}
+
+fn personal_row(r: &rusqlite::Row) -> rusqlite::Result<Notification> {
+    Ok(Notification {
+        id: r.get(0)?,
+        workspace_id: r.get(1)?,
+        kind: r.get(2)?,
+        title: r.get(3)?,
+        body: r.get(4)?,
+        action_id: r.get(5)?,
+        path: r.get(6)?,
+        read_at: r.get(7)?,
+        created_at: r.get(8)?,
+    })
+}
+
+/// A page of the person's notifications, newest first: their own rows and
+/// the broadcasts of `broadcasts` (the workspaces whose new Actions they
+/// hear of), merged by id; `before` is the id the previous page ended at.
+pub fn list(
+    c: &Connection,
+    user_id: &str,
+    broadcasts: &[Watermark],
+    unread_only: bool,
+    before: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Notification>> {
+    let lim = i64::try_from(limit).unwrap_or(i64::MAX);
+    let cols = "id, workspace_id, kind, title, body, action_id, path, read_at, created_at";
+    let sql = if unread_only {
+        format!(
+            "SELECT {cols} FROM notifications WHERE user_id = ?1 AND read_at IS NULL
+             AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+        )
+    } else {
+        format!(
+            "SELECT {cols} FROM notifications WHERE user_id = ?1
+             AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+        )
+    };
+    let mut out: Vec<Notification> = c
+        .prepare_cached(&sql)?
+        .query_map(params![user_id, before, lim], personal_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    for w in broadcasts {
+        // Broadcast ids rise with their ordinal: the page's upper end is
+        // the ordinal of the last broadcast before the cursor.
+        let upper: i64 = match before {
+            None => i64::MAX,
+            Some(b) => c
+                .prepare_cached(
+                    "SELECT n FROM notification_broadcasts WHERE workspace_id = ?1 AND id < ?2
+                     ORDER BY id DESC LIMIT 1",
+                )?
+                .query_row(params![w.workspace_id, b], |r| r.get(0))
+                .optional()?
+                .unwrap_or(0),
+        };
+        let lower = if unread_only {
+            w.unread_above()
+        } else {
+            w.from
+        };
+        if upper <= lower {
+            continue;
+        }
+        let mut st = c.prepare_cached(
+            "SELECT b.id, b.workspace_id, b.kind, b.title, b.body, b.action_id, b.path,
+                    CASE WHEN b.n <= ?4 THEN ?5 ELSE r.read_at END, b.created_at
+             FROM notification_broadcasts b
+             LEFT JOIN notification_broadcast_reads r
+                    ON r.user_id = ?6 AND r.workspace_id = b.workspace_id AND r.n = b.n
+             WHERE b.workspace_id = ?1 AND b.n > ?2 AND b.n <= ?3
+               AND coalesce(r.hidden, 0) = 0 AND (?7 = 0 OR r.n IS NULL)
+             ORDER BY b.n DESC LIMIT ?8",
+        )?;
+        let rows = st.query_map(
+            params![
+                w.workspace_id,
+                lower,
+                upper,
+                w.read_through,
+                w.read_at,
+                user_id,
+                unread_only,
+                lim
+            ],
+            personal_row,
+        )?;
+        for r in rows {
+            out.push(r?);
+        }
+    }
+    out.sort_by(|a, b| b.id.cmp(&a.id));
+    out.truncate(limit);
+    Ok(out)
+}
+
+/// Unread counts by kind: the person's counters plus their unread broadcasts.
+pub fn unread(
+    c: &Connection,
+    user_id: &str,
+    broadcasts: &[Watermark],
+) -> Result<Vec<(String, i64)>> {
+    let mut out: Vec<(String, i64)> = c
+        .prepare_cached(
+            "SELECT kind, n FROM notification_unread WHERE user_id = ?1 AND n > 0 ORDER BY kind",
+        )?
+        .query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut new = 0;
+    for w in broadcasts {
+        let above = w.unread_above();
+        let last = last_broadcast(c, &w.workspace_id)?;
+        if last <= above {
+            continue;
+        }
+        let marked: i64 = c
+            .prepare_cached(
+                "SELECT count(*) FROM notification_broadcast_reads
+                 WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3",
+            )?
+            .query_row(params![user_id, w.workspace_id, above], |r| r.get(0))?;
+        new += (last - above - marked).max(0);
+    }
+    if new > 0 {
+        let name = Kind::New.as_str();
+        match out.iter_mut().find(|(k, _)| k == name) {
+            Some((_, n)) => *n += new,
+            None => out.push((name.to_owned(), new)),
+        }
+        out.sort();
+    }
+    Ok(out)
+}
+
+/// Marks one of the person's notifications read (again: unchanged) and
+/// returns it; None when it is not theirs.
+pub fn read_one(
+    c: &Connection,
+    user_id: &str,
+    broadcasts: &[Watermark],
+    id: &str,
+    now: &str,
+) -> Result<Option<Notification>> {
+    c.prepare_cached(
+        "UPDATE notifications SET read_at = ?3 WHERE user_id = ?1 AND id = ?2 AND read_at IS NULL",
+    )?
+    .execute(params![user_id, id, now])?;
+    let own = c
+        .prepare_cached(
+            "SELECT id, workspace_id, kind, title, body, action_id, path, read_at, created_at
+             FROM notifications WHERE user_id = ?1 AND id = ?2",
+        )?
+        .query_row(params![user_id, id], personal_row)
+        .optional()?;
+    if own.is_some() {
+        return Ok(own);
+    }
+    let Some((ws, n)) = c
+        .prepare_cached("SELECT workspace_id, n FROM notification_broadcasts WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let Some(w) = broadcasts.iter().find(|w| w.workspace_id == ws) else {
+        return Ok(None);
+    };
+    if n <= w.from {
+        return Ok(None);
+    }
+    if n > w.read_through {
+        c.prepare_cached(
+            "INSERT OR IGNORE INTO notification_broadcast_reads(user_id, workspace_id, n, read_at)
+             VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![user_id, ws, n, now])?;
+    }
+    let row = c
+        .prepare_cached(
+            "SELECT b.id, b.workspace_id, b.kind, b.title, b.body, b.action_id, b.path,
+                    CASE WHEN b.n <= ?3 THEN ?4 ELSE r.read_at END, b.created_at, coalesce(r.hidden, 0)
+             FROM notification_broadcasts b
+             LEFT JOIN notification_broadcast_reads r
+                    ON r.user_id = ?2 AND r.workspace_id = b.workspace_id AND r.n = b.n
+             WHERE b.id = ?1",
+        )?
+        .query_row(params![id, user_id, w.read_through, w.read_at], |r| {
+            Ok((personal_row(r)?, r.get::<_, i64>(9)? == 1))
+        })
+        .optional()?;
+    Ok(row.and_then(|(n, hidden)| (!hidden).then_some(n)))
+}
+
+/// Marks everything of the person's read: their rows, and every broadcast
+/// of each of their workspaces up to now. Answers how many were unread.
+pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &str) -> Result<i64> {
+    let before: i64 = unread(c, user_id, broadcasts)?.iter().map(|(_, n)| n).sum();
+    c.prepare_cached(
+        "UPDATE notifications SET read_at = ?2 WHERE user_id = ?1 AND read_at IS NULL",
+    )?
+    .execute(params![user_id, now])?;
+    c.prepare_cached(
+        "UPDATE memberships SET ntf_read_at = ?2,
+                ntf_read_through = (SELECT coalesce(max(n), 0) FROM notification_broadcasts b
+                                     WHERE b.workspace_id = memberships.workspace_id)
+         WHERE user_id = ?1",
+    )?
+    .execute(params![user_id, now])?;
+    Ok(before)
+}
+
+/// Whether the person already has a notification of `kind` about the Action.
+pub fn exists_for_action(
+    c: &Connection,
+    user_id: &str,
+    kind: Kind,
+    action_id: &str,
+) -> Result<bool> {
+    Ok(c.prepare_cached(
+        "SELECT 1 FROM notifications WHERE user_id = ?1 AND kind = ?2 AND action_id = ?3 LIMIT 1",
+    )?
+    .query_row(params![user_id, kind.as_str(), action_id], |_| Ok(()))
+    .optional()?
+    .is_some())
+}
+
+/// A person's preferences in a workspace (the defaults when never set).
+pub fn preferences(c: &Connection, user_id: &str, workspace_id: &str) -> Result<Preferences> {
+    let raw: Option<String> = c
+        .prepare_cached(
+            "SELECT prefs FROM notification_preferences WHERE user_id = ?1 AND workspace_id = ?2",
+        )?
+        .query_row(params![user_id, workspace_id], |r| r.get(0))
+        .optional()?;
+    Ok(raw
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default())
+}
+
+pub fn set_preferences(
+    c: &Connection,
+    user_id: &str,
+    workspace_id: &str,
+    p: &Preferences,
+    now: &str,
+) -> Result<()> {
+    let json = serde_json::to_string(p).map_err(anyhow::Error::from)?;
+    c.prepare_cached(
+        "INSERT INTO notification_preferences(user_id, workspace_id, prefs, updated_at)
+         VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(user_id, workspace_id) DO UPDATE SET prefs = excluded.prefs, updated_at = excluded.updated_at",
+    )?
+    .execute(params![user_id, workspace_id, json, now])?;
+    Ok(())
+}
+
+/// A workspace's policy (the defaults when never set).
+pub fn policy(c: &Connection, workspace_id: &str) -> Result<Policy> {
+    let raw: Option<String> = c
+        .prepare_cached("SELECT policy FROM notification_policies WHERE workspace_id = ?1")?
+        .query_row([workspace_id], |r| r.get(0))
+        .optional()?;
+    Ok(raw
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default())
+}
+
+pub fn set_policy(
+    c: &Connection,
+    workspace_id: &str,
+    p: &Policy,
+    by: &str,
+    now: &str,
+) -> Result<()> {
+    let json = serde_json::to_string(p).map_err(anyhow::Error::from)?;
+    c.prepare_cached(
+        "INSERT INTO notification_policies(workspace_id, policy, updated_by, updated_at)
+         VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(workspace_id) DO UPDATE SET policy = excluded.policy,
+             updated_by = excluded.updated_by, updated_at = excluded.updated_at",
+    )?
+    .execute(params![workspace_id, json, by, now])?;
+    Ok(())
+}
+
+/// A notification waiting for the person's digest e-mail.
+pub fn add_digest_item(c: &Connection, user_id: &str, n: &New) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO notification_digest_items(user_id, workspace_id, kind, title, body, path, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        user_id,
+        n.workspace_id,
+        n.kind.as_str(),
+        n.title,
+        n.body,
+        n.path,
+        n.created_at
+    ])?;
+    Ok(())
+}
+
+/// A digest item: kind, title, body, path, created_at.
+pub type DigestItem = (String, String, String, String, String);
+
+/// Takes (reads and deletes) the person's waiting digest items in a workspace, oldest first.
+pub fn take_digest_items(
+    c: &Connection,
+    user_id: &str,
+    workspace_id: &str,
+) -> Result<Vec<DigestItem>> {
+    let items: Vec<DigestItem> = c
+        .prepare_cached(
+            "DELETE FROM notification_digest_items WHERE user_id = ?1 AND workspace_id = ?2
+             RETURNING kind, title, body, path, created_at, id",
+        )?
+        .query_map(params![user_id, workspace_id], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
+                r.get::<_, i64>(5)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter()
+        .map(|(item, id)| (id, item))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    Ok(items)
+}
+
+/// Read notifications older than `before` go (housekeeping).
+pub fn prune_read(c: &Connection, before: &str) -> Result<usize> {
+    Ok(
+        c.prepare_cached(
+            "DELETE FROM notifications WHERE read_at IS NOT NULL AND created_at < ?1",
+        )?
+        .execute([before])?,
+    )
+}
+
+/// A notification that falls due later (`notification_timers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    Expiring,
+    Returned,
+    Digest,
+}
+
+impl TimerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Expiring => "expiring",
+            Self::Returned => "returned",
+            Self::Digest => "digest",
+        }
+    }
+    fn parse(s: &str) -> Option<Self> {
+        [Self::Expiring, Self::Returned, Self::Digest]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// A due timer.
+#[derive(Clone, Debug)]
+pub struct Timer {
+    pub kind: TimerKind,
+    pub subject: String,
+    pub due_at: String,
+    pub user_id: Option<String>,
+}
+
+/// Sets (or moves) a timer.
+pub fn set_timer(
+    c: &Connection,
+    kind: TimerKind,
+    subject: &str,
+    due_at: &str,
+    user_id: Option<&str>,
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO notification_timers(kind, subject, due_at, user_id) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(kind, subject) DO UPDATE SET due_at = excluded.due_at, user_id = excluded.user_id",
+    )?
+    .execute(params![kind.as_str(), subject, due_at, user_id])?;
+    Ok(())
+}
+
+/// Sets a timer unless one is set (a digest keeps its first due time).
+pub fn set_timer_once(c: &Connection, kind: TimerKind, subject: &str, due_at: &str) -> Result<()> {
+    c.prepare_cached(
+        "INSERT OR IGNORE INTO notification_timers(kind, subject, due_at) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![kind.as_str(), subject, due_at])?;
+    Ok(())
+}
+
+pub fn clear_timer(c: &Connection, kind: TimerKind, subject: &str) -> Result<()> {
+    c.prepare_cached("DELETE FROM notification_timers WHERE kind = ?1 AND subject = ?2")?
+        .execute(params![kind.as_str(), subject])?;
+    Ok(())
+}
+
+/// Takes (deletes and answers) up to `limit` timers due by `now`, oldest first.
+pub fn take_due_timers(c: &Connection, now: &str, limit: i64) -> Result<Vec<Timer>> {
+    let mut st = c.prepare_cached(
+        "DELETE FROM notification_timers WHERE (kind, subject) IN (
+             SELECT kind, subject FROM notification_timers WHERE due_at <= ?1 ORDER BY due_at LIMIT ?2)
+         RETURNING kind, subject, due_at, user_id",
+    )?;
+    let rows = st.query_map(params![now, limit], |r| {
+        Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (kind, subject, due_at, user_id) = row?;
+        if let Some(kind) = TimerKind::parse(&kind) {
+            out.push(Timer {
+                kind,
+                subject,
+                due_at,
+                user_id,
+            });
+        }
+    }
+    Ok(out)
+}
