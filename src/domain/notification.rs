@@ -382,9 +382,11 @@ mod tests {
 
     #[test]
     fn mandatory_beats_opt_out_and_digest() {
-        let mut prefs = Preferences::default();
-        prefs.email = false;
-        prefs.email_digest = Digest::Daily;
+        let mut prefs = Preferences {
+            email: false,
+            email_digest: Digest::Daily,
+            ..Default::default()
+        };
         prefs.events.insert(
             Kind::Assigned,
             Channels {

@@ -444,6 +444,7 @@ pub fn control_request_finished(
 /// An invitation to someone who already has an account: they hear
 /// `invitation.received` in the dashboard (the e-mail with the link goes to
 /// the address whether or not they have one).
+#[allow(clippy::too_many_arguments)]
 pub fn invitation_received(
     c: &Connection,
     fx: &mut Effects,

@@ -286,6 +286,8 @@ pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<(
         // Their pending invitations go with them.
         invitations::revoke_offered_by(c, &ws, &member.user_id, None, &now)?;
         store::remove_member(c, &ws, &target)?;
+        // What they were told about this workspace goes with them.
+        crate::store::notifications::forget_workspace(c, &target, &ws)?;
         Ok(())
     })
     .await

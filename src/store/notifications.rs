@@ -568,3 +568,22 @@ pub fn take_due_timers(c: &Connection, now: &str, limit: i64) -> Result<Vec<Time
     }
     Ok(out)
 }
+
+/// A person left a workspace: their notifications about it (and digest
+/// items waiting) go; an invitation to it stays.
+pub fn forget_workspace(c: &Connection, user_id: &str, workspace_id: &str) -> Result<()> {
+    c.prepare_cached(
+        "DELETE FROM notifications WHERE user_id = ?1 AND workspace_id = ?2
+           AND kind <> 'invitation.received'",
+    )?
+    .execute(params![user_id, workspace_id])?;
+    c.prepare_cached(
+        "DELETE FROM notification_digest_items WHERE user_id = ?1 AND workspace_id = ?2",
+    )?
+    .execute(params![user_id, workspace_id])?;
+    c.prepare_cached(
+        "DELETE FROM notification_broadcast_reads WHERE user_id = ?1 AND workspace_id = ?2",
+    )?
+    .execute(params![user_id, workspace_id])?;
+    Ok(())
+}

@@ -304,6 +304,15 @@ pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The distinct people who commented on an Action (`action_comments_by_action`).
+pub fn commenters(c: &Connection, action_id: &str) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT DISTINCT author_user_id FROM action_comments WHERE action_id = ?1",
+    )?;
+    let rows = st.query_map([action_id], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,13 +362,4 @@ mod tests {
             "{counts:?}"
         );
     }
-}
-
-/// The distinct people who commented on an Action (`action_comments_by_action`).
-pub fn commenters(c: &Connection, action_id: &str) -> Result<Vec<String>> {
-    let mut st = c.prepare_cached(
-        "SELECT DISTINCT author_user_id FROM action_comments WHERE action_id = ?1",
-    )?;
-    let rows = st.query_map([action_id], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -1,0 +1,761 @@
+//! Notifications through the real server (guide: "Notifications"): each kind
+//! reaches the right people and no one else, read marks, pages, preferences,
+//! the workspace policy, the test clock for expiry warnings and snooze
+//! returns, and bad input on every route.
+
+use std::time::Duration;
+
+use hds::domain::access::Role;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, TestApp, two_options};
+
+/// The person's notifications (every page), newest first.
+async fn all_of(who: &Actor) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut path = "/v1/notifications?limit=200".to_owned();
+    for _ in 0..50 {
+        let page: Value = who.get(&path, 200).await;
+        assert_eq!(page["object"], "list");
+        let data = page["data"].as_array().unwrap().clone();
+        out.extend(data.iter().cloned());
+        if page["has_more"] != true {
+            return out;
+        }
+        let last = data.last().unwrap()["id"].as_str().unwrap().to_owned();
+        path = format!("/v1/notifications?limit=200&before={last}");
+    }
+    panic!("more than 50 pages");
+}
+
+/// (kind, action_id) of each of the person's notifications, newest first.
+async fn kinds_of(who: &Actor) -> Vec<(String, Value)> {
+    all_of(who)
+        .await
+        .iter()
+        .map(|n| {
+            (
+                n["kind"].as_str().unwrap().to_owned(),
+                n["action_id"].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn summary(who: &Actor) -> Value {
+    who.get("/v1/notifications/summary", 200).await
+}
+
+fn id(a: &Value) -> Value {
+    a["id"].clone()
+}
+
+/// Waits (bounded) until `who` has a notification of `kind` about `action`.
+async fn until_has(who: &Actor, kind: &str, action: &Value) -> Value {
+    for _ in 0..250 {
+        if let Some(n) = all_of(who)
+            .await
+            .into_iter()
+            .find(|n| n["kind"] == kind && n["action_id"] == action["id"])
+        {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "no {kind} notification about {} arrived in 5 s",
+        action["id"]
+    );
+}
+
+#[tokio::test]
+async fn a_new_action_reaches_every_member_who_may_decide_and_no_one_else() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2, viewer, outsider) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+        app.outsider(),
+    );
+    let a = app.create_action(two_options("Deploy 42")).await;
+    for who in [&admin, &r1, &r2] {
+        let got = all_of(who).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        let n = &got[0];
+        assert_eq!(n["kind"], "action.new");
+        assert_eq!(n["object"], "notification");
+        assert_eq!(n["action_id"], id(&a));
+        assert_eq!(n["title"], "New: Deploy 42");
+        assert!(n["body"].as_str().unwrap().contains("asks for a decision"));
+        assert_eq!(
+            n["url"],
+            format!("{}/app/actions/{}", app.base, a["id"].as_str().unwrap())
+        );
+        assert_eq!(n["read_at"], Value::Null);
+        assert!(n["id"].as_str().unwrap().starts_with("ntf_"));
+        assert_eq!(n["workspace_id"], a["workspace_id"]);
+        let s = summary(who).await;
+        assert_eq!(s, json!({"unread": 1, "by_kind": {"action.new": 1}}));
+    }
+    for who in [&viewer, &outsider] {
+        assert!(all_of(who).await.is_empty());
+        assert_eq!(summary(who).await, json!({"unread": 0, "by_kind": {}}));
+    }
+    // A person who joins later hears of what comes after, not the past.
+    let late = app.member(Role::Reviewer);
+    assert!(all_of(&late).await.is_empty());
+    let b = app.create_action(two_options("Deploy 43")).await;
+    assert_eq!(kinds_of(&late).await, [("action.new".into(), id(&b))]);
+    assert_eq!(
+        kinds_of(&r1).await,
+        [("action.new".into(), id(&b)), ("action.new".into(), id(&a))]
+    );
+}
+
+#[tokio::test]
+async fn a_restricted_action_reaches_its_listed_reviewers_only() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Payroll");
+    body["visibility"] = json!("restricted");
+    body["reviewer_emails"] = json!([r1.person().email]);
+    let a = app.create_action(body).await;
+    assert_eq!(kinds_of(&r1).await, [("action.new".into(), id(&a))]);
+    assert!(kinds_of(&r2).await.is_empty());
+    // The owner may see it but not decide it unlisted: no "may decide" news.
+    assert!(kinds_of(&admin).await.is_empty());
+}
+
+#[tokio::test]
+async fn the_assignee_hears_assigned_once_and_the_requester_nothing() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2, r3) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Refund");
+    body["assignee_email"] = json!(r1.person().email);
+    body["requested_by_email"] = json!(r3.person().email);
+    let a = app.create_action(body).await;
+    let got = all_of(&r1).await;
+    assert_eq!(got.len(), 1, "assigned, not also new: {got:?}");
+    assert_eq!(got[0]["kind"], "action.assigned");
+    assert_eq!(got[0]["title"], "Assigned to you: Refund");
+    assert!(
+        kinds_of(&r3).await.is_empty(),
+        "the requester may not decide"
+    );
+    assert_eq!(kinds_of(&r2).await, [("action.new".into(), id(&a))]);
+    assert_eq!(summary(&r3).await["unread"], 0);
+
+    // Reassigned by the owner: r2 hears it; the owner who did it does not.
+    let before_admin = all_of(&admin).await.len();
+    admin
+        .patch::<Value>(
+            &format!("/v1/actions/{}/assignment", a["id"].as_str().unwrap()),
+            json!({"assignee_user_id": r2.person().id}),
+            200,
+        )
+        .await;
+    let n = &all_of(&r2).await[0];
+    assert_eq!(n["kind"], "action.assigned");
+    assert!(
+        n["body"]
+            .as_str()
+            .unwrap()
+            .contains("assigned this Action to you")
+    );
+    assert_eq!(all_of(&admin).await.len(), before_admin);
+    // Claiming it oneself tells no one.
+    let b = app.create_action(two_options("Claim me")).await;
+    let before = all_of(&r1).await.len();
+    r1.post::<Value>(
+        &format!("/v1/actions/{}/claim", b["id"].as_str().unwrap()),
+        json!({}),
+        200,
+    )
+    .await;
+    assert_eq!(all_of(&r1).await.len(), before, "a claim tells no one");
+}
+
+#[tokio::test]
+async fn comments_tell_the_mentioned_and_the_people_involved() {
+    let app = TestApp::spawn().await;
+    let (r1, r2, r3, viewer) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    let a = app.create_action(two_options("Rotate keys")).await;
+    let comments = format!("/v1/actions/{}/comments", a["id"].as_str().unwrap());
+    // r1 claims it; r2 comments mentioning the viewer and r3.
+    r1.post::<Value>(
+        &format!("/v1/actions/{}/claim", a["id"].as_str().unwrap()),
+        json!({}),
+        200,
+    )
+    .await;
+    r2.post::<Value>(
+        &comments,
+        json!({"body": format!("@{} @{} please look", r3.person().email, viewer.person().email)}),
+        201,
+    )
+    .await;
+    let k = |v: &[(String, Value)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(k(&kinds_of(&r3).await), ["action.mentioned", "action.new"]);
+    let m = &all_of(&r3).await[0];
+    assert!(
+        m["title"]
+            .as_str()
+            .unwrap()
+            .contains("mentioned you on Rotate keys")
+    );
+    assert!(m["body"].as_str().unwrap().contains("please look"));
+    // A viewer may read the Action: a mention reaches them too.
+    assert_eq!(k(&kinds_of(&viewer).await), ["action.mentioned"]);
+    // The holder hears of the comment; the author hears nothing.
+    assert_eq!(k(&kinds_of(&r1).await), ["action.commented", "action.new"]);
+    assert_eq!(k(&kinds_of(&r2).await), ["action.new"]);
+    // r3 answers: r2 (who commented) and r1 (who holds it) hear of it, r3 not.
+    r3.post::<Value>(&comments, json!({"body": "done"}), 201)
+        .await;
+    assert_eq!(k(&kinds_of(&r2).await), ["action.commented", "action.new"]);
+    assert_eq!(
+        k(&kinds_of(&r1).await),
+        ["action.commented", "action.commented", "action.new"]
+    );
+    assert_eq!(k(&kinds_of(&r3).await), ["action.mentioned", "action.new"]);
+}
+
+#[tokio::test]
+async fn expiry_warnings_and_snooze_returns_follow_the_test_clock() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let clock = app.state.services.clock.clone();
+    let in_hours = |h: i64| {
+        let t = clock.now() + time::Duration::hours(h);
+        hds::domain::time::format(t)
+    };
+    // Assigned to r1, expires in 2 h; the policy warns 60 min before.
+    let mut body = two_options("Expiring");
+    body["assignee_email"] = json!(r1.person().email);
+    body["expires_at"] = json!(in_hours(2));
+    let a = app.create_action(body).await;
+    // Unassigned, expires in 3 h: warned to the owners and admins.
+    let mut body = two_options("Nobody holds me");
+    body["expires_at"] = json!(in_hours(3));
+    let b = app.create_action(body).await;
+    // r2 snoozes b for 30 minutes.
+    r2.post::<Value>(
+        &format!("/v1/actions/{}/snooze", b["id"].as_str().unwrap()),
+        json!({"until": hds::domain::time::format(clock.now() + time::Duration::minutes(30))}),
+        200,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !kinds_of(&r1)
+            .await
+            .iter()
+            .any(|(k, _)| k == "action.expiring")
+    );
+
+    clock.advance(time::Duration::minutes(31));
+    let back = until_has(&r2, "action.returned", &b).await;
+    assert_eq!(back["title"], "Back from snooze: Nobody holds me");
+    assert!(
+        !kinds_of(&r1)
+            .await
+            .iter()
+            .any(|(k, _)| k == "action.returned")
+    );
+
+    clock.advance(time::Duration::minutes(30));
+    let warn = until_has(&r1, "action.expiring", &a).await;
+    assert!(warn["title"].as_str().unwrap().starts_with("Expires in "));
+    assert!(warn["title"].as_str().unwrap().ends_with("min: Expiring"));
+    // r2 does not hold it; the owner hears of b only when its window opens.
+    assert!(
+        !kinds_of(&r2)
+            .await
+            .iter()
+            .any(|(k, _)| k == "action.expiring")
+    );
+    assert!(
+        !kinds_of(&admin)
+            .await
+            .iter()
+            .any(|(k, _)| k == "action.expiring")
+    );
+    clock.advance(time::Duration::minutes(60));
+    until_has(&admin, "action.expiring", &b).await;
+    // Once only: the next passes add none.
+    clock.advance(time::Duration::minutes(1));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let warned = kinds_of(&r1)
+        .await
+        .iter()
+        .filter(|(k, _)| k == "action.expiring")
+        .count();
+    assert_eq!(warned, 1);
+}
+
+#[tokio::test]
+async fn a_failed_outcome_and_a_finished_control_reach_who_acted() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    let a = app
+        .create_action(json!({
+            "title": "Restart",
+            "options": [{"id": "approve", "label": "Approve"}, {"id": "reject", "label": "Reject"}],
+            "callback_url": "https://hooks.example.com/hds",
+            "controls": [{"key": "logs", "label": "Fetch logs", "kind": "callback"}]
+        }))
+        .await;
+    let cr: Value = r1
+        .post(
+            &format!(
+                "/v1/actions/{}/controls/logs/invoke",
+                a["id"].as_str().unwrap()
+            ),
+            json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"]}),
+            202,
+        )
+        .await;
+    let result = format!(
+        "/v1/source/control-requests/{}/result",
+        cr["data"]["id"].as_str().unwrap()
+    );
+    let src = app.source();
+    src.post::<Value>(&result, json!({"status": "running"}), 200)
+        .await;
+    assert!(
+        !kinds_of(&r1)
+            .await
+            .iter()
+            .any(|(k, _)| k == "control_request.finished")
+    );
+    src.post::<Value>(
+        &result,
+        json!({"status": "failed", "message": "worker 3 is gone"}),
+        200,
+    )
+    .await;
+    let n = &all_of(&r1).await[0];
+    assert_eq!(n["kind"], "control_request.finished");
+    assert_eq!(n["title"], "Fetch logs failed: Restart");
+    assert_eq!(n["body"], "worker 3 is gone");
+    assert!(
+        !kinds_of(&admin)
+            .await
+            .iter()
+            .any(|(k, _)| k == "control_request.finished")
+    );
+
+    // The owner decides; the Source reports a failed outcome: the owner hears it.
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let report = json!({"status": "failed", "duration_ms": 10, "rollback": true,
+        "action_version": a["action_version"], "fingerprint": a["fingerprint"], "message": "exit 3"});
+    app.post(
+        &format!("/v1/actions/{}/outcome", a["id"].as_str().unwrap()),
+        &app.live_key(),
+        report,
+    )
+    .await
+    .ok(201);
+    let n = &all_of(&admin).await[0];
+    assert_eq!(n["kind"], "outcome.failed");
+    assert_eq!(n["body"], "exit 3");
+    assert!(
+        !kinds_of(&r1)
+            .await
+            .iter()
+            .any(|(k, _)| k == "outcome.failed")
+    );
+}
+
+#[tokio::test]
+async fn read_marks_pages_and_unread_only() {
+    let app = TestApp::spawn().await;
+    let (r1, r2) = (app.member(Role::Reviewer), app.member(Role::Reviewer));
+    let mut made = Vec::new();
+    for i in 0..5 {
+        made.push(app.create_action(two_options(&format!("A{i}"))).await);
+    }
+    let admin = app.admin();
+    admin
+        .patch::<Value>(
+            &format!("/v1/actions/{}/assignment", made[0]["id"].as_str().unwrap()),
+            json!({"assignee_user_id": r1.person().id}),
+            200,
+        )
+        .await;
+    // 5 new + 1 assigned, newest first, in pages of 2.
+    let mut seen = Vec::new();
+    let mut path = "/v1/notifications?limit=2".to_owned();
+    loop {
+        let page: Value = r1.get(&path, 200).await;
+        let data = page["data"].as_array().unwrap();
+        assert!(data.len() <= 2);
+        seen.extend(data.iter().map(|n| n["id"].as_str().unwrap().to_owned()));
+        if page["has_more"] == false {
+            break;
+        }
+        path = format!("/v1/notifications?limit=2&before={}", seen.last().unwrap());
+    }
+    assert_eq!(seen.len(), 6);
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.reverse();
+    assert_eq!(seen, sorted, "newest first");
+    assert_eq!(all_of(&r1).await[0]["kind"], "action.assigned");
+    assert_eq!(
+        summary(&r1).await,
+        json!({"unread": 6, "by_kind": {"action.new": 5, "action.assigned": 1}})
+    );
+
+    // Read one broadcast and the personal one.
+    let read: Value = r1
+        .post(
+            &format!("/v1/notifications/{}/read", seen[0]),
+            json!({}),
+            200,
+        )
+        .await;
+    assert_eq!(read["data"]["id"], seen[0].as_str());
+    let first_read_at = read["data"]["read_at"].clone();
+    assert!(first_read_at.is_string());
+    let again: Value = r1
+        .post(
+            &format!("/v1/notifications/{}/read", seen[0]),
+            json!({}),
+            200,
+        )
+        .await;
+    assert_eq!(again["data"]["read_at"], first_read_at, "read once");
+    r1.post::<Value>(
+        &format!("/v1/notifications/{}/read", seen[3]),
+        json!({}),
+        200,
+    )
+    .await;
+    assert_eq!(summary(&r1).await["unread"], 4);
+    let unread: Value = r1.get("/v1/notifications?unread_only=true", 200).await;
+    let ids: Vec<&str> = unread["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [&seen[1], &seen[2], &seen[4], &seen[5]]);
+    // r2 cannot read r1's own: 404. (An `action.new` has one id for all who
+    // hear of it; each reads their own copy.)
+    r2.post_err(
+        &format!("/v1/notifications/{}/read", seen[0]),
+        json!({}),
+        404,
+        "NOTIFICATION_NOT_FOUND",
+    )
+    .await;
+    r2.post_err(
+        "/v1/notifications/ntf_nope/read",
+        json!({}),
+        404,
+        "NOTIFICATION_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(summary(&r1).await["unread"], 4);
+    // r2 reading its own copy of a broadcast leaves r1's unread.
+    let r2_first = all_of(&r2).await[0]["id"].as_str().unwrap().to_owned();
+    r2.post::<Value>(
+        &format!("/v1/notifications/{r2_first}/read"),
+        json!({}),
+        200,
+    )
+    .await;
+    assert_eq!(summary(&r1).await["unread"], 4);
+
+    let all: Value = r1.post("/v1/notifications/read-all", json!({}), 200).await;
+    assert_eq!(all, json!({"marked_read": 4, "unread": 0}));
+    assert_eq!(summary(&r1).await, json!({"unread": 0, "by_kind": {}}));
+    let none: Value = r1.get("/v1/notifications?unread_only=true", 200).await;
+    assert_eq!(none["data"], json!([]));
+    assert!(all_of(&r1).await.iter().all(|n| n["read_at"].is_string()));
+    // Something new after read-all is unread again.
+    app.create_action(two_options("After")).await;
+    assert_eq!(
+        summary(&r1).await,
+        json!({"unread": 1, "by_kind": {"action.new": 1}})
+    );
+    assert_eq!(summary(&r2).await["unread"], 5);
+}
+
+#[tokio::test]
+async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    let prefs: Value = r1.get("/v1/notification-preferences", 200).await;
+    assert_eq!(prefs["email"], true);
+    assert_eq!(prefs["email_digest"], "off");
+    assert_eq!(prefs["mandatory"], json!([]));
+    assert_eq!(prefs["email_configured"], false);
+    assert_eq!(prefs["events"].as_object().unwrap().len(), 10);
+    assert_eq!(
+        prefs["events"]["action.assigned"],
+        json!({"in_app": true, "email": true})
+    );
+    assert_eq!(
+        prefs["events"]["action.new"],
+        json!({"in_app": true, "email": false})
+    );
+
+    let saved: Value = r1
+        .patch(
+            "/v1/notification-preferences",
+            json!({"email_digest": "daily", "events": {"action.assigned": {"in_app": false}, "action.new": {"in_app": false}}}),
+            200,
+        )
+        .await;
+    assert_eq!(saved["email_digest"], "daily");
+    assert_eq!(
+        saved["events"]["action.assigned"],
+        json!({"in_app": false, "email": true})
+    );
+    assert_eq!(
+        r1.get::<Value>("/v1/notification-preferences", 200).await,
+        saved
+    );
+    let assign = |a: &Value| format!("/v1/actions/{}/assignment", a["id"].as_str().unwrap());
+    let a = app.create_action(two_options("Quiet")).await;
+    admin
+        .patch::<Value>(
+            &assign(&a),
+            json!({"assignee_user_id": r1.person().id}),
+            200,
+        )
+        .await;
+    assert!(all_of(&r1).await.is_empty(), "both kinds are off in-app");
+    assert_eq!(summary(&r1).await["unread"], 0);
+
+    // The owner makes `action.assigned` mandatory: it arrives despite the opt-out,
+    // and r1 can no longer switch it off.
+    let policy: Value = admin
+        .patch(
+            "/v1/workspaces/notification-policy",
+            json!({"mandatory": ["action.assigned", "action.assigned"]}),
+            200,
+        )
+        .await;
+    assert_eq!(policy["mandatory"], json!(["action.assigned"]));
+    let b = app.create_action(two_options("Loud")).await;
+    admin
+        .patch::<Value>(
+            &assign(&b),
+            json!({"assignee_user_id": r1.person().id}),
+            200,
+        )
+        .await;
+    assert_eq!(kinds_of(&r1).await, [("action.assigned".into(), id(&b))]);
+    let err = r1
+        .patch_err(
+            "/v1/notification-preferences",
+            json!({"email": false, "events": {"action.assigned": {"email": false}}}),
+            409,
+            "NOTIFICATION_MANDATORY",
+        )
+        .await;
+    assert_eq!(
+        err["details"]["errors"][0]["field"],
+        "events.action.assigned.email"
+    );
+    // Nothing of the refused body was written.
+    assert_eq!(
+        r1.get::<Value>("/v1/notification-preferences", 200).await["email"],
+        true
+    );
+    let shown: Value = r1.get("/v1/notification-preferences", 200).await;
+    assert_eq!(shown["mandatory"], json!(["action.assigned"]));
+}
+
+#[tokio::test]
+async fn the_policy_decides_who_hears_of_new_actions_and_only_managers_set_it() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let default: Value = r1.get("/v1/workspaces/notification-policy", 200).await;
+    assert_eq!(default["new_action"], "all_reviewers");
+    assert_eq!(default["email_enabled"], true);
+    assert_eq!(default["expiry_warning_minutes"], 60);
+    assert_eq!(default["mandatory"], json!([]));
+    let err = r1
+        .patch_err(
+            "/v1/workspaces/notification-policy",
+            json!({"new_action": "none"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(err["details"]["required_role"], "admin");
+
+    let set: Value = admin
+        .patch(
+            "/v1/workspaces/notification-policy",
+            json!({"new_action": "assigned_only", "expiry_warning_minutes": 15}),
+            200,
+        )
+        .await;
+    assert_eq!(set["new_action"], "assigned_only");
+    assert_eq!(set["expiry_warning_minutes"], 15);
+    assert_eq!(set["email_enabled"], true, "left out, left alone");
+    let mut body = two_options("Only for r1");
+    body["assignee_user_id"] = json!(r1.person().id);
+    let a = app.create_action(body).await;
+    app.create_action(two_options("Nobody's")).await;
+    assert_eq!(kinds_of(&r1).await, [("action.assigned".into(), id(&a))]);
+    assert!(kinds_of(&r2).await.is_empty());
+
+    admin
+        .patch::<Value>(
+            "/v1/workspaces/notification-policy",
+            json!({"new_action": "none"}),
+            200,
+        )
+        .await;
+    app.create_action(two_options("Silent")).await;
+    assert!(kinds_of(&r2).await.is_empty());
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_precise_code_and_writes_nothing() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    app.create_action(two_options("One")).await;
+    for q in [
+        "limit=0",
+        "limit=201",
+        "limit=ten",
+        "unread_only=maybe",
+        "colour=red",
+    ] {
+        let e = r1
+            .get_err(&format!("/v1/notifications?{q}"), 422, "VALIDATION_ERROR")
+            .await;
+        assert!(
+            !e["details"]["errors"].as_array().unwrap().is_empty(),
+            "{q}"
+        );
+    }
+    let prefs_before: Value = r1.get("/v1/notification-preferences", 200).await;
+    for body in [
+        json!({"email": "yes"}),
+        json!({"email_digest": "weekly"}),
+        json!({"events": {"action.unknown": {"email": false}}}),
+        json!({"events": {"action.new": {"sms": true}}}),
+        json!({"events": {"action.new": {"email": 1}}}),
+        json!({"colour": "red"}),
+        json!([]),
+    ] {
+        let e = r1
+            .patch_err(
+                "/v1/notification-preferences",
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert!(
+            !e["details"]["errors"].as_array().unwrap().is_empty(),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        r1.get::<Value>("/v1/notification-preferences", 200).await,
+        prefs_before
+    );
+    let policy_before: Value = admin.get("/v1/workspaces/notification-policy", 200).await;
+    for body in [
+        json!({"expiry_warning_minutes": 1441}),
+        json!({"expiry_warning_minutes": -1}),
+        json!({"new_action": "everyone"}),
+        json!({"mandatory": ["action.bogus"]}),
+        json!({"mandatory": "action.new"}),
+        json!({"email_enabled": null, "extra": 1}),
+    ] {
+        let e = admin
+            .patch_err(
+                "/v1/workspaces/notification-policy",
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert!(
+            !e["details"]["errors"].as_array().unwrap().is_empty(),
+            "{body}"
+        );
+    }
+    let e = admin
+        .patch_err(
+            "/v1/workspaces/notification-policy",
+            json!({"expiry_warning_minutes": 2000}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "expiry_warning_minutes");
+    assert!(e["message"].as_str().unwrap().contains("0-1440"));
+    assert_eq!(
+        admin
+            .get::<Value>("/v1/workspaces/notification-policy", 200)
+            .await,
+        policy_before
+    );
+    // Without a credential, or with a Source key: refused.
+    app.anonymous()
+        .get_err("/v1/notifications", 401, "AUTH_REQUIRED")
+        .await;
+    let src = app.source();
+    let r = src
+        .raw(reqwest::Method::GET, "/v1/notifications/summary", "")
+        .await;
+    assert_eq!(r.status.as_u16(), 401, "{}", r.body);
+    assert_eq!(summary(&r1).await["unread"], 1);
+}
+
+#[tokio::test]
+async fn a_removed_member_keeps_nothing_of_the_workspace() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    let a = app.create_action(two_options("Secret project")).await;
+    admin
+        .patch::<Value>(
+            &format!("/v1/actions/{}/assignment", a["id"].as_str().unwrap()),
+            json!({"assignee_user_id": r1.person().id}),
+            200,
+        )
+        .await;
+    assert_eq!(summary(&r1).await["unread"], 2);
+    admin
+        .delete::<Value>(&format!("/v1/workspaces/members/{}", r1.person().id), 204)
+        .await;
+    // No longer a member: their token still signs them in, and shows nothing.
+    assert!(all_of(&r1).await.is_empty());
+    assert_eq!(summary(&r1).await, json!({"unread": 0, "by_kind": {}}));
+}
