@@ -38,7 +38,7 @@ pub struct Ctx {
 impl Ctx {
     pub fn of(s: &Services) -> Self {
         Self {
-            smtp: crate::service::mail::enabled(&s.config),
+            smtp: crate::service::notification_mail::enabled(&s.config),
         }
     }
 }
@@ -113,7 +113,7 @@ fn deliver(
         fx.changed();
     }
     match route.email_now {
-        Some(true) => crate::service::mail::notification(c, fx, user_id, &row)?,
+        Some(true) => crate::service::notification_mail::notification(c, fx, user_id, &row)?,
         Some(false) => {
             store::add_digest_item(c, user_id, &row)?;
             let due = digest_due(prefs.email_digest, now);
@@ -230,7 +230,13 @@ pub fn action_created(
                 store::broadcast(c, &n.new_row(&id, now), &hidden)?;
                 fx.changed();
                 if ctx.smtp && policy.email_enabled {
-                    crate::service::mail::queue_broadcast(c, fx, &a.workspace_id, &id, now)?;
+                    crate::service::notification_mail::queue_broadcast(
+                        c,
+                        fx,
+                        &a.workspace_id,
+                        &id,
+                        now,
+                    )?;
                 }
             }
             access::Visibility::Restricted => {
@@ -485,7 +491,7 @@ pub fn run_due(c: &Connection, fx: &mut Effects, ctx: &Ctx, now: &str) -> Result
             TimerKind::Returned => returned(c, fx, ctx, t, now)?,
             TimerKind::Digest => {
                 if let Some((user_id, workspace_id)) = t.subject.split_once(' ') {
-                    crate::service::mail::digest(c, fx, user_id, workspace_id, now)?;
+                    crate::service::notification_mail::digest(c, fx, user_id, workspace_id, now)?;
                 }
             }
         }

@@ -53,6 +53,43 @@ impl Watermark {
     }
 }
 
+/// The person's own notifications, a page (the table's primary key, in
+/// order; `~` sorts after every id, so the first page seeks the same way).
+const PERSONAL_PAGE: &str =
+    "SELECT id, workspace_id, kind, title, body, action_id, path, read_at, created_at
+     FROM notifications WHERE user_id = ?1 AND id < coalesce(?2, '~') ORDER BY id DESC LIMIT ?3";
+/// The same, unread only: `notifications_unread` (named: with no
+/// statistics the planner would walk the person's read ones too).
+const PERSONAL_UNREAD_PAGE: &str =
+    "SELECT id, workspace_id, kind, title, body, action_id, path, read_at, created_at
+     FROM notifications INDEXED BY notifications_unread
+     WHERE user_id = ?1 AND read_at IS NULL AND id < coalesce(?2, '~')
+     ORDER BY id DESC LIMIT ?3";
+/// The ordinal of the last broadcast before a cursor (`notification_broadcasts_by_id`).
+const BROADCAST_CURSOR: &str =
+    "SELECT n FROM notification_broadcasts WHERE workspace_id = ?1 AND id < ?2
+     ORDER BY id DESC LIMIT 1";
+/// A page of one workspace's broadcasts for one person, by ordinal
+/// (the `(workspace_id, n)` unique index), with their read marks.
+const BROADCAST_PAGE: &str =
+    "SELECT b.id, b.workspace_id, b.kind, b.title, b.body, b.action_id, b.path,
+            CASE WHEN b.n <= ?4 THEN ?5 ELSE r.read_at END, b.created_at
+     FROM notification_broadcasts b
+     LEFT JOIN notification_broadcast_reads r
+            ON r.user_id = ?6 AND r.workspace_id = b.workspace_id AND r.n = b.n
+     WHERE b.workspace_id = ?1 AND b.n > ?2 AND b.n <= ?3
+       AND coalesce(r.hidden, 0) = 0 AND (?7 = 0 OR r.n IS NULL)
+     ORDER BY b.n DESC LIMIT ?8";
+/// The person's unread counters.
+const UNREAD_COUNTS: &str =
+    "SELECT kind, n FROM notification_unread WHERE user_id = ?1 AND n > 0 ORDER BY kind";
+/// Broadcasts above a watermark the person read one by one (or never sees).
+const BROADCAST_MARKED: &str = "SELECT count(*) FROM notification_broadcast_reads
+     WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3";
+/// A workspace's last broadcast ordinal.
+const LAST_BROADCAST: &str =
+    "SELECT coalesce(max(n), 0) FROM notification_broadcasts WHERE workspace_id = ?1";
+
 /// Writes one person's notification (the triggers count it unread).
 pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
     c.prepare_cached(
@@ -133,10 +170,8 @@ pub fn watermarks(c: &Connection, user_id: &str, workspaces: &[String]) -> Resul
 }
 
 fn last_broadcast(c: &Connection, workspace_id: &str) -> Result<i64> {
-    Ok(c.prepare_cached(
-        "SELECT coalesce(max(n), 0) FROM notification_broadcasts WHERE workspace_id = ?1",
-    )?
-    .query_row([workspace_id], |r| r.get(0))?)
+    Ok(c.prepare_cached(LAST_BROADCAST)?
+        .query_row([workspace_id], |r| r.get(0))?)
 }
 
 fn personal_row(r: &rusqlite::Row) -> rusqlite::Result<Notification> {
@@ -165,20 +200,13 @@ pub fn list(
     limit: usize,
 ) -> Result<Vec<Notification>> {
     let lim = i64::try_from(limit).unwrap_or(i64::MAX);
-    let cols = "id, workspace_id, kind, title, body, action_id, path, read_at, created_at";
     let sql = if unread_only {
-        format!(
-            "SELECT {cols} FROM notifications WHERE user_id = ?1 AND read_at IS NULL
-             AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
-        )
+        PERSONAL_UNREAD_PAGE
     } else {
-        format!(
-            "SELECT {cols} FROM notifications WHERE user_id = ?1
-             AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
-        )
+        PERSONAL_PAGE
     };
     let mut out: Vec<Notification> = c
-        .prepare_cached(&sql)?
+        .prepare_cached(sql)?
         .query_map(params![user_id, before, lim], personal_row)?
         .collect::<rusqlite::Result<_>>()?;
     for w in broadcasts {
@@ -187,10 +215,7 @@ pub fn list(
         let upper: i64 = match before {
             None => i64::MAX,
             Some(b) => c
-                .prepare_cached(
-                    "SELECT n FROM notification_broadcasts WHERE workspace_id = ?1 AND id < ?2
-                     ORDER BY id DESC LIMIT 1",
-                )?
+                .prepare_cached(BROADCAST_CURSOR)?
                 .query_row(params![w.workspace_id, b], |r| r.get(0))
                 .optional()?
                 .unwrap_or(0),
@@ -203,16 +228,7 @@ pub fn list(
         if upper <= lower {
             continue;
         }
-        let mut st = c.prepare_cached(
-            "SELECT b.id, b.workspace_id, b.kind, b.title, b.body, b.action_id, b.path,
-                    CASE WHEN b.n <= ?4 THEN ?5 ELSE r.read_at END, b.created_at
-             FROM notification_broadcasts b
-             LEFT JOIN notification_broadcast_reads r
-                    ON r.user_id = ?6 AND r.workspace_id = b.workspace_id AND r.n = b.n
-             WHERE b.workspace_id = ?1 AND b.n > ?2 AND b.n <= ?3
-               AND coalesce(r.hidden, 0) = 0 AND (?7 = 0 OR r.n IS NULL)
-             ORDER BY b.n DESC LIMIT ?8",
-        )?;
+        let mut st = c.prepare_cached(BROADCAST_PAGE)?;
         let rows = st.query_map(
             params![
                 w.workspace_id,
@@ -242,9 +258,7 @@ pub fn unread(
     broadcasts: &[Watermark],
 ) -> Result<Vec<(String, i64)>> {
     let mut out: Vec<(String, i64)> = c
-        .prepare_cached(
-            "SELECT kind, n FROM notification_unread WHERE user_id = ?1 AND n > 0 ORDER BY kind",
-        )?
+        .prepare_cached(UNREAD_COUNTS)?
         .query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut new = 0;
@@ -255,10 +269,7 @@ pub fn unread(
             continue;
         }
         let marked: i64 = c
-            .prepare_cached(
-                "SELECT count(*) FROM notification_broadcast_reads
-                 WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3",
-            )?
+            .prepare_cached(BROADCAST_MARKED)?
             .query_row(params![user_id, w.workspace_id, above], |r| r.get(0))?;
         new += (last - above - marked).max(0);
     }
@@ -471,14 +482,50 @@ pub fn take_digest_items(
     Ok(items)
 }
 
-/// Read notifications older than `before` go (housekeeping).
-pub fn prune_read(c: &Connection, before: &str) -> Result<usize> {
-    Ok(
-        c.prepare_cached(
-            "DELETE FROM notifications WHERE read_at IS NOT NULL AND created_at < ?1",
-        )?
-        .execute([before])?,
-    )
+/// How long notifications are kept (housekeeping): read ones and broadcasts.
+pub const KEEP_DAYS: i64 = 90;
+
+/// Housekeeping: read notifications created before `before` go, and so do
+/// broadcasts; each member's broadcast watermark moves past the removed
+/// ones, so the unread arithmetic stays exact. Answers how many rows went.
+pub fn prune(c: &Connection, before: &str) -> Result<usize> {
+    let mut n = c
+        .prepare_cached("DELETE FROM notifications WHERE read_at IS NOT NULL AND created_at < ?1")?
+        .execute([before])?;
+    // Broadcasts are numbered in time order (`seq`): the oldest come first,
+    // so each batch is read from the start of the table, never scanned.
+    for _ in 0..100 {
+        let batch: Vec<(i64, String, i64)> = c
+            .prepare_cached(
+                "SELECT seq, workspace_id, n FROM notification_broadcasts
+                 WHERE seq <= (SELECT coalesce(max(seq), 0) FROM
+                     (SELECT seq, created_at FROM notification_broadcasts ORDER BY seq LIMIT 1000)
+                     WHERE created_at < ?1)
+                 ORDER BY seq LIMIT 1000",
+            )?
+            .query_map([before], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let Some(last) = batch.last().map(|b| b.0) else {
+            break;
+        };
+        let mut upto: std::collections::BTreeMap<String, i64> = Default::default();
+        for (_, ws, ord) in batch {
+            let e = upto.entry(ws).or_insert(ord);
+            *e = (*e).max(ord);
+        }
+        n += c
+            .prepare_cached("DELETE FROM notification_broadcasts WHERE seq <= ?1")?
+            .execute([last])?;
+        for (ws, ord) in upto {
+            c.prepare_cached(
+                "UPDATE memberships SET ntf_from = max(ntf_from, ?2) WHERE workspace_id = ?1",
+            )?
+            .execute(params![ws, ord])?;
+        }
+        // Read marks at or below a watermark count for nothing; they stay
+        // (a few bytes each) rather than cost a scan here.
+    }
+    Ok(n)
 }
 
 /// A notification that falls due later (`notification_timers`).
@@ -586,4 +633,108 @@ pub fn forget_workspace(c: &Connection, user_id: &str, workspace_id: &str) -> Re
     )?
     .execute(params![user_id, workspace_id])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pruning old broadcasts moves the members' watermarks past them: what
+    /// is left is listed and counted alike.
+    #[test]
+    fn pruned_broadcasts_leave_the_counts_exact() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        c.execute_batch(
+            "INSERT INTO workspaces(id, name, kind, created_at) VALUES ('ws_1', 'W', 'team', '2026-01-01');
+             INSERT INTO users(id, email, created_at) VALUES ('usr_1', 'a@example.com', '2026-01-01');
+             INSERT INTO memberships(workspace_id, user_id, role, created_at) VALUES ('ws_1', 'usr_1', 'reviewer', '2026-01-01');",
+        )
+        .unwrap();
+        for (i, day) in ["2026-02-01", "2026-02-02", "2026-06-01"]
+            .iter()
+            .enumerate()
+        {
+            let id = format!("ntf_{i}");
+            let n = New {
+                id: &id,
+                workspace_id: "ws_1",
+                kind: Kind::New,
+                title: "t",
+                body: "b",
+                action_id: None,
+                path: "/app",
+                created_at: day,
+            };
+            broadcast(&c, &n, &[]).unwrap();
+        }
+        let marks = || watermarks(&c, "usr_1", &["ws_1".to_owned()]).unwrap();
+        assert_eq!(
+            unread(&c, "usr_1", &marks()).unwrap(),
+            [("action.new".to_owned(), 3)]
+        );
+        assert_eq!(prune(&c, "2026-03-01").unwrap(), 2);
+        assert_eq!(
+            unread(&c, "usr_1", &marks()).unwrap(),
+            [("action.new".to_owned(), 1)]
+        );
+        let page = list(&c, "usr_1", &marks(), false, None, 10).unwrap();
+        assert_eq!(page.len(), 1);
+        assert_eq!(page[0].id, "ntf_2");
+    }
+
+    /// Every query of a page and of the bell is a seek on an index or a
+    /// primary key, never a scan of a table.
+    #[test]
+    fn pages_and_counts_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let mut wrong: Vec<String> = Vec::new();
+        for (sql, wants) in [
+            (
+                PERSONAL_PAGE,
+                "SEARCH notifications USING PRIMARY KEY (user_id=? AND id<?)",
+            ),
+            (
+                PERSONAL_UNREAD_PAGE,
+                "SEARCH notifications USING INDEX notifications_unread (user_id=? AND id<?)",
+            ),
+            (
+                BROADCAST_CURSOR,
+                "SEARCH notification_broadcasts USING INDEX notification_broadcasts_by_id (workspace_id=? AND id<?)",
+            ),
+            (
+                BROADCAST_PAGE,
+                "SEARCH b USING INDEX sqlite_autoindex_notification_broadcasts_2 (workspace_id=? AND n>? AND n<?)",
+            ),
+            (
+                UNREAD_COUNTS,
+                "SEARCH notification_unread USING PRIMARY KEY (user_id=?)",
+            ),
+            (
+                BROADCAST_MARKED,
+                "SEARCH notification_broadcast_reads USING PRIMARY KEY (user_id=? AND workspace_id=? AND n>?)",
+            ),
+            (
+                LAST_BROADCAST,
+                "SEARCH notification_broadcasts USING COVERING INDEX sqlite_autoindex_notification_broadcasts_2 (workspace_id=?)",
+            ),
+        ] {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let n = st.parameter_count();
+            let args: Vec<rusqlite::types::Value> =
+                (0..n).map(|_| rusqlite::types::Value::Null).collect();
+            let plan: Vec<String> = st
+                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let text = plan.join("\n");
+            assert!(text.contains(wants), "{sql}:\n{text}");
+            assert!(
+                !plan.iter().any(|l| l.starts_with("SCAN")),
+                "{sql}:\n{text}"
+            );
+        }
+    }
 }
