@@ -689,7 +689,6 @@ mod tests {
     fn pages_and_counts_use_their_indexes() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
-        let mut wrong: Vec<String> = Vec::new();
         for (sql, wants) in [
             (
                 PERSONAL_PAGE,
