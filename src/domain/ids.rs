@@ -17,3 +17,4 @@ pub const COMMENT: &str = "cmt";
 pub const DELIVERY: &str = "msg";
 pub const CONTROL_REQUEST: &str = "ctr";
 pub const CONTEXT_REQUEST: &str = "cxr";
+pub const MAIL: &str = "mail";
