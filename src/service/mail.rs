@@ -9,11 +9,13 @@
 
 use askama::Template;
 use rusqlite::Connection;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::config::Config;
 use crate::domain::access;
 use crate::domain::ids;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
 use crate::service::caller::{self, UserCaller};
 use crate::service::effects::Effects;
@@ -187,34 +189,99 @@ pub const DEFAULT_PAGE: i64 = 100;
 /// Every `status` a mail has.
 pub const STATUSES: [&str; 3] = ["pending", "sent", "failed"];
 
-/// GET /v1/workspaces/emails: the active workspace's mail, newest first, for
-/// its owners and admins (the role read afresh, not as at sign-in).
-pub async fn list(
-    s: &Services,
-    user: &UserCaller,
-    status: Option<String>,
-    starting_after: Option<String>,
-    limit: i64,
-) -> Result<Vec<Mail>> {
+fn status_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&STATUSES)
+}
+
+/// Query string of GET /v1/workspaces/emails.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct MailListParams {
+    /// pending, sent or failed; every status when absent
+    #[param(schema_with = status_schema)]
+    pub status: Option<String>,
+    /// 1..200, default 100
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<i64>,
+    /// A mail id (the last of the previous page): list the older ones.
+    #[param(pattern = "^mail_[0-9A-HJKMNP-TV-Z]{26}$")]
+    pub starting_after: Option<String>,
+}
+
+/// Every problem with the query, in `details.errors`.
+fn check(p: &MailListParams) -> Result<i64> {
+    let mut errs = Vec::new();
+    if let Some(st) = &p.status
+        && !STATUSES.contains(&st.as_str())
+    {
+        errs.push(FieldError::new(
+            "status",
+            format!(
+                "status `{st}` is not valid; use one of {}",
+                STATUSES.join(", ")
+            ),
+        ));
+    }
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        errs.push(FieldError::new(
+            "limit",
+            format!("limit must be between 1 and {MAX_PAGE}"),
+        ));
+    }
+    if let Some(after) = &p.starting_after {
+        let ok = after
+            .strip_prefix("mail_")
+            .is_some_and(|u| u.len() == 26 && ulid::Ulid::from_string(u).is_ok());
+        if !ok {
+            errs.push(FieldError::new(
+                "starting_after",
+                "starting_after must be a mail id (mail_ and 26 characters), the last id of the previous page",
+            ));
+        }
+    }
+    if errs.is_empty() {
+        Ok(limit)
+    } else {
+        Err(Error::validation(errs))
+    }
+}
+
+/// GET /v1/workspaces/emails: a page of the active workspace's mail, newest
+/// first, and whether older ones remain; for its owners and admins (the role
+/// read afresh, not as at sign-in).
+pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<(Vec<Mail>, bool)> {
     let m = user.active_workspace().ok_or_else(|| {
         Error::new(
-            crate::error::Code::WorkspaceNotFound,
+            Code::WorkspaceNotFound,
             "you are not a member of any workspace",
         )
     })?;
     caller::require_manager(m.role, access::can_read_email_log, "the e-mail log")?;
+    let limit = check(&p)?;
     let (ws, uid) = (m.workspace_id.clone(), user.user_id.clone());
-    s.db.read(move |c| {
-        let role = workspaces::role_of(c, &ws, &uid)?.ok_or_else(|| {
-            Error::new(
-                crate::error::Code::WorkspaceNotFound,
-                "you are no longer a member of this workspace",
+    let mut rows =
+        s.db.read(move |c| {
+            let role = workspaces::role_of(c, &ws, &uid)?.ok_or_else(|| {
+                Error::new(
+                    Code::WorkspaceNotFound,
+                    "you are no longer a member of this workspace",
+                )
+            })?;
+            caller::require_manager(role, access::can_read_email_log, "the e-mail log")?;
+            store::list(
+                c,
+                &ws,
+                p.status.as_deref(),
+                p.starting_after.as_deref(),
+                limit + 1,
             )
-        })?;
-        caller::require_manager(role, access::can_read_email_log, "the e-mail log")?;
-        store::list(c, &ws, status.as_deref(), starting_after.as_deref(), limit)
-    })
-    .await
+        })
+        .await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok((rows, has_more))
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! Hourly upkeep: forget idempotency keys older than 48 h (the promise is at
 //! least 24 h), expired browser sessions, sign-in links and nonces, and
-//! webhook deliveries settled more than 30 days ago (guide: "Webhooks").
+//! webhook deliveries settled more than 30 days ago (guide: "Webhooks"), and
+//! e-mails sent or failed more than 30 days ago (guide: "E-mail").
 
 use std::time::Duration;
 
 use crate::domain::time;
 use crate::service::Services;
-use crate::store::{deliveries, idempotency, sessions, signin};
+use crate::store::{deliveries, idempotency, mail, sessions, signin};
 
 pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
@@ -41,6 +42,12 @@ pub async fn run(s: Services) {
             Ok(n) if n > 0 => tracing::info!(count = n, "old webhook deliveries removed"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "delivery pruning failed"),
+        }
+        let mail_before = time::format(now - ::time::Duration::days(mail::KEEP_DAYS));
+        match s.db.write(move |c| mail::prune(c, &mail_before)).await {
+            Ok(n) if n > 0 => tracing::info!(count = n, "old e-mails removed from the outbox"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "e-mail pruning failed"),
         }
     }
 }
