@@ -370,3 +370,35 @@ async fn the_log_pages_newest_first_and_refuses_bad_queries_with_their_field() {
         .get_err(&format!("{EMAILS}?limit=0"), 403, "FORBIDDEN")
         .await;
 }
+
+#[tokio::test]
+async fn the_dashboards_invite_form_mails_the_link_and_says_so() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    let browser = app.browser(owner.person()).await;
+    let r = browser
+        .post_form(
+            "/app/invitations",
+            Some(&app.base),
+            &[
+                ("_csrf", browser.csrf()),
+                ("email", "hal@example.com"),
+                ("role", "reviewer"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("hds is e-mailing this link to hal@example.com"),
+        "{html}"
+    );
+    let got = sink.wait_for("hal@example.com", 1).await;
+    assert!(
+        got[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("/app/invitations/")
+    );
+}
