@@ -80,9 +80,12 @@ pub async fn run(s: Services) {
             return;
         }
     };
-    let mailer = match s.config.smtp.as_ref().map(Mailer::new) {
-        Some(Ok(m)) => Some(Arc::new(m)),
-        Some(Err(e)) => {
+    let mailer = match s.config.smtp.as_ref().map(|c| (c, Mailer::new(c))) {
+        Some((c, Ok(m))) => {
+            tracing::info!(smtp.host = %c.host, smtp.port = c.port, tls = ?c.tls, "e-mail is sent through this server");
+            Some(Arc::new(m))
+        }
+        Some((_, Err(e))) => {
             tracing::error!(error = %e, "SMTP client could not be built; no e-mail will be sent");
             None
         }
