@@ -126,6 +126,125 @@ pub struct Config {
     /// Sign-in settings, read from the `[auth]` table of the configuration file.
     #[arg(skip)]
     pub auth: AuthConfig,
+    /// The mail server, from `[smtp]` of the configuration file; None: no
+    /// e-mail is sent (guide: "E-mail").
+    #[arg(skip)]
+    pub smtp: Option<SmtpConfig>,
+}
+
+/// How the connection to the mail server is protected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmtpTls {
+    /// Plain connection upgraded by STARTTLS, which is required (port 587).
+    Starttls,
+    /// TLS from the first byte, "implicit TLS" (port 465).
+    Tls,
+    /// No encryption at all: for a relay on loopback or a test server.
+    None,
+}
+
+impl SmtpTls {
+    pub fn default_port(self) -> u16 {
+        match self {
+            Self::Starttls => 587,
+            Self::Tls => 465,
+            Self::None => 25,
+        }
+    }
+}
+
+/// `[smtp]` of hds.toml, checked: the mail server and the sender. No
+/// `Debug` derive: the password is redacted.
+#[derive(Clone)]
+pub struct SmtpConfig {
+    pub host: String,
+    pub port: u16,
+    /// `(username, password)`; None: the server is used without AUTH.
+    pub credentials: Option<(String, String)>,
+    /// The `From:` of every mail, an RFC 5322 mailbox (`"hds <hds@example.com>"`).
+    pub from: lettre::message::Mailbox,
+    pub tls: SmtpTls,
+}
+
+impl std::fmt::Debug for SmtpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.credentials.as_ref().map(|(u, _)| u))
+            .field("password", &self.credentials.as_ref().map(|_| "<redacted>"))
+            .field("from", &self.from.to_string())
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// `[smtp]` as written; `SmtpConfig::check` turns it into the typed one.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SmtpFile {
+    host: String,
+    #[serde(default)]
+    port: Option<i64>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    from: String,
+    #[serde(default)]
+    tls: Option<String>,
+}
+
+impl SmtpFile {
+    /// Every rule, each failure naming its key.
+    fn check(self) -> anyhow::Result<SmtpConfig> {
+        let host = self.host.trim().to_owned();
+        anyhow::ensure!(
+            !host.is_empty()
+                && !host.contains(|c: char| c.is_whitespace() || c.is_control() || c == '/'),
+            "[smtp] host must be a host name or IP address such as \"smtp.example.com\" (no scheme, no spaces)"
+        );
+        let tls = match self.tls.as_deref().unwrap_or("starttls") {
+            "starttls" => SmtpTls::Starttls,
+            "tls" => SmtpTls::Tls,
+            "none" => SmtpTls::None,
+            other => anyhow::bail!(
+                "[smtp] tls = {other:?}: use \"starttls\" (port 587), \"tls\" (port 465) or \"none\" (no encryption)"
+            ),
+        };
+        let port = match self.port {
+            None => tls.default_port(),
+            Some(p) => u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
+                anyhow::anyhow!("[smtp] port = {p}: use a port between 1 and 65535")
+            })?,
+        };
+        let credentials = match (self.username, self.password) {
+            (None, None) => None,
+            (Some(u), Some(p)) if !u.is_empty() => Some((u, p)),
+            (Some(_), Some(_)) => anyhow::bail!(
+                "[smtp] username is empty: give both username and password, or neither"
+            ),
+            (Some(_), None) => anyhow::bail!(
+                "[smtp] password is missing: give both username and password, or neither"
+            ),
+            (None, Some(_)) => anyhow::bail!(
+                "[smtp] username is missing: give both username and password, or neither"
+            ),
+        };
+        let from: lettre::message::Mailbox = self.from.parse().map_err(|e| {
+            anyhow::anyhow!(
+                "[smtp] from = {:?} is not an e-mail mailbox ({e}): write it as \"hds <hds@example.com>\" or \"hds@example.com\"",
+                self.from
+            )
+        })?;
+        Ok(SmtpConfig {
+            host,
+            port,
+            credentials,
+            from,
+            tls,
+        })
+    }
 }
 
 /// `[auth]` of hds.toml (README: "Sign-in providers").
@@ -242,12 +361,21 @@ impl ProviderConfig {
     }
 }
 
-/// The whole file; only `[auth]` for now.
+/// The whole file: `[auth]` and `[smtp]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     #[serde(default)]
     auth: AuthConfig,
+    #[serde(default)]
+    smtp: Option<SmtpFile>,
+}
+
+/// The file, checked.
+#[derive(Debug)]
+struct Loaded {
+    auth: AuthConfig,
+    smtp: Option<SmtpConfig>,
 }
 
 impl Config {
@@ -282,6 +410,7 @@ impl Config {
             admin_email: "admin@localhost.localdomain".into(),
             config_file: None,
             auth: AuthConfig::default(),
+            smtp: None,
         }
     }
 
@@ -300,6 +429,7 @@ impl Config {
             .with_context(|| format!("reading {}", path.display()))?;
         let file = parse_file(&text).with_context(|| format!("in {}", path.display()))?;
         self.auth = file.auth;
+        self.smtp = file.smtp;
         Ok(())
     }
 
@@ -336,7 +466,7 @@ impl Config {
     }
 }
 
-fn parse_file(text: &str) -> anyhow::Result<FileConfig> {
+fn parse_file(text: &str) -> anyhow::Result<Loaded> {
     let file: FileConfig = toml::from_str(text)?;
     anyhow::ensure!(
         matches!(file.auth.domain_role, Role::Reviewer | Role::Viewer),
@@ -358,7 +488,10 @@ fn parse_file(text: &str) -> anyhow::Result<FileConfig> {
             "[auth.providers.{name}] of kind oidc needs issuer"
         );
     }
-    Ok(file)
+    Ok(Loaded {
+        auth: file.auth,
+        smtp: file.smtp.map(SmtpFile::check).transpose()?,
+    })
 }
 
 #[cfg(test)]
@@ -395,5 +528,46 @@ client_id = "hds"
         assert!(e.to_string().contains("needs issuer"), "{e}");
         let e = parse_file("[auth]\nallowed_domains = []\n").unwrap_err();
         assert!(e.to_string().contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn smtp_defaults_follow_tls_and_the_password_is_redacted() {
+        let f = parse_file(
+            "[smtp]\nhost = \"email-smtp.eu-west-1.amazonaws.com\"\nusername = \"AKIA\"\npassword = \"s3cret\"\nfrom = \"hds <hds@example.com>\"\n",
+        )
+        .unwrap();
+        let s = f.smtp.unwrap();
+        assert_eq!((s.tls, s.port), (SmtpTls::Starttls, 587));
+        assert_eq!(s.from.email.to_string(), "hds@example.com");
+        assert!(!format!("{s:?}").contains("s3cret"));
+        for (tls, port) in [("tls", 465), ("none", 25)] {
+            let f = parse_file(&format!(
+                "[smtp]\nhost = \"127.0.0.1\"\nfrom = \"a@example.com\"\ntls = \"{tls}\"\n"
+            ))
+            .unwrap();
+            assert_eq!(f.smtp.unwrap().port, port);
+        }
+        assert!(parse_file("").unwrap().smtp.is_none());
+    }
+
+    #[test]
+    fn smtp_mistakes_name_the_key() {
+        let base = "host = \"smtp.example.com\"\nfrom = \"hds@example.com\"\n";
+        for (extra, key) in [
+            ("tls = \"ssl\"\n", "[smtp] tls"),
+            ("port = 0\n", "[smtp] port"),
+            ("port = 70000\n", "[smtp] port"),
+            ("username = \"u\"\n", "[smtp] password"),
+            ("password = \"p\"\n", "[smtp] username"),
+        ] {
+            let e = parse_file(&format!("[smtp]\n{base}{extra}")).unwrap_err();
+            assert!(e.to_string().contains(key), "{extra}: {e}");
+        }
+        let e = parse_file("[smtp]\nhost = \"h\"\nfrom = \"not an address\"\n").unwrap_err();
+        assert!(e.to_string().contains("[smtp] from"), "{e}");
+        let e = parse_file("[smtp]\nhost = \"\"\nfrom = \"a@example.com\"\n").unwrap_err();
+        assert!(e.to_string().contains("[smtp] host"), "{e}");
+        let e = parse_file("[smtp]\nfrom = \"a@example.com\"\n").unwrap_err();
+        assert!(e.to_string().contains("host"), "{e}");
     }
 }

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 #[path = "api/receiver.rs"]
 mod receiver;
+#[path = "api/smtp.rs"]
+mod smtp;
 
 const HDS: &str = env!("CARGO_BIN_EXE_hds");
 
@@ -194,6 +196,74 @@ async fn a_webhook_in_flight_at_kill_9_is_delivered_after_the_restart() {
     assert_eq!(both[1]["body"]["type"], "action.resolved");
     let secret = creds["webhook_secret"].as_str().unwrap();
     assert_eq!(both[1]["verified"][secret], true);
+}
+
+/// `[smtp]` in the data dir's hds.toml: a server on loopback, no TLS.
+fn smtp_on(data: &Path, port: u16) {
+    std::fs::write(
+        data.join("hds.toml"),
+        format!("[smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\nfrom = \"hds <hds@example.com>\"\n"),
+    )
+    .unwrap();
+}
+
+/// Mails queued while the mail server does not answer (a port that takes
+/// connections and never greets: some attempts are in flight, the rest wait
+/// in the queue) survive a kill -9: after the restart, with the server up,
+/// every one arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mails_queued_while_smtp_is_down_all_arrive_after_kill_9_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let creds = init(dir.path());
+    // Listening, never accepting: the kernel completes each connection and
+    // the client waits for a greeting that never comes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    smtp_on(dir.path(), silent.local_addr().unwrap().port());
+    let (mut child, base) = serve(dir.path());
+    let http = client_builder().build().unwrap();
+    let token = creds["user_token"].as_str().unwrap();
+    let people: Vec<String> = (0..20).map(|i| format!("p{i}@example.com")).collect();
+    for email in &people {
+        let r: Value = http
+            .post(format!("{base}/v1/workspaces/invitations"))
+            .bearer_auth(token)
+            .json(&json!({ "email": email, "role": "viewer" }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(r["data"]["email_delivery"], "queued", "{r}");
+    }
+    child.kill().unwrap(); // SIGKILL with attempts in flight and mail queued
+    child.wait().unwrap();
+    drop(silent);
+
+    let sink = smtp::SmtpSink::start();
+    smtp_on(dir.path(), sink.port);
+    let (mut child, base) = serve(dir.path());
+    for email in &people {
+        let got = sink.wait_for(email, 1).await;
+        assert!(
+            got[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("/app/invitations/")
+        );
+    }
+    let log: Value = http
+        .get(format!("{base}/v1/workspaces/emails?status=sent"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(log["data"].as_array().unwrap().len(), people.len(), "{log}");
 }
 
 /// Whoever reads the access log must not be able to sign in as someone: a

@@ -195,6 +195,12 @@ pub fn can_manage_sources(role: Role) -> bool {
     manages_workspace(role)
 }
 
+/// Read the workspace's e-mail log (GET /v1/workspaces/emails): it names
+/// every recipient and subject, so it is for those who manage the workspace.
+pub fn can_read_email_log(role: Role) -> bool {
+    manages_workspace(role)
+}
+
 /// Invite people and revoke invitations; `invited` is the role offered.
 pub fn can_invite(role: Role, invited: Role) -> bool {
     manages_workspace(role) && (invited != Role::Owner || role == Role::Owner)

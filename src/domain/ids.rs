@@ -17,6 +17,7 @@ pub const COMMENT: &str = "cmt";
 pub const DELIVERY: &str = "msg";
 pub const CONTROL_REQUEST: &str = "ctr";
 pub const CONTEXT_REQUEST: &str = "cxr";
+pub const MAIL: &str = "mail";
 pub const NOTIFICATION: &str = "ntf";
 
 /// A new id that sorts after every id this process made before with this

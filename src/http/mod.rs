@@ -109,6 +109,8 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         ))
         .routes(routes!(invitations::revoke_invitation))
         .routes(routes!(invitations::accept_invitation))
+        // the e-mail log (guide: "E-mail")
+        .routes(routes!(api::mail::list_emails))
         // sign-in and session (guide: "Sign-in and sessions"), bootstrap
         .routes(routes!(auth_session::list_providers))
         .routes(routes!(auth_session::get_session))

@@ -14,6 +14,7 @@ use crate::domain::{credentials, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
+use crate::service::mail::{self, Letter, MailKind};
 use crate::service::signin::{self, SessionMeta, SignedIn};
 use crate::store::invitations::{self as store, Invitation, NewInvitation};
 use crate::store::{users, workspaces};
@@ -58,6 +59,32 @@ pub struct Joined {
 pub struct Created {
     pub invitation: Invitation,
     pub accept_url: String,
+    /// What became of the invitation e-mail.
+    pub email: EmailStatus,
+}
+
+/// The invitation e-mail, as the creation response tells it (guide:
+/// "E-mail").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmailStatus {
+    /// Queued in the outbox with the invitation; the worker sends it.
+    Queued,
+    /// No `[smtp]` is configured: send `accept_url` yourself.
+    NotConfigured,
+    /// The address is not one SMTP can deliver to; the e-mail log says so.
+    Failed,
+}
+
+impl EmailStatus {
+    pub const ALL: [EmailStatus; 3] = [Self::Queued, Self::NotConfigured, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::NotConfigured => "not_configured",
+            Self::Failed => "failed",
+        }
+    }
 }
 
 /// The address, trimmed, or a refusal a person can act on.
@@ -141,8 +168,9 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
     }
     let email = check_email(&req.email)?;
     let (uid, role, base) = (user.user_id.clone(), req.role, s.config.base_url.clone());
+    let mail_on = mail::enabled(&s.config);
     let now = s.clock.now();
-    s.db.write(move |c| {
+    s.write(move |c, fx| {
         // The role as it is now, not as it was at sign-in.
         let my_role = current_role(c, &ws, &uid)?;
         if !access::can_invite(my_role, role) {
@@ -171,12 +199,74 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
         let id = store::insert(c, &new, &secret)?;
         let invitation = store::get(c, &ws, &id)?
             .ok_or_else(|| Error::internal(anyhow::anyhow!("new invitation {id} not found")))?;
+        let accept_url = accept_url(&base, &secret);
+        let email = if mail_on {
+            let letter = invitation_letter(c, &invitation, &accept_url)?;
+            mail::enqueue(c, fx, &letter, &created_at)?;
+            if mail::sendable(&email) {
+                EmailStatus::Queued
+            } else {
+                EmailStatus::Failed
+            }
+        } else {
+            EmailStatus::NotConfigured
+        };
         Ok(Created {
             invitation,
-            accept_url: accept_url(&base, &secret),
+            accept_url,
+            email,
         })
     })
     .await
+}
+
+/// The invitation e-mail: who invited the person to which workspace as
+/// which role, the accept link as the button, and when it expires. Secret:
+/// the link is the invitation.
+fn invitation_letter(c: &Connection, inv: &Invitation, accept_url: &str) -> Result<Letter> {
+    let workspace = workspaces::get(c, &inv.workspace_id)?
+        .map(|w| w.name)
+        .unwrap_or_else(|| "a workspace".into());
+    let inviter = match &inv.invited_by {
+        Some(id) => users::by_id(c, id)?,
+        None => None,
+    };
+    let who = match &inviter {
+        Some(u) => match &u.name {
+            Some(n) if !n.trim().is_empty() => format!("{} ({})", n.trim(), u.email),
+            _ => u.email.clone(),
+        },
+        None => "Someone".into(),
+    };
+    let article = match inv.role {
+        Role::Admin | Role::Owner => "an",
+        Role::Reviewer | Role::Viewer => "a",
+    };
+    let expires = inv
+        .expires_at
+        .get(..16)
+        .unwrap_or(&inv.expires_at)
+        .replace('T', " ");
+    Ok(Letter {
+        to: inv.email.clone(),
+        subject: format!("{who} invited you to {workspace} on hds"),
+        lines: vec![
+            format!(
+                "{who} invited you to join the workspace \u{201c}{workspace}\u{201d} on hds as {article} {}.",
+                inv.role
+            ),
+            format!(
+                "The invitation is for {} and can be accepted until {expires} UTC. If you did not expect it, ignore this e-mail.",
+                inv.email
+            ),
+        ],
+        items: Vec::new(),
+        link: Some(("Accept the invitation".into(), accept_url.to_owned())),
+        kind: MailKind::Invitation,
+        workspace_id: Some(inv.workspace_id.clone()),
+        user_id: users::by_email(c, &inv.email)?.map(|u| u.id),
+        secret: true,
+    })
 }
 
 /// `<base_url>/app/invitations/<secret>`.

@@ -14,6 +14,7 @@ pub mod inbox;
 pub mod invitations;
 pub mod key_cache;
 pub mod keyring;
+pub mod mail;
 pub mod notification_mail;
 pub mod notifications;
 pub mod oidc;

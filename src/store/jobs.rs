@@ -1,6 +1,7 @@
 //! The job queue's table (migration 0010): rows written in the transaction of
 //! the change that causes them, claimed by the one worker, deleted when done.
-//! What a job does lives with its kind (`store::deliveries` for `webhook`).
+//! What a job does lives with its kind (`store::deliveries` for `webhook`,
+//! `store::mail` for `email`).
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -11,17 +12,21 @@ use crate::error::Result;
 pub enum Kind {
     /// Deliver one webhook message; `subject` is its `webhook_deliveries.id`.
     Webhook,
+    /// Send one e-mail; `subject` is its `mail_outbox.id`.
+    Email,
 }
 
 impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Webhook => "webhook",
+            Self::Email => "email",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "webhook" => Some(Self::Webhook),
+            "email" => Some(Self::Email),
             _ => None,
         }
     }
@@ -45,16 +50,16 @@ pub fn insert(c: &Connection, kind: Kind, subject: &str, run_at: &str, now: &str
     Ok(())
 }
 
-/// Claims up to `limit` due jobs, oldest due first (`jobs_due`).
-pub fn claim(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
+/// Claims up to `limit` due jobs of `kind`, oldest due first (`jobs_due_by_kind`).
+pub fn claim(c: &Connection, kind: Kind, now: &str, limit: usize) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut st = c.prepare_cached(
         "UPDATE jobs SET claimed_at = ?1 WHERE id IN (
-             SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= ?1
+             SELECT id FROM jobs WHERE kind = ?3 AND claimed_at IS NULL AND run_at <= ?1
              ORDER BY run_at, id LIMIT ?2)
          RETURNING id, kind, subject",
     )?;
-    let rows = st.query_map(params![now, limit], |r| {
+    let rows = st.query_map(params![now, limit, kind.as_str()], |r| {
         Ok(Job {
             id: r.get(0)?,
             kind: Kind::parse(&r.get::<_, String>(1)?),
@@ -64,12 +69,33 @@ pub fn claim(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// When the next unclaimed job is due, if any.
-pub fn next_due(c: &Connection) -> Result<Option<String>> {
+/// Claims up to `limit` due jobs of kinds this build does not know (a newer
+/// hds wrote them), by the index's ranges around the known kinds.
+pub fn claim_unknown(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut st = c.prepare_cached(
+        "UPDATE jobs SET claimed_at = ?1 WHERE id IN (
+             SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= ?1
+               AND (kind < 'email' OR (kind > 'email' AND kind < 'webhook') OR kind > 'webhook')
+             LIMIT ?2)
+         RETURNING id, subject",
+    )?;
+    let rows = st.query_map(params![now, limit], |r| {
+        Ok(Job {
+            id: r.get(0)?,
+            kind: None,
+            subject: r.get(1)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// When the next unclaimed job of `kind` is due, if any.
+pub fn next_due(c: &Connection, kind: Kind) -> Result<Option<String>> {
     Ok(c.prepare_cached(
-        "SELECT run_at FROM jobs WHERE claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
+        "SELECT run_at FROM jobs WHERE kind = ?1 AND claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
     )?
-    .query_row([], |r| r.get(0))
+    .query_row([kind.as_str()], |r| r.get(0))
     .optional()?)
 }
 
@@ -140,11 +166,17 @@ mod tests {
         for s in ["msg_a", "msg_b", "msg_c"] {
             insert(&c, Kind::Webhook, s, t0, t0).unwrap();
         }
-        let claimed = claim(&c, "2026-11-23T10:00:01.000Z", 2).unwrap();
+        insert(&c, Kind::Email, "mail_a", t0, t0).unwrap();
+        c.execute(
+            "INSERT INTO jobs(kind, subject, run_at, created_at) VALUES ('fax', 'x', ?1, ?1)",
+            [t0],
+        )
+        .unwrap();
+        let claimed = claim(&c, Kind::Webhook, "2026-11-23T10:00:01.000Z", 2).unwrap();
         assert_eq!(claimed.len(), 2);
         assert_eq!(claimed[0].subject, "msg_a");
         assert_eq!(
-            next_due(&c).unwrap().as_deref(),
+            next_due(&c, Kind::Webhook).unwrap().as_deref(),
             Some(t0),
             "msg_c is still due"
         );
@@ -152,14 +184,22 @@ mod tests {
         let running = format!("[{}]", claimed[0].id);
         let freed = release_stale(&c, "2026-11-23T10:05:00.000Z", &running).unwrap();
         assert_eq!(freed, 1);
-        let again = claim(&c, "2026-11-23T10:05:00.000Z", 10).unwrap();
+        let again = claim(&c, Kind::Webhook, "2026-11-23T10:05:00.000Z", 10).unwrap();
         let subjects: Vec<_> = again.iter().map(|j| j.subject.as_str()).collect();
         assert_eq!(subjects, ["msg_b", "msg_c"]);
+        // Each kind within its own budget; a kind from a newer hds alone.
+        let mail = claim(&c, Kind::Email, "2026-11-23T10:05:00.000Z", 10).unwrap();
+        assert_eq!(mail.len(), 1);
+        assert_eq!(mail[0].kind, Some(Kind::Email));
+        let unknown = claim_unknown(&c, "2026-11-23T10:05:00.000Z", 10).unwrap();
+        assert_eq!(unknown.len(), 1);
+        assert_eq!(unknown[0].subject, "x");
         // Only what `release_claims` frees at start is left claimed.
-        assert_eq!(release_claims(&c).unwrap(), 3);
+        assert_eq!(release_claims(&c).unwrap(), 5);
         for sql in [
-            "SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= '2026' ORDER BY run_at, id LIMIT 5",
-            "SELECT run_at FROM jobs WHERE claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
+            "SELECT id FROM jobs WHERE kind = 'email' AND claimed_at IS NULL AND run_at <= '2026' ORDER BY run_at, id LIMIT 5",
+            "SELECT run_at FROM jobs WHERE kind = 'webhook' AND claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
+            "SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= '2026' AND (kind < 'email' OR (kind > 'email' AND kind < 'webhook') OR kind > 'webhook') LIMIT 5",
         ] {
             let plan: Vec<String> = c
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
@@ -169,7 +209,7 @@ mod tests {
                 .map(Result::unwrap)
                 .collect();
             let text = plan.join("\n");
-            assert!(text.contains("jobs_due"), "{sql}:\n{text}");
+            assert!(text.contains("jobs_due_by_kind"), "{sql}:\n{text}");
             assert!(!text.contains("TEMP B-TREE"), "{sql} sorts:\n{text}");
         }
     }

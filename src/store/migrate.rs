@@ -16,6 +16,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0008_drop_actions_tabs.sql")),
         M::up(include_str!("../../migrations/0009_snoozed_order.sql")),
         M::up(include_str!("../../migrations/0010_integrations.sql")),
+        M::up(include_str!("../../migrations/0011_mail.sql")),
         M::up(include_str!("../../migrations/0012_notifications.sql")),
     ])
 }

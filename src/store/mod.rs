@@ -10,6 +10,7 @@ pub mod events;
 pub mod idempotency;
 pub mod invitations;
 pub mod jobs;
+pub mod mail;
 pub mod migrate;
 pub mod notifications;
 pub mod oidc;

@@ -1,13 +1,14 @@
 //! Hourly upkeep: forget idempotency keys older than 48 h (the promise is at
 //! least 24 h), expired browser sessions, sign-in links and nonces, and
-//! webhook deliveries settled more than 30 days ago (guide: "Webhooks"), and
+//! webhook deliveries settled more than 30 days ago (guide: "Webhooks"),
+//! e-mails sent or failed more than 30 days ago (guide: "E-mail"), and
 //! notifications older than 90 days once read (guide: "Notifications").
 
 use std::time::Duration;
 
 use crate::domain::time;
 use crate::service::Services;
-use crate::store::{deliveries, idempotency, notifications, sessions, signin};
+use crate::store::{deliveries, idempotency, mail, notifications, sessions, signin};
 
 pub async fn run(s: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
@@ -48,6 +49,12 @@ pub async fn run(s: Services) {
             Ok(n) if n > 0 => tracing::info!(count = n, "old notifications removed"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "notification pruning failed"),
+        }
+        let mail_before = time::format(now - ::time::Duration::days(mail::KEEP_DAYS));
+        match s.db.write(move |c| mail::prune(c, &mail_before)).await {
+            Ok(n) if n > 0 => tracing::info!(count = n, "old e-mails removed from the outbox"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "e-mail pruning failed"),
         }
     }
 }

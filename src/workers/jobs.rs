@@ -1,12 +1,15 @@
-//! The job queue's worker (guide: "Webhooks"): claims due rows of `jobs`,
-//! runs them concurrently, and records what came of them. It is woken by the
-//! commit that queued a job (`Services::jobs_wake`), by the test clock, or when
-//! the next retry falls due; it never polls on a fixed tick.
+//! The job queue's worker (guide: "Webhooks", "E-mail"): claims due rows of
+//! `jobs`, runs them concurrently, and records what came of them. It is woken
+//! by the commit that queued a job (`Services::jobs_wake`), by the test clock,
+//! or when the next retry falls due; it never polls on a fixed tick.
 //!
 //! One loop, one write per turn: the turn records every attempt that finished
 //! since the last one and claims as many due jobs as there are free slots, so
-//! under load a single transaction settles many deliveries.
+//! under load a single transaction settles many deliveries. Each kind has its
+//! own slots (`--webhook-concurrency` webhooks, `EMAIL_SLOTS` mails): a slow
+//! mail server never holds up a webhook, nor a flood of webhooks a mail.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,25 +22,55 @@ use crate::error::Result;
 use crate::service::Services;
 use crate::store::deliveries::{self, Attempt, Next, Outgoing};
 use crate::store::jobs::{self, Job, Kind};
+use crate::store::mail::{self as mail_store, Settled};
+use crate::workers::mail::{self as mailer, Mailer, Outcome};
 use crate::workers::webhooks::{Sender, Sent};
 
 /// Longest the worker sleeps with nothing due (a wake ends it sooner).
 const IDLE: Duration = Duration::from_secs(60);
 
+/// Mails in flight at once: relays limit connections per client, and mail
+/// is never urgent to the second.
+const EMAIL_SLOTS: usize = 8;
+
 /// A claimed job and what it needs to run.
 enum Work {
-    Webhook { job: Job, out: Outgoing },
+    Webhook {
+        job: Job,
+        out: Outgoing,
+    },
+    Email {
+        job: Job,
+        mail: mail_store::Outgoing,
+    },
+}
+
+/// What an attempt came to, by kind.
+#[derive(Clone)]
+enum Finished {
+    Webhook {
+        out: Outgoing,
+        sent: Sent,
+    },
+    /// The mail id and the attempt's outcome (never its body).
+    Email {
+        id: String,
+        outcome: Outcome,
+    },
 }
 
 /// A finished attempt, to record.
 #[derive(Clone)]
 struct Done {
     job: Job,
-    out: Outgoing,
     started: Timestamp,
     started_at: String,
-    sent: Sent,
+    finished: Finished,
 }
+
+/// The job id and kind of each attempt in flight, by task: a panicked task
+/// is known by its id alone, and its job must stop counting as running.
+type Busy = HashMap<tokio::task::Id, (i64, Kind)>;
 
 pub async fn run(s: Services) {
     let sender = match Sender::new(&s.config) {
@@ -47,68 +80,71 @@ pub async fn run(s: Services) {
             return;
         }
     };
+    let mailer = match s.config.smtp.as_ref().map(|c| (c, Mailer::new(c))) {
+        Some((c, Ok(m))) => {
+            tracing::info!(smtp.host = %c.host, smtp.port = c.port, tls = ?c.tls, "e-mail is sent through this server");
+            Some(Arc::new(m))
+        }
+        Some((_, Err(e))) => {
+            tracing::error!(error = %e, "SMTP client could not be built; no e-mail will be sent");
+            None
+        }
+        None => None,
+    };
     // Jobs a stopped or crashed process had claimed run again.
     match s.db.write(jobs::release_claims).await {
         Ok(n) if n > 0 => tracing::info!(count = n, "jobs of a previous run released"),
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "releasing job claims failed"),
     }
-    let slots = usize::try_from(s.config.webhook_concurrency).unwrap_or(64);
+    let webhook_slots = usize::try_from(s.config.webhook_concurrency).unwrap_or(64);
     let mut inflight: JoinSet<Done> = JoinSet::new();
     let mut finished: Vec<Done> = Vec::new();
     let mut moved = s.clock.moved();
     let mut swept_at: Option<Timestamp> = None;
-    // Ids of the jobs in flight.
-    // The job id of each attempt in flight, by task: a panicked task is
-    // known by its id alone, and its job must stop counting as running.
-    let mut busy: std::collections::HashMap<tokio::task::Id, i64> =
-        std::collections::HashMap::new();
+    let mut busy: Busy = HashMap::new();
+    // Longer than any attempt of any kind can last.
+    let longest = i64::try_from(s.config.webhook_timeout.max(mailer::ATTEMPT_TIMEOUT_SECS))
+        .unwrap_or(60)
+        + 60;
     loop {
-        let free = slots.saturating_sub(inflight.len());
+        let running = |k: Kind| busy.values().filter(|(_, kind)| *kind == k).count();
+        let free = [
+            (
+                Kind::Webhook,
+                webhook_slots.saturating_sub(running(Kind::Webhook)),
+            ),
+            (
+                Kind::Email,
+                EMAIL_SLOTS.saturating_sub(running(Kind::Email)),
+            ),
+        ];
         let now = s.clock.now();
         let batch = Arc::new(std::mem::take(&mut finished));
         // Once a minute: claims older than any attempt can last are released
-        // (an attempt that panicked; a job whose records could not be written).
+        // (an attempt that panicked; a job whose records could not be
+        // written), and jobs of kinds this build does not know are put off.
         let stale_before = match swept_at {
             Some(t) if now - t < ::time::Duration::minutes(1) => None,
             _ => {
                 swept_at = Some(now);
-                let longest = i64::try_from(s.config.webhook_timeout).unwrap_or(60) + 60;
                 Some(time::format(now - ::time::Duration::seconds(longest)))
             }
         };
-        // The jobs this process is still sending are never stale.
-        let running = stale_before.as_ref().map(|_| {
-            let ids: Vec<i64> = busy.values().copied().collect();
+        // The jobs this process is still running are never stale.
+        let running_ids = stale_before.as_ref().map(|_| {
+            let ids: Vec<i64> = busy.values().map(|(id, _)| *id).collect();
             serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
         });
         let b = batch.clone();
-        let stale = stale_before.zip(running);
+        let stale = stale_before.zip(running_ids);
         let turn =
-            s.db.write(move |c| turn(c, &b, now, free, stale.as_ref()))
+            s.db.write(move |c| turn(c, &b, now, &free, stale.as_ref()))
                 .await;
         let next_due = match turn {
             Ok((work, next_due)) => {
                 for w in work {
-                    match w {
-                        Work::Webhook { job, out } => {
-                            let job_id = job.id;
-                            let (svc, sender) = (s.clone(), sender.clone());
-                            let task = inflight.spawn(async move {
-                                let at = svc.clock.now();
-                                let sent = sender.send(&out, at.unix_timestamp()).await;
-                                let started_at = time::format(at);
-                                Done {
-                                    job,
-                                    out,
-                                    started: at,
-                                    started_at,
-                                    sent,
-                                }
-                            });
-                            busy.insert(task.id(), job_id);
-                        }
-                    }
+                    start(&s, w, &sender, mailer.as_ref(), &mut inflight, &mut busy);
                 }
                 next_due
             }
@@ -120,7 +156,8 @@ pub async fn run(s: Services) {
                 Some(now + ::time::Duration::seconds(1))
             }
         };
-        let full = inflight.len() >= slots;
+        let full = busy.values().filter(|(_, k)| *k == Kind::Webhook).count() >= webhook_slots
+            && busy.values().filter(|(_, k)| *k == Kind::Email).count() >= EMAIL_SLOTS;
         let wait = match next_due {
             Some(t) if !full => (t - s.clock.now())
                 .try_into()
@@ -142,12 +179,72 @@ pub async fn run(s: Services) {
     }
 }
 
+/// Starts one claimed job's attempt as a task. A mail with no mail server
+/// to send it (the `[smtp]` table removed, or its client failed to build)
+/// is an attempt that may pass once the server is back.
+fn start(
+    s: &Services,
+    w: Work,
+    sender: &Arc<Sender>,
+    mailer: Option<&Arc<Mailer>>,
+    inflight: &mut JoinSet<Done>,
+    busy: &mut Busy,
+) {
+    let svc = s.clone();
+    let (job_id, kind, task) = match w {
+        Work::Webhook { job, out } => {
+            let (id, sender) = (job.id, sender.clone());
+            let task = inflight.spawn(async move {
+                let at = svc.clock.now();
+                let sent = sender.send(&out, at.unix_timestamp()).await;
+                Done {
+                    job,
+                    started: at,
+                    started_at: time::format(at),
+                    finished: Finished::Webhook { out, sent },
+                }
+            });
+            (id, Kind::Webhook, task)
+        }
+        Work::Email { job, mail } => {
+            let (id, mailer) = (job.id, mailer.cloned());
+            let task = inflight.spawn(async move {
+                let at = svc.clock.now();
+                let outcome = match mailer {
+                    Some(m) => {
+                        let (outcome, ms) = m.send(&mail).await;
+                        if let Outcome::Retry(e) | Outcome::Failed(e) = &outcome {
+                            tracing::warn!(mail.id = %mail.id, attempt = mail.attempts + 1,
+                                duration_ms = ms, error = %e, "e-mail attempt failed");
+                        }
+                        outcome
+                    }
+                    None => Outcome::Retry(
+                        "not sent: no mail server is configured ([smtp] in hds.toml)".into(),
+                    ),
+                };
+                Done {
+                    job,
+                    started: at,
+                    started_at: time::format(at),
+                    finished: Finished::Email {
+                        id: mail.id,
+                        outcome,
+                    },
+                }
+            });
+            (id, Kind::Email, task)
+        }
+    };
+    busy.insert(task.id(), (job_id, kind));
+}
+
 /// Takes a finished task out of `busy`; a panicked one leaves its job
 /// claimed, and the stale sweep frees it a minute or so later.
 fn collect(
     done: std::result::Result<(tokio::task::Id, Done), tokio::task::JoinError>,
     into: &mut Vec<Done>,
-    busy: &mut std::collections::HashMap<tokio::task::Id, i64>,
+    busy: &mut Busy,
 ) {
     match done {
         Ok((id, d)) => {
@@ -156,7 +253,7 @@ fn collect(
         }
         Err(e) => {
             busy.remove(&e.id());
-            tracing::error!(error = %e, "a webhook attempt panicked");
+            tracing::error!(error = %e, "a job's attempt panicked");
         }
     }
 }
@@ -175,65 +272,115 @@ fn isolated(c: &Connection, what: &str, id: i64, f: impl FnOnce() -> Result<()>)
     Ok(())
 }
 
-/// One turn in the writer: record finished attempts, claim up to `free` due
-/// jobs; returns them and when the next unclaimed job falls due.
+/// One turn in the writer: record finished attempts, claim up to the free
+/// slots of each kind; returns the claimed work and when the next unclaimed
+/// job of a kind with free slots falls due.
 fn turn(
     c: &Connection,
     finished: &[Done],
     now: Timestamp,
-    free: usize,
+    free: &[(Kind, usize)],
     stale: Option<&(String, String)>,
 ) -> Result<(Vec<Work>, Option<Timestamp>)> {
     let now_s = time::format(now);
     for d in finished {
-        isolated(c, "recording a webhook attempt", d.job.id, || settle(c, d))?;
+        isolated(c, "recording an attempt", d.job.id, || match &d.finished {
+            Finished::Webhook { out, sent } => settle(c, d, out, sent),
+            Finished::Email { id, outcome } => settle_mail(c, d, id, outcome),
+        })?;
     }
     if let Some((before, running)) = stale {
         let n = jobs::release_stale(c, before, running)?;
         if n > 0 {
             tracing::warn!(count = n, "stale job claims released");
         }
-    }
-    let mut work = Vec::new();
-    if free > 0 {
-        for job in jobs::claim(c, &now_s, free)? {
-            let id = job.id;
-            isolated(c, "preparing a job", id, || {
-                match job.kind {
-                    Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, &now_s)? {
-                        Some(out) => work.push(Work::Webhook { job, out }),
-                        // No longer pending (delivered or failed meanwhile).
-                        None => jobs::delete(c, job.id)?,
-                    },
-                    None => {
-                        // Written by a newer hds: left for it, looked at again in an hour.
-                        let later = time::format(now + ::time::Duration::hours(1));
-                        jobs::reschedule(c, job.id, &later)?;
-                    }
-                }
-                Ok(())
-            })?;
+        // Written by a newer hds: left for it, looked at again in an hour.
+        let later = time::format(now + ::time::Duration::hours(1));
+        for job in jobs::claim_unknown(c, &now_s, 1000)? {
+            jobs::reschedule(c, job.id, &later)?;
         }
     }
-    let next = jobs::next_due(c)?.and_then(|t| time::parse(&t));
+    let mut work = Vec::new();
+    let mut next: Option<Timestamp> = None;
+    for &(kind, n) in free {
+        if n == 0 {
+            continue;
+        }
+        for job in jobs::claim(c, kind, &now_s, n)? {
+            let id = job.id;
+            isolated(c, "preparing a job", id, || {
+                prepare(c, job, &now_s, &mut work)
+            })?;
+        }
+        if let Some(t) = jobs::next_due(c, kind)?.and_then(|t| time::parse(&t)) {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+    }
     Ok((work, next))
+}
+
+/// What a claimed job needs to run, or its row gone when there is nothing
+/// left to do (delivered, sent or failed meanwhile).
+fn prepare(c: &Connection, job: Job, now: &str, work: &mut Vec<Work>) -> Result<()> {
+    match job.kind {
+        Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, now)? {
+            Some(out) => work.push(Work::Webhook { job, out }),
+            None => jobs::delete(c, job.id)?,
+        },
+        Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
+            Some(mail) => work.push(Work::Email { job, mail }),
+            None => jobs::delete(c, job.id)?,
+        },
+        // `claim` answers the kind it was asked for.
+        None => {}
+    }
+    Ok(())
+}
+
+/// Records a mail attempt: sent, failed (a 5xx, an unusable message, the
+/// schedule exhausted), or retried on the schedule counted from the
+/// attempt's start. A secret mail loses its bodies once sent or failed.
+fn settle_mail(c: &Connection, d: &Done, id: &str, outcome: &Outcome) -> Result<()> {
+    let Some(attempts) = mail_store::pending_attempts(c, id)? else {
+        return jobs::delete(c, d.job.id);
+    };
+    let attempt = attempts + 1;
+    let at = &d.started_at;
+    match outcome {
+        Outcome::Sent => mail_store::record_attempt(c, id, attempt, at, Settled::Sent, None)?,
+        Outcome::Failed(e) => {
+            mail_store::record_attempt(c, id, attempt, at, Settled::Failed, Some(e))?
+        }
+        Outcome::Retry(e) => match mailer::retry_after(attempt) {
+            Some(secs) => {
+                mail_store::record_attempt(c, id, attempt, at, Settled::Retry, Some(e))?;
+                let due = time::format(d.started + ::time::Duration::seconds(secs));
+                return jobs::reschedule(c, d.job.id, &due);
+            }
+            None => {
+                let e = format!("gave up after {attempt} attempts; the last: {e}");
+                mail_store::record_attempt(c, id, attempt, at, Settled::Failed, Some(&e))?;
+            }
+        },
+    }
+    jobs::delete(c, d.job.id)
 }
 
 /// Records an attempt; the delivery is delivered (2xx), retried on the
 /// schedule counted from the attempt's start, or failed (410 Gone, a refused
 /// address, the round exhausted). The counts are read afresh: a resend
 /// during the attempt started a new round.
-fn settle(c: &Connection, d: &Done) -> Result<()> {
-    let Some((attempts, round_start)) = deliveries::counts(c, &d.out.id)? else {
+fn settle(c: &Connection, d: &Done, out: &Outgoing, sent: &Sent) -> Result<()> {
+    let Some((attempts, round_start)) = deliveries::counts(c, &out.id)? else {
         return jobs::delete(c, d.job.id);
     };
     let attempt = attempts + 1;
     let in_round = attempt - round_start;
-    let code = d.sent.status_code;
-    let mut error = d.sent.error.clone();
+    let code = sent.status_code;
+    let mut error = sent.error.clone();
     let (next, at) = if code.is_some_and(|c| (200..300).contains(&c)) {
         (Next::Delivered, None)
-    } else if d.sent.refused {
+    } else if sent.refused {
         (Next::Failed, None)
     } else if code == Some(410) {
         error =
@@ -252,10 +399,10 @@ fn settle(c: &Connection, d: &Done) -> Result<()> {
         attempt,
         started_at: d.started_at.clone(),
         status_code: code.map(i64::from),
-        duration_ms: d.sent.duration_ms,
+        duration_ms: sent.duration_ms,
         error,
     };
-    deliveries::record_attempt(c, &d.out.id, &a, next, at.as_deref())?;
+    deliveries::record_attempt(c, &out.id, &a, next, at.as_deref())?;
     match (&next, at) {
         (Next::RetryAt, Some(at)) => jobs::reschedule(c, d.job.id, &at),
         _ => jobs::delete(c, d.job.id),

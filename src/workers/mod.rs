@@ -3,6 +3,7 @@
 pub mod expiry;
 pub mod housekeeping;
 pub mod jobs;
+pub mod mail;
 pub mod webhooks;
 
 use crate::service::Services;

@@ -5,6 +5,7 @@ pub mod actions;
 pub mod auth;
 pub mod controls;
 pub mod invitations;
+pub mod mail;
 pub mod me;
 pub mod notifications;
 pub mod session;

@@ -38,6 +38,8 @@ pub struct InvitationVm {
 pub struct CreatedVm {
     pub email: String,
     pub url: String,
+    /// The invitation e-mail with the link is queued (guide: "E-mail").
+    pub mailed: bool,
 }
 
 #[derive(Template, WebTemplate)]
@@ -128,6 +130,7 @@ pub async fn create_invitation(
             out.created = Some(CreatedVm {
                 email: made.invitation.email,
                 url: made.accept_url,
+                mailed: made.email == invitations::EmailStatus::Queued,
             });
             Ok((StatusCode::CREATED, out).into_response())
         }

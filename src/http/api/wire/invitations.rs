@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::domain::access::Role;
-use crate::service::invitations::{Created, Joined};
+use crate::service::invitations::{Created, EmailStatus, Joined};
 use crate::store::invitations::Invitation;
 
 /// What `Role` serialises as.
@@ -16,6 +16,11 @@ fn role_schema() -> utoipa::openapi::Object {
 /// What `Invitation::status` answers.
 fn status_schema() -> utoipa::openapi::Object {
     crate::service::inbox::string_enum(&STATUSES)
+}
+
+/// What `EmailStatus` answers.
+fn email_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&EmailStatus::ALL.map(EmailStatus::as_str))
 }
 
 /// Every `status` an invitation has (`store::invitations::Invitation::status`).
@@ -41,6 +46,13 @@ pub struct InvitationOut {
     /// only its hash.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accept_url: Option<String>,
+    /// In the creation response only: `queued` (the invitation e-mail with
+    /// the link is on its way), `not_configured` (hds sends no e-mail: pass
+    /// `accept_url` on yourself) or `failed` (the address is not one SMTP can
+    /// deliver to; GET /v1/workspaces/emails lists it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = email_schema)]
+    pub email_delivery: Option<&'static str>,
 }
 
 impl InvitationOut {
@@ -54,12 +66,14 @@ impl InvitationOut {
             expires_at: i.expires_at.clone(),
             created_at: i.created_at.clone(),
             accept_url: None,
+            email_delivery: None,
         }
     }
 
     pub fn created(c: &Created, now: &str) -> Self {
         Self {
             accept_url: Some(c.accept_url.clone()),
+            email_delivery: Some(c.email.as_str()),
             ..Self::new(&c.invitation, now)
         }
     }

@@ -1,0 +1,299 @@
+//! The e-mail outbox (migration 0011; guide: "E-mail"): one row per mail,
+//! rendered when queued; its job in `jobs` (kind `email`) says when the next
+//! attempt is due. The row stays, without the bodies of a secret mail, as the
+//! log owners and admins read, until housekeeping forgets it.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::Result;
+
+/// A mail as the admin list shows it: never its bodies.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Mail {
+    /// `mail_…`; also the left part of its `Message-ID`.
+    pub id: String,
+    /// Always `email`.
+    pub object: &'static str,
+    /// `notification`, `digest` or `invitation`.
+    pub kind: String,
+    /// The recipient's address.
+    pub to: String,
+    pub subject: String,
+    /// `pending` (an attempt is due), `sent` (the mail server accepted it)
+    /// or `failed` (given up: see `last_error`).
+    pub status: String,
+    pub attempts: i64,
+    /// The mail server's reply or why no connection was made; null until an
+    /// attempt failed.
+    pub last_error: Option<String>,
+    pub last_attempt_at: Option<String>,
+    pub sent_at: Option<String>,
+    pub created_at: String,
+}
+
+/// A new mail, rendered, as the queueing transaction writes it.
+pub struct NewMail<'a> {
+    pub id: &'a str,
+    pub workspace_id: Option<&'a str>,
+    pub user_id: Option<&'a str>,
+    pub to: &'a str,
+    pub kind: &'a str,
+    pub subject: &'a str,
+    pub text_body: &'a str,
+    pub html_body: &'a str,
+    pub secret: bool,
+    pub now: &'a str,
+}
+
+/// Stores a pending mail.
+pub fn insert(c: &Connection, m: &NewMail) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO mail_outbox(id, workspace_id, user_id, to_addr, kind, subject, text_body,
+            html_body, secret, status, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', ?10)",
+    )?
+    .execute(params![
+        m.id,
+        m.workspace_id,
+        m.user_id,
+        m.to,
+        m.kind,
+        m.subject,
+        m.text_body,
+        m.html_body,
+        m.secret,
+        m.now
+    ])?;
+    Ok(())
+}
+
+/// What the worker needs to send one attempt. No `Debug`: the bodies may
+/// hold a secret link.
+#[derive(Clone)]
+pub struct Outgoing {
+    pub id: String,
+    pub to: String,
+    pub subject: String,
+    pub text_body: String,
+    pub html_body: String,
+    pub created_at: String,
+    /// Attempts made so far (this one is `attempts + 1`).
+    pub attempts: i64,
+}
+
+/// The pending mail to attempt; None when it is no longer pending (sent or
+/// failed meanwhile) or its bodies are gone.
+pub fn outgoing(c: &Connection, id: &str) -> Result<Option<Outgoing>> {
+    Ok(c.prepare_cached(
+        "SELECT id, to_addr, subject, text_body, html_body, created_at, attempts
+         FROM mail_outbox WHERE id = ?1 AND status = 'pending'
+           AND text_body IS NOT NULL AND html_body IS NOT NULL",
+    )?
+    .query_row([id], |r| {
+        Ok(Outgoing {
+            id: r.get(0)?,
+            to: r.get(1)?,
+            subject: r.get(2)?,
+            text_body: r.get(3)?,
+            html_body: r.get(4)?,
+            created_at: r.get(5)?,
+            attempts: r.get(6)?,
+        })
+    })
+    .optional()?)
+}
+
+/// Attempts made so far, for a mail still pending.
+pub fn pending_attempts(c: &Connection, id: &str) -> Result<Option<i64>> {
+    Ok(
+        c.prepare_cached("SELECT attempts FROM mail_outbox WHERE id = ?1 AND status = 'pending'")?
+            .query_row([id], |r| r.get(0))
+            .optional()?,
+    )
+}
+
+/// What an attempt (or a refusal before any) came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    Sent,
+    /// Another attempt is due (its job says when).
+    Retry,
+    Failed,
+}
+
+/// Records attempt number `attempt`, started at `at`, and the mail's new
+/// state; a sent or failed secret mail loses its bodies here.
+pub fn record_attempt(
+    c: &Connection,
+    id: &str,
+    attempt: i64,
+    at: &str,
+    outcome: Settled,
+    error: Option<&str>,
+) -> Result<()> {
+    let status = match outcome {
+        Settled::Sent => "sent",
+        Settled::Retry => "pending",
+        Settled::Failed => "failed",
+    };
+    c.prepare_cached(
+        "UPDATE mail_outbox SET status = ?2, attempts = ?3, last_error = ?4, last_attempt_at = ?5,
+            sent_at = CASE WHEN ?2 = 'sent' THEN ?5 END,
+            text_body = CASE WHEN secret = 1 AND ?2 <> 'pending' THEN NULL ELSE text_body END,
+            html_body = CASE WHEN secret = 1 AND ?2 <> 'pending' THEN NULL ELSE html_body END
+         WHERE id = ?1",
+    )?
+    .execute(params![id, status, attempt, error, at])?;
+    Ok(())
+}
+
+const FIELDS: &str = "id, kind, to_addr, subject, status, attempts, last_error, last_attempt_at,
+    sent_at, created_at";
+
+fn map_row(r: &rusqlite::Row) -> rusqlite::Result<Mail> {
+    Ok(Mail {
+        id: r.get(0)?,
+        object: "email",
+        kind: r.get(1)?,
+        to: r.get(2)?,
+        subject: r.get(3)?,
+        status: r.get(4)?,
+        attempts: r.get(5)?,
+        last_error: r.get(6)?,
+        last_attempt_at: r.get(7)?,
+        sent_at: r.get(8)?,
+        created_at: r.get(9)?,
+    })
+}
+
+/// A workspace's mail newest first (ids are ULIDs: id order is creation
+/// order), `starting_after` a mail id to page on from, optionally of one
+/// status (`mail_outbox_by_workspace`, `mail_outbox_by_status`).
+pub fn list(
+    c: &Connection,
+    workspace_id: &str,
+    status: Option<&str>,
+    starting_after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Mail>> {
+    let mut st = match status {
+        Some(_) => c.prepare_cached(&format!(
+            "SELECT {FIELDS} FROM mail_outbox
+             WHERE workspace_id = ?1 AND status = ?2 AND (?3 IS NULL OR id < ?3)
+             ORDER BY id DESC LIMIT ?4"
+        ))?,
+        None => c.prepare_cached(&format!(
+            "SELECT {FIELDS} FROM mail_outbox
+             WHERE workspace_id = ?1 AND ?2 IS NULL AND (?3 IS NULL OR id < ?3)
+             ORDER BY id DESC LIMIT ?4"
+        ))?,
+    };
+    let rows = st.query_map(
+        params![workspace_id, status, starting_after, limit],
+        map_row,
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Days a sent or failed mail stays in the log.
+pub const KEEP_DAYS: i64 = 30;
+
+/// Forgets mail settled before `before`; at most 10,000 a call (the oldest,
+/// by `mail_outbox_settled`), so the writer is never held long.
+pub fn prune(c: &Connection, before: &str) -> Result<usize> {
+    Ok(c.execute(
+        "DELETE FROM mail_outbox WHERE id IN (
+             SELECT id FROM mail_outbox WHERE status <> 'pending' AND last_attempt_at < ?1
+             ORDER BY last_attempt_at, id LIMIT 10000)",
+        [before],
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(c: &Connection, sql: &str) -> String {
+        let rows: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows.join("\n")
+    }
+
+    /// The admin list reads its indexes in order (no sort), with and
+    /// without a status, and the prune reads `mail_outbox_settled`.
+    #[test]
+    fn the_list_and_the_prune_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, index) in [
+            (
+                format!(
+                    "SELECT {FIELDS} FROM mail_outbox WHERE workspace_id = 'ws_1' AND 'failed' IS NOT NULL AND status = 'failed' AND ('mail_9' IS NULL OR id < 'mail_9') ORDER BY id DESC LIMIT 101"
+                ),
+                "mail_outbox_by_status",
+            ),
+            (
+                format!(
+                    "SELECT {FIELDS} FROM mail_outbox WHERE workspace_id = 'ws_1' AND NULL IS NULL AND ('mail_9' IS NULL OR id < 'mail_9') ORDER BY id DESC LIMIT 101"
+                ),
+                "mail_outbox_by_workspace",
+            ),
+            (
+                "SELECT id FROM mail_outbox WHERE status <> 'pending' AND last_attempt_at < '2026' ORDER BY last_attempt_at, id LIMIT 10000".into(),
+                "mail_outbox_settled",
+            ),
+        ] {
+            let text = plan(&c, &sql);
+            assert!(text.contains(index), "{sql}:\n{text}");
+            assert!(!text.contains("TEMP B-TREE"), "{sql} sorts:\n{text}");
+        }
+    }
+
+    /// A secret mail loses its bodies once settled, not while it retries.
+    #[test]
+    fn secret_bodies_go_once_settled() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let t = "2026-11-23T10:00:00.000Z";
+        for (id, secret) in [("mail_a", true), ("mail_b", false)] {
+            insert(
+                &c,
+                &NewMail {
+                    id,
+                    workspace_id: None,
+                    user_id: None,
+                    to: "ana@example.com",
+                    kind: "invitation",
+                    subject: "s",
+                    text_body: "link",
+                    html_body: "<p>link</p>",
+                    secret,
+                    now: t,
+                },
+            )
+            .unwrap();
+            record_attempt(&c, id, 1, t, Settled::Retry, Some("451")).unwrap();
+            assert!(outgoing(&c, id).unwrap().is_some());
+            record_attempt(&c, id, 2, t, Settled::Sent, None).unwrap();
+        }
+        let bodies = |id: &str| -> (Option<String>, Option<String>, String) {
+            c.query_row(
+                "SELECT text_body, html_body, status FROM mail_outbox WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+        };
+        assert_eq!(bodies("mail_a"), (None, None, "sent".into()));
+        assert_eq!(bodies("mail_b").0.as_deref(), Some("link"));
+        assert!(outgoing(&c, "mail_a").unwrap().is_none());
+        assert_eq!(prune(&c, "2026-11-24").unwrap(), 2);
+    }
+}

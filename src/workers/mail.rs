@@ -1,0 +1,223 @@
+//! Sends one e-mail attempt over SMTP (guide: "E-mail"): the stored parts
+//! become a multipart/alternative message from `[smtp] from`, with a stable
+//! `Message-ID` (the mail id, the same on every attempt, so a repeat after a
+//! crash can be recognised) and the `Date` it was queued. One connection per
+//! attempt, a timeout on each step. What the server answered decides what
+//! happens next (`Outcome`); the body is never logged.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use lettre::message::header::{self, HeaderName, HeaderValue};
+use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use crate::config::{SmtpConfig, SmtpTls};
+use crate::domain::time;
+use crate::store::mail::Outgoing;
+
+/// Seconds each step of a conversation (connect, a command's reply) may take.
+pub const STEP_TIMEOUT_SECS: u64 = 15;
+/// Seconds a whole attempt may take; a slower one counts as a timeout.
+pub const ATTEMPT_TIMEOUT_SECS: u64 = 60;
+
+/// Seconds after an attempt's start that attempt `n + 1` is due, for a
+/// failure that may pass (no connection, a timeout, a 4xx reply); after the
+/// last the mail is failed. Eight attempts over about 10 h 40 min.
+pub const RETRY_SCHEDULE_SECS: [i64; 7] = [30, 120, 600, 1800, 3600, 10_800, 21_600];
+
+/// When attempt `attempt + 1` is due, in seconds after attempt `attempt`
+/// started; None when `attempt` was the last.
+pub fn retry_after(attempt: i64) -> Option<i64> {
+    usize::try_from(attempt - 1)
+        .ok()
+        .and_then(|i| RETRY_SCHEDULE_SECS.get(i).copied())
+}
+
+/// What one attempt came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server took it (2xx after DATA).
+    Sent,
+    /// It may pass: no connection, a timeout, a TLS failure, a 4xx reply.
+    Retry(String),
+    /// It will not pass: a 5xx reply, or a message that cannot be built.
+    Failed(String),
+}
+
+/// The SMTP client, built once per worker from `[smtp]`.
+pub struct Mailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+}
+
+impl Mailer {
+    pub fn new(cfg: &SmtpConfig) -> anyhow::Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let builder = match cfg.tls {
+            SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&cfg.host)?,
+            SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&cfg.host)?,
+            SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&cfg.host),
+        };
+        let mut builder = builder
+            .port(cfg.port)
+            .timeout(Some(Duration::from_secs(STEP_TIMEOUT_SECS)));
+        if let Some((user, password)) = &cfg.credentials {
+            builder = builder.credentials(Credentials::new(user.clone(), password.clone()));
+        }
+        Ok(Self {
+            transport: builder.build(),
+            from: cfg.from.clone(),
+        })
+    }
+
+    /// The message of a stored mail.
+    pub fn message(&self, m: &Outgoing) -> Result<Message, String> {
+        let to: Mailbox =
+            m.to.parse()
+                .map_err(|e| format!("not sent: the address cannot be used ({e})"))?;
+        let domain = self.from.email.domain().to_owned();
+        let queued = time::parse(&m.created_at)
+            .map(|t| {
+                let secs = u64::try_from(t.unix_timestamp()).unwrap_or(0);
+                SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+            })
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(m.subject.clone())
+            .message_id(Some(format!("<{}@{domain}>", m.id)))
+            .date(queued)
+            // RFC 3834: written by a program; auto-responders stay quiet.
+            .raw_header(HeaderValue::new(
+                HeaderName::new_from_ascii_str("Auto-Submitted"),
+                "auto-generated".into(),
+            ))
+            .header(header::UserAgent::from(
+                concat!("hds/", env!("CARGO_PKG_VERSION")).to_owned(),
+            ))
+            .multipart(MultiPart::alternative_plain_html(
+                m.text_body.clone(),
+                m.html_body.clone(),
+            ))
+            .map_err(|e| format!("not sent: the message could not be built ({e})"))
+    }
+
+    /// One attempt; answers what it came to and how long it took (ms).
+    pub async fn send(&self, m: &Outgoing) -> (Outcome, i64) {
+        let started = Instant::now();
+        let outcome = match self.message(m) {
+            Err(why) => Outcome::Failed(why),
+            Ok(msg) => {
+                let sent = tokio::time::timeout(
+                    Duration::from_secs(ATTEMPT_TIMEOUT_SECS),
+                    self.transport.send(msg),
+                )
+                .await;
+                match sent {
+                    Ok(Ok(_)) => Outcome::Sent,
+                    Ok(Err(e)) => judge(&e),
+                    Err(_) => Outcome::Retry(format!(
+                        "timed out: the conversation took more than {ATTEMPT_TIMEOUT_SECS} s"
+                    )),
+                }
+            }
+        };
+        let ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        (outcome, ms)
+    }
+}
+
+/// A failed conversation, judged: a 5xx reply is final, all else may pass.
+fn judge(e: &lettre::transport::smtp::Error) -> Outcome {
+    let described = describe(e);
+    if e.is_permanent() {
+        Outcome::Failed(described)
+    } else {
+        Outcome::Retry(described)
+    }
+}
+
+/// The failure in words: the server's reply (`SMTP 550 …`) or the
+/// connection's trouble down to its root cause, on one line.
+fn describe(e: &lettre::transport::smtp::Error) -> String {
+    use std::error::Error as _;
+    let text = match e.status() {
+        Some(code) => {
+            let reply = e.source().map(|s| s.to_string()).unwrap_or_default();
+            format!("SMTP {code}: {reply}")
+        }
+        None => {
+            let mut text = e.to_string();
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                let more = c.to_string();
+                if !text.contains(&more) {
+                    text = format!("{text}: {more}");
+                }
+                cause = c.source();
+            }
+            text
+        }
+    };
+    one_line(&text).chars().take(1000).collect()
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_ends_after_eight_attempts() {
+        assert_eq!(retry_after(1), Some(30));
+        assert_eq!(retry_after(7), Some(21_600));
+        assert_eq!(retry_after(8), None);
+        assert_eq!(retry_after(0), None);
+    }
+
+    #[test]
+    fn messages_carry_a_stable_id_the_queued_date_and_both_parts() {
+        let cfg = SmtpConfig {
+            host: "127.0.0.1".into(),
+            port: 2525,
+            credentials: None,
+            from: "hds <hds@example.com>".parse().unwrap(),
+            tls: SmtpTls::None,
+        };
+        let mailer = Mailer::new(&cfg).unwrap();
+        let m = Outgoing {
+            id: "mail_01ABC".into(),
+            to: "ana@example.com".into(),
+            subject: "Über hds".into(),
+            text_body: "hello".into(),
+            html_body: "<p>hello</p>".into(),
+            created_at: "2026-11-23T10:00:00.000Z".into(),
+            attempts: 0,
+        };
+        let raw = String::from_utf8(mailer.message(&m).unwrap().formatted()).unwrap();
+        assert!(
+            raw.contains("Message-ID: <mail_01ABC@example.com>"),
+            "{raw}"
+        );
+        assert!(
+            raw.contains("Date: Mon, 23 Nov 2026 10:00:00 +0000"),
+            "{raw}"
+        );
+        assert!(raw.contains("Auto-Submitted: auto-generated"), "{raw}");
+        assert!(raw.contains("multipart/alternative"), "{raw}");
+        assert!(
+            raw.contains("text/plain") && raw.contains("text/html"),
+            "{raw}"
+        );
+        let bad = Outgoing {
+            to: "(ana@example.com".into(),
+            ..m
+        };
+        assert!(mailer.message(&bad).is_err());
+    }
+}

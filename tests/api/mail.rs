@@ -1,0 +1,404 @@
+//! E-mail (guide: "E-mail") against a real SMTP server on loopback
+//! (tests/py/smtp_sink.py): the invitation mail and its link, no `[smtp]`,
+//! retries on 451 and on an outage with the test clock, a 550 in the admin
+//! log, secrets scrubbed, and the log's bad queries.
+
+use std::time::Duration;
+
+use hds::domain::access::Role;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, Person, TestApp};
+use crate::smtp::{SmtpSink, free_port};
+
+const INVITATIONS: &str = "/v1/workspaces/invitations";
+const EMAILS: &str = "/v1/workspaces/emails";
+
+async fn app_with_smtp(port: u16) -> TestApp {
+    TestApp::spawn_with(|c| c.smtp = Some(SmtpSink::config(port))).await
+}
+
+/// Invites `email` as `role`; answers the creation response's `data`.
+async fn invite(by: &Actor, email: &str, role: &str) -> Value {
+    let r: Value = by
+        .post(INVITATIONS, json!({ "email": email, "role": role }), 201)
+        .await;
+    r["data"].clone()
+}
+
+/// The workspace's mail log as `by` reads it.
+async fn mails(by: &Actor, query: &str) -> Value {
+    by.get(&format!("{EMAILS}{query}"), 200).await
+}
+
+/// Waits (at most 20 s) until the log holds a mail to `to` that `pred` likes.
+async fn mail_where(by: &Actor, to: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..1000 {
+        last = mails(by, "").await;
+        if let Some(m) = last["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["to"] == to && pred(m))
+        {
+            return m.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no such mail to {to} in 20 s: {last}");
+}
+
+/// `(status, text_body, html_body, secret)` of a mail, read from the SQLite
+/// file read-only.
+fn stored(app: &TestApp, id: &str) -> (String, Option<String>, Option<String>, i64) {
+    let conn = rusqlite::Connection::open_with_flags(
+        app.data_dir().join("hds.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    conn.query_row(
+        "SELECT status, text_body, html_body, secret FROM mail_outbox WHERE id = ?1",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )
+    .unwrap()
+}
+
+/// A person with a token who belongs to no workspace yet.
+fn newcomer(app: &TestApp, email: &str) -> Actor {
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let user = hds::store::users::create(&conn, email, Some("Ana"), &app.now()).unwrap();
+    let (token, _) =
+        hds::store::users::issue_token(&conn, &user.id, "test", None, &app.now()).unwrap();
+    let mut actor = app.bearer(&token);
+    actor.person = Some(Person {
+        id: user.id,
+        email: email.to_owned(),
+    });
+    actor
+}
+
+#[tokio::test]
+async fn the_invitation_mail_arrives_with_both_parts_and_its_link_lets_the_person_in() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let admin = app.member(Role::Admin);
+    let inv = invite(&admin, "ana@example.com", "reviewer").await;
+    assert_eq!(inv["email_delivery"], "queued", "{inv}");
+    let accept_url = inv["accept_url"].as_str().unwrap();
+
+    let got = sink.wait_for("ana@example.com", 1).await;
+    let m = &got[0];
+    assert_eq!(m["mail_from"], "hds@example.com");
+    assert_eq!(m["from"], "hds <hds@example.com>");
+    assert_eq!(m["to"], "ana@example.com");
+    assert_eq!(m["content_type"], "multipart/alternative");
+    assert_eq!(m["auto_submitted"], "auto-generated");
+    let subject = m["subject"].as_str().unwrap();
+    assert!(subject.contains(&admin.person().email), "{subject}");
+    assert!(subject.contains("invited you to"), "{subject}");
+    // The text part: who, which workspace, which role, the link, the expiry.
+    let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
+    assert!(text.contains("as a reviewer"), "{text}");
+    assert!(
+        text.contains(&format!("Accept the invitation:\n{accept_url}")),
+        "{text}"
+    );
+    assert!(text.contains(" UTC"), "{text}");
+    // The HTML part: the button and the URL written out.
+    let html = m["html"].as_str().unwrap();
+    assert!(html.contains(&format!("href=\"{accept_url}\"")), "{html}");
+    assert!(html.contains(&format!(">{accept_url}</a>")), "{html}");
+    assert!(html.contains("Accept the invitation"), "{html}");
+    let mid = m["message_id"].as_str().unwrap();
+    assert!(
+        mid.starts_with("<mail_") && mid.ends_with("@example.com>"),
+        "{mid}"
+    );
+
+    // The link from the mail works.
+    let link = text
+        .lines()
+        .find(|l| l.contains("/app/invitations/"))
+        .unwrap()
+        .trim();
+    let token = link.rsplit('/').next().unwrap();
+    let ana = newcomer(&app, "ana@example.com");
+    let joined: Value = ana
+        .post(
+            "/v1/workspace-invitations/accept",
+            json!({ "token": token }),
+            200,
+        )
+        .await;
+    assert_eq!(joined["data"]["role"], "reviewer");
+
+    // The log shows it sent, once, without its bodies; the DB no longer
+    // holds the link (it was secret).
+    let logged = mail_where(&admin, "ana@example.com", |m| m["status"] == "sent").await;
+    assert_eq!(logged["object"], "email");
+    assert_eq!(logged["kind"], "invitation");
+    assert_eq!(logged["subject"], subject);
+    assert_eq!(logged["attempts"], 1);
+    assert!(logged["sent_at"].is_string() && logged["last_error"].is_null());
+    assert!(logged.get("text_body").is_none() && logged.get("html_body").is_none());
+    assert_eq!(
+        mid,
+        format!("<{}@example.com>", logged["id"].as_str().unwrap())
+    );
+    let (status, text_body, html_body, secret) = stored(&app, logged["id"].as_str().unwrap());
+    assert_eq!((status.as_str(), secret), ("sent", 1));
+    assert!(
+        text_body.is_none() && html_body.is_none(),
+        "secret bodies are scrubbed"
+    );
+    assert_eq!(app.count_rows("jobs"), 0);
+}
+
+#[tokio::test]
+async fn without_smtp_the_invitation_says_not_configured_and_queues_no_mail() {
+    let app = TestApp::spawn().await;
+    let inv = invite(&app.admin(), "ben@example.com", "viewer").await;
+    assert_eq!(inv["email_delivery"], "not_configured");
+    assert!(inv["accept_url"].is_string());
+    assert_eq!(app.count_rows("mail_outbox"), 0);
+    assert_eq!(app.count_rows("jobs"), 0);
+    let log = mails(&app.admin(), "").await;
+    assert_eq!(log["data"], json!([]));
+    assert_eq!(log["has_more"], false);
+    // The invitation as listed carries neither the link nor the e-mail status.
+    let listed: Value = app.admin().get(INVITATIONS, 200).await;
+    assert!(listed["data"][0].get("email_delivery").is_none());
+}
+
+#[tokio::test]
+async fn a_451_is_retried_when_the_clock_reaches_the_schedule_and_then_delivered() {
+    let sink = SmtpSink::start();
+    sink.script(&[451]).await;
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    invite(&owner, "cho@example.com", "reviewer").await;
+    let m = mail_where(&owner, "cho@example.com", |m| m["attempts"] == 1).await;
+    assert_eq!(m["status"], "pending");
+    let err = m["last_error"].as_str().unwrap();
+    assert!(err.starts_with("SMTP 451"), "{err}");
+    assert!(err.contains("try again later"), "{err}");
+    assert!(m["sent_at"].is_null());
+    // Pending: the bodies stay until the mail is sent.
+    let (_, text, html, _) = stored(&app, m["id"].as_str().unwrap());
+    assert!(text.is_some() && html.is_some());
+    assert!(sink.to("cho@example.com").await.is_empty());
+
+    // Not before 30 s from the attempt's start…
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(20));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(sink.to("cho@example.com").await.is_empty());
+    // …then it goes.
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(11));
+    sink.wait_for("cho@example.com", 1).await;
+    let m = mail_where(&owner, "cho@example.com", |m| m["status"] == "sent").await;
+    assert_eq!(m["attempts"], 2);
+    assert_eq!(m["last_error"], Value::Null);
+}
+
+#[tokio::test]
+async fn an_smtp_outage_is_retried_and_the_mail_arrives_once_the_server_is_back() {
+    let port = free_port();
+    let app = app_with_smtp(port).await;
+    let owner = app.admin();
+    invite(&owner, "dev@example.com", "viewer").await;
+    let m = mail_where(&owner, "dev@example.com", |m| m["attempts"] == 1).await;
+    assert_eq!(m["status"], "pending");
+    let err = m["last_error"].as_str().unwrap();
+    assert!(err.to_lowercase().contains("refused"), "{err}");
+    // Still down at the second attempt (30 s later).
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(31));
+    let m = mail_where(&owner, "dev@example.com", |m| m["attempts"] == 2).await;
+    assert_eq!(m["status"], "pending");
+
+    // The server comes back; the third attempt (2 min later) delivers.
+    let sink = SmtpSink::start_on(port);
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(121));
+    let got = sink.wait_for("dev@example.com", 1).await;
+    assert_eq!(got.len(), 1);
+    let m = mail_where(&owner, "dev@example.com", |m| m["status"] == "sent").await;
+    assert_eq!(m["attempts"], 3);
+}
+
+#[tokio::test]
+async fn a_550_fails_the_mail_which_owners_and_admins_see_and_reviewers_do_not() {
+    let sink = SmtpSink::start();
+    sink.script(&[550]).await;
+    let app = app_with_smtp(sink.port).await;
+    let admin = app.member(Role::Admin);
+    invite(&admin, "eve@example.com", "reviewer").await;
+    let m = mail_where(&admin, "eve@example.com", |m| m["status"] == "failed").await;
+    assert_eq!(m["attempts"], 1);
+    let err = m["last_error"].as_str().unwrap();
+    assert!(
+        err.starts_with("SMTP 550") && err.contains("No such mailbox"),
+        "{err}"
+    );
+    assert!(m["sent_at"].is_null());
+    let (_, text, html, _) = stored(&app, m["id"].as_str().unwrap());
+    assert!(
+        text.is_none() && html.is_none(),
+        "a failed secret mail is scrubbed too"
+    );
+    assert_eq!(app.count_rows("jobs"), 0, "a 5xx is not retried");
+    // The owner sees it, filtered by status too.
+    let failed = mails(&app.admin(), "?status=failed").await;
+    assert_eq!(failed["data"].as_array().unwrap().len(), 1);
+    assert_eq!(failed["data"][0]["id"], m["id"]);
+    assert_eq!(mails(&app.admin(), "?status=sent").await["data"], json!([]));
+    // Reviewers and viewers are refused; another workspace sees nothing of it.
+    for role in [Role::Reviewer, Role::Viewer] {
+        let e = app.member(role).get_err(EMAILS, 403, "FORBIDDEN").await;
+        assert_eq!(e["details"]["required_role"], "admin");
+    }
+    assert_eq!(mails(&app.outsider(), "").await["data"], json!([]));
+    // Hours later nothing more was sent.
+    app.state.services.clock.advance(time::Duration::hours(7));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(sink.to("eve@example.com").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_mail_that_keeps_failing_gives_up_after_eight_attempts() {
+    let sink = SmtpSink::start();
+    sink.script(&[451; 8]).await;
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    invite(&owner, "fay@example.com", "viewer").await;
+    for (attempt, wait) in [30, 120, 600, 1800, 3600, 10_800, 21_600]
+        .iter()
+        .enumerate()
+    {
+        mail_where(&owner, "fay@example.com", |m| m["attempts"] == attempt + 1).await;
+        app.state
+            .services
+            .clock
+            .advance(time::Duration::seconds(wait + 1));
+    }
+    let m = mail_where(&owner, "fay@example.com", |m| m["status"] == "failed").await;
+    assert_eq!(m["attempts"], 8);
+    let err = m["last_error"].as_str().unwrap();
+    assert!(
+        err.starts_with("gave up after 8 attempts; the last: SMTP 451"),
+        "{err}"
+    );
+    assert_eq!(app.count_rows("jobs"), 0);
+    assert!(sink.to("fay@example.com").await.is_empty());
+}
+
+#[tokio::test]
+async fn the_log_pages_newest_first_and_refuses_bad_queries_with_their_field() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    for who in ["g1", "g2", "g3"] {
+        invite(&owner, &format!("{who}@example.com"), "viewer").await;
+    }
+    // An address SMTP cannot deliver to: the invitation stands, its mail
+    // fails at once, and the log says why.
+    let odd = invite(&owner, "(odd@example.com", "viewer").await;
+    assert_eq!(odd["email_delivery"], "failed");
+    let all = mails(&owner, "").await;
+    let ids: Vec<&str> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    assert_eq!(all["data"][0]["to"], "(odd@example.com");
+    assert_eq!(all["data"][0]["status"], "failed");
+    assert_eq!(all["data"][0]["attempts"], 0);
+    assert!(
+        all["data"][0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("not sent")
+    );
+    let page1 = mails(&owner, "?limit=3").await;
+    assert_eq!(page1["has_more"], true);
+    assert_eq!(page1["data"].as_array().unwrap().len(), 3);
+    let page2 = mails(&owner, &format!("?limit=3&starting_after={}", ids[2])).await;
+    assert_eq!(page2["has_more"], false);
+    assert_eq!(page2["data"][0]["id"], ids[3]);
+
+    let before = app.count_rows("mail_outbox");
+    for (query, field) in [
+        ("?status=bounced", "status"),
+        ("?limit=0", "limit"),
+        ("?limit=201", "limit"),
+        ("?limit=ten", "limit"),
+        ("?starting_after=msg_01", "starting_after"),
+        (
+            "?starting_after=mail_not-a-ulid-at-all-xxxxxxxx",
+            "starting_after",
+        ),
+        ("?sort=asc", ""),
+    ] {
+        let e = owner
+            .get_err(&format!("{EMAILS}{query}"), 422, "VALIDATION_ERROR")
+            .await;
+        let errors = e["details"]["errors"].as_array().unwrap();
+        assert!(!errors.is_empty(), "{query}: {e}");
+        if !field.is_empty() {
+            assert_eq!(errors[0]["field"], field, "{query}: {e}");
+        }
+        assert!(e["message"].as_str().unwrap().len() > 10, "{e}");
+    }
+    assert_eq!(app.count_rows("mail_outbox"), before, "nothing written");
+    // A reviewer is refused before the query is looked at.
+    app.member(Role::Reviewer)
+        .get_err(&format!("{EMAILS}?limit=0"), 403, "FORBIDDEN")
+        .await;
+}
+
+#[tokio::test]
+async fn the_dashboards_invite_form_mails_the_link_and_says_so() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    let browser = app.browser(owner.person()).await;
+    let r = browser
+        .post_form(
+            "/app/invitations",
+            Some(&app.base),
+            &[
+                ("_csrf", browser.csrf()),
+                ("email", "hal@example.com"),
+                ("role", "reviewer"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("hds is e-mailing this link to hal@example.com"),
+        "{html}"
+    );
+    let got = sink.wait_for("hal@example.com", 1).await;
+    assert!(
+        got[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("/app/invitations/")
+    );
+}
