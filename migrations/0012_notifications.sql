@@ -138,10 +138,12 @@ CREATE INDEX notification_digest_items_by_user ON notification_digest_items(user
 -- Notifications that fall due later: `expiring` (subject: an Action id; due
 -- `expires_at` minus the policy's warning), `returned` (an Action id; due
 -- when its snooze ends; `user_id` snoozed it), `digest` (subject
--- `user_id workspace_id`; due at the end of the hour or day). The expiry
--- worker runs the due ones each second and whenever the clock moves.
+-- `user_id workspace_id`; due at the end of the hour or day), `broadcast`
+-- (a broadcast's id; due at once: its e-mails are written by the next pass,
+-- not by the create that caused it). The expiry worker runs the due ones
+-- each second and whenever the clock moves.
 CREATE TABLE notification_timers (
-    kind    TEXT NOT NULL CHECK (kind IN ('expiring', 'returned', 'digest')),
+    kind    TEXT NOT NULL CHECK (kind IN ('expiring', 'returned', 'digest', 'broadcast')),
     subject TEXT NOT NULL,
     due_at  TEXT NOT NULL,
     user_id TEXT,

@@ -200,6 +200,11 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
         let invitation = store::get(c, &ws, &id)?
             .ok_or_else(|| Error::internal(anyhow::anyhow!("new invitation {id} not found")))?;
         let accept_url = accept_url(&base, &secret);
+        // Someone with an account here also hears of it in the dashboard.
+        let ws_name = workspaces::get(c, &ws)?.map(|w| w.name).unwrap_or_default();
+        crate::service::notifications::invitation_received(
+            c, fx, &ws, &ws_name, &email, role, &uid, &created_at,
+        )?;
         let email = if mail_on {
             let letter = invitation_letter(c, &invitation, &accept_url)?;
             mail::enqueue(c, fx, &letter, &created_at)?;

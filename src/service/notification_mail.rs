@@ -1,38 +1,209 @@
-//! E-mail (guide: "E-mail"). The SMTP outbox lands with branch `mail`; until
-//! then hds has no `[smtp]` and `enabled` is false, so no caller reaches the
-//! functions below.
+//! Notifications by e-mail (guide: "Notifications", "E-mail"): one mail per
+//! notification, the hourly or daily digest that gathers them, and the
+//! e-mails of a broadcast (`action.new`), written by the next timer pass
+//! rather than by the create that caused it. Every mail goes through
+//! `service::mail::enqueue`, in the caller's transaction.
 
 use rusqlite::Connection;
 
-use crate::config::Config;
+use crate::domain::action::Status;
+use crate::domain::notification::{Digest, Kind, Route};
+use crate::domain::time;
 use crate::error::Result;
+use crate::service::actions::access_of;
 use crate::service::effects::Effects;
-use crate::store::notifications::New;
+use crate::service::mail::{self, Letter, MailKind};
+use crate::service::notifications::Ctx;
+use crate::store::notifications::{self as store, New, TimerKind};
+use crate::store::{users, work, workspaces};
 
-pub fn enabled(_config: &Config) -> bool {
-    false
+fn absolute(ctx: &Ctx, path: &str) -> String {
+    format!("{}{path}", ctx.base_url.trim_end_matches('/'))
 }
 
-pub fn notification(_c: &Connection, _fx: &mut Effects, _user_id: &str, _n: &New) -> Result<()> {
-    Ok(())
+fn workspace_name(c: &Connection, id: &str) -> Result<String> {
+    Ok(workspaces::get(c, id)?
+        .map(|w| w.name)
+        .unwrap_or_else(|| "hds".to_owned()))
 }
 
-pub fn queue_broadcast(
-    _c: &Connection,
-    _fx: &mut Effects,
-    _ws: &str,
-    _id: &str,
-    _now: &str,
+/// One notification, e-mailed now to the person's address (none when it is
+/// not one SMTP accepts).
+pub fn notification(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    user_id: &str,
+    n: &New,
 ) -> Result<()> {
+    let Some(user) = users::by_id(c, user_id)? else {
+        return Ok(());
+    };
+    if !mail::sendable(&user.email) {
+        return Ok(());
+    }
+    let ws = workspace_name(c, n.workspace_id)?;
+    let letter = Letter {
+        to: user.email,
+        subject: n.title.to_owned(),
+        lines: vec![
+            n.body.to_owned(),
+            format!(
+                "You get this e-mail as a member of {ws}. Choose what reaches you at {}.",
+                absolute(ctx, "/app/settings/notifications")
+            ),
+        ],
+        items: Vec::new(),
+        link: Some(("Open in hds".to_owned(), absolute(ctx, n.path))),
+        kind: MailKind::Notification,
+        workspace_id: Some(n.workspace_id.to_owned()),
+        user_id: Some(user_id.to_owned()),
+        secret: false,
+    };
+    mail::enqueue(c, fx, &letter, n.created_at)?;
     Ok(())
 }
 
+/// Keeps a notification for the person's digest, and sets the digest's
+/// timer unless one is set.
+pub fn hold_for_digest(
+    c: &Connection,
+    user_id: &str,
+    digest: Digest,
+    n: &New,
+    now: &str,
+) -> Result<()> {
+    store::add_digest_item(c, user_id, n)?;
+    store::set_timer_once(
+        c,
+        TimerKind::Digest,
+        &format!("{user_id} {}", n.workspace_id),
+        &digest_due(digest, now),
+    )
+}
+
+/// When a digest started now goes out: the next full hour, or the next
+/// 08:00 UTC.
+pub fn digest_due(d: Digest, now: &str) -> String {
+    let Some(t) = time::parse(now) else {
+        return now.to_owned();
+    };
+    let hour = t
+        .replace_minute(0)
+        .and_then(|t| t.replace_second(0))
+        .and_then(|t| t.replace_nanosecond(0))
+        .unwrap_or(t);
+    let due = match d {
+        Digest::Daily => {
+            let eight = hour.replace_hour(8).unwrap_or(hour);
+            if eight > t {
+                eight
+            } else {
+                eight + ::time::Duration::days(1)
+            }
+        }
+        _ => hour + ::time::Duration::hours(1),
+    };
+    time::format(due)
+}
+
+/// The digest timer fell due: everything held for the person in that
+/// workspace goes out as one mail.
 pub fn digest(
-    _c: &Connection,
-    _fx: &mut Effects,
-    _user_id: &str,
-    _ws: &str,
-    _now: &str,
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    user_id: &str,
+    workspace_id: &str,
+    now: &str,
 ) -> Result<()> {
+    let items = store::take_digest_items(c, user_id, workspace_id)?;
+    if items.is_empty() {
+        return Ok(());
+    }
+    let Some(user) = users::by_id(c, user_id)? else {
+        return Ok(());
+    };
+    if !mail::sendable(&user.email) || work::member(c, workspace_id, user_id)?.is_none() {
+        return Ok(());
+    }
+    let ws = workspace_name(c, workspace_id)?;
+    let count = items.len();
+    let letter = Letter {
+        to: user.email,
+        subject: if count == 1 {
+            format!("1 notification in {ws}")
+        } else {
+            format!("{count} notifications in {ws}")
+        },
+        lines: vec![
+            format!("What happened in {ws} since your last digest:"),
+            format!(
+                "You get one e-mail for all of these because you chose a digest. Change it at {}.",
+                absolute(ctx, "/app/settings/notifications")
+            ),
+        ],
+        items: items
+            .into_iter()
+            .map(|(_, title, _, path, _)| (title, absolute(ctx, &path)))
+            .collect(),
+        link: Some((
+            "Open your notifications".to_owned(),
+            absolute(ctx, "/app/notifications"),
+        )),
+        kind: MailKind::Digest,
+        workspace_id: Some(workspace_id.to_owned()),
+        user_id: Some(user_id.to_owned()),
+        secret: false,
+    };
+    mail::enqueue(c, fx, &letter, now)?;
+    Ok(())
+}
+
+/// The e-mails of a broadcast (`action.new`): each member who hears of it
+/// and wants it by e-mail gets it now or in their digest. Runs from the
+/// timer pass, so a create in a large team writes one timer, not a mail each.
+pub fn broadcast(c: &Connection, fx: &mut Effects, ctx: &Ctx, id: &str, now: &str) -> Result<()> {
+    let Some(b) = store::broadcast_by_id(c, id)? else {
+        return Ok(());
+    };
+    let policy = store::policy(c, &b.workspace_id)?;
+    if !ctx.smtp || !policy.email_enabled {
+        return Ok(());
+    }
+    // A new Action decided before the pass: no e-mail about it any more.
+    let action = match &b.action_id {
+        Some(aid) => crate::store::actions::get(c, aid)?,
+        None => None,
+    };
+    if action.as_ref().is_some_and(|a| a.status != Status::Open) {
+        return Ok(());
+    }
+    let row = New {
+        id: &b.id,
+        workspace_id: &b.workspace_id,
+        kind: Kind::New,
+        title: &b.title,
+        body: &b.body,
+        action_id: b.action_id.as_deref(),
+        path: &b.path,
+        created_at: now,
+    };
+    for m in work::members(c, &b.workspace_id)? {
+        if let Some(a) = &action
+            && !access_of(a, m.role, &m.user_id, &m.email).can_decide()
+        {
+            continue;
+        }
+        if !store::receives_broadcast(c, &m.user_id, &b.workspace_id, b.n)? {
+            continue;
+        }
+        let prefs = store::preferences(c, &m.user_id, &b.workspace_id)?;
+        match Route::of(Kind::New, &prefs, &policy, true).email_now {
+            Some(true) => notification(c, fx, ctx, &m.user_id, &row)?,
+            Some(false) => hold_for_digest(c, &m.user_id, prefs.email_digest, &row, now)?,
+            None => {}
+        }
+    }
     Ok(())
 }

@@ -33,12 +33,15 @@ use crate::store::work::{self, Member};
 #[derive(Clone, Debug)]
 pub struct Ctx {
     pub smtp: bool,
+    /// For the links in e-mails.
+    pub base_url: String,
 }
 
 impl Ctx {
     pub fn of(s: &Services) -> Self {
         Self {
-            smtp: crate::service::notification_mail::enabled(&s.config),
+            smtp: crate::service::mail::enabled(&s.config),
+            base_url: s.config.base_url.clone(),
         }
     }
 }
@@ -113,45 +116,17 @@ fn deliver(
         fx.changed();
     }
     match route.email_now {
-        Some(true) => crate::service::notification_mail::notification(c, fx, user_id, &row)?,
-        Some(false) => {
-            store::add_digest_item(c, user_id, &row)?;
-            let due = digest_due(prefs.email_digest, now);
-            store::set_timer_once(
-                c,
-                TimerKind::Digest,
-                &format!("{user_id} {}", n.workspace_id),
-                &due,
-            )?;
-        }
+        Some(true) => crate::service::notification_mail::notification(c, fx, ctx, user_id, &row)?,
+        Some(false) => crate::service::notification_mail::hold_for_digest(
+            c,
+            user_id,
+            prefs.email_digest,
+            &row,
+            now,
+        )?,
         None => {}
     }
     Ok(())
-}
-
-/// When a digest started now goes out: the next full hour, or the next
-/// 08:00 UTC.
-fn digest_due(d: Digest, now: &str) -> String {
-    let Some(t) = time::parse(now) else {
-        return now.to_owned();
-    };
-    let hour = t
-        .replace_minute(0)
-        .and_then(|t| t.replace_second(0))
-        .and_then(|t| t.replace_nanosecond(0))
-        .unwrap_or(t);
-    let due = match d {
-        Digest::Daily => {
-            let eight = hour.replace_hour(8).unwrap_or(hour);
-            if eight > t {
-                eight
-            } else {
-                eight + ::time::Duration::days(1)
-            }
-        }
-        _ => hour + ::time::Duration::hours(1),
-    };
-    time::format(due)
 }
 
 /// The member a Person names (by user id, else by e-mail), if they are one.
@@ -230,13 +205,8 @@ pub fn action_created(
                 store::broadcast(c, &n.new_row(&id, now), &hidden)?;
                 fx.changed();
                 if ctx.smtp && policy.email_enabled {
-                    crate::service::notification_mail::queue_broadcast(
-                        c,
-                        fx,
-                        &a.workspace_id,
-                        &id,
-                        now,
-                    )?;
+                    // Its e-mails are written by the next timer pass.
+                    store::set_timer(c, TimerKind::Broadcast, &id, now, None)?;
                 }
             }
             access::Visibility::Restricted => {
@@ -489,9 +459,19 @@ pub fn run_due(c: &Connection, fx: &mut Effects, ctx: &Ctx, now: &str) -> Result
         match t.kind {
             TimerKind::Expiring => expiring(c, fx, ctx, &t.subject, now)?,
             TimerKind::Returned => returned(c, fx, ctx, t, now)?,
+            TimerKind::Broadcast => {
+                crate::service::notification_mail::broadcast(c, fx, ctx, &t.subject, now)?
+            }
             TimerKind::Digest => {
                 if let Some((user_id, workspace_id)) = t.subject.split_once(' ') {
-                    crate::service::notification_mail::digest(c, fx, user_id, workspace_id, now)?;
+                    crate::service::notification_mail::digest(
+                        c,
+                        fx,
+                        ctx,
+                        user_id,
+                        workspace_id,
+                        now,
+                    )?;
                 }
             }
         }

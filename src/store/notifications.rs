@@ -361,6 +361,62 @@ pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &s
     Ok(before)
 }
 
+/// A broadcast as stored.
+#[derive(Clone, Debug)]
+pub struct Broadcast {
+    pub id: String,
+    pub workspace_id: String,
+    pub n: i64,
+    pub title: String,
+    pub body: String,
+    pub action_id: Option<String>,
+    pub path: String,
+}
+
+pub fn broadcast_by_id(c: &Connection, id: &str) -> Result<Option<Broadcast>> {
+    Ok(c.prepare_cached(
+        "SELECT id, workspace_id, n, title, body, action_id, path FROM notification_broadcasts WHERE id = ?1",
+    )?
+    .query_row([id], |r| {
+        Ok(Broadcast {
+            id: r.get(0)?,
+            workspace_id: r.get(1)?,
+            n: r.get(2)?,
+            title: r.get(3)?,
+            body: r.get(4)?,
+            action_id: r.get(5)?,
+            path: r.get(6)?,
+        })
+    })
+    .optional()?)
+}
+
+/// Whether broadcast `n` of the workspace is the person's to hear of: they
+/// were a member before it, and it is not hidden from them.
+pub fn receives_broadcast(
+    c: &Connection,
+    user_id: &str,
+    workspace_id: &str,
+    n: i64,
+) -> Result<bool> {
+    let from: Option<i64> = c
+        .prepare_cached(
+            "SELECT ntf_from FROM memberships WHERE workspace_id = ?1 AND user_id = ?2",
+        )?
+        .query_row(params![workspace_id, user_id], |r| r.get(0))
+        .optional()?;
+    if from.is_none_or(|f| f >= n) {
+        return Ok(false);
+    }
+    let hidden: Option<i64> = c
+        .prepare_cached(
+            "SELECT hidden FROM notification_broadcast_reads WHERE user_id = ?1 AND workspace_id = ?2 AND n = ?3",
+        )?
+        .query_row(params![user_id, workspace_id, n], |r| r.get(0))
+        .optional()?;
+    Ok(hidden != Some(1))
+}
+
 /// Whether the person already has a notification of `kind` about the Action.
 pub fn exists_for_action(
     c: &Connection,
@@ -534,6 +590,8 @@ pub enum TimerKind {
     Expiring,
     Returned,
     Digest,
+    /// E-mail a broadcast's recipients who want it (`subject`: its id).
+    Broadcast,
 }
 
 impl TimerKind {
@@ -542,12 +600,18 @@ impl TimerKind {
             Self::Expiring => "expiring",
             Self::Returned => "returned",
             Self::Digest => "digest",
+            Self::Broadcast => "broadcast",
         }
     }
     fn parse(s: &str) -> Option<Self> {
-        [Self::Expiring, Self::Returned, Self::Digest]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [
+            Self::Expiring,
+            Self::Returned,
+            Self::Digest,
+            Self::Broadcast,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
     }
 }
 
