@@ -16,6 +16,7 @@ mod inbox;
 mod invitations;
 mod long_polls;
 mod metrics;
+mod notifications_ui;
 mod receipts;
 mod receiver;
 mod sessions;
