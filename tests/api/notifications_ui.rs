@@ -380,3 +380,48 @@ async fn the_pages_send_a_signed_out_browser_to_sign_in() {
         assert!(to.starts_with("/app/signin?next="), "{path}: {to}");
     }
 }
+
+#[tokio::test]
+async fn the_bell_counts_up_live_in_chromium_and_mark_all_read_brings_it_to_zero() {
+    let app = TestApp::spawn().await;
+    // One unread before the page opens.
+    app.create_action(two_options("Renew the certificate")).await;
+    let link = app.signin_link("admin@example.com").await;
+    let key = app.live_key();
+    let env = [
+        ("BASE_URL", app.base.as_str()),
+        ("LINK", link.as_str()),
+        ("SOURCE_KEY", key.as_str()),
+    ];
+    let r = crate::helpers::run_node(
+        "browser-bell.mjs",
+        &env,
+        std::time::Duration::from_secs(90),
+        Some(&app),
+    )
+    .await;
+    assert_eq!(r["ok"], true, "{}", r["error"].as_str().unwrap_or_default());
+    assert_eq!(r["csp_violations"], json!([]));
+    assert_eq!(r["script_errors"], json!([]));
+    assert_eq!(
+        r["start"],
+        json!({"count": "1", "label": "1 unread notification", "hidden": false})
+    );
+    assert_eq!(
+        r["inbox"],
+        json!({"count": "2", "label": "2 unread notifications", "hidden": false})
+    );
+    assert_eq!(r["inbox_same_document"], true, "no reload");
+    assert_eq!(r["inbox_streams"], 1, "the inbox and the bell share one stream");
+    assert_eq!(r["on_sources"]["count"], "2");
+    assert_eq!(r["sources"]["count"], "3");
+    assert_eq!(r["sources"]["label"], "3 unread notifications");
+    assert_eq!(r["sources_same_document"], true);
+    assert_eq!(r["sources_streams"], 1);
+    assert_eq!(r["listed_unread"], 3);
+    assert_eq!(
+        r["after"],
+        json!({"count": "0", "label": "No unread notifications", "hidden": true})
+    );
+    assert_eq!(r["unread_after"], 0);
+}
