@@ -179,6 +179,8 @@ async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
     // Nothing scrolls sideways at a phone's width.
     assert_eq!(r["phone_horizontal_overflow"], 0);
     assert_eq!(r["source_phone_horizontal_overflow"], 0);
+    assert_eq!(r["notifications_phone_horizontal_overflow"], 0);
+    assert_eq!(r["settings_phone_horizontal_overflow"], 0);
     for f in r["files"].as_array().unwrap() {
         let png = std::fs::read(format!("{out}/{}", f.as_str().unwrap())).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
