@@ -221,9 +221,7 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
         p["events"]["action.assigned"],
         json!({"in_app": true, "email": false})
     );
-    let html = ann_b
-        .page("/app/settings/notifications?done=saved")
-        .await;
+    let html = ann_b.page("/app/settings/notifications?done=saved").await;
     assert!(html.contains("Notification settings saved."));
     assert!(html.contains("value=\"daily\" checked"), "{html}");
 
@@ -235,7 +233,12 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
     )
     .await;
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(r.text().await.unwrap().contains("Not saved: choose how often"));
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("Not saved: choose how often")
+    );
     let same: Value = ann.get("/v1/notification-preferences", 200).await;
     assert_eq!(same, p);
 
@@ -258,7 +261,10 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
     let r = form(&ann_b, "/app/settings/notifications", &fields).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let html = r.text().await.unwrap();
-    assert!(html.contains("Not saved: events.action.assigned.email"), "{html}");
+    assert!(
+        html.contains("Not saved: events.action.assigned.email"),
+        "{html}"
+    );
     assert!(html.contains("mandatory in this workspace"), "{html}");
     let same: Value = ann.get("/v1/notification-preferences", 200).await;
     assert_eq!(same["events"], p["events"]);
@@ -283,9 +289,15 @@ async fn the_policy_form_is_refused_for_a_reviewer_and_saves_for_an_admin_with_f
 
     // A reviewer reads the policy, without a form to send.
     let html = rev_b.page("/app/settings/notification-policy").await;
-    assert!(html.contains("Only owners and admins change the policy"), "{html}");
+    assert!(
+        html.contains("Only owners and admins change the policy"),
+        "{html}"
+    );
     assert!(!html.contains("Save policy"), "{html}");
-    assert!(html.contains("<fieldset class=\"plain\" disabled>"), "{html}");
+    assert!(
+        html.contains("<fieldset class=\"plain\" disabled>"),
+        "{html}"
+    );
     let fields = [
         ("new_action", "assigned_only"),
         ("expiry_warning_minutes", "30"),
@@ -315,7 +327,10 @@ async fn the_policy_form_is_refused_for_a_reviewer_and_saves_for_an_admin_with_f
     assert!(html.contains("value=\"2000\""), "{html}");
     assert!(html.contains("aria-invalid=\"true\""), "{html}");
     assert!(html.contains("value=\"assigned_only\" checked"), "{html}");
-    assert!(html.contains("value=\"action.mentioned\" checked"), "{html}");
+    assert!(
+        html.contains("value=\"action.mentioned\" checked"),
+        "{html}"
+    );
     // Not a number, or an unknown choice: refused in words.
     for (fields, says) in [
         (
@@ -374,7 +389,11 @@ async fn the_pages_send_a_signed_out_browser_to_sign_in() {
         "/app/settings/notifications",
         "/app/settings/notification-policy",
     ] {
-        let r = http.get(format!("{}{path}", app.base)).send().await.unwrap();
+        let r = http
+            .get(format!("{}{path}", app.base))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path}");
         let to = r.headers()["location"].to_str().unwrap();
         assert!(to.starts_with("/app/signin?next="), "{path}: {to}");
@@ -385,7 +404,8 @@ async fn the_pages_send_a_signed_out_browser_to_sign_in() {
 async fn the_bell_counts_up_live_in_chromium_and_mark_all_read_brings_it_to_zero() {
     let app = TestApp::spawn().await;
     // One unread before the page opens.
-    app.create_action(two_options("Renew the certificate")).await;
+    app.create_action(two_options("Renew the certificate"))
+        .await;
     let link = app.signin_link("admin@example.com").await;
     let key = app.live_key();
     let env = [
@@ -412,7 +432,10 @@ async fn the_bell_counts_up_live_in_chromium_and_mark_all_read_brings_it_to_zero
         json!({"count": "2", "label": "2 unread notifications", "hidden": false})
     );
     assert_eq!(r["inbox_same_document"], true, "no reload");
-    assert_eq!(r["inbox_streams"], 1, "the inbox and the bell share one stream");
+    assert_eq!(
+        r["inbox_streams"], 1,
+        "the inbox and the bell share one stream"
+    );
     assert_eq!(r["on_sources"]["count"], "2");
     assert_eq!(r["sources"]["count"], "3");
     assert_eq!(r["sources"]["label"], "3 unread notifications");

@@ -100,14 +100,8 @@ pub async fn notifications_page(
     let unread_only = q.unread_only();
     let before = q.before.clone().filter(|b| !b.is_empty());
     let later = before.is_some();
-    let (rows, has_more) = notifications::list(
-        &st.services,
-        p.user.clone(),
-        unread_only,
-        before,
-        PAGE_SIZE,
-    )
-    .await?;
+    let (rows, has_more) =
+        notifications::list(&st.services, p.user.clone(), unread_only, before, PAGE_SIZE).await?;
     let more = match rows.last() {
         Some(last) if has_more => {
             let mut qs = form_urlencoded::Serializer::new(String::new());
