@@ -201,7 +201,7 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
     let r = run_script(&app, "browser-csp.mjs", &env).await;
 
     let pages = r["pages"].as_object().unwrap();
-    assert_eq!(pages.len(), 6);
+    assert_eq!(pages.len(), 9);
     for (name, p) in pages {
         assert_eq!(p["status"], 200, "{name}");
         let csp = p["csp"]
