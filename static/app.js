@@ -1,7 +1,7 @@
 // hds dashboard: progressive enhancement only. Every page works without this
-// file; with it the inbox and an Action's control and context requests
-// update themselves, j/k move through the list, times
-// stay fresh, and destructive choices are confirmed in a dialog instead of a
+// file; with it the header's bell, the inbox and an Action's control and
+// context requests update themselves (sharing one change stream), j/k move
+// through the list, times stay fresh, and destructive choices are confirmed in a dialog instead of a
 // second page.
 "use strict";
 
@@ -30,11 +30,50 @@
     });
   }
 
-  // ---- live regions: re-fetched when the server says something changed ----
-  // `fetchUrl` answers HTML; `swap` puts it in place. One fetch at a time
-  // (a change during one asks for another), on each change event, every
+  // ---- the change stream: one EventSource per page, shared ----
+  // The server says "something changed" (GET /app/events); every live part
+  // of the page subscribes here and fetches its own fresh state. Also every
   // 15 s (proxies that buffer event streams) and when the tab comes back.
-  function liveRegion(live, fetchUrl, what, swap) {
+  // It starts from the oldest `data-version` on the page, so a change
+  // committed after any part was rendered is reported at once.
+  var changes = (function () {
+    var listeners = [];
+    var started = false;
+
+    function notify() {
+      listeners.forEach(function (fn) { fn(); });
+    }
+
+    function start() {
+      if (started) return;
+      started = true;
+      if (window.EventSource) {
+        var since = null;
+        document.querySelectorAll("[data-version]").forEach(function (el) {
+          var v = parseInt(el.getAttribute("data-version"), 10);
+          if (!isNaN(v) && (since === null || v < since)) since = v;
+        });
+        var url = "/app/events" + (since === null ? "" : "?since=" + since);
+        new EventSource(url).addEventListener("changed", notify);
+      }
+      setInterval(notify, 15000);
+      document.addEventListener("visibilitychange", function () {
+        if (document.visibilityState === "visible") notify();
+      });
+    }
+
+    return {
+      subscribe: function (fn) {
+        listeners.push(fn);
+        start();
+      },
+    };
+  })();
+
+  // ---- live regions: re-fetched when the server says something changed ----
+  // `fetchUrl` answers `accept`; `swap` puts the text in place. One fetch at
+  // a time (a change during one asks for another).
+  function liveRegion(fetchUrl, what, swap, accept) {
     var busy = false;
     var again = false;
 
@@ -44,7 +83,7 @@
         return;
       }
       busy = true;
-      fetch(fetchUrl, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      fetch(fetchUrl, { credentials: "same-origin", headers: { Accept: accept || "text/html" } })
         .then(function (r) {
           // A redirect to the sign-in page means the session ended.
           if (!r.ok || r.url.indexOf("/app/signin") !== -1) throw new Error(what + " " + r.status);
@@ -61,15 +100,30 @@
         });
     }
 
-    if (window.EventSource) {
-      var since = live.getAttribute("data-version") || "";
-      var events = new EventSource("/app/events?since=" + encodeURIComponent(since));
-      events.addEventListener("changed", refresh);
-    }
-    setInterval(refresh, 15000);
-    document.addEventListener("visibilitychange", function () {
-      if (document.visibilityState === "visible") refresh();
-    });
+    changes.subscribe(refresh);
+  }
+
+  // ---- header: the bell's unread count ----
+  function liveBell() {
+    var bell = document.getElementById("nav-bell");
+    if (!bell) return;
+    var badge = document.getElementById("nav-bell-count");
+    var label = document.getElementById("nav-bell-label");
+    liveRegion("/v1/notifications/summary", "bell", function (text) {
+      var n = JSON.parse(text).unread;
+      if (typeof n !== "number") return;
+      var shown = n > 99 ? "99+" : String(n);
+      var words = n === 0 ? "No unread notifications"
+        : n === 1 ? "1 unread notification" : n + " unread notifications";
+      document.querySelectorAll("[data-bell-count]").forEach(function (el) {
+        if (el.textContent !== shown) el.textContent = shown;
+      });
+      if (badge.textContent !== shown) badge.textContent = shown;
+      badge.hidden = n === 0;
+      // Only a new number is announced (aria-live="polite").
+      if (label.textContent !== words) label.textContent = words;
+      bell.setAttribute("data-unread", String(n));
+    }, "application/json");
   }
 
   // ---- inbox: live list ----
@@ -114,14 +168,14 @@
       }
     }
 
-    liveRegion(live, live.getAttribute("data-rows-url"), "inbox", swap);
+    liveRegion(live.getAttribute("data-rows-url"), "inbox", swap);
   }
 
   // ---- Action page: control and context requests, live ----
   function liveRequests() {
     var live = document.getElementById("requests-live");
     if (!live) return;
-    liveRegion(live, live.getAttribute("data-url"), "requests", function (html) {
+    liveRegion(live.getAttribute("data-url"), "requests", function (html) {
       var doc = new DOMParser().parseFromString(html, "text/html");
       var fresh = doc.querySelector(".requests-fragment");
       if (!fresh) return;
@@ -208,6 +262,7 @@
   }
 
   function start() {
+    liveBell();
     liveInbox();
     liveRequests();
     keyboard();

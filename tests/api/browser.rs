@@ -179,6 +179,8 @@ async fn screenshots_of_the_inbox_and_an_action_for_the_readme() {
     // Nothing scrolls sideways at a phone's width.
     assert_eq!(r["phone_horizontal_overflow"], 0);
     assert_eq!(r["source_phone_horizontal_overflow"], 0);
+    assert_eq!(r["notifications_phone_horizontal_overflow"], 0);
+    assert_eq!(r["settings_phone_horizontal_overflow"], 0);
     for f in r["files"].as_array().unwrap() {
         let png = std::fs::read(format!("{out}/{}", f.as_str().unwrap())).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
@@ -199,7 +201,7 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
     let r = run_script(&app, "browser-csp.mjs", &env).await;
 
     let pages = r["pages"].as_object().unwrap();
-    assert_eq!(pages.len(), 6);
+    assert_eq!(pages.len(), 9);
     for (name, p) in pages {
         assert_eq!(p["status"], 200, "{name}");
         let csp = p["csp"]

@@ -18,6 +18,7 @@ mod long_polls;
 mod mail;
 mod metrics;
 mod notifications;
+mod notifications_ui;
 mod receipts;
 mod receiver;
 mod sessions;

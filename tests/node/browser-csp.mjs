@@ -45,6 +45,9 @@ run(async (browser) => {
   await visit("sources", `${BASE}/app/sources`);
   await visit("source", `${BASE}/app/sources/${requireEnv("SOURCE_ID")}`);
   await visit("account", `${BASE}/app/account`);
+  await visit("notifications", `${BASE}/app/notifications`);
+  await visit("notification_settings", `${BASE}/app/settings/notifications`);
+  await visit("notification_policy", `${BASE}/app/settings/notification-policy`);
 
   return { pages, description, csp_violations: page.violations, script_errors: page.errors };
 });

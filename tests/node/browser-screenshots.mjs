@@ -151,6 +151,10 @@ run(async (browser) => {
   await wide.screenshot({ path: `${OUT}/source.png` });
   await wide.goto(`${BASE}/app/sources/${SOURCE_ID}/deliveries/${failed.id}`);
   await wide.screenshot({ path: `${OUT}/delivery.png` });
+  await wide.goto(`${BASE}/app/notifications`);
+  await wide.screenshot({ path: `${OUT}/notifications.png` });
+  await wide.goto(`${BASE}/app/settings/notifications`);
+  await wide.screenshot({ path: `${OUT}/notification-settings.png`, fullPage: true });
 
   const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   await signIn(phone, requireEnv("LINK2"));
@@ -165,11 +169,20 @@ run(async (browser) => {
   await phone.screenshot({ path: `${OUT}/source-phone.png` });
   await phone.goto(`${BASE}/app/sources/${SOURCE_ID}/deliveries/${failed.id}`);
   await phone.screenshot({ path: `${OUT}/delivery-phone.png` });
+  await phone.goto(`${BASE}/app/notifications`);
+  const notificationsOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await phone.screenshot({ path: `${OUT}/notifications-phone.png` });
+  await phone.goto(`${BASE}/app/settings/notifications`);
+  const settingsOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await phone.screenshot({ path: `${OUT}/notification-settings-phone.png`, fullPage: true });
 
   return {
-    files: ["inbox.png", "action.png", "source.png", "delivery.png", "inbox-phone.png", "action-phone.png", "source-phone.png", "delivery-phone.png"],
+    files: ["inbox.png", "action.png", "source.png", "delivery.png", "inbox-phone.png", "action-phone.png", "source-phone.png", "delivery-phone.png",
+      "notifications.png", "notification-settings.png", "notifications-phone.png", "notification-settings-phone.png"],
     phone_horizontal_overflow: overflow,
     source_phone_horizontal_overflow: sourceOverflow,
+    notifications_phone_horizontal_overflow: notificationsOverflow,
+    settings_phone_horizontal_overflow: settingsOverflow,
     csp_violations: [...wide.violations, ...phone.violations],
     script_errors: [...wide.errors, ...phone.errors],
   };

@@ -281,7 +281,7 @@ pub async fn inbox_page(
         .collect();
     let list = read_list(s, &page.user, &filters, &names).await?;
     let mut layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count.clone());
-    layout.workspaces = Layout::switcher(&st, &page).await?;
+    layout.header(&st, &page).await?;
     Ok(InboxPage {
         rows_url: format!("/app/inbox/rows?{}", filters.query(filters.status())),
         layout,

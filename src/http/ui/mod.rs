@@ -1,6 +1,7 @@
 //! The server-rendered dashboard: askama pages under `/app`, embedded assets
 //! under `/static`. Every page works without JavaScript; `static/app.js` only
-//! adds live inbox updates, keyboard navigation and an in-page confirm dialog.
+//! adds live inbox updates, the header bell's live count, keyboard
+//! navigation and an in-page confirm dialog.
 //! Handlers call the same services as `/v1`, so both surfaces apply one set of
 //! rules. Not part of the OpenAPI document.
 
@@ -13,6 +14,8 @@ mod assets;
 mod inbox;
 mod invitations;
 pub mod markdown;
+mod notification_settings;
+mod notifications;
 mod signin;
 mod source;
 mod sources;
@@ -100,6 +103,25 @@ pub fn router() -> Router<AppState> {
         .route(
             "/app/invitations/{token}",
             get(invitations::accept_page).post(invitations::accept_invitation),
+        )
+        // notifications (guide: "Notifications in the dashboard")
+        .route("/app/notifications", get(notifications::notifications_page))
+        .route(
+            "/app/notifications/read-all",
+            post(notifications::read_all_notifications),
+        )
+        .route(
+            "/app/notifications/{id}/read",
+            post(notifications::read_notification),
+        )
+        .route(
+            "/app/settings/notifications",
+            get(notification_settings::preferences_page)
+                .post(notification_settings::save_preferences),
+        )
+        .route(
+            "/app/settings/notification-policy",
+            get(notification_settings::policy_page).post(notification_settings::save_policy),
         )
         // account
         .route("/app/account", get(account::account_page))

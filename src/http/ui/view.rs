@@ -28,12 +28,45 @@ pub struct Layout {
     /// Open live Actions, shown beside "Inbox" ("1,000+" from the cap on).
     pub open_count: String,
     /// Which nav entry is current: `inbox`, `sources`, `invitations`,
-    /// `account` or empty.
+    /// `account`, `notifications` or empty.
     pub active: &'static str,
     pub css: String,
     pub js: String,
     /// The header's workspace switcher: every workspace of the person.
     pub workspaces: Vec<WorkspaceChoice>,
+    /// The header's bell: the person's unread notifications.
+    pub bell: Bell,
+    /// `services.changes` when the header was read: the script's change
+    /// stream starts from it, so a change after that is not missed.
+    pub version: u64,
+}
+
+/// The header's bell: the unread count as shown and in words.
+#[derive(Clone, Debug, Default)]
+pub struct Bell {
+    pub unread: i64,
+    /// "3", or "99+" from a hundred on.
+    pub count: String,
+    /// "3 unread notifications", "No unread notifications".
+    pub label: String,
+}
+
+impl Bell {
+    pub fn new(unread: i64) -> Self {
+        Self {
+            unread,
+            count: if unread > 99 {
+                "99+".to_owned()
+            } else {
+                unread.to_string()
+            },
+            label: match unread {
+                0 => "No unread notifications".to_owned(),
+                1 => "1 unread notification".to_owned(),
+                n => format!("{n} unread notifications"),
+            },
+        }
+    }
 }
 
 /// One entry of the header's workspace switcher.
@@ -53,8 +86,21 @@ impl Layout {
         let open_count = dashboard::open_count(&st.services, &page.user).await?;
         let open_count = crate::service::inbox::count_label(open_count);
         let mut layout = Self::with_count(page, title, active, open_count);
-        layout.workspaces = Self::switcher(st, page).await?;
+        layout.header(st, page).await?;
         Ok(layout)
+    }
+
+    /// Fills what the header shows besides the open count: the workspace
+    /// switcher and the bell.
+    pub async fn header(&mut self, st: &AppState, page: &PageUser) -> Result<(), UiError> {
+        // Read the version first: a notification committed during the count
+        // bumps it again, so the script counts once more rather than miss it.
+        self.version = *st.services.changes.borrow();
+        self.workspaces = Self::switcher(st, page).await?;
+        let summary =
+            crate::service::notifications::summary(&st.services, page.user.clone()).await?;
+        self.bell = Bell::new(summary.unread);
+        Ok(())
     }
 
     /// The person's workspaces for the header's switcher.
@@ -97,6 +143,8 @@ impl Layout {
             css: assets::url("app.css"),
             js: assets::url("app.js"),
             workspaces: Vec::new(),
+            bell: Bell::default(),
+            version: 0,
         }
     }
 }
