@@ -17,6 +17,7 @@ mod invitations;
 mod long_polls;
 mod mail;
 mod metrics;
+mod notification_mail;
 mod notifications;
 mod notifications_ui;
 mod receipts;

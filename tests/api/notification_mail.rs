@@ -1,0 +1,254 @@
+//! Notifications by e-mail against a real SMTP server on loopback
+//! (tests/py/smtp_sink.py, aiosmtpd): the mail and its link, an opt-out
+//! that stops the mail and keeps the in-app item, a mandatory kind that
+//! overrides it, the digest as one mail, a new Action's mails, and an
+//! outage that is retried. (Retries, the log and kill -9 of the outbox
+//! itself: tests/api/mail.rs and tests/cli.rs.)
+
+use std::time::Duration;
+
+use hds::domain::access::Role;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, TestApp, two_options};
+use crate::smtp::{SmtpSink, free_port};
+
+async fn app_with_smtp(port: u16) -> TestApp {
+    TestApp::spawn_with(|c| c.smtp = Some(SmtpSink::config(port))).await
+}
+
+/// The workspace's mail log (owner's view): `(to, kind, subject, status)`.
+async fn log(owner: &Actor) -> Vec<(String, String, String, String)> {
+    let page: Value = owner.get("/v1/workspaces/emails?limit=200", 200).await;
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+            (s("to"), s("kind"), s("subject"), s("status"))
+        })
+        .collect()
+}
+
+async fn assign(owner: &Actor, a: &Value, to: &Actor) {
+    owner
+        .patch::<Value>(
+            &format!("/v1/actions/{}/assignment", a["id"].as_str().unwrap()),
+            json!({"assignee_user_id": to.person().id}),
+            200,
+        )
+        .await;
+}
+
+async fn in_app(who: &Actor) -> Vec<Value> {
+    let page: Value = who.get("/v1/notifications?limit=200", 200).await;
+    page["data"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_assignment_is_mailed_with_its_link_and_an_opt_out_keeps_only_the_dashboard() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let (owner, r1) = (app.admin(), app.member(Role::Reviewer));
+    let to = r1.person().email.clone();
+    let a = app.create_action(two_options("Ship 1.4")).await;
+    assign(&owner, &a, &r1).await;
+    let got = sink.wait_for(&to, 1).await;
+    let m = &got[0];
+    assert_eq!(m["subject"], "Assigned to you: Ship 1.4");
+    let link = format!("{}/app/actions/{}", app.base, a["id"].as_str().unwrap());
+    let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
+    assert!(text.contains(&link), "{text}");
+    assert!(text.contains("assigned this Action to you"), "{text}");
+    assert!(text.contains("/app/settings/notifications"), "{text}");
+    let html = m["html"].as_str().unwrap();
+    assert!(html.contains(&format!("href=\"{link}\"")), "{html}");
+    // `action.new` is not e-mailed by default: the one mail is the assignment.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(sink.to(&to).await.len(), 1);
+
+    // Opted out of e-mail for assignments: the next one is in the dashboard only.
+    r1.patch::<Value>(
+        "/v1/notification-preferences",
+        json!({"events": {"action.assigned": {"email": false}}}),
+        200,
+    )
+    .await;
+    let b = app.create_action(two_options("Ship 1.5")).await;
+    assign(&owner, &b, &r1).await;
+    let shown = in_app(&r1).await;
+    assert_eq!(shown[0]["kind"], "action.assigned");
+    assert_eq!(shown[0]["action_id"], b["id"]);
+    // The mail log is written with the notification: none for it.
+    let to_r1: Vec<_> = log(&owner).await.into_iter().filter(|m| m.0 == to).collect();
+    assert_eq!(to_r1.len(), 1, "{to_r1:?}");
+
+    // Mandatory now: mailed despite the opt-out.
+    owner
+        .patch::<Value>(
+            "/v1/workspaces/notification-policy",
+            json!({"mandatory": ["action.assigned"]}),
+            200,
+        )
+        .await;
+    let c = app.create_action(two_options("Ship 1.6")).await;
+    assign(&owner, &c, &r1).await;
+    let got = sink.wait_for(&to, 2).await;
+    assert!(got.iter().any(|m| m["subject"] == "Assigned to you: Ship 1.6"));
+    assert!(!got.iter().any(|m| m["subject"] == "Assigned to you: Ship 1.5"));
+
+    // The workspace turns e-mail off: nothing is mailed, even mandatory kinds.
+    owner
+        .patch::<Value>(
+            "/v1/workspaces/notification-policy",
+            json!({"email_enabled": false}),
+            200,
+        )
+        .await;
+    let d = app.create_action(two_options("Ship 1.7")).await;
+    assign(&owner, &d, &r1).await;
+    assert_eq!(in_app(&r1).await[0]["action_id"], d["id"]);
+    let to_r1 = log(&owner).await.into_iter().filter(|m| m.0 == to).count();
+    assert_eq!(to_r1, 2);
+}
+
+#[tokio::test]
+async fn a_digest_gathers_the_hours_notifications_into_one_mail() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let (owner, r1, r2) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let to = r1.person().email.clone();
+    r1.patch::<Value>(
+        "/v1/notification-preferences",
+        json!({"email_digest": "hourly", "events": {"action.commented": {"email": true}}}),
+        200,
+    )
+    .await;
+    let a = app.create_action(two_options("Migrate the database")).await;
+    let b = app.create_action(two_options("Rotate the certificate")).await;
+    assign(&owner, &a, &r1).await;
+    assign(&owner, &b, &r1).await;
+    let comments = format!("/v1/actions/{}/comments", a["id"].as_str().unwrap());
+    r2.post::<Value>(
+        &comments,
+        json!({"body": format!("@{to} can you check the lock timeout?")}),
+        201,
+    )
+    .await;
+    // Four notifications (2 assigned, 1 mentioned; the comment mentions
+    // r1, so no separate `commented`), none mailed yet.
+    assert_eq!(
+        in_app(&r1)
+            .await
+            .iter()
+            .filter(|n| n["kind"] != "action.new")
+            .count(),
+        3
+    );
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(sink.to(&to).await.is_empty());
+    assert!(log(&owner).await.iter().all(|m| m.0 != to));
+
+    // The hour ends: one mail with all three.
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(61));
+    let got = sink.wait_for(&to, 1).await;
+    assert_eq!(got.len(), 1);
+    let m = &got[0];
+    assert_eq!(m["subject"], "3 notifications in Test");
+    let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
+    for title in [
+        "Assigned to you: Migrate the database",
+        "Assigned to you: Rotate the certificate",
+        "mentioned you on Migrate the database",
+    ] {
+        assert!(text.contains(title), "{title} in {text}");
+    }
+    assert!(text.contains(&format!("{}/app/actions/{}", app.base, a["id"].as_str().unwrap())));
+    assert!(text.contains(&format!("{}/app/notifications", app.base)));
+    // Nothing more is mailed at the next hour: the items went with the digest.
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(61));
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(sink.to(&to).await.len(), 1);
+    let digests: Vec<_> = log(&owner)
+        .await
+        .into_iter()
+        .filter(|m| m.0 == to)
+        .collect();
+    assert_eq!(digests.len(), 1);
+    assert_eq!(digests[0].1, "digest");
+}
+
+#[tokio::test]
+async fn a_new_action_is_mailed_to_those_who_asked_for_it() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let (owner, r1, r2, viewer) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    for who in [&r1, &viewer] {
+        who.patch::<Value>(
+            "/v1/notification-preferences",
+            json!({"events": {"action.new": {"email": true}}}),
+            200,
+        )
+        .await;
+    }
+    let a = app.create_action(two_options("Approve the budget")).await;
+    let got = sink.wait_for(&r1.person().email, 1).await;
+    assert_eq!(got[0]["subject"], "New: Approve the budget");
+    let text = got[0]["text"].as_str().unwrap().replace("\r\n", "\n");
+    assert!(text.contains(&format!("{}/app/actions/{}", app.base, a["id"].as_str().unwrap())));
+    // r2 kept the default (no e-mail for new Actions); the viewer may not decide.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = log(&owner).await;
+    assert!(log.iter().all(|m| m.0 != r2.person().email), "{log:?}");
+    assert!(log.iter().all(|m| m.0 != viewer.person().email), "{log:?}");
+    assert_eq!(log.iter().filter(|m| m.0 == r1.person().email).count(), 1);
+}
+
+#[tokio::test]
+async fn a_notification_mail_waits_out_an_smtp_outage() {
+    let port = free_port();
+    let app = app_with_smtp(port).await;
+    let (owner, r1) = (app.admin(), app.member(Role::Reviewer));
+    let to = r1.person().email.clone();
+    let a = app.create_action(two_options("During the outage")).await;
+    assign(&owner, &a, &r1).await;
+    // The first attempt finds no server: still pending, with the error.
+    let mut pending = false;
+    for _ in 0..500 {
+        let page: Value = owner.get("/v1/workspaces/emails?limit=200", 200).await;
+        if page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["to"] == to.as_str() && m["attempts"] == 1 && m["status"] == "pending")
+        {
+            pending = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(pending, "the first attempt was recorded as failed and pending");
+    let sink = SmtpSink::start_on(port);
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(31));
+    let got = sink.wait_for(&to, 1).await;
+    assert_eq!(got[0]["subject"], "Assigned to you: During the outage");
+}
