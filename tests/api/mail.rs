@@ -402,3 +402,35 @@ async fn the_dashboards_invite_form_mails_the_link_and_says_so() {
             .contains("/app/invitations/")
     );
 }
+
+#[tokio::test]
+async fn the_email_log_page_lists_the_mails_for_owners_and_admins_only() {
+    let sink = SmtpSink::start();
+    sink.script(&[550]).await;
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    invite(&owner, "ivy@example.com", "viewer").await;
+    mail_where(&owner, "ivy@example.com", |m| m["status"] == "failed").await;
+    let browser = app.browser(owner.person()).await;
+    let html = browser.page("/app/settings/emails?status=failed").await;
+    assert!(html.contains("ivy@example.com"), "{html}");
+    assert!(html.contains("SMTP 550"), "{html}");
+    assert!(html.contains("status-failed"), "{html}");
+    assert!(
+        !html.contains("/app/invitations/"),
+        "no body, no link: {html}"
+    );
+    let sent = browser.page("/app/settings/emails?status=sent").await;
+    assert!(sent.contains("No mails with status sent."), "{sent}");
+    // A reviewer gets the refusal page, not the log.
+    let reviewer = app.member(Role::Reviewer);
+    let rb = app.browser(reviewer.person()).await;
+    let r = rb
+        .http()
+        .get(rb.url("/app/settings/emails"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(!r.text().await.unwrap().contains("ivy@example.com"));
+}
