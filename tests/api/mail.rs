@@ -434,3 +434,29 @@ async fn the_email_log_page_lists_the_mails_for_owners_and_admins_only() {
     assert_eq!(r.status(), 403);
     assert!(!r.text().await.unwrap().contains("ivy@example.com"));
 }
+
+#[tokio::test]
+async fn the_openapi_document_enumerates_email_delivery_and_the_log_statuses() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.anonymous().get("/v1/openapi.json", 200).await;
+    let inv = &doc["components"]["schemas"]["InvitationOut"]["properties"]["email_delivery"];
+    assert_eq!(
+        inv["enum"],
+        json!(["queued", "not_configured", "failed"]),
+        "{inv}"
+    );
+    let op = &doc["paths"]["/v1/workspaces/emails"]["get"];
+    let status = op["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "status")
+        .unwrap();
+    assert_eq!(
+        status["schema"]["enum"],
+        json!(["pending", "sent", "failed"])
+    );
+    for code in ["200", "403", "422"] {
+        assert!(op["responses"][code].is_object(), "{code}: {op}");
+    }
+}
