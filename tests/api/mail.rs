@@ -402,3 +402,61 @@ async fn the_dashboards_invite_form_mails_the_link_and_says_so() {
             .contains("/app/invitations/")
     );
 }
+
+#[tokio::test]
+async fn the_email_log_page_lists_the_mails_for_owners_and_admins_only() {
+    let sink = SmtpSink::start();
+    sink.script(&[550]).await;
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    invite(&owner, "ivy@example.com", "viewer").await;
+    mail_where(&owner, "ivy@example.com", |m| m["status"] == "failed").await;
+    let browser = app.browser(owner.person()).await;
+    let html = browser.page("/app/settings/emails?status=failed").await;
+    assert!(html.contains("ivy@example.com"), "{html}");
+    assert!(html.contains("SMTP 550"), "{html}");
+    assert!(html.contains("status-failed"), "{html}");
+    assert!(
+        !html.contains("/app/invitations/"),
+        "no body, no link: {html}"
+    );
+    let sent = browser.page("/app/settings/emails?status=sent").await;
+    assert!(sent.contains("No mails with status sent."), "{sent}");
+    // A reviewer gets the refusal page, not the log.
+    let reviewer = app.member(Role::Reviewer);
+    let rb = app.browser(reviewer.person()).await;
+    let r = rb
+        .http()
+        .get(rb.url("/app/settings/emails"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(!r.text().await.unwrap().contains("ivy@example.com"));
+}
+
+#[tokio::test]
+async fn the_openapi_document_enumerates_email_delivery_and_the_log_statuses() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.anonymous().get("/v1/openapi.json", 200).await;
+    let inv = &doc["components"]["schemas"]["InvitationOut"]["properties"]["email_delivery"];
+    assert_eq!(
+        inv["enum"],
+        json!(["queued", "not_configured", "failed"]),
+        "{inv}"
+    );
+    let op = &doc["paths"]["/v1/workspaces/emails"]["get"];
+    let status = op["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "status")
+        .unwrap();
+    assert_eq!(
+        status["schema"]["enum"],
+        json!(["pending", "sent", "failed"])
+    );
+    for code in ["200", "403", "422"] {
+        assert!(op["responses"][code].is_object(), "{code}: {op}");
+    }
+}

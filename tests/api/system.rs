@@ -157,6 +157,7 @@ async fn openapi_covers_every_route() {
         ("/v1/workspaces/invitations", "post"),
         ("/v1/workspaces/invitations/{invitation_id}", "delete"),
         ("/v1/workspace-invitations/accept", "post"),
+        ("/v1/workspaces/emails", "get"),
     ];
     for (path, method) in expected {
         assert!(

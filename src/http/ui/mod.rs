@@ -11,6 +11,7 @@ mod action_controls;
 mod action_view;
 mod action_work;
 mod assets;
+mod emails;
 mod inbox;
 mod invitations;
 pub mod markdown;
@@ -71,6 +72,7 @@ pub fn router() -> Router<AppState> {
             get(sources::sources_page).post(sources::create_source),
         )
         .route("/app/sources/{id}", get(source::source_page))
+        .route("/app/settings/emails", get(emails::emails_page))
         .route(
             "/app/sources/{id}/deliveries/{delivery_id}",
             get(source::delivery_page),
