@@ -81,7 +81,11 @@ async fn an_assignment_is_mailed_with_its_link_and_an_opt_out_keeps_only_the_das
     assert_eq!(shown[0]["kind"], "action.assigned");
     assert_eq!(shown[0]["action_id"], b["id"]);
     // The mail log is written with the notification: none for it.
-    let to_r1: Vec<_> = log(&owner).await.into_iter().filter(|m| m.0 == to).collect();
+    let to_r1: Vec<_> = log(&owner)
+        .await
+        .into_iter()
+        .filter(|m| m.0 == to)
+        .collect();
     assert_eq!(to_r1.len(), 1, "{to_r1:?}");
 
     // Mandatory now: mailed despite the opt-out.
@@ -95,8 +99,14 @@ async fn an_assignment_is_mailed_with_its_link_and_an_opt_out_keeps_only_the_das
     let c = app.create_action(two_options("Ship 1.6")).await;
     assign(&owner, &c, &r1).await;
     let got = sink.wait_for(&to, 2).await;
-    assert!(got.iter().any(|m| m["subject"] == "Assigned to you: Ship 1.6"));
-    assert!(!got.iter().any(|m| m["subject"] == "Assigned to you: Ship 1.5"));
+    assert!(
+        got.iter()
+            .any(|m| m["subject"] == "Assigned to you: Ship 1.6")
+    );
+    assert!(
+        !got.iter()
+            .any(|m| m["subject"] == "Assigned to you: Ship 1.5")
+    );
 
     // The workspace turns e-mail off: nothing is mailed, even mandatory kinds.
     owner
@@ -130,7 +140,9 @@ async fn a_digest_gathers_the_hours_notifications_into_one_mail() {
     )
     .await;
     let a = app.create_action(two_options("Migrate the database")).await;
-    let b = app.create_action(two_options("Rotate the certificate")).await;
+    let b = app
+        .create_action(two_options("Rotate the certificate"))
+        .await;
     assign(&owner, &a, &r1).await;
     assign(&owner, &b, &r1).await;
     let comments = format!("/v1/actions/{}/comments", a["id"].as_str().unwrap());
@@ -171,7 +183,11 @@ async fn a_digest_gathers_the_hours_notifications_into_one_mail() {
     ] {
         assert!(text.contains(title), "{title} in {text}");
     }
-    assert!(text.contains(&format!("{}/app/actions/{}", app.base, a["id"].as_str().unwrap())));
+    assert!(text.contains(&format!(
+        "{}/app/actions/{}",
+        app.base,
+        a["id"].as_str().unwrap()
+    )));
     assert!(text.contains(&format!("{}/app/notifications", app.base)));
     // Nothing more is mailed at the next hour: the items went with the digest.
     app.state
@@ -211,7 +227,11 @@ async fn a_new_action_is_mailed_to_those_who_asked_for_it() {
     let got = sink.wait_for(&r1.person().email, 1).await;
     assert_eq!(got[0]["subject"], "New: Approve the budget");
     let text = got[0]["text"].as_str().unwrap().replace("\r\n", "\n");
-    assert!(text.contains(&format!("{}/app/actions/{}", app.base, a["id"].as_str().unwrap())));
+    assert!(text.contains(&format!(
+        "{}/app/actions/{}",
+        app.base,
+        a["id"].as_str().unwrap()
+    )));
     // r2 kept the default (no e-mail for new Actions); the viewer may not decide.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let log = log(&owner).await;
@@ -243,7 +263,10 @@ async fn a_notification_mail_waits_out_an_smtp_outage() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(pending, "the first attempt was recorded as failed and pending");
+    assert!(
+        pending,
+        "the first attempt was recorded as failed and pending"
+    );
     let sink = SmtpSink::start_on(port);
     app.state
         .services
