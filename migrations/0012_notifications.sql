@@ -54,8 +54,11 @@ WHEN OLD.read_at IS NULL BEGIN
 END;
 
 -- A notification for every member of a workspace who may decide (kind
--- `action.new`). `n` numbers a workspace's broadcasts 1, 2, 3…: a member's
--- are those above their `ntf_from`, unread above their `ntf_read_through`.
+-- `action.new`). `n` numbers a workspace's broadcasts 1, 2, 3… from the
+-- workspace's counter (`workspaces.ntf_last_n`, never reused, so pruning old
+-- broadcasts renumbers nothing): a member's are those above their
+-- `ntf_from`, unread above their `ntf_read_through`.
+ALTER TABLE workspaces ADD COLUMN ntf_last_n INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE notification_broadcasts (
     seq          INTEGER PRIMARY KEY,
     id           TEXT NOT NULL UNIQUE,          -- ntf_<ULID>
@@ -84,6 +87,8 @@ CREATE TABLE notification_broadcast_reads (
     hidden       INTEGER NOT NULL DEFAULT 0 CHECK (hidden IN (0, 1)),
     PRIMARY KEY (user_id, workspace_id, n)
 ) STRICT, WITHOUT ROWID;
+-- pruning removes the marks of pruned broadcasts
+CREATE INDEX notification_broadcast_reads_by_n ON notification_broadcast_reads(workspace_id, n);
 
 -- A member's broadcast watermarks: `ntf_from` (the last broadcast before
 -- they joined), `ntf_read_through` (the last one "read all" covered) and when.
@@ -91,16 +96,20 @@ ALTER TABLE memberships ADD COLUMN ntf_from INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE memberships ADD COLUMN ntf_read_through INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE memberships ADD COLUMN ntf_read_at TEXT;
 UPDATE memberships SET ntf_from = 0, ntf_read_through = 0;
--- A new member hears of what comes after they joined, not the workspace's past.
+-- A new member hears of what comes after they joined, not the workspace's past;
+-- a viewer who becomes a reviewer, of what comes after that.
 CREATE TRIGGER memberships_ntf_start AFTER INSERT ON memberships BEGIN
     UPDATE memberships
-       SET ntf_from = (SELECT coalesce(max(n), 0) FROM notification_broadcasts
-                        WHERE workspace_id = NEW.workspace_id),
-           ntf_read_through = (SELECT coalesce(max(n), 0) FROM notification_broadcasts
-                                WHERE workspace_id = NEW.workspace_id)
+       SET ntf_from = (SELECT ntf_last_n FROM workspaces WHERE id = NEW.workspace_id),
+           ntf_read_through = (SELECT ntf_last_n FROM workspaces WHERE id = NEW.workspace_id)
      WHERE workspace_id = NEW.workspace_id AND user_id = NEW.user_id;
 END;
-
+CREATE TRIGGER memberships_ntf_promoted AFTER UPDATE OF role ON memberships
+WHEN OLD.role = 'viewer' AND NEW.role <> 'viewer' BEGIN
+    UPDATE memberships
+       SET ntf_from = max(ntf_from, (SELECT ntf_last_n FROM workspaces WHERE id = NEW.workspace_id))
+     WHERE workspace_id = NEW.workspace_id AND user_id = NEW.user_id;
+END;
 -- Personal preferences per workspace; no row = the defaults (guide).
 CREATE TABLE notification_preferences (
     user_id      TEXT NOT NULL REFERENCES users(id),
@@ -111,6 +120,8 @@ CREATE TABLE notification_preferences (
     updated_at   TEXT NOT NULL,
     PRIMARY KEY (user_id, workspace_id)
 ) STRICT, WITHOUT ROWID;
+-- who in a workspace wants new Actions by e-mail (a new Action's mails)
+CREATE INDEX notification_preferences_by_workspace ON notification_preferences(workspace_id);
 
 -- A workspace's policy; no row = the defaults (guide).
 CREATE TABLE notification_policies (

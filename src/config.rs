@@ -28,7 +28,7 @@ pub struct Config {
     /// Public base URL (receipt issuer, links, the origin forms must come from).
     /// Set it to the reverse proxy's https URL. Default: http:// and the address
     /// hds listens on (127.0.0.1 when it listens on all addresses).
-    #[arg(long = "base-url", env = "HDS_BASE_URL")]
+    #[arg(long = "base-url", env = "HDS_BASE_URL", value_parser = parse_base_url)]
     pub base_url_flag: Option<String>,
     /// The effective public base URL: `--base-url`, or one that follows
     /// `--listen` (set by `hds serve` once it has bound; see `follow_listener`).
@@ -463,6 +463,23 @@ impl Config {
         url::Url::parse(&self.base_url)
             .map(|u| u.origin().ascii_serialization())
             .unwrap_or_default()
+    }
+}
+
+/// `--base-url`: an absolute http(s) URL (links in e-mails and receipts are built on it).
+fn parse_base_url(s: &str) -> Result<String, String> {
+    match url::Url::parse(s) {
+        Ok(u)
+            if matches!(u.scheme(), "http" | "https")
+                && u.host().is_some()
+                && u.query().is_none()
+                && u.fragment().is_none() =>
+        {
+            Ok(s.to_owned())
+        }
+        _ => Err(format!(
+            "`{s}` is not an absolute http(s) URL such as https://hds.example.com"
+        )),
     }
 }
 

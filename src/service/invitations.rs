@@ -187,6 +187,7 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
             .with_detail("user_id", u.id));
         }
         store::revoke_pending_for(c, &ws, &email, &created_at)?;
+        crate::store::mail::cancel_invitations(c, &ws, &email, &created_at)?;
         let secret = credentials::new_secret();
         let new = NewInvitation {
             workspace_id: &ws,
@@ -312,6 +313,7 @@ pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invit
             // Pending, or expired (revoking it changes nothing it could do).
             _ => {
                 store::revoke(c, &ws, &id, &now)?;
+                crate::store::mail::cancel_invitations(c, &ws, &inv.email, &now)?;
                 store::get(c, &ws, &id)?.ok_or_else(not_found)
             }
         }

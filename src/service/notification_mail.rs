@@ -189,7 +189,15 @@ pub fn broadcast(c: &Connection, fx: &mut Effects, ctx: &Ctx, id: &str, now: &st
         path: &b.path,
         created_at: now,
     };
-    for m in work::members(c, &b.workspace_id)? {
+    // Only those who asked for new Actions by e-mail (everyone, when the
+    // policy makes them mandatory): one query, not one per member.
+    let members = work::members(c, &b.workspace_id)?;
+    let wanting = if policy.mandatory.contains(&Kind::New) {
+        members.iter().map(|m| m.user_id.clone()).collect()
+    } else {
+        store::wanting_new_by_email(c, &b.workspace_id)?
+    };
+    for m in members.into_iter().filter(|m| wanting.contains(&m.user_id)) {
         if let Some(a) = &action
             && !access_of(a, m.role, &m.user_id, &m.email).can_decide()
         {

@@ -116,7 +116,10 @@ fn deliver(
         fx.changed();
     }
     match route.email_now {
-        Some(true) => crate::service::notification_mail::notification(c, fx, ctx, user_id, &row)?,
+        // A mail that cannot be written never refuses what caused it.
+        Some(true) => isolated(c, "mailing a notification", || {
+            crate::service::notification_mail::notification(c, fx, ctx, user_id, &row)
+        })?,
         Some(false) => crate::service::notification_mail::hold_for_digest(
             c,
             user_id,
@@ -190,10 +193,13 @@ pub fn action_created(
             format!("New: {}", a.spec.title),
             format!("{source} asks for a decision."),
         );
+        // The person it is asked on behalf of hears nothing when they may
+        // not decide it (separation of duties).
         let requester = match &a.work.requested_by {
             Some(p) => member_of(c, &a.workspace_id, p)?,
             None => None,
-        };
+        }
+        .filter(|m| access_of(a, m.role, &m.user_id, &m.email).self_approval_forbidden());
         match a.spec.visibility() {
             access::Visibility::Workspace => {
                 let id = ids::new_ordered_id(ids::NOTIFICATION);
@@ -204,7 +210,9 @@ pub fn action_created(
                     .collect();
                 store::broadcast(c, &n.new_row(&id, now), &hidden)?;
                 fx.changed();
-                if ctx.smtp && policy.email_enabled {
+                let mailed = policy.mandatory.contains(&Kind::New)
+                    || !store::wanting_new_by_email(c, &a.workspace_id)?.is_empty();
+                if ctx.smtp && policy.email_enabled && mailed {
                     // Its e-mails are written by the next timer pass.
                     store::set_timer(c, TimerKind::Broadcast, &id, now, None)?;
                 }
@@ -451,32 +459,54 @@ pub fn invitation_received(
     Ok(())
 }
 
-/// Runs the timers due by `now` (expiry warnings, snooze returns, digests);
-/// the expiry worker calls it each pass. Answers how many ran.
+/// Runs the timers due by `now` (expiry warnings, snooze returns, digests,
+/// a broadcast's e-mails); the expiry worker calls it each pass, in its own
+/// write. Answers how many ran.
 pub fn run_due(c: &Connection, fx: &mut Effects, ctx: &Ctx, now: &str) -> Result<usize> {
     let due = store::take_due_timers(c, now, 200)?;
     for t in &due {
-        match t.kind {
-            TimerKind::Expiring => expiring(c, fx, ctx, &t.subject, now)?,
-            TimerKind::Returned => returned(c, fx, ctx, t, now)?,
-            TimerKind::Broadcast => {
-                crate::service::notification_mail::broadcast(c, fx, ctx, &t.subject, now)?
-            }
-            TimerKind::Digest => {
-                if let Some((user_id, workspace_id)) = t.subject.split_once(' ') {
-                    crate::service::notification_mail::digest(
-                        c,
-                        fx,
-                        ctx,
-                        user_id,
-                        workspace_id,
-                        now,
-                    )?;
-                }
-            }
-        }
+        // Each in its own savepoint: one that fails is logged and dropped,
+        // and the others run.
+        isolated(c, t.kind.as_str(), || run_timer(c, fx, ctx, t, now))?;
     }
     Ok(due.len())
+}
+
+fn run_timer(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    t: &store::Timer,
+    now: &str,
+) -> Result<()> {
+    match t.kind {
+        TimerKind::Expiring => expiring(c, fx, ctx, &t.subject, now),
+        TimerKind::Returned => returned(c, fx, ctx, t, now),
+        TimerKind::Broadcast => {
+            crate::service::notification_mail::broadcast(c, fx, ctx, &t.subject, now)
+        }
+        TimerKind::Digest => match t.subject.split_once(' ') {
+            Some((user_id, workspace_id)) => {
+                crate::service::notification_mail::digest(c, fx, ctx, user_id, workspace_id, now)
+            }
+            None => Ok(()),
+        },
+    }
+}
+
+/// Runs `f` in a savepoint; when it fails, only its writes are undone and
+/// the error is logged (`what` names the work, never a person or content).
+pub(crate) fn isolated(c: &Connection, what: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    c.prepare_cached("SAVEPOINT notification_step")?
+        .execute([])?;
+    let r = f();
+    if let Err(e) = &r {
+        tracing::error!(error = %e, "notification work ({what}) failed; skipped");
+        c.prepare_cached("ROLLBACK TO notification_step")?
+            .execute([])?;
+    }
+    c.prepare_cached("RELEASE notification_step")?.execute([])?;
+    Ok(())
 }
 
 /// The people who hold an Action: its assignee; without one, its listed

@@ -201,6 +201,25 @@ pub fn list(
 pub const KEEP_DAYS: i64 = 30;
 
 /// Forgets mail settled before `before`; at most 10,000 a call (the oldest,
+/// The pending invitation mails to `to` in a workspace stop (the
+/// invitation was revoked or replaced): failed, with their bodies, and the
+/// accept link in them, erased. Their jobs find them no longer pending.
+pub fn cancel_invitations(
+    c: &Connection,
+    workspace_id: &str,
+    to: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.prepare_cached(
+        "UPDATE mail_outbox SET status = 'failed', text_body = NULL, html_body = NULL,
+                last_error = 'the invitation was revoked before this mail went out',
+                last_attempt_at = ?3
+         WHERE workspace_id = ?1 AND status = 'pending' AND kind = 'invitation'
+           AND to_addr = ?2 COLLATE NOCASE",
+    )?
+    .execute(params![workspace_id, to, now])?)
+}
+
 /// by `mail_outbox_settled`), so the writer is never held long.
 pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     Ok(c.execute(

@@ -87,8 +87,7 @@ const UNREAD_COUNTS: &str =
 const BROADCAST_MARKED: &str = "SELECT count(*) FROM notification_broadcast_reads
      WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3";
 /// A workspace's last broadcast ordinal.
-const LAST_BROADCAST: &str =
-    "SELECT coalesce(max(n), 0) FROM notification_broadcasts WHERE workspace_id = ?1";
+const LAST_BROADCAST: &str = "SELECT ntf_last_n FROM workspaces WHERE id = ?1";
 
 /// Writes one person's notification (the triggers count it unread).
 pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
@@ -116,24 +115,24 @@ pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
 pub fn broadcast(c: &Connection, n: &New, hidden: &[&str]) -> Result<i64> {
     let ord: i64 = c
         .prepare_cached(
-            "INSERT INTO notification_broadcasts(id, workspace_id, n, kind, title, body, action_id, path, created_at)
-             VALUES (?1, ?2, (SELECT coalesce(max(n), 0) + 1 FROM notification_broadcasts WHERE workspace_id = ?2),
-                     ?3, ?4, ?5, ?6, ?7, ?8)
-             RETURNING n",
+            "UPDATE workspaces SET ntf_last_n = ntf_last_n + 1 WHERE id = ?1 RETURNING ntf_last_n",
         )?
-        .query_row(
-            params![
-                n.id,
-                n.workspace_id,
-                n.kind.as_str(),
-                n.title,
-                n.body,
-                n.action_id,
-                n.path,
-                n.created_at
-            ],
-            |r| r.get(0),
-        )?;
+        .query_row([n.workspace_id], |r| r.get(0))?;
+    c.prepare_cached(
+        "INSERT INTO notification_broadcasts(id, workspace_id, n, kind, title, body, action_id, path, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        n.id,
+        n.workspace_id,
+        ord,
+        n.kind.as_str(),
+        n.title,
+        n.body,
+        n.action_id,
+        n.path,
+        n.created_at
+    ])?;
     for u in hidden {
         c.prepare_cached(
             "INSERT OR IGNORE INTO notification_broadcast_reads(user_id, workspace_id, n, read_at, hidden)
@@ -353,11 +352,18 @@ pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &s
     .execute(params![user_id, now])?;
     c.prepare_cached(
         "UPDATE memberships SET ntf_read_at = ?2,
-                ntf_read_through = (SELECT coalesce(max(n), 0) FROM notification_broadcasts b
-                                     WHERE b.workspace_id = memberships.workspace_id)
+                ntf_read_through = (SELECT ntf_last_n FROM workspaces w WHERE w.id = memberships.workspace_id)
          WHERE user_id = ?1",
     )?
     .execute(params![user_id, now])?;
+    // Marks of single reads the watermark now covers mean nothing; the
+    // `hidden` ones still hide.
+    c.prepare_cached(
+        "DELETE FROM notification_broadcast_reads WHERE user_id = ?1 AND hidden = 0
+           AND n <= (SELECT m.ntf_read_through FROM memberships m
+                      WHERE m.user_id = ?1 AND m.workspace_id = notification_broadcast_reads.workspace_id)",
+    )?
+    .execute([user_id])?;
     Ok(before)
 }
 
@@ -417,21 +423,6 @@ pub fn receives_broadcast(
     Ok(hidden != Some(1))
 }
 
-/// Whether the person already has a notification of `kind` about the Action.
-pub fn exists_for_action(
-    c: &Connection,
-    user_id: &str,
-    kind: Kind,
-    action_id: &str,
-) -> Result<bool> {
-    Ok(c.prepare_cached(
-        "SELECT 1 FROM notifications WHERE user_id = ?1 AND kind = ?2 AND action_id = ?3 LIMIT 1",
-    )?
-    .query_row(params![user_id, kind.as_str(), action_id], |_| Ok(()))
-    .optional()?
-    .is_some())
-}
-
 /// A person's preferences in a workspace (the defaults when never set).
 pub fn preferences(c: &Connection, user_id: &str, workspace_id: &str) -> Result<Preferences> {
     let raw: Option<String> = c
@@ -460,6 +451,17 @@ pub fn set_preferences(
     )?
     .execute(params![user_id, workspace_id, json, now])?;
     Ok(())
+}
+
+/// The people of a workspace whose preferences ask for new Actions by
+/// e-mail (the default does not).
+pub fn wanting_new_by_email(c: &Connection, workspace_id: &str) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT user_id FROM notification_preferences WHERE workspace_id = ?1
+           AND prefs ->> '$.email' = 1 AND prefs ->> '$.events.\"action.new\".email' = 1",
+    )?;
+    let rows = st.query_map([workspace_id], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// A workspace's policy (the defaults when never set).
@@ -577,9 +579,11 @@ pub fn prune(c: &Connection, before: &str) -> Result<usize> {
                 "UPDATE memberships SET ntf_from = max(ntf_from, ?2) WHERE workspace_id = ?1",
             )?
             .execute(params![ws, ord])?;
+            c.prepare_cached(
+                "DELETE FROM notification_broadcast_reads WHERE workspace_id = ?1 AND n <= ?2",
+            )?
+            .execute(params![ws, ord])?;
         }
-        // Read marks at or below a watermark count for nothing; they stay
-        // (a few bytes each) rather than cost a scan here.
     }
     Ok(n)
 }
@@ -745,6 +749,28 @@ mod tests {
         let page = list(&c, "usr_1", &marks(), false, None, 10).unwrap();
         assert_eq!(page.len(), 1);
         assert_eq!(page[0].id, "ntf_2");
+        // Everything pruned, then a new one: numbered on, heard of.
+        assert_eq!(prune(&c, "2026-07-01").unwrap(), 1);
+        assert!(unread(&c, "usr_1", &marks()).unwrap().is_empty());
+        let n = New {
+            id: "ntf_3",
+            workspace_id: "ws_1",
+            kind: Kind::New,
+            title: "t",
+            body: "b",
+            action_id: None,
+            path: "/app",
+            created_at: "2026-07-02",
+        };
+        assert_eq!(broadcast(&c, &n, &[]).unwrap(), 4);
+        assert_eq!(
+            unread(&c, "usr_1", &marks()).unwrap(),
+            [("action.new".to_owned(), 1)]
+        );
+        assert_eq!(
+            list(&c, "usr_1", &marks(), true, None, 10).unwrap()[0].id,
+            "ntf_3"
+        );
     }
 
     /// Every query of a page and of the bell is a seek on an index or a
@@ -780,7 +806,7 @@ mod tests {
             ),
             (
                 LAST_BROADCAST,
-                "SEARCH notification_broadcasts USING COVERING INDEX sqlite_autoindex_notification_broadcasts_2 (workspace_id=?)",
+                "SEARCH workspaces USING INDEX sqlite_autoindex_workspaces_1 (id=?)",
             ),
         ] {
             let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();

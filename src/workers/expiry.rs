@@ -18,13 +18,18 @@ pub async fn run(s: Services) {
         }
         let svc = s.clone();
         let now = s.clock.now();
+        // Warnings first: an Action that expires in this pass was warned
+        // before. Their own write: a failing timer never holds up expiry.
         let nctx = notifications::Ctx::of(&s);
+        let at = time::format(now);
+        if let Err(e) = s
+            .write(move |c, fx| notifications::run_due(c, fx, &nctx, &at))
+            .await
+        {
+            tracing::error!(error = %e, "notification timers failed");
+        }
         match s
-            .write(move |c, fx| {
-                // Warnings first: an Action that expires in this pass was warned before.
-                notifications::run_due(c, fx, &nctx, &time::format(now))?;
-                decisions::expire_due(c, fx, &svc, now)
-            })
+            .write(move |c, fx| decisions::expire_due(c, fx, &svc, now))
             .await
         {
             Ok(ids) if !ids.is_empty() => {

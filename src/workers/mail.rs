@@ -129,9 +129,19 @@ impl Mailer {
     }
 }
 
-/// A failed conversation, judged: a 5xx reply is final, all else may pass.
+/// A failed conversation, judged: a 5xx reply is final, all else may pass;
+/// except a refused login (530, 534, 535, 538), which is this server's
+/// `[smtp]` credentials, not the mail: retried, so it goes once they are fixed.
 fn judge(e: &lettre::transport::smtp::Error) -> Outcome {
     let described = describe(e);
+    let login = e
+        .status()
+        .is_some_and(|c| matches!(c.to_string().as_str(), "530" | "534" | "535" | "538"));
+    if login {
+        return Outcome::Retry(format!(
+            "{described} (the relay refused the login: check [smtp] username and password)"
+        ));
+    }
     if e.is_permanent() {
         Outcome::Failed(described)
     } else {

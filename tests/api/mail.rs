@@ -239,6 +239,34 @@ async fn an_smtp_outage_is_retried_and_the_mail_arrives_once_the_server_is_back(
 }
 
 #[tokio::test]
+async fn revoking_an_invitation_stops_its_pending_mail_and_erases_the_link() {
+    let port = free_port();
+    let app = app_with_smtp(port).await;
+    let owner = app.admin();
+    let inv = invite(&owner, "eve@example.com", "reviewer").await;
+    let m = mail_where(&owner, "eve@example.com", |m| m["attempts"] == 1).await;
+    assert_eq!(m["status"], "pending");
+    let id = m["id"].as_str().unwrap().to_owned();
+    let (_, text, _, _) = stored(&app, &id);
+    assert!(text.unwrap().contains("/app/invitations/"), "the link waits in the pending mail");
+    let revoked: Value = owner
+        .delete(&format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(revoked["data"]["status"], "revoked");
+    let m = mail_where(&owner, "eve@example.com", |m| m["status"] == "failed").await;
+    assert!(m["last_error"].as_str().unwrap().contains("revoked"), "{m}");
+    assert_eq!(stored(&app, &id), ("failed".into(), None, None, 1));
+    // The server comes back and the retry falls due: nothing goes out.
+    let sink = SmtpSink::start_on(port);
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::seconds(31));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(sink.to("eve@example.com").await.is_empty());
+}
+
+#[tokio::test]
 async fn a_550_fails_the_mail_which_owners_and_admins_see_and_reviewers_do_not() {
     let sink = SmtpSink::start();
     sink.script(&[550]).await;

@@ -759,3 +759,23 @@ async fn a_removed_member_keeps_nothing_of_the_workspace() {
     assert!(all_of(&r1).await.is_empty());
     assert_eq!(summary(&r1).await, json!({"unread": 0, "by_kind": {}}));
 }
+
+#[tokio::test]
+async fn a_viewer_made_reviewer_hears_of_what_comes_after_not_of_the_viewer_days() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    let role = format!("/v1/workspaces/members/{}", r1.person().id);
+    admin
+        .patch::<Value>(&role, json!({"role": "viewer"}), 200)
+        .await;
+    app.create_action(two_options("While a viewer 1")).await;
+    app.create_action(two_options("While a viewer 2")).await;
+    admin
+        .patch::<Value>(&role, json!({"role": "reviewer"}), 200)
+        .await;
+    assert!(all_of(&r1).await.is_empty());
+    assert_eq!(summary(&r1).await["unread"], 0);
+    let a = app.create_action(two_options("As a reviewer")).await;
+    assert_eq!(kinds_of(&r1).await, [("action.new".into(), id(&a))]);
+    assert_eq!(summary(&r1).await["unread"], 1);
+}

@@ -158,6 +158,14 @@ async fn openapi_covers_every_route() {
         ("/v1/workspaces/invitations/{invitation_id}", "delete"),
         ("/v1/workspace-invitations/accept", "post"),
         ("/v1/workspaces/emails", "get"),
+        ("/v1/notifications", "get"),
+        ("/v1/notifications/summary", "get"),
+        ("/v1/notifications/read-all", "post"),
+        ("/v1/notifications/{notification_id}/read", "post"),
+        ("/v1/notification-preferences", "get"),
+        ("/v1/notification-preferences", "patch"),
+        ("/v1/workspaces/notification-policy", "get"),
+        ("/v1/workspaces/notification-policy", "patch"),
     ];
     for (path, method) in expected {
         assert!(
