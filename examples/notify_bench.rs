@@ -347,18 +347,22 @@ fn setup(args: &Args, dir: &Path) -> Result<Setup> {
     let tx = conn.transaction()?;
     let mut emails = Vec::new();
     let mut me = None;
-    for i in 0..args.reviewers.max(6) {
+    // "me" (i = 0) joins only before the list phase: the fan-out phase's
+    // broadcasts, made before they joined, are not theirs.
+    for i in 0..=args.reviewers.max(6) {
         let email = format!("reviewer{i:03}@bench.example");
         let u = hds::store::users::create(&tx, &email, Some(&format!("Reviewer {i}")), &now)
             .map_err(|e| anyhow!("creating {email}: {e:?}"))?;
-        hds::store::workspaces::add_member(
-            &tx,
-            &ws,
-            &u.id,
-            hds::domain::access::Role::Reviewer,
-            &now,
-        )
-        .map_err(|e| anyhow!("adding {email}: {e:?}"))?;
+        if i > 0 {
+            hds::store::workspaces::add_member(
+                &tx,
+                &ws,
+                &u.id,
+                hds::domain::access::Role::Reviewer,
+                &now,
+            )
+            .map_err(|e| anyhow!("adding {email}: {e:?}"))?;
+        }
         if i == 0 {
             let (tok, _) = hds::store::users::issue_token(&tx, &u.id, "notify_bench", None, &now)
                 .map_err(|e| anyhow!("token: {e:?}"))?;
@@ -834,7 +838,7 @@ async fn run(args: Args) -> Result<()> {
 
     // ---- 1b. restricted Actions (5 listed reviewers, not "me") vs workspace-wide ----
     set_policy(addr, &su.owner_token, "all_reviewers").await?;
-    let listed: Vec<String> = su.emails[1..6].to_vec();
+    let listed: Vec<String> = su.emails[1..6].to_vec(); // not "me"
     let make_restricted = |seq: u64| {
         encode(
             "POST",
@@ -897,6 +901,19 @@ async fn run(args: Args) -> Result<()> {
     eprintln!("restricted: {}", report["restricted"]);
 
     // ---- 2. fill "me" to --notifications, then read ----
+    {
+        // "me" joins now (a second writer on the WAL file, once).
+        let c = hds::store::db::open_cli_connection(&dir.join("hds.db"))?;
+        let now = hds::domain::time::format(hds::clock::Clock::system().now());
+        hds::store::workspaces::add_member(
+            &c,
+            &su.ws,
+            &su.me_id,
+            hds::domain::access::Role::Reviewer,
+            &now,
+        )
+        .map_err(|e| anyhow!("adding \"me\": {e:?}"))?;
+    }
     let summary_req = encode(
         "GET",
         "/v1/notifications/summary",
@@ -1339,7 +1356,7 @@ async fn run(args: Args) -> Result<()> {
         ));
     }
     for (name, p99) in &p99s {
-        if *name != "summary" {
+        if *name != "summary" && *name != "first_page_limit_200" {
             targets.push((
                 format!("GET /v1/notifications {name} p99 < 10 ms"),
                 *p99,
