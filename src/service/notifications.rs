@@ -218,7 +218,7 @@ pub fn action_created(
                 }
             }
             access::Visibility::Restricted => {
-                for m in work::members(c, &a.workspace_id)? {
+                for m in listed_members(c, a)? {
                     let acc = access_of(a, m.role, &m.user_id, &m.email);
                     let is_assignee = assignee.as_ref().is_some_and(|x| x.user_id == m.user_id);
                     if acc.can_decide() && !acc.self_approval_forbidden() && !is_assignee {
@@ -300,7 +300,27 @@ pub fn commented(
         .clone()
         .map_or_else(|| person_name(c, &cm.author_user_id), Ok)?;
     let text = excerpt(&cm.body);
-    let members = work::members(c, &a.workspace_id)?;
+    // The people a comment may concern, looked up one by one (a handful),
+    // never the whole team: those it mentions, the holder, earlier
+    // commenters, the listed reviewers.
+    let commenters = work::commenters(c, &a.id)?;
+    let holder = match &a.work.assignee {
+        Some(p) => member_of(c, &a.workspace_id, p)?,
+        None => None,
+    };
+    let mut members: Vec<Member> = listed_members(c, a)?;
+    for id in cm.mentions.iter().chain(commenters.iter()) {
+        if !members.iter().any(|m| m.user_id == *id)
+            && let Some(m) = work::member(c, &a.workspace_id, id)?
+        {
+            members.push(m);
+        }
+    }
+    if let Some(h) = &holder
+        && !members.iter().any(|m| m.user_id == h.user_id)
+    {
+        members.push(h.clone());
+    }
     let sees = |m: &Member| access_of(a, m.role, &m.user_id, &m.email).can_see();
     let mention = Notice::about(
         a,
@@ -318,11 +338,6 @@ pub fn commented(
             deliver(c, fx, ctx, &policy, id, &mention, now)?;
         }
     }
-    let commenters = work::commenters(c, &a.id)?;
-    let holder = match &a.work.assignee {
-        Some(p) => member_of(c, &a.workspace_id, p)?,
-        None => None,
-    };
     let thread = Notice::about(
         a,
         Kind::Commented,
@@ -509,6 +524,24 @@ pub(crate) fn isolated(c: &Connection, what: &str, f: impl FnOnce() -> Result<()
     Ok(())
 }
 
+/// The members an Action lists as its reviewers (by id or e-mail), each once.
+fn listed_members(c: &Connection, a: &ActionRecord) -> Result<Vec<Member>> {
+    let mut out: Vec<Member> = Vec::new();
+    let by_id = a.spec.reviewer_user_ids.iter().flatten();
+    let by_email = a.spec.reviewer_emails.iter().flatten();
+    for m in by_id
+        .map(|id| work::member(c, &a.workspace_id, id))
+        .chain(by_email.map(|e| work::member_by_email(c, &a.workspace_id, e)))
+    {
+        if let Some(m) = m?
+            && !out.iter().any(|x| x.user_id == m.user_id)
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
 /// The people who hold an Action: its assignee; without one, its listed
 /// reviewers; without those, the workspace's owners and admins.
 fn holders(c: &Connection, a: &ActionRecord) -> Result<Vec<String>> {
@@ -517,19 +550,15 @@ fn holders(c: &Connection, a: &ActionRecord) -> Result<Vec<String>> {
     {
         return Ok(vec![m.user_id]);
     }
-    let members = work::members(c, &a.workspace_id)?;
-    let listed: Vec<String> = members
-        .iter()
-        .filter(|m| {
-            let acc = access_of(a, m.role, &m.user_id, &m.email);
-            acc.listed && acc.can_decide()
-        })
-        .map(|m| m.user_id.clone())
+    let listed: Vec<String> = listed_members(c, a)?
+        .into_iter()
+        .filter(|m| access_of(a, m.role, &m.user_id, &m.email).can_decide())
+        .map(|m| m.user_id)
         .collect();
     if !listed.is_empty() {
         return Ok(listed);
     }
-    Ok(members
+    Ok(work::members(c, &a.workspace_id)?
         .into_iter()
         .filter(|m| access::manages_workspace(m.role))
         .map(|m| m.user_id)

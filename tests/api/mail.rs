@@ -248,9 +248,15 @@ async fn revoking_an_invitation_stops_its_pending_mail_and_erases_the_link() {
     assert_eq!(m["status"], "pending");
     let id = m["id"].as_str().unwrap().to_owned();
     let (_, text, _, _) = stored(&app, &id);
-    assert!(text.unwrap().contains("/app/invitations/"), "the link waits in the pending mail");
+    assert!(
+        text.unwrap().contains("/app/invitations/"),
+        "the link waits in the pending mail"
+    );
     let revoked: Value = owner
-        .delete(&format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap()), 200)
+        .delete(
+            &format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap()),
+            200,
+        )
         .await;
     assert_eq!(revoked["data"]["status"], "revoked");
     let m = mail_where(&owner, "eve@example.com", |m| m["status"] == "failed").await;
