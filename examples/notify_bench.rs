@@ -1207,7 +1207,6 @@ async fn run(args: Args) -> Result<()> {
     eprintln!("sql: {}", report["sql"]);
 
     // EXPLAIN QUERY PLAN of every statement list and unread run for "me".
-    let cols = "id, workspace_id, kind, title, body, action_id, path, read_at, created_at";
     let upper: i64 = conn.query_row(
         "SELECT n FROM notification_broadcasts WHERE workspace_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",
         rusqlite::params![su.ws, cursor],
@@ -1215,14 +1214,7 @@ async fn run(args: Args) -> Result<()> {
     )?;
     let none: Option<String> = None;
     let lim = 51i64;
-    let bpage = "SELECT b.id, b.workspace_id, b.kind, b.title, b.body, b.action_id, b.path,
-                    CASE WHEN b.n <= ?4 THEN ?5 ELSE r.read_at END, b.created_at
-             FROM notification_broadcasts b
-             LEFT JOIN notification_broadcast_reads r
-                    ON r.user_id = ?6 AND r.workspace_id = b.workspace_id AND r.n = b.n
-             WHERE b.workspace_id = ?1 AND b.n > ?2 AND b.n <= ?3
-               AND coalesce(r.hidden, 0) = 0 AND (?7 = 0 OR r.n IS NULL)
-             ORDER BY b.n DESC LIMIT ?8";
+    let bpage = ntf::BROADCAST_PAGE;
     let above = w.from.max(w.read_through);
     let plans: Vec<(&str, String)> = vec![
         (
@@ -1237,9 +1229,7 @@ async fn run(args: Args) -> Result<()> {
             "list: personal rows, first page",
             plan(
                 &conn,
-                &format!(
-                    "SELECT {cols} FROM notifications WHERE user_id = ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
-                ),
+                ntf::PERSONAL_PAGE,
                 &[&su.me_id, &none, &lim],
             )?,
         ),
@@ -1247,9 +1237,7 @@ async fn run(args: Args) -> Result<()> {
             "list: personal rows, before= (deep page)",
             plan(
                 &conn,
-                &format!(
-                    "SELECT {cols} FROM notifications WHERE user_id = ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
-                ),
+                ntf::PERSONAL_PAGE,
                 &[&su.me_id, &cursor, &lim],
             )?,
         ),
@@ -1257,9 +1245,7 @@ async fn run(args: Args) -> Result<()> {
             "list: personal rows, unread_only",
             plan(
                 &conn,
-                &format!(
-                    "SELECT {cols} FROM notifications WHERE user_id = ?1 AND read_at IS NULL AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
-                ),
+                ntf::PERSONAL_UNREAD_PAGE,
                 &[&su.me_id, &none, &lim],
             )?,
         ),
@@ -1267,7 +1253,7 @@ async fn run(args: Args) -> Result<()> {
             "list: broadcast ordinal below the cursor (deep page)",
             plan(
                 &conn,
-                "SELECT n FROM notification_broadcasts WHERE workspace_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",
+                ntf::BROADCAST_CURSOR,
                 &[&su.ws, &cursor],
             )?,
         ),
@@ -1309,7 +1295,7 @@ async fn run(args: Args) -> Result<()> {
             "unread: personal counters",
             plan(
                 &conn,
-                "SELECT kind, n FROM notification_unread WHERE user_id = ?1 AND n > 0 ORDER BY kind",
+                ntf::UNREAD_COUNTS,
                 &[&su.me_id],
             )?,
         ),
@@ -1317,7 +1303,7 @@ async fn run(args: Args) -> Result<()> {
             "unread: last broadcast",
             plan(
                 &conn,
-                "SELECT coalesce(max(n), 0) FROM notification_broadcasts WHERE workspace_id = ?1",
+                ntf::LAST_BROADCAST,
                 &[&su.ws],
             )?,
         ),
@@ -1325,7 +1311,7 @@ async fn run(args: Args) -> Result<()> {
             "unread: broadcasts read one by one above the watermark",
             plan(
                 &conn,
-                "SELECT count(*) FROM notification_broadcast_reads WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3",
+                ntf::BROADCAST_MARKED,
                 &[&su.me_id, &su.ws, &above],
             )?,
         ),

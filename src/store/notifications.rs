@@ -55,23 +55,23 @@ impl Watermark {
 
 /// The person's own notifications, a page (the table's primary key, in
 /// order; `~` sorts after every id, so the first page seeks the same way).
-const PERSONAL_PAGE: &str =
+pub const PERSONAL_PAGE: &str =
     "SELECT id, workspace_id, kind, title, body, action_id, path, read_at, created_at
      FROM notifications WHERE user_id = ?1 AND id < coalesce(?2, '~') ORDER BY id DESC LIMIT ?3";
 /// The same, unread only: `notifications_unread` (named: with no
 /// statistics the planner would walk the person's read ones too).
-const PERSONAL_UNREAD_PAGE: &str =
+pub const PERSONAL_UNREAD_PAGE: &str =
     "SELECT id, workspace_id, kind, title, body, action_id, path, read_at, created_at
      FROM notifications INDEXED BY notifications_unread
      WHERE user_id = ?1 AND read_at IS NULL AND id < coalesce(?2, '~')
      ORDER BY id DESC LIMIT ?3";
 /// The ordinal of the last broadcast before a cursor (`notification_broadcasts_by_id`).
-const BROADCAST_CURSOR: &str =
+pub const BROADCAST_CURSOR: &str =
     "SELECT n FROM notification_broadcasts WHERE workspace_id = ?1 AND id < ?2
      ORDER BY id DESC LIMIT 1";
 /// A page of one workspace's broadcasts for one person, by ordinal
 /// (the `(workspace_id, n)` unique index), with their read marks.
-const BROADCAST_PAGE: &str =
+pub const BROADCAST_PAGE: &str =
     "SELECT b.id, b.workspace_id, b.kind, b.title, b.body, b.action_id, b.path,
             CASE WHEN b.n <= ?4 THEN ?5 ELSE r.read_at END, b.created_at
      FROM notification_broadcasts b
@@ -81,13 +81,13 @@ const BROADCAST_PAGE: &str =
        AND coalesce(r.hidden, 0) = 0 AND (?7 = 0 OR r.n IS NULL)
      ORDER BY b.n DESC LIMIT ?8";
 /// The person's unread counters.
-const UNREAD_COUNTS: &str =
+pub const UNREAD_COUNTS: &str =
     "SELECT kind, n FROM notification_unread WHERE user_id = ?1 AND n > 0 ORDER BY kind";
 /// Broadcasts above a watermark the person read one by one (or never sees).
-const BROADCAST_MARKED: &str = "SELECT count(*) FROM notification_broadcast_reads
+pub const BROADCAST_MARKED: &str = "SELECT count(*) FROM notification_broadcast_reads
      WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3";
 /// A workspace's last broadcast ordinal.
-const LAST_BROADCAST: &str = "SELECT ntf_last_n FROM workspaces WHERE id = ?1";
+pub const LAST_BROADCAST: &str = "SELECT ntf_last_n FROM workspaces WHERE id = ?1";
 
 /// Writes one person's notification (the triggers count it unread).
 pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
