@@ -1227,35 +1227,19 @@ async fn run(args: Args) -> Result<()> {
         ),
         (
             "list: personal rows, first page",
-            plan(
-                &conn,
-                ntf::PERSONAL_PAGE,
-                &[&su.me_id, &none, &lim],
-            )?,
+            plan(&conn, ntf::PERSONAL_PAGE, &[&su.me_id, &none, &lim])?,
         ),
         (
             "list: personal rows, before= (deep page)",
-            plan(
-                &conn,
-                ntf::PERSONAL_PAGE,
-                &[&su.me_id, &cursor, &lim],
-            )?,
+            plan(&conn, ntf::PERSONAL_PAGE, &[&su.me_id, &cursor, &lim])?,
         ),
         (
             "list: personal rows, unread_only",
-            plan(
-                &conn,
-                ntf::PERSONAL_UNREAD_PAGE,
-                &[&su.me_id, &none, &lim],
-            )?,
+            plan(&conn, ntf::PERSONAL_UNREAD_PAGE, &[&su.me_id, &none, &lim])?,
         ),
         (
             "list: broadcast ordinal below the cursor (deep page)",
-            plan(
-                &conn,
-                ntf::BROADCAST_CURSOR,
-                &[&su.ws, &cursor],
-            )?,
+            plan(&conn, ntf::BROADCAST_CURSOR, &[&su.ws, &cursor])?,
         ),
         (
             "list: broadcasts page",
@@ -1293,27 +1277,15 @@ async fn run(args: Args) -> Result<()> {
         ),
         (
             "unread: personal counters",
-            plan(
-                &conn,
-                ntf::UNREAD_COUNTS,
-                &[&su.me_id],
-            )?,
+            plan(&conn, ntf::UNREAD_COUNTS, &[&su.me_id])?,
         ),
         (
             "unread: last broadcast",
-            plan(
-                &conn,
-                ntf::LAST_BROADCAST,
-                &[&su.ws],
-            )?,
+            plan(&conn, ntf::LAST_BROADCAST, &[&su.ws])?,
         ),
         (
             "unread: broadcasts read one by one above the watermark",
-            plan(
-                &conn,
-                ntf::BROADCAST_MARKED,
-                &[&su.me_id, &su.ws, &above],
-            )?,
+            plan(&conn, ntf::BROADCAST_MARKED, &[&su.me_id, &su.ws, &above])?,
         ),
     ];
     let mut plan_text = String::new();
