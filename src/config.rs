@@ -14,8 +14,8 @@ use serde::Deserialize;
 use crate::store::Durability;
 
 pub mod billing;
-pub use billing::{BillingConfig, PlanConfig, StripeConfig};
 use billing::BillingFile;
+pub use billing::{BillingConfig, PlanConfig, StripeConfig};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {

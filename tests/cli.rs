@@ -707,14 +707,20 @@ fn workspaces_set_plan_takes_a_configured_plan_and_refuses_unknown_ones() {
     assert!(ok.status.success(), "{ok:?}");
     assert_eq!(plan_of(), "starter");
     for (args, says) in [
-        (vec![ws.as_str(), "gold"], "no plan `gold`: define [billing.plans.gold]"),
+        (
+            vec![ws.as_str(), "gold"],
+            "no plan `gold`: define [billing.plans.gold]",
+        ),
         (vec!["ws_nope", "starter"], "no workspace `ws_nope`"),
     ] {
         let mut all = vec!["workspaces", "set-plan"];
         all.extend(args);
         let bad = hds(&all, &data);
         assert!(!bad.status.success());
-        assert!(String::from_utf8_lossy(&bad.stderr).contains(says), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).contains(says),
+            "{bad:?}"
+        );
     }
     assert_eq!(plan_of(), "starter");
     let back = hds(&["workspaces", "set-plan", &ws, "self_hosted"], &data);

@@ -122,9 +122,14 @@ pub(crate) fn check(f: BillingFile) -> anyhow::Result<BillingConfig> {
     let stripe = match f.stripe {
         None => None,
         Some(s) => {
-            let secret_key = s.secret_key.filter(|k| !k.trim().is_empty()).ok_or_else(|| {
-                anyhow::anyhow!("[billing.stripe] secret_key is missing: give the Stripe secret key (sk_…)")
-            })?;
+            let secret_key = s
+                .secret_key
+                .filter(|k| !k.trim().is_empty())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "[billing.stripe] secret_key is missing: give the Stripe secret key (sk_…)"
+                    )
+                })?;
             let webhook_secret = s.webhook_secret.filter(|k| !k.trim().is_empty()).ok_or_else(|| {
                 anyhow::anyhow!("[billing.stripe] webhook_secret is missing: give the endpoint's signing secret (whsec_…)")
             })?;
@@ -179,7 +184,10 @@ mod tests {
         )
         .unwrap();
         let team = b.plan("team").unwrap();
-        assert_eq!((team.actions_per_month, team.members, team.sources), (Some(1000), Some(10), None));
+        assert_eq!(
+            (team.actions_per_month, team.members, team.sources),
+            (Some(1000), Some(10), None)
+        );
         assert_eq!(b.plan(SELF_HOSTED).unwrap(), PlanConfig::self_hosted());
         let s = b.stripe.unwrap();
         assert_eq!(s.api_base, "https://api.stripe.com");
@@ -189,13 +197,31 @@ mod tests {
     #[test]
     fn mistakes_name_the_key() {
         for (text, needle) in [
-            ("[billing.plans.self_hosted]\nname = \"X\"\n", "[billing.plans.self_hosted]"),
-            ("[billing.plans.Team]\nname = \"X\"\n", "[billing.plans.Team]"),
-            ("[billing.plans.team]\nname = \" \"\n", "[billing.plans.team] name"),
-            ("[billing.plans.team]\nname = \"T\"\nmembers = -1\n", "members"),
+            (
+                "[billing.plans.self_hosted]\nname = \"X\"\n",
+                "[billing.plans.self_hosted]",
+            ),
+            (
+                "[billing.plans.Team]\nname = \"X\"\n",
+                "[billing.plans.Team]",
+            ),
+            (
+                "[billing.plans.team]\nname = \" \"\n",
+                "[billing.plans.team] name",
+            ),
+            (
+                "[billing.plans.team]\nname = \"T\"\nmembers = -1\n",
+                "members",
+            ),
             ("[billing.plans.team]\nname = \"T\"\nseats = 3\n", "seats"),
-            ("[billing.stripe]\nwebhook_secret = \"w\"\n", "[billing.stripe] secret_key"),
-            ("[billing.stripe]\nsecret_key = \"k\"\n", "[billing.stripe] webhook_secret"),
+            (
+                "[billing.stripe]\nwebhook_secret = \"w\"\n",
+                "[billing.stripe] secret_key",
+            ),
+            (
+                "[billing.stripe]\nsecret_key = \"k\"\n",
+                "[billing.stripe] webhook_secret",
+            ),
             (
                 "[billing.stripe]\nsecret_key = \"k\"\nwebhook_secret = \"w\"\napi_base = \"ftp://x\"\n",
                 "[billing.stripe] api_base",

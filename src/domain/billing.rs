@@ -92,7 +92,10 @@ mod tests {
         assert_eq!(format(p.start), "2027-01-01T00:00:00.000Z");
         assert_eq!(format(p.end), "2027-02-01T00:00:00.000Z");
         let p = period(parse("2026-11-30T12:00:00Z").unwrap());
-        assert_eq!((p.key.as_str(), format(p.end)), ("2026-11", "2026-12-01T00:00:00.000Z".into()));
+        assert_eq!(
+            (p.key.as_str(), format(p.end)),
+            ("2026-11", "2026-12-01T00:00:00.000Z".into())
+        );
     }
 
     #[test]

@@ -11,12 +11,12 @@ use crate::domain::access::{ActionAccess, Role};
 use crate::domain::action::{
     ActionOut, ActionRecord, Actor, Environment, Status, ValidationContext, Work, validate_spec,
 };
+use crate::domain::billing::Resource;
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::{ActionEvent, HistoryEntry};
 use crate::domain::validate::{apply_patch, parse_create_bytes};
 use crate::domain::{fingerprint, ids, time};
 use crate::error::{Code, Error, FieldError, Result};
-use crate::domain::billing::Resource;
 use crate::service::Services;
 use crate::service::billing;
 use crate::service::caller::{Caller, SourceCaller, UserCaller};

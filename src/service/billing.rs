@@ -82,7 +82,12 @@ pub fn check(
 
 /// Counts one use of a monthly resource (Actions, runs) in the same
 /// transaction as the create: one UPSERT. Levels (members, Sources) need none.
-pub fn record_use(c: &Connection, workspace_id: &str, what: Resource, now: Timestamp) -> Result<()> {
+pub fn record_use(
+    c: &Connection,
+    workspace_id: &str,
+    what: Resource,
+    now: Timestamp,
+) -> Result<()> {
     store::bump(c, workspace_id, &period(now).key, what)
 }
 
@@ -148,9 +153,8 @@ pub async fn summary(s: &Services, user: &UserCaller) -> Result<BillingOut> {
     let now = s.clock.now();
     let cfg = s.config.clone();
     s.db.read(move |c| {
-        let plan_id = store::plan_of(c, &ws)?.ok_or_else(|| {
-            Error::new(Code::WorkspaceNotFound, "the workspace no longer exists")
-        })?;
+        let plan_id = store::plan_of(c, &ws)?
+            .ok_or_else(|| Error::new(Code::WorkspaceNotFound, "the workspace no longer exists"))?;
         let plan = plan_config(&cfg.billing, &plan_id);
         let p = period(now);
         let (actions, runs) = store::monthly_usage(c, &ws, &p.key)?;
@@ -177,7 +181,12 @@ pub async fn summary(s: &Services, user: &UserCaller) -> Result<BillingOut> {
             },
             billing_owner: store::oldest_owner(c, &ws)?
                 .map(|(user_id, email)| BillingOwner { user_id, email }),
-            portal: if cfg.billing.stripe.is_some() { "stripe" } else { "local" }.into(),
+            portal: if cfg.billing.stripe.is_some() {
+                "stripe"
+            } else {
+                "local"
+            }
+            .into(),
             can_open_portal: access::can_open_billing(role),
         })
     })
@@ -192,16 +201,22 @@ pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
     let me = user.user_id.clone();
     let ws2 = ws.clone();
     // The role as it is now, not as it was at sign-in.
-    let (customer, name, email) = s
-        .db
-        .read(move |c| {
+    let (customer, name, email) =
+        s.db.read(move |c| {
             let role = workspaces::role_of(c, &ws2, &me)?;
             if !role.is_some_and(access::can_open_billing) {
-                return Err(Error::new(Code::Forbidden, "only workspace owners open the billing portal")
-                    .with_detail("required_role", Role::Owner.as_str()));
+                return Err(Error::new(
+                    Code::Forbidden,
+                    "only workspace owners open the billing portal",
+                )
+                .with_detail("required_role", Role::Owner.as_str()));
             }
-            let name = workspaces::get(c, &ws2)?.map(|w| w.name).unwrap_or_default();
-            let email = store::oldest_owner(c, &ws2)?.map(|o| o.1).unwrap_or_default();
+            let name = workspaces::get(c, &ws2)?
+                .map(|w| w.name)
+                .unwrap_or_default();
+            let email = store::oldest_owner(c, &ws2)?
+                .map(|o| o.1)
+                .unwrap_or_default();
             Ok((store::stripe_customer(c, &ws2)?, name, email))
         })
         .await?;
@@ -226,14 +241,18 @@ pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
             .await?;
             let id = string_field(&made, "id", "/v1/customers")?;
             let ws = ws.clone();
-            s.db.write(move |c| store::set_stripe_customer(c, &ws, &id)).await?
+            s.db.write(move |c| store::set_stripe_customer(c, &ws, &id))
+                .await?
         }
     };
     let session = stripe_post(
         &http,
         &stripe,
         "/v1/billing_portal/sessions",
-        &[("customer", customer.as_str()), ("return_url", return_url.as_str())],
+        &[
+            ("customer", customer.as_str()),
+            ("return_url", return_url.as_str()),
+        ],
     )
     .await?;
     string_field(&session, "url", "/v1/billing_portal/sessions")
@@ -254,7 +273,9 @@ fn stripe_unavailable(path: &str, cause: String) -> Error {
     tracing::warn!(path, error = cause, "Stripe call failed");
     Error::new(
         Code::ProviderUnavailable,
-        format!("Stripe ({path}) could not be reached or refused the request: {cause}; try again shortly"),
+        format!(
+            "Stripe ({path}) could not be reached or refused the request: {cause}; try again shortly"
+        ),
     )
 }
 
@@ -324,7 +345,11 @@ pub fn verify_signature(secret: &str, header: &str, body: &[u8], now: Timestamp)
         use subtle::ConstantTimeEq;
         s.len() == expected.len() && bool::from(s.as_slice().ct_eq(expected.as_slice()))
     });
-    if ok { Ok(()) } else { Err(refuse("does not match this body")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(refuse("does not match this body"))
+    }
 }
 
 /// What the webhook did with an event.
@@ -338,7 +363,11 @@ pub struct WebhookOut {
 
 /// POST /v1/billing/stripe/webhook: a signed subscription event sets the
 /// plan of the customer's workspace; anything else is acknowledged.
-pub async fn stripe_webhook(s: &Services, signature: Option<&str>, body: &[u8]) -> Result<WebhookOut> {
+pub async fn stripe_webhook(
+    s: &Services,
+    signature: Option<&str>,
+    body: &[u8],
+) -> Result<WebhookOut> {
     let Some(stripe) = s.config.billing.stripe.clone() else {
         return Err(Error::new(
             Code::NotFound,
@@ -346,10 +375,18 @@ pub async fn stripe_webhook(s: &Services, signature: Option<&str>, body: &[u8]) 
         ));
     };
     let header = signature.ok_or_else(|| {
-        Error::new(Code::InvalidSignature, "the Stripe-Signature header is missing")
+        Error::new(
+            Code::InvalidSignature,
+            "the Stripe-Signature header is missing",
+        )
     })?;
     verify_signature(&stripe.webhook_secret, header, body, s.clock.now())?;
-    let ignored = || Ok(WebhookOut { received: true, plan_id: None });
+    let ignored = || {
+        Ok(WebhookOut {
+            received: true,
+            plan_id: None,
+        })
+    };
     let Ok(event) = serde_json::from_slice::<Value>(body) else {
         return ignored();
     };
@@ -359,13 +396,22 @@ pub async fn stripe_webhook(s: &Services, signature: Option<&str>, body: &[u8]) 
         return ignored();
     };
     let ended = kind == "customer.subscription.deleted"
-        || matches!(sub["status"].as_str(), Some("canceled" | "incomplete_expired"));
+        || matches!(
+            sub["status"].as_str(),
+            Some("canceled" | "incomplete_expired")
+        );
     let plan = match kind {
-        "customer.subscription.created" | "customer.subscription.updated" | "customer.subscription.deleted" if ended => {
+        "customer.subscription.created"
+        | "customer.subscription.updated"
+        | "customer.subscription.deleted"
+            if ended =>
+        {
             SELF_HOSTED.to_owned()
         }
         "customer.subscription.created" | "customer.subscription.updated" => {
-            let price = sub["items"]["data"][0]["price"]["id"].as_str().unwrap_or_default();
+            let price = sub["items"]["data"][0]["price"]["id"]
+                .as_str()
+                .unwrap_or_default();
             match stripe.prices.get(price) {
                 Some(p) => p.clone(),
                 None => {
@@ -379,9 +425,8 @@ pub async fn stripe_webhook(s: &Services, signature: Option<&str>, body: &[u8]) 
     let (customer, sub_id) = (customer.to_owned(), sub_id.to_owned());
     let keep = (!ended).then_some(sub_id);
     let plan2 = plan.clone();
-    let applied = s
-        .db
-        .write(move |c| {
+    let applied =
+        s.db.write(move |c| {
             let Some(ws) = store::by_stripe_customer(c, &customer)? else {
                 return Ok(false);
             };
@@ -409,7 +454,9 @@ mod tests {
         let now = time::parse("2026-11-23T12:00:00Z").unwrap();
         let t = now.unix_timestamp();
         let body = r#"{"type":"x"}"#;
-        assert!(verify_signature("whsec_a", &sign("whsec_a", t, body), body.as_bytes(), now).is_ok());
+        assert!(
+            verify_signature("whsec_a", &sign("whsec_a", t, body), body.as_bytes(), now).is_ok()
+        );
         let two = format!("{},v1=00ff", sign("whsec_a", t, body));
         assert!(verify_signature("whsec_a", &two, body.as_bytes(), now).is_ok());
         for bad in [

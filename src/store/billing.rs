@@ -8,7 +8,8 @@ use crate::domain::billing::Resource;
 use crate::error::Result;
 
 const PLAN_OF: &str = "SELECT plan_id FROM workspaces WHERE id = ?1";
-const USAGE: &str = "SELECT actions, runs FROM usage_counters WHERE workspace_id = ?1 AND period = ?2";
+const USAGE: &str =
+    "SELECT actions, runs FROM usage_counters WHERE workspace_id = ?1 AND period = ?2";
 const MEMBERS: &str = "SELECT count(*) FROM memberships WHERE workspace_id = ?1";
 const PENDING_INVITATIONS: &str = "SELECT count(*) FROM invitations WHERE workspace_id = ?1 \
      AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?2";
@@ -77,7 +78,9 @@ pub fn bump(c: &Connection, workspace_id: &str, period: &str, what: Resource) ->
 
 /// Members plus invitations still pending at `now`.
 pub fn members_and_pending(c: &Connection, workspace_id: &str, now: &str) -> Result<u64> {
-    let members = c.prepare_cached(MEMBERS)?.query_row([workspace_id], |r| n(r, 0))?;
+    let members = c
+        .prepare_cached(MEMBERS)?
+        .query_row([workspace_id], |r| n(r, 0))?;
     let pending = c
         .prepare_cached(PENDING_INVITATIONS)?
         .query_row([workspace_id, now], |r| n(r, 0))?;
@@ -86,7 +89,8 @@ pub fn members_and_pending(c: &Connection, workspace_id: &str, now: &str) -> Res
 
 /// Sources not revoked.
 pub fn live_sources(c: &Connection, workspace_id: &str) -> Result<u64> {
-    Ok(c.prepare_cached(SOURCES)?.query_row([workspace_id], |r| n(r, 0))?)
+    Ok(c.prepare_cached(SOURCES)?
+        .query_row([workspace_id], |r| n(r, 0))?)
 }
 
 /// The oldest owner: (user id, e-mail).
@@ -132,13 +136,34 @@ mod tests {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
         for (sql, wants) in [
-            (PLAN_OF, "SEARCH workspaces USING INDEX sqlite_autoindex_workspaces_1 (id=?)"),
-            (USAGE, "SEARCH usage_counters USING PRIMARY KEY (workspace_id=? AND period=?)"),
-            (MEMBERS, "SEARCH memberships USING COVERING INDEX sqlite_autoindex_memberships_1 (workspace_id=?)"),
-            (PENDING_INVITATIONS, "SEARCH invitations USING INDEX invitations_by_workspace (workspace_id=?)"),
-            (SOURCES, "SEARCH sources USING INDEX sources_by_workspace (workspace_id=?)"),
-            (OLDEST_OWNER, "SEARCH m USING INDEX sqlite_autoindex_memberships_1 (workspace_id=?)"),
-            (BY_CUSTOMER, "SEARCH workspaces USING INDEX workspaces_stripe_customer (stripe_customer_id=?)"),
+            (
+                PLAN_OF,
+                "SEARCH workspaces USING INDEX sqlite_autoindex_workspaces_1 (id=?)",
+            ),
+            (
+                USAGE,
+                "SEARCH usage_counters USING PRIMARY KEY (workspace_id=? AND period=?)",
+            ),
+            (
+                MEMBERS,
+                "SEARCH memberships USING COVERING INDEX sqlite_autoindex_memberships_1 (workspace_id=?)",
+            ),
+            (
+                PENDING_INVITATIONS,
+                "SEARCH invitations USING INDEX invitations_by_workspace (workspace_id=?)",
+            ),
+            (
+                SOURCES,
+                "SEARCH sources USING INDEX sources_by_workspace (workspace_id=?)",
+            ),
+            (
+                OLDEST_OWNER,
+                "SEARCH m USING INDEX sqlite_autoindex_memberships_1 (workspace_id=?)",
+            ),
+            (
+                BY_CUSTOMER,
+                "SEARCH workspaces USING INDEX workspaces_stripe_customer (stripe_customer_id=?)",
+            ),
         ] {
             let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let n = st.parameter_count();
@@ -151,7 +176,10 @@ mod tests {
                 .collect();
             let text = plan.join("\n");
             assert!(text.contains(wants), "{sql}:\n{text}");
-            assert!(!plan.iter().any(|l| l.starts_with("SCAN")), "{sql}:\n{text}");
+            assert!(
+                !plan.iter().any(|l| l.starts_with("SCAN")),
+                "{sql}:\n{text}"
+            );
         }
     }
 }

@@ -51,6 +51,10 @@ pub async fn stripe_webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<WebhookOut>> {
-    let sig = headers.get("stripe-signature").and_then(|v| v.to_str().ok());
-    Ok(Json(billing::stripe_webhook(&st.services, sig, &body).await?))
+    let sig = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok());
+    Ok(Json(
+        billing::stripe_webhook(&st.services, sig, &body).await?,
+    ))
 }
