@@ -158,8 +158,7 @@ async fn the_action_over_the_monthly_limit_is_refused_and_decisions_still_work()
     let decided = app.decide(&made[0], json!({"option_id": "approve"})).await;
     assert!(decided.ok(200)["data"]["receipt"].is_object());
     let id = made[0]["id"].as_str().unwrap();
-    let report =
-        json!({"status": "success", "duration_ms": 5, "rollback": false, "action_version": 1, "fingerprint": made[0]["fingerprint"]});
+    let report = json!({"status": "success", "duration_ms": 5, "rollback": false, "action_version": 1, "fingerprint": made[0]["fingerprint"]});
     app.post(
         &format!("/v1/actions/{id}/outcome"),
         &app.live_key(),
@@ -168,10 +167,7 @@ async fn the_action_over_the_monthly_limit_is_refused_and_decisions_still_work()
     .await
     .ok(201);
     // A new month starts from zero.
-    app.state
-        .services
-        .clock
-        .advance(time::Duration::days(32));
+    app.state.services.clock.advance(time::Duration::days(32));
     app.create_action(two_options("next month")).await;
     // Back on the unlimited plan, the limit is gone at once.
     set_plan(&app, "self_hosted");
@@ -576,4 +572,55 @@ async fn the_webhook_is_not_found_without_stripe() {
             .contains("[billing.stripe]"),
         "{e}"
     );
+}
+
+#[tokio::test]
+async fn the_billing_page_shows_usage_against_limits_and_the_portal_to_owners() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    set_plan(&app, "starter");
+    app.create_action(two_options("one")).await;
+    let owner = app.browser(app.admin().person()).await;
+    let html = owner.page("/app/billing").await;
+    assert!(html.contains("<strong>Starter</strong> plan"), "{html}");
+    assert!(
+        html.contains(r#"<meter min="0" max="3" value="1""#),
+        "{html}"
+    );
+    assert!(html.contains("action=\"/app/billing/portal\""), "{html}");
+    assert!(
+        owner
+            .page("/app/account")
+            .await
+            .contains("href=\"/app/billing\"")
+    );
+    // The button: a CSRF-checked form that goes where the API goes.
+    let origin = app.base.clone();
+    let r = owner
+        .post_form(
+            "/app/billing/portal",
+            Some(&origin),
+            &[("_csrf", owner.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert!(
+        r.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("https://billing.stripe.test/")
+    );
+    let r = owner
+        .post_form("/app/billing/portal", Some(&origin), &[("_csrf", "forged")])
+        .await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    // A reviewer reads the page but gets no button.
+    let reviewer = app.member(Role::Reviewer);
+    let html = app
+        .browser(reviewer.person())
+        .await
+        .page("/app/billing")
+        .await;
+    assert!(html.contains("Only owners change the plan") && !html.contains("/app/billing/portal"));
 }
