@@ -13,6 +13,10 @@ use serde::Deserialize;
 
 use crate::store::Durability;
 
+pub mod billing;
+use billing::BillingFile;
+pub use billing::{BillingConfig, PlanConfig, StripeConfig};
+
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {
     /// Address to listen on.
@@ -130,6 +134,9 @@ pub struct Config {
     /// e-mail is sent (guide: "E-mail").
     #[arg(skip)]
     pub smtp: Option<SmtpConfig>,
+    /// Plans and the Stripe link, from `[billing]` (guide: "Plans and billing").
+    #[arg(skip)]
+    pub billing: BillingConfig,
 }
 
 /// How the connection to the mail server is protected.
@@ -361,7 +368,7 @@ impl ProviderConfig {
     }
 }
 
-/// The whole file: `[auth]` and `[smtp]`.
+/// The whole file: `[auth]`, `[smtp]` and `[billing]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
@@ -369,6 +376,8 @@ struct FileConfig {
     auth: AuthConfig,
     #[serde(default)]
     smtp: Option<SmtpFile>,
+    #[serde(default)]
+    billing: BillingFile,
 }
 
 /// The file, checked.
@@ -376,6 +385,7 @@ struct FileConfig {
 struct Loaded {
     auth: AuthConfig,
     smtp: Option<SmtpConfig>,
+    billing: BillingConfig,
 }
 
 impl Config {
@@ -411,6 +421,7 @@ impl Config {
             config_file: None,
             auth: AuthConfig::default(),
             smtp: None,
+            billing: BillingConfig::default(),
         }
     }
 
@@ -430,6 +441,7 @@ impl Config {
         let file = parse_file(&text).with_context(|| format!("in {}", path.display()))?;
         self.auth = file.auth;
         self.smtp = file.smtp;
+        self.billing = file.billing;
         Ok(())
     }
 
@@ -508,6 +520,7 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
     Ok(Loaded {
         auth: file.auth,
         smtp: file.smtp.map(SmtpFile::check).transpose()?,
+        billing: billing::check(file.billing)?,
     })
 }
 

@@ -18,6 +18,7 @@ pub enum Code {
     ResponseRequired,
     ResponseTypeMismatch,
     InvalidIdempotencyKey,
+    InvalidSignature,
     // 401
     AuthRequired,
     InvalidApiKey,
@@ -29,6 +30,7 @@ pub enum Code {
     SigninNotAllowed,
     CsrfFailed,
     InvitationEmailMismatch,
+    PlanLimitReached,
     // 404
     ActionNotFound,
     SourceNotFound,
@@ -85,6 +87,8 @@ impl Code {
             ResponseRequired => "RESPONSE_REQUIRED",
             ResponseTypeMismatch => "RESPONSE_TYPE_MISMATCH",
             InvalidIdempotencyKey => "INVALID_IDEMPOTENCY_KEY",
+            InvalidSignature => "INVALID_SIGNATURE",
+            PlanLimitReached => "PLAN_LIMIT_REACHED",
             AuthRequired => "AUTH_REQUIRED",
             InvalidApiKey => "INVALID_API_KEY",
             SourceRevoked => "SOURCE_REVOKED",
@@ -142,7 +146,8 @@ impl Code {
             | OptionNotFound
             | ResponseRequired
             | ResponseTypeMismatch
-            | InvalidIdempotencyKey => StatusCode::BAD_REQUEST,
+            | InvalidIdempotencyKey
+            | InvalidSignature => StatusCode::BAD_REQUEST,
             AuthRequired | InvalidApiKey | SourceRevoked | InvalidIdToken => {
                 StatusCode::UNAUTHORIZED
             }
@@ -150,6 +155,7 @@ impl Code {
             | SigninNotAllowed
             | CsrfFailed
             | InvitationEmailMismatch
+            | PlanLimitReached
             | SelfApprovalForbidden => StatusCode::FORBIDDEN,
             ActionNotFound
             | SourceNotFound

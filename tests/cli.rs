@@ -680,3 +680,50 @@ fn workspaces_create_and_list_from_the_cli() {
     let list = hds(&["workspaces", "list"], &data);
     assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 2);
 }
+
+#[test]
+fn workspaces_set_plan_takes_a_configured_plan_and_refuses_unknown_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    std::fs::write(
+        data.join("hds.toml"),
+        "[billing.plans.starter]\nname = \"Starter\"\nactions_per_month = 3\n",
+    )
+    .unwrap();
+    let plan_of = || -> String {
+        let c = rusqlite::Connection::open(data.join("hds.db")).unwrap();
+        c.query_row("SELECT plan_id FROM workspaces", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(plan_of(), "self_hosted");
+    let list = hds(&["workspaces", "list"], &data);
+    let ws = String::from_utf8_lossy(&list.stdout)
+        .split('\t')
+        .next()
+        .unwrap()
+        .to_owned();
+    let ok = hds(&["workspaces", "set-plan", &ws, "starter"], &data);
+    assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(plan_of(), "starter");
+    for (args, says) in [
+        (
+            vec![ws.as_str(), "gold"],
+            "no plan `gold`: define [billing.plans.gold]",
+        ),
+        (vec!["ws_nope", "starter"], "no workspace `ws_nope`"),
+    ] {
+        let mut all = vec!["workspaces", "set-plan"];
+        all.extend(args);
+        let bad = hds(&all, &data);
+        assert!(!bad.status.success());
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).contains(says),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(plan_of(), "starter");
+    let back = hds(&["workspaces", "set-plan", &ws, "self_hosted"], &data);
+    assert!(back.status.success(), "{back:?}");
+    assert_eq!(plan_of(), "self_hosted");
+}

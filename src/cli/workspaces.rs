@@ -15,6 +15,20 @@ pub enum WorkspacesCommand {
     Create(CreateArgs),
     /// List every workspace: id, kind, member count, owners, name.
     List(ListArgs),
+    /// Put a workspace on a plan from hds.toml's `[billing.plans.<id>]`, or
+    /// back on the built-in unlimited `self_hosted`.
+    SetPlan(SetPlanArgs),
+}
+
+#[derive(clap::Args)]
+pub struct SetPlanArgs {
+    pub workspace_id: String,
+    pub plan_id: String,
+    /// The configuration file defining the plans; default `<data-dir>/hds.toml`.
+    #[arg(long = "config", env = "HDS_CONFIG")]
+    pub config_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub dir: DataDir,
 }
 
 #[derive(clap::Args)]
@@ -54,6 +68,11 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
                     a.owner, a.owner
                 );
             }
+            Ok(())
+        }
+        WorkspacesCommand::SetPlan(a) => {
+            set_plan(&a)?;
+            println!("{} is on plan {}", a.workspace_id, a.plan_id);
             Ok(())
         }
         WorkspacesCommand::List(a) => {
@@ -120,4 +139,33 @@ pub fn list(a: &ListArgs) -> anyhow::Result<Vec<String>> {
             )
         })
         .collect())
+}
+
+/// Puts a workspace on a plan the configuration defines (or `self_hosted`).
+/// Works while the server runs; limits apply from the next create.
+pub fn set_plan(a: &SetPlanArgs) -> anyhow::Result<()> {
+    let mut config = crate::config::Config::for_data_dir(a.dir.data_dir.clone());
+    config.config_file = a.config_file.clone();
+    config.load_file()?;
+    if config.billing.plan(&a.plan_id).is_none() {
+        let known: Vec<&str> = std::iter::once(crate::config::billing::SELF_HOSTED)
+            .chain(config.billing.plans.keys().map(String::as_str))
+            .collect();
+        bail!(
+            "no plan `{}`: define [billing.plans.{}] in hds.toml, or use one of: {}",
+            a.plan_id,
+            a.plan_id,
+            known.join(", ")
+        );
+    }
+    let conn = open(&a.dir)?;
+    let found = crate::store::billing::set_plan(&conn, &a.workspace_id, &a.plan_id, None)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !found {
+        bail!(
+            "no workspace `{}`; `hds workspaces list` shows their ids",
+            a.workspace_id
+        );
+    }
+    Ok(())
 }

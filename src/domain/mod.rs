@@ -5,6 +5,7 @@
 pub mod access;
 pub mod action;
 pub mod approval;
+pub mod billing;
 pub mod credentials;
 pub mod decision;
 pub mod event;

@@ -109,6 +109,10 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         ))
         .routes(routes!(invitations::revoke_invitation))
         .routes(routes!(invitations::accept_invitation))
+        // plans and billing (guide: "Plans and billing")
+        .routes(routes!(api::billing::get_billing))
+        .routes(routes!(api::billing::open_billing_portal))
+        .routes(routes!(api::billing::stripe_webhook))
         // the e-mail log (guide: "E-mail")
         .routes(routes!(api::mail::list_emails))
         // sign-in and session (guide: "Sign-in and sessions"), bootstrap

@@ -11,12 +11,14 @@ use crate::domain::access::{ActionAccess, Role};
 use crate::domain::action::{
     ActionOut, ActionRecord, Actor, Environment, Status, ValidationContext, Work, validate_spec,
 };
+use crate::domain::billing::Resource;
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::{ActionEvent, HistoryEntry};
 use crate::domain::validate::{apply_patch, parse_create_bytes};
 use crate::domain::{fingerprint, ids, time};
 use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
+use crate::service::billing;
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
 use crate::service::effects;
 use crate::service::idempotency::{self, Outcome, Reply, Serialised};
@@ -197,6 +199,7 @@ pub async fn create(
     let id = a.id.clone();
     let writer_src = src.clone();
     let nctx = notifications::Ctx::of(s);
+    let config = s.config.clone();
     let outcome = s
         .write(move |c, fx| {
             let src = writer_src;
@@ -213,7 +216,11 @@ pub async fn create(
                         .with_detail("action_id", open.id.clone())
                         .with_detail("fingerprint", open.fingerprint));
                 }
+                // Inside the writer, so concurrent creates cannot overshoot
+                // the plan (guide: "Plans and billing").
+                billing::check(c, &config.billing, &src.workspace_id, Resource::Actions, clock_now)?;
                 store::insert(c, &a, &spec_json)?;
+                billing::record_use(c, &src.workspace_id, Resource::Actions, clock_now)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
                 effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;
                 notifications::action_created(c, fx, &nctx, &a, &a.created_at)?;

@@ -170,6 +170,7 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
     let (uid, role, base) = (user.user_id.clone(), req.role, s.config.base_url.clone());
     let mail_on = mail::enabled(&s.config);
     let now = s.clock.now();
+    let config = s.config.clone();
     s.write(move |c, fx| {
         // The role as it is now, not as it was at sign-in.
         let my_role = current_role(c, &ws, &uid)?;
@@ -187,6 +188,10 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
             .with_detail("user_id", u.id));
         }
         store::revoke_pending_for(c, &ws, &email, &created_at)?;
+        // After the person's earlier invitation is revoked: re-inviting
+        // someone takes no second place (an error undoes the revoke).
+        let members = crate::domain::billing::Resource::Members;
+        crate::service::billing::check(c, &config.billing, &ws, members, now)?;
         crate::store::mail::cancel_invitations(c, &ws, &email, &created_at)?;
         let secret = credentials::new_secret();
         let new = NewInvitation {

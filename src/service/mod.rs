@@ -4,6 +4,7 @@
 //! API and the dashboard share the same code.
 
 pub mod actions;
+pub mod billing;
 pub mod caller;
 pub mod controls;
 pub mod dashboard;

@@ -127,10 +127,14 @@ pub async fn create(
 ) -> Result<(Source, Secrets)> {
     let ws = workspace(&user, true)?;
     let name = check_name(&req.name)?;
-    let now = time::format(s.clock.now());
+    let clock_now = s.clock.now();
+    let now = time::format(clock_now);
     let me = user.user_id.clone();
+    let config = s.config.clone();
     s.db.write(move |c| {
         still_manages(c, &ws, &me)?;
+        let sources = crate::domain::billing::Resource::Sources;
+        crate::service::billing::check(c, &config.billing, &ws, sources, clock_now)?;
         store::create(c, &ws, &name, req.description.as_deref(), &now)
     })
     .await

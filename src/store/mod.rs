@@ -4,6 +4,7 @@
 //! writer thread.
 
 pub mod actions;
+pub mod billing;
 pub mod db;
 pub mod deliveries;
 pub mod events;

@@ -4,6 +4,7 @@
 
 mod abuse;
 mod actions;
+mod billing;
 mod browser;
 mod callbacks;
 mod concurrency;

@@ -166,6 +166,9 @@ async fn openapi_covers_every_route() {
         ("/v1/notification-preferences", "patch"),
         ("/v1/workspaces/notification-policy", "get"),
         ("/v1/workspaces/notification-policy", "patch"),
+        ("/v1/billing", "get"),
+        ("/v1/billing/portal", "post"),
+        ("/v1/billing/stripe/webhook", "post"),
     ];
     for (path, method) in expected {
         assert!(

@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod billing;
 pub mod controls;
 pub mod invitations;
 pub mod mail;

@@ -11,6 +11,7 @@ mod action_controls;
 mod action_view;
 mod action_work;
 mod assets;
+mod billing;
 mod emails;
 mod inbox;
 mod invitations;
@@ -125,6 +126,9 @@ pub fn router() -> Router<AppState> {
             "/app/settings/notification-policy",
             get(notification_settings::policy_page).post(notification_settings::save_policy),
         )
+        // billing (guide: "Plans and billing")
+        .route("/app/billing", get(billing::billing_page))
+        .route("/app/billing/portal", post(billing::open_portal))
         // account
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))

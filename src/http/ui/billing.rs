@@ -1,0 +1,81 @@
+//! The billing page, `/app/billing` (guide: "Plans and billing"): the plan,
+//! this month, usage against the limits, and for owners the portal button,
+//! which posts to `/app/billing/portal` (CSRF-checked) and follows the same
+//! `service::billing::portal` as POST /v1/billing/portal.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use crate::app::AppState;
+use crate::http::session::PageUser;
+use crate::http::ui::view::{FormData, Layout, UiError, check_csrf, see_other};
+use crate::service::billing::{self, BillingOut};
+
+/// One usage row: what, how much, of how many.
+pub struct UsageRow {
+    pub label: &'static str,
+    pub used: u64,
+    pub limit: Option<u64>,
+    /// `used` past 90% of the limit: the bar says so.
+    pub near: bool,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "billing.html")]
+pub struct BillingPage {
+    layout: Layout,
+    b: BillingOut,
+    rows: Vec<UsageRow>,
+    /// `2026-11-01` and `2026-11-30`: the month, in days.
+    first_day: String,
+    last_day: String,
+}
+
+fn row(label: &'static str, used: u64, limit: Option<u64>) -> UsageRow {
+    UsageRow {
+        label,
+        used,
+        limit,
+        near: limit.is_some_and(|l| used.saturating_mul(10) >= l.saturating_mul(9)),
+    }
+}
+
+/// GET /app/billing
+pub async fn billing_page(State(st): State<AppState>, p: PageUser) -> Result<BillingPage, UiError> {
+    let b = billing::summary(&st.services, &p.user).await?;
+    let rows = vec![
+        row("Actions this month", b.usage.actions, b.limits.actions),
+        row("Runs this month", b.usage.runs, b.limits.runs),
+        row(
+            "Members and pending invitations",
+            b.usage.members,
+            b.limits.members,
+        ),
+        row("Sources", b.usage.sources, b.limits.sources),
+    ];
+    let last_day = crate::domain::time::parse(&b.period.end)
+        .map(|end| crate::domain::time::format(end - time::Duration::days(1)))
+        .unwrap_or_default();
+    Ok(BillingPage {
+        layout: Layout::signed_in(&st, &p, "Billing", "account").await?,
+        first_day: b.period.start.get(..10).unwrap_or_default().to_owned(),
+        last_day: last_day.get(..10).unwrap_or_default().to_owned(),
+        b,
+        rows,
+    })
+}
+
+/// POST /app/billing/portal: to the portal (owners; others see the refusal).
+pub async fn open_portal(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let url = billing::portal(&st.services, &p.user).await?;
+    Ok(see_other(&url))
+}

@@ -1,0 +1,473 @@
+//! Plans and billing (guide: "Plans and billing"; DESIGN §14): the limits
+//! every counted create checks inside its write, the usage summary, the
+//! billing portal (Stripe's, or the instance's own page) and Stripe's
+//! subscription webhooks, which keep a workspace's plan in step.
+
+use std::time::Duration;
+
+use hmac::{Hmac, KeyInit, Mac};
+use rusqlite::Connection;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::Sha256;
+use utoipa::ToSchema;
+
+use crate::config::billing::SELF_HOSTED;
+use crate::config::{BillingConfig, PlanConfig, StripeConfig};
+use crate::domain::access::{self, Role};
+use crate::domain::billing::{Resource, one_more_fits, period};
+use crate::domain::time::{self, Timestamp};
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::caller::UserCaller;
+use crate::store::{billing as store, workspaces};
+
+/// How long one call to Stripe may take.
+const STRIPE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How far a webhook's signed timestamp may be from now (Stripe's default).
+const SIGNATURE_TOLERANCE_SECS: i64 = 300;
+
+/// The plan a workspace is on; one the configuration no longer defines
+/// counts as the built-in unlimited plan (its id is still shown).
+fn plan_config(plans: &BillingConfig, plan_id: &str) -> PlanConfig {
+    plans.plan(plan_id).unwrap_or_else(PlanConfig::self_hosted)
+}
+
+/// How much of `what` the workspace uses now (this month, for monthly ones).
+fn used(c: &Connection, workspace_id: &str, what: Resource, now: Timestamp) -> Result<u64> {
+    Ok(match what {
+        Resource::Actions => store::monthly_usage(c, workspace_id, &period(now).key)?.0,
+        Resource::Runs => store::monthly_usage(c, workspace_id, &period(now).key)?.1,
+        Resource::Members => store::members_and_pending(c, workspace_id, &time::format(now))?,
+        Resource::Sources => store::live_sources(c, workspace_id)?,
+    })
+}
+
+/// Refuses one more `what` over the workspace's plan: 403
+/// `PLAN_LIMIT_REACHED` (`details.limit, used, period_end`). Call it in the
+/// writer's transaction before the insert, so concurrent creates cannot
+/// overshoot; an unlimited plan costs one primary-key read.
+pub fn check(
+    c: &Connection,
+    plans: &BillingConfig,
+    workspace_id: &str,
+    what: Resource,
+    now: Timestamp,
+) -> Result<()> {
+    let plan_id = store::plan_of(c, workspace_id)?.unwrap_or_else(|| SELF_HOSTED.into());
+    let Some(limit) = what.limit(&plan_config(plans, &plan_id)) else {
+        return Ok(());
+    };
+    let n = used(c, workspace_id, what, now)?;
+    if one_more_fits(Some(limit), n) {
+        return Ok(());
+    }
+    let noun = match what {
+        Resource::Actions => "Actions this month",
+        Resource::Runs => "runs this month",
+        Resource::Members => "members and pending invitations",
+        Resource::Sources => "Sources",
+    };
+    Err(Error::new(
+        Code::PlanLimitReached,
+        format!(
+            "the workspace's plan allows {limit} {noun} and {n} are used; an owner can change the plan (GET /v1/billing)"
+        ),
+    )
+    .with_detail("resource", what.as_str())
+    .with_detail("limit", limit)
+    .with_detail("used", n)
+    .with_detail("period_end", time::format(period(now).end)))
+}
+
+/// Counts one use of a monthly resource (Actions, runs) in the same
+/// transaction as the create: one UPSERT. Levels (members, Sources) need none.
+pub fn record_use(
+    c: &Connection,
+    workspace_id: &str,
+    what: Resource,
+    now: Timestamp,
+) -> Result<()> {
+    store::bump(c, workspace_id, &period(now).key, what)
+}
+
+/// `{id, name}` of a plan.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct PlanOut {
+    pub id: String,
+    pub name: String,
+}
+
+/// The calendar month (UTC) usage counts in.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct PeriodOut {
+    pub start: String,
+    pub end: String,
+}
+
+/// Usage or limits per resource; in limits, null is unlimited.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Counts<T> {
+    pub actions: T,
+    pub runs: T,
+    pub members: T,
+    pub sources: T,
+}
+
+/// The workspace's oldest owner, who the bills are for.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct BillingOwner {
+    pub user_id: String,
+    pub email: String,
+}
+
+/// GET /v1/billing.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct BillingOut {
+    pub plan: PlanOut,
+    pub period: PeriodOut,
+    pub usage: Counts<u64>,
+    pub limits: Counts<Option<u64>>,
+    pub billing_owner: Option<BillingOwner>,
+    /// `stripe` with `[billing.stripe]`, else `local`.
+    #[schema(pattern = "^(stripe|local)$")]
+    pub portal: String,
+    /// Whether the caller may open the portal (owners).
+    pub can_open_portal: bool,
+}
+
+fn active(user: &UserCaller) -> Result<(String, Role)> {
+    let m = user.active_workspace().ok_or_else(|| {
+        Error::new(
+            Code::WorkspaceNotFound,
+            "you are not a member of any workspace",
+        )
+    })?;
+    Ok((m.workspace_id.clone(), m.role))
+}
+
+/// The active workspace's plan, this month's usage and the limits; any
+/// member may read it (DESIGN §9).
+pub async fn summary(s: &Services, user: &UserCaller) -> Result<BillingOut> {
+    let (ws, role) = active(user)?;
+    let now = s.clock.now();
+    let cfg = s.config.clone();
+    s.db.read(move |c| {
+        let plan_id = store::plan_of(c, &ws)?
+            .ok_or_else(|| Error::new(Code::WorkspaceNotFound, "the workspace no longer exists"))?;
+        let plan = plan_config(&cfg.billing, &plan_id);
+        let p = period(now);
+        let (actions, runs) = store::monthly_usage(c, &ws, &p.key)?;
+        Ok(BillingOut {
+            plan: PlanOut {
+                id: plan_id,
+                name: plan.name.clone(),
+            },
+            period: PeriodOut {
+                start: time::format(p.start),
+                end: time::format(p.end),
+            },
+            usage: Counts {
+                actions,
+                runs,
+                members: store::members_and_pending(c, &ws, &time::format(now))?,
+                sources: store::live_sources(c, &ws)?,
+            },
+            limits: Counts {
+                actions: plan.actions_per_month,
+                runs: plan.runs_per_month,
+                members: plan.members,
+                sources: plan.sources,
+            },
+            billing_owner: store::oldest_owner(c, &ws)?
+                .map(|(user_id, email)| BillingOwner { user_id, email }),
+            portal: if cfg.billing.stripe.is_some() {
+                "stripe"
+            } else {
+                "local"
+            }
+            .into(),
+            can_open_portal: access::can_open_billing(role),
+        })
+    })
+    .await
+}
+
+/// Where POST /v1/billing/portal sends an owner: a Stripe customer portal
+/// session (the customer created on first use) or, without
+/// `[billing.stripe]`, the instance's own billing page.
+pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
+    let (ws, _) = active(user)?;
+    let me = user.user_id.clone();
+    let ws2 = ws.clone();
+    // The role as it is now, not as it was at sign-in.
+    let (customer, name, email) =
+        s.db.read(move |c| {
+            let role = workspaces::role_of(c, &ws2, &me)?;
+            if !role.is_some_and(access::can_open_billing) {
+                return Err(Error::new(
+                    Code::Forbidden,
+                    "only workspace owners open the billing portal",
+                )
+                .with_detail("required_role", Role::Owner.as_str()));
+            }
+            let name = workspaces::get(c, &ws2)?
+                .map(|w| w.name)
+                .unwrap_or_default();
+            let email = store::oldest_owner(c, &ws2)?
+                .map(|o| o.1)
+                .unwrap_or_default();
+            Ok((store::stripe_customer(c, &ws2)?, name, email))
+        })
+        .await?;
+    let return_url = format!("{}/app/billing", s.config.base_url);
+    let Some(stripe) = s.config.billing.stripe.clone() else {
+        return Ok(return_url);
+    };
+    let http = stripe_client()?;
+    let customer = match customer {
+        Some(id) => id,
+        None => {
+            let made = stripe_post(
+                &http,
+                &stripe,
+                "/v1/customers",
+                &[
+                    ("name", name.as_str()),
+                    ("email", email.as_str()),
+                    ("metadata[workspace_id]", ws.as_str()),
+                ],
+            )
+            .await?;
+            let id = string_field(&made, "id", "/v1/customers")?;
+            let ws = ws.clone();
+            s.db.write(move |c| store::set_stripe_customer(c, &ws, &id))
+                .await?
+        }
+    };
+    let session = stripe_post(
+        &http,
+        &stripe,
+        "/v1/billing_portal/sessions",
+        &[
+            ("customer", customer.as_str()),
+            ("return_url", return_url.as_str()),
+        ],
+    )
+    .await?;
+    string_field(&session, "url", "/v1/billing_portal/sessions")
+}
+
+fn stripe_client() -> Result<reqwest::Client> {
+    // reqwest is built without a default TLS provider; a no-op when `main` installed it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(STRIPE_TIMEOUT)
+        .user_agent(concat!("hds/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::internal(anyhow::anyhow!("building the HTTP client: {e}")))
+}
+
+fn stripe_unavailable(path: &str, cause: String) -> Error {
+    tracing::warn!(path, error = cause, "Stripe call failed");
+    Error::new(
+        Code::ProviderUnavailable,
+        format!(
+            "Stripe ({path}) could not be reached or refused the request: {cause}; try again shortly"
+        ),
+    )
+}
+
+/// One form-encoded POST to Stripe's API, answered with its JSON.
+async fn stripe_post(
+    http: &reqwest::Client,
+    cfg: &StripeConfig,
+    path: &str,
+    form: &[(&str, &str)],
+) -> Result<Value> {
+    let r = http
+        .post(format!("{}{path}", cfg.api_base))
+        .bearer_auth(&cfg.secret_key)
+        .form(form)
+        .send()
+        .await
+        .map_err(|e| stripe_unavailable(path, e.without_url().to_string()))?;
+    let status = r.status();
+    let body: Value = r
+        .json()
+        .await
+        .map_err(|e| stripe_unavailable(path, format!("an unreadable answer ({e})")))?;
+    if !status.is_success() {
+        let msg = body["error"]["message"].as_str().unwrap_or("no message");
+        return Err(stripe_unavailable(path, format!("HTTP {status}: {msg}")));
+    }
+    Ok(body)
+}
+
+fn string_field(v: &Value, key: &str, path: &str) -> Result<String> {
+    v[key]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| stripe_unavailable(path, format!("the answer has no {key}")))
+}
+
+/// Checks a `Stripe-Signature` header (`t=…,v1=…[,v1=…]`) the way Stripe
+/// signs: HMAC-SHA256 of `"{t}.{body}"` keyed with the endpoint's secret,
+/// hex; `t` within five minutes of `now`.
+pub fn verify_signature(secret: &str, header: &str, body: &[u8], now: Timestamp) -> Result<()> {
+    let refuse = |why: &str| {
+        Error::new(
+            Code::InvalidSignature,
+            format!("the Stripe-Signature header {why}"),
+        )
+    };
+    let mut t = None;
+    let mut sigs = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", v)) => t = v.parse::<i64>().ok(),
+            Some(("v1", v)) => sigs.extend(hex::decode(v).ok()),
+            _ => {}
+        }
+    }
+    let t = t.ok_or_else(|| refuse("has no timestamp (t=…)"))?;
+    if (now.unix_timestamp() - t).abs() > SIGNATURE_TOLERANCE_SECS {
+        return Err(refuse("is older than five minutes (or from the future)"));
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+        .map_err(|e| Error::internal(anyhow::anyhow!("HMAC key: {e}")))?;
+    mac.update(t.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    let expected = mac.finalize().into_bytes();
+    let ok = sigs.iter().any(|s| {
+        use subtle::ConstantTimeEq;
+        s.len() == expected.len() && bool::from(s.as_slice().ct_eq(expected.as_slice()))
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(refuse("does not match this body"))
+    }
+}
+
+/// What the webhook did with an event.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct WebhookOut {
+    pub received: bool,
+    /// The plan the workspace is on now, when the event changed it; null
+    /// when the event was ignored (another type, unknown customer or price).
+    pub plan_id: Option<String>,
+}
+
+/// POST /v1/billing/stripe/webhook: a signed subscription event sets the
+/// plan of the customer's workspace; anything else is acknowledged.
+pub async fn stripe_webhook(
+    s: &Services,
+    signature: Option<&str>,
+    body: &[u8],
+) -> Result<WebhookOut> {
+    let Some(stripe) = s.config.billing.stripe.clone() else {
+        return Err(Error::new(
+            Code::NotFound,
+            "Stripe is not configured here ([billing.stripe] in hds.toml)",
+        ));
+    };
+    let header = signature.ok_or_else(|| {
+        Error::new(
+            Code::InvalidSignature,
+            "the Stripe-Signature header is missing",
+        )
+    })?;
+    verify_signature(&stripe.webhook_secret, header, body, s.clock.now())?;
+    let ignored = || {
+        Ok(WebhookOut {
+            received: true,
+            plan_id: None,
+        })
+    };
+    let Ok(event) = serde_json::from_slice::<Value>(body) else {
+        return ignored();
+    };
+    let kind = event["type"].as_str().unwrap_or_default();
+    let sub = &event["data"]["object"];
+    let (Some(customer), Some(sub_id)) = (sub["customer"].as_str(), sub["id"].as_str()) else {
+        return ignored();
+    };
+    let ended = kind == "customer.subscription.deleted"
+        || matches!(
+            sub["status"].as_str(),
+            Some("canceled" | "incomplete_expired")
+        );
+    let plan = match kind {
+        "customer.subscription.created"
+        | "customer.subscription.updated"
+        | "customer.subscription.deleted"
+            if ended =>
+        {
+            SELF_HOSTED.to_owned()
+        }
+        "customer.subscription.created" | "customer.subscription.updated" => {
+            let price = sub["items"]["data"][0]["price"]["id"]
+                .as_str()
+                .unwrap_or_default();
+            match stripe.prices.get(price) {
+                Some(p) => p.clone(),
+                None => {
+                    tracing::warn!(price, "Stripe subscription with a price no plan maps");
+                    return ignored();
+                }
+            }
+        }
+        _ => return ignored(),
+    };
+    let (customer, sub_id) = (customer.to_owned(), sub_id.to_owned());
+    let keep = (!ended).then_some(sub_id);
+    let plan2 = plan.clone();
+    let applied =
+        s.db.write(move |c| {
+            let Some(ws) = store::by_stripe_customer(c, &customer)? else {
+                return Ok(false);
+            };
+            store::set_plan(c, &ws, &plan2, Some(keep.as_deref()))
+        })
+        .await?;
+    Ok(WebhookOut {
+        received: true,
+        plan_id: applied.then_some(plan),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sign(secret: &str, t: i64, body: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(format!("{t}.{body}").as_bytes());
+        format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
+    }
+
+    #[test]
+    fn signatures_are_checked_as_stripe_signs() {
+        let now = time::parse("2026-11-23T12:00:00Z").unwrap();
+        let t = now.unix_timestamp();
+        let body = r#"{"type":"x"}"#;
+        assert!(
+            verify_signature("whsec_a", &sign("whsec_a", t, body), body.as_bytes(), now).is_ok()
+        );
+        let two = format!("{},v1=00ff", sign("whsec_a", t, body));
+        assert!(verify_signature("whsec_a", &two, body.as_bytes(), now).is_ok());
+        for bad in [
+            sign("whsec_b", t, body),
+            sign("whsec_a", t - 301, body),
+            sign("whsec_a", t, "{}"),
+            "v1=00".into(),
+            String::new(),
+        ] {
+            let e = verify_signature("whsec_a", &bad, body.as_bytes(), now).unwrap_err();
+            assert_eq!(e.code, Code::InvalidSignature, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Plans, usage counters and the Stripe ids of workspaces (guide: "Plans and
+//! billing"). Monthly uses are counter rows bumped with the create they
+//! count; levels (members, Sources) are counted, being small.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::domain::billing::Resource;
+use crate::error::Result;
+
+const PLAN_OF: &str = "SELECT plan_id FROM workspaces WHERE id = ?1";
+const USAGE: &str =
+    "SELECT actions, runs FROM usage_counters WHERE workspace_id = ?1 AND period = ?2";
+const MEMBERS: &str = "SELECT count(*) FROM memberships WHERE workspace_id = ?1";
+const PENDING_INVITATIONS: &str = "SELECT count(*) FROM invitations WHERE workspace_id = ?1 \
+     AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?2";
+const SOURCES: &str = "SELECT count(*) FROM sources WHERE workspace_id = ?1 AND revoked_at IS NULL";
+const OLDEST_OWNER: &str = "SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.id = m.user_id \
+     WHERE m.workspace_id = ?1 AND m.role = 'owner' ORDER BY m.created_at, m.user_id LIMIT 1";
+const BY_CUSTOMER: &str = "SELECT id FROM workspaces WHERE stripe_customer_id = ?1";
+
+/// A count column (never negative: CHECKs and count(*)).
+fn n(r: &rusqlite::Row, i: usize) -> rusqlite::Result<u64> {
+    Ok(u64::try_from(r.get::<_, i64>(i)?).unwrap_or(0))
+}
+
+/// The workspace's plan id; None when there is no such workspace.
+pub fn plan_of(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
+    Ok(c.prepare_cached(PLAN_OF)?
+        .query_row([workspace_id], |r| r.get(0))
+        .optional()?)
+}
+
+/// Sets the plan (and, from Stripe, the subscription); false: no such workspace.
+pub fn set_plan(
+    c: &Connection,
+    workspace_id: &str,
+    plan_id: &str,
+    subscription_id: Option<Option<&str>>,
+) -> Result<bool> {
+    let n = match subscription_id {
+        None => c.execute(
+            "UPDATE workspaces SET plan_id = ?2 WHERE id = ?1",
+            params![workspace_id, plan_id],
+        )?,
+        Some(sub) => c.execute(
+            "UPDATE workspaces SET plan_id = ?2, stripe_subscription_id = ?3 WHERE id = ?1",
+            params![workspace_id, plan_id, sub],
+        )?,
+    };
+    Ok(n == 1)
+}
+
+/// This month's (actions, runs): one row, or zeros.
+pub fn monthly_usage(c: &Connection, workspace_id: &str, period: &str) -> Result<(u64, u64)> {
+    Ok(c.prepare_cached(USAGE)?
+        .query_row([workspace_id, period], |r| Ok((n(r, 0)?, n(r, 1)?)))
+        .optional()?
+        .unwrap_or((0, 0)))
+}
+
+/// Adds one use of a monthly resource: one UPSERT, no read.
+pub fn bump(c: &Connection, workspace_id: &str, period: &str, what: Resource) -> Result<()> {
+    let sql = match what {
+        Resource::Actions => {
+            "INSERT INTO usage_counters (workspace_id, period, actions) VALUES (?1, ?2, 1)
+             ON CONFLICT (workspace_id, period) DO UPDATE SET actions = actions + 1"
+        }
+        Resource::Runs => {
+            "INSERT INTO usage_counters (workspace_id, period, runs) VALUES (?1, ?2, 1)
+             ON CONFLICT (workspace_id, period) DO UPDATE SET runs = runs + 1"
+        }
+        // Levels are counted, not bumped.
+        Resource::Members | Resource::Sources => return Ok(()),
+    };
+    c.prepare_cached(sql)?.execute([workspace_id, period])?;
+    Ok(())
+}
+
+/// Members plus invitations still pending at `now`.
+pub fn members_and_pending(c: &Connection, workspace_id: &str, now: &str) -> Result<u64> {
+    let members = c
+        .prepare_cached(MEMBERS)?
+        .query_row([workspace_id], |r| n(r, 0))?;
+    let pending = c
+        .prepare_cached(PENDING_INVITATIONS)?
+        .query_row([workspace_id, now], |r| n(r, 0))?;
+    Ok(members + pending)
+}
+
+/// Sources not revoked.
+pub fn live_sources(c: &Connection, workspace_id: &str) -> Result<u64> {
+    Ok(c.prepare_cached(SOURCES)?
+        .query_row([workspace_id], |r| n(r, 0))?)
+}
+
+/// The oldest owner: (user id, e-mail).
+pub fn oldest_owner(c: &Connection, workspace_id: &str) -> Result<Option<(String, String)>> {
+    Ok(c.prepare_cached(OLDEST_OWNER)?
+        .query_row([workspace_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+/// The workspace's Stripe customer id, once created.
+pub fn stripe_customer(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
+    Ok(c.query_row(
+        "SELECT stripe_customer_id FROM workspaces WHERE id = ?1",
+        [workspace_id],
+        |r| r.get::<_, Option<String>>(0),
+    )
+    .optional()?
+    .flatten())
+}
+
+/// Stores the Stripe customer id unless one is already stored; the stored one.
+pub fn set_stripe_customer(c: &Connection, workspace_id: &str, customer: &str) -> Result<String> {
+    c.execute(
+        "UPDATE workspaces SET stripe_customer_id = ?2 WHERE id = ?1 AND stripe_customer_id IS NULL",
+        params![workspace_id, customer],
+    )?;
+    Ok(stripe_customer(c, workspace_id)?.unwrap_or_else(|| customer.to_owned()))
+}
+
+/// The workspace whose Stripe customer this is.
+pub fn by_stripe_customer(c: &Connection, customer: &str) -> Result<Option<String>> {
+    Ok(c.prepare_cached(BY_CUSTOMER)?
+        .query_row([customer], |r| r.get(0))
+        .optional()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_and_counts_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, wants) in [
+            (
+                PLAN_OF,
+                "SEARCH workspaces USING INDEX sqlite_autoindex_workspaces_1 (id=?)",
+            ),
+            (
+                USAGE,
+                "SEARCH usage_counters USING PRIMARY KEY (workspace_id=? AND period=?)",
+            ),
+            (
+                MEMBERS,
+                "SEARCH memberships USING COVERING INDEX sqlite_autoindex_memberships_1 (workspace_id=?)",
+            ),
+            (
+                PENDING_INVITATIONS,
+                "SEARCH invitations USING INDEX invitations_by_workspace (workspace_id=?)",
+            ),
+            (
+                SOURCES,
+                "SEARCH sources USING INDEX sources_by_workspace (workspace_id=?)",
+            ),
+            (
+                OLDEST_OWNER,
+                "SEARCH m USING INDEX sqlite_autoindex_memberships_1 (workspace_id=?)",
+            ),
+            (
+                BY_CUSTOMER,
+                "SEARCH workspaces USING INDEX workspaces_stripe_customer (stripe_customer_id=?)",
+            ),
+        ] {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let n = st.parameter_count();
+            let args: Vec<rusqlite::types::Value> =
+                (0..n).map(|_| rusqlite::types::Value::Null).collect();
+            let plan: Vec<String> = st
+                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let text = plan.join("\n");
+            assert!(text.contains(wants), "{sql}:\n{text}");
+            assert!(
+                !plan.iter().any(|l| l.starts_with("SCAN")),
+                "{sql}:\n{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,626 @@
+//! Plans and billing (guide: "Plans and billing"): usage and limits, the
+//! refusals over a plan (nothing written, exactly the limit under
+//! concurrency), decisions never limited, the portal with and without
+//! Stripe (a loopback stand-in speaking Stripe's form-encoded API), and
+//! Stripe's signed subscription webhooks.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::IntoResponse;
+use hds::config::{PlanConfig, StripeConfig};
+use hds::domain::access::Role;
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::helpers::{TestApp, two_options};
+
+const SECRET_KEY: &str = "sk_test_standin";
+const WEBHOOK_SECRET: &str = "whsec_test_standin";
+
+fn plan(
+    name: &str,
+    actions: Option<u64>,
+    members: Option<u64>,
+    sources: Option<u64>,
+) -> PlanConfig {
+    PlanConfig {
+        name: name.into(),
+        actions_per_month: actions,
+        members,
+        sources,
+        runs_per_month: None,
+    }
+}
+
+/// A server whose plans are `starter` (3 Actions, 3 members, 2 Sources) and `team` (unlimited but named).
+async fn with_plans(stripe: Option<StripeConfig>) -> TestApp {
+    TestApp::spawn_with(move |c| {
+        c.billing
+            .plans
+            .insert("starter".into(), plan("Starter", Some(3), Some(3), Some(2)));
+        c.billing
+            .plans
+            .insert("team".into(), plan("Team", None, None, None));
+        c.billing.stripe = stripe;
+    })
+    .await
+}
+
+/// Puts the init workspace on `plan` the operator's way (`hds workspaces set-plan`).
+fn set_plan(app: &TestApp, plan: &str) {
+    std::fs::write(
+        app.data_dir().join("hds.toml"),
+        "[billing.plans.starter]\nname = \"Starter\"\nactions_per_month = 3\nmembers = 3\nsources = 2\n\
+         [billing.plans.team]\nname = \"Team\"\n",
+    )
+    .unwrap();
+    hds::cli::workspaces::set_plan(&hds::cli::workspaces::SetPlanArgs {
+        workspace_id: app.creds["workspace_id"].as_str().unwrap().into(),
+        plan_id: plan.into(),
+        config_file: None,
+        dir: hds::cli::DataDir {
+            data_dir: app.data_dir(),
+        },
+    })
+    .unwrap();
+}
+
+#[tokio::test]
+async fn billing_shows_the_plan_usage_and_limits_to_every_member() {
+    let app = with_plans(None).await;
+    let viewer = app.member(Role::Viewer);
+    let b: Value = viewer.get("/v1/billing", 200).await;
+    assert_eq!(
+        b["plan"],
+        json!({"id": "self_hosted", "name": "Self-hosted"})
+    );
+    assert_eq!(
+        b["limits"],
+        json!({"actions": null, "runs": null, "members": null, "sources": null})
+    );
+    assert_eq!(
+        b["usage"],
+        json!({"actions": 0, "runs": 0, "members": 2, "sources": 1})
+    );
+    assert_eq!(b["portal"], "local");
+    assert_eq!(b["can_open_portal"], false);
+    assert_eq!(b["billing_owner"]["email"], "admin@example.com");
+    assert_eq!(b["billing_owner"]["user_id"], app.creds["user_id"]);
+    let (start, end) = (
+        b["period"]["start"].as_str().unwrap(),
+        b["period"]["end"].as_str().unwrap(),
+    );
+    assert!(
+        start.ends_with("-01T00:00:00.000Z") && end.ends_with("-01T00:00:00.000Z"),
+        "{b}"
+    );
+    assert!(*start <= *app.now() && *app.now() < *end, "{b}");
+
+    set_plan(&app, "starter");
+    app.create_action(two_options("one")).await;
+    let b: Value = app.admin().get("/v1/billing", 200).await;
+    assert_eq!(b["plan"], json!({"id": "starter", "name": "Starter"}));
+    assert_eq!(
+        b["limits"],
+        json!({"actions": 3, "runs": null, "members": 3, "sources": 2})
+    );
+    assert_eq!(b["usage"]["actions"], 1);
+    assert_eq!(b["can_open_portal"], true);
+    // Another workspace's owner sees their own workspace's plan.
+    let other: Value = app.outsider().get("/v1/billing", 200).await;
+    assert_eq!(
+        (
+            other["plan"]["id"].clone(),
+            other["usage"]["actions"].clone()
+        ),
+        (json!("self_hosted"), json!(0))
+    );
+    app.anonymous()
+        .get_err("/v1/billing", 401, "AUTH_REQUIRED")
+        .await;
+}
+
+#[tokio::test]
+async fn the_action_over_the_monthly_limit_is_refused_and_decisions_still_work() {
+    let app = with_plans(None).await;
+    set_plan(&app, "starter");
+    let mut made = Vec::new();
+    for i in 0..3 {
+        made.push(app.create_action(two_options(&format!("a{i}"))).await);
+    }
+    let r = app
+        .post("/v1/actions", &app.live_key(), two_options("fourth"))
+        .await;
+    let e = r.error(403, "PLAN_LIMIT_REACHED");
+    assert_eq!(e["details"]["limit"], 3);
+    assert_eq!(e["details"]["used"], 3);
+    assert_eq!(e["details"]["resource"], "actions");
+    assert!(
+        e["details"]["period_end"]
+            .as_str()
+            .unwrap()
+            .ends_with("-01T00:00:00.000Z")
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("allows 3 Actions this month"),
+        "{e}"
+    );
+    assert_eq!(app.count_rows("actions"), 3);
+    // Decisions, outcomes and receipts are never limited.
+    let decided = app.decide(&made[0], json!({"option_id": "approve"})).await;
+    assert!(decided.ok(200)["data"]["receipt"].is_object());
+    let id = made[0]["id"].as_str().unwrap();
+    let report = json!({"status": "success", "duration_ms": 5, "rollback": false, "action_version": 1, "fingerprint": made[0]["fingerprint"]});
+    app.post(
+        &format!("/v1/actions/{id}/outcome"),
+        &app.live_key(),
+        report,
+    )
+    .await
+    .ok(201);
+    // A new month starts from zero.
+    app.state.services.clock.advance(time::Duration::days(32));
+    app.create_action(two_options("next month")).await;
+    // Back on the unlimited plan, the limit is gone at once.
+    set_plan(&app, "self_hosted");
+    for i in 0..4 {
+        app.create_action(two_options(&format!("free{i}"))).await;
+    }
+}
+
+#[tokio::test]
+async fn concurrent_creates_stop_at_exactly_the_limit() {
+    let app = with_plans(None).await;
+    set_plan(&app, "starter");
+    let key = app.live_key();
+    let tries = (0..12).map(|i| app.post("/v1/actions", &key, two_options(&format!("c{i}"))));
+    let answers = futures::future::join_all(tries).await;
+    let created = answers.iter().filter(|r| r.status == 201).count();
+    let refused = answers
+        .iter()
+        .filter(|r| r.status == 403 && r.body["error"]["code"] == "PLAN_LIMIT_REACHED")
+        .count();
+    assert_eq!((created, refused), (3, 9));
+    assert_eq!(app.count_rows("actions"), 3);
+    let b: Value = app.admin().get("/v1/billing", 200).await;
+    assert_eq!(b["usage"]["actions"], 3);
+}
+
+#[tokio::test]
+async fn sources_and_invitations_stop_at_the_plan() {
+    let app = with_plans(None).await;
+    set_plan(&app, "starter");
+    let admin = app.admin();
+    // 1 Source from init; the plan allows 2.
+    admin
+        .post::<Value>("/v1/sources", json!({"name": "second"}), 201)
+        .await;
+    let e = admin
+        .post_err(
+            "/v1/sources",
+            json!({"name": "third"}),
+            403,
+            "PLAN_LIMIT_REACHED",
+        )
+        .await;
+    assert_eq!(
+        (e["details"]["limit"].clone(), e["details"]["used"].clone()),
+        (json!(2), json!(2))
+    );
+    assert_eq!(app.count_rows("sources"), 2);
+    // Members: the owner, one reviewer, one pending invitation = 3.
+    app.member(Role::Reviewer);
+    let inv = "/v1/workspaces/invitations";
+    admin
+        .post::<Value>(
+            inv,
+            json!({"email": "dana@example.com", "role": "viewer"}),
+            201,
+        )
+        .await;
+    // Inviting the same person again takes no second place.
+    admin
+        .post::<Value>(
+            inv,
+            json!({"email": "dana@example.com", "role": "reviewer"}),
+            201,
+        )
+        .await;
+    let before = app.count_rows("invitations");
+    let e = admin
+        .post_err(
+            inv,
+            json!({"email": "erin@example.com", "role": "viewer"}),
+            403,
+            "PLAN_LIMIT_REACHED",
+        )
+        .await;
+    assert_eq!(e["details"]["resource"], "members");
+    assert_eq!(app.count_rows("invitations"), before);
+}
+
+/// What the stand-in received: (path, form fields, bearer key).
+type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String)>>>;
+
+/// A loopback stand-in for Stripe's API: `/v1/customers` and
+/// `/v1/billing_portal/sessions`, form-encoded, answering as Stripe does.
+async fn stripe_standin() -> (String, Calls) {
+    let calls: Calls = Arc::default();
+    async fn handle(
+        State(calls): State<Calls>,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> axum::response::Response {
+        let auth = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let form: BTreeMap<String, String> =
+            url::form_urlencoded::parse(&body).into_owned().collect();
+        let path = uri.path().to_owned();
+        let n = {
+            let mut c = calls.lock().unwrap();
+            c.push((path.clone(), form.clone(), auth.clone()));
+            c.len()
+        };
+        if auth != format!("Bearer {SECRET_KEY}") {
+            let e = json!({"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}});
+            return (StatusCode::UNAUTHORIZED, axum::Json(e)).into_response();
+        }
+        match path.as_str() {
+            "/v1/customers" => {
+                axum::Json(json!({"id": format!("cus_standin{n}"), "object": "customer"}))
+                    .into_response()
+            }
+            "/v1/billing_portal/sessions" => axum::Json(json!({
+                "id": format!("bps_{n}"),
+                "object": "billing_portal.session",
+                "customer": form.get("customer"),
+                "return_url": form.get("return_url"),
+                "url": format!("https://billing.stripe.test/p/session_{n}"),
+            }))
+            .into_response(),
+            _ => (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"error": {"message": "Unrecognized request URL"}})),
+            )
+                .into_response(),
+        }
+    }
+    let router = axum::Router::new()
+        .fallback(axum::routing::post(handle))
+        .with_state(calls.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (base, calls)
+}
+
+fn stripe_config(api_base: &str, secret_key: &str) -> StripeConfig {
+    StripeConfig {
+        secret_key: secret_key.into(),
+        api_base: api_base.into(),
+        webhook_secret: WEBHOOK_SECRET.into(),
+        prices: [("price_team".to_owned(), "team".to_owned())].into(),
+    }
+}
+
+/// POST /v1/billing/portal with `token`, redirects not followed.
+async fn open_portal(app: &TestApp, token: &str) -> reqwest::Response {
+    crate::helpers::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}/v1/billing/portal", app.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn without_stripe_the_portal_is_the_instances_own_page() {
+    let app = with_plans(None).await;
+    let r = open_portal(&app, &app.user_token()).await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        r.headers()["location"],
+        format!("{}/app/billing", app.base).as_str()
+    );
+    let admin = app.member(Role::Admin);
+    let e = admin
+        .post_err("/v1/billing/portal", json!(null), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+}
+
+#[tokio::test]
+async fn the_owner_is_sent_to_a_stripe_portal_session_and_the_customer_is_made_once() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let b: Value = app.admin().get("/v1/billing", 200).await;
+    assert_eq!(b["portal"], "stripe");
+    let ws = app.creds["workspace_id"].as_str().unwrap();
+    for round in 0..2 {
+        let r = open_portal(&app, &app.user_token()).await;
+        assert_eq!(r.status(), 303, "round {round}");
+        assert!(
+            r.headers()["location"]
+                .to_str()
+                .unwrap()
+                .starts_with("https://billing.stripe.test/p/session_")
+        );
+    }
+    let seen = calls.lock().unwrap().clone();
+    let paths: Vec<&str> = seen.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/customers",
+            "/v1/billing_portal/sessions",
+            "/v1/billing_portal/sessions"
+        ]
+    );
+    assert_eq!(seen[0].1["metadata[workspace_id]"], ws);
+    assert_eq!(seen[0].1["email"], "admin@example.com");
+    assert_eq!(seen[1].1["customer"], "cus_standin1");
+    assert_eq!(seen[2].1["customer"], "cus_standin1");
+    assert_eq!(seen[1].1["return_url"], format!("{}/app/billing", app.base));
+    assert!(seen.iter().all(|c| c.2 == format!("Bearer {SECRET_KEY}")));
+    // An admin is refused before Stripe hears anything.
+    let admin = app.member(Role::Admin);
+    let e = admin
+        .post_err("/v1/billing/portal", json!(null), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+    assert_eq!(calls.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_stripe_refusal_or_outage_is_a_502() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, "sk_test_wrong"))).await;
+    let admin = app.admin();
+    let e = admin
+        .post_err(
+            "/v1/billing/portal",
+            json!(null),
+            502,
+            "PROVIDER_UNAVAILABLE",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid API Key provided"),
+        "{e}"
+    );
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    // Nothing stored: the next try creates the customer again.
+    let c = rusqlite::Connection::open(app.data_dir().join("hds.db")).unwrap();
+    let stored: Option<String> = c
+        .query_row("SELECT stripe_customer_id FROM workspaces", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(stored, None);
+    // Nobody listening.
+    let dead = with_plans(Some(stripe_config("http://127.0.0.1:9", SECRET_KEY))).await;
+    dead.admin()
+        .post_err(
+            "/v1/billing/portal",
+            json!(null),
+            502,
+            "PROVIDER_UNAVAILABLE",
+        )
+        .await;
+}
+
+fn stripe_signature(secret: &str, t: i64, body: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{t}.{body}").as_bytes());
+    format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+fn subscription_event(kind: &str, customer: &str, price: &str) -> String {
+    json!({
+        "id": "evt_1", "object": "event", "type": kind,
+        "data": {"object": {
+            "id": "sub_1", "object": "subscription", "customer": customer, "status": "active",
+            "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": price, "object": "price"}}]}
+        }}
+    })
+    .to_string()
+}
+
+async fn send_event(app: &TestApp, body: &str, signature: Option<String>) -> reqwest::Response {
+    let mut req = crate::helpers::client_builder()
+        .build()
+        .unwrap()
+        .post(format!("{}/v1/billing/stripe/webhook", app.base))
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    if let Some(s) = signature {
+        req = req.header("stripe-signature", s);
+    }
+    req.send().await.unwrap()
+}
+
+async fn plan_id(app: &TestApp) -> Value {
+    app.admin().get::<Value>("/v1/billing", 200).await["plan"]["id"].clone()
+}
+
+#[tokio::test]
+async fn signed_subscription_events_set_the_plan_and_bad_signatures_change_nothing() {
+    let (base, _calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    assert_eq!(open_portal(&app, &app.user_token()).await.status(), 303);
+    let now = app.state.services.clock.now().unix_timestamp();
+    let created = subscription_event(
+        "customer.subscription.created",
+        "cus_standin1",
+        "price_team",
+    );
+
+    // Refused: no header, another secret, a tampered body, a stale or future timestamp.
+    let tampered = created.replace("price_team", "price_teaM");
+    for (body, sig) in [
+        (created.clone(), None),
+        (
+            created.clone(),
+            Some(stripe_signature("whsec_other", now, &created)),
+        ),
+        (
+            tampered.clone(),
+            Some(stripe_signature(WEBHOOK_SECRET, now, &created)),
+        ),
+        (
+            created.clone(),
+            Some(stripe_signature(WEBHOOK_SECRET, now - 360, &created)),
+        ),
+        (
+            created.clone(),
+            Some(stripe_signature(WEBHOOK_SECRET, now + 360, &created)),
+        ),
+        (created.clone(), Some("v1=deadbeef".into())),
+    ] {
+        let r = send_event(&app, &body, sig.clone()).await;
+        assert_eq!(r.status(), 400, "{sig:?}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["code"], "INVALID_SIGNATURE", "{e}");
+        assert_eq!(plan_id(&app).await, "self_hosted");
+    }
+
+    let r = send_event(
+        &app,
+        &created,
+        Some(stripe_signature(WEBHOOK_SECRET, now, &created)),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"received": true, "plan_id": "team"})
+    );
+    assert_eq!(plan_id(&app).await, "team");
+
+    // Unknown events, customers and prices are acknowledged and ignored.
+    for body in [
+        json!({"id": "evt_2", "type": "invoice.paid", "data": {"object": {"id": "in_1"}}})
+            .to_string(),
+        subscription_event("customer.subscription.updated", "cus_unknown", "price_team"),
+        subscription_event(
+            "customer.subscription.updated",
+            "cus_standin1",
+            "price_unmapped",
+        ),
+    ] {
+        let r = send_event(
+            &app,
+            &body,
+            Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+        )
+        .await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.json::<Value>().await.unwrap()["plan_id"], Value::Null);
+        assert_eq!(plan_id(&app).await, "team");
+    }
+
+    let deleted = subscription_event(
+        "customer.subscription.deleted",
+        "cus_standin1",
+        "price_team",
+    );
+    let r = send_event(
+        &app,
+        &deleted,
+        Some(stripe_signature(WEBHOOK_SECRET, now, &deleted)),
+    )
+    .await;
+    assert_eq!(r.json::<Value>().await.unwrap()["plan_id"], "self_hosted");
+    assert_eq!(plan_id(&app).await, "self_hosted");
+}
+
+#[tokio::test]
+async fn the_webhook_is_not_found_without_stripe() {
+    let app = with_plans(None).await;
+    let body = subscription_event("customer.subscription.created", "cus_x", "price_team");
+    let r = send_event(
+        &app,
+        &body,
+        Some(stripe_signature(WEBHOOK_SECRET, 0, &body)),
+    )
+    .await;
+    assert_eq!(r.status(), 404);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "NOT_FOUND");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[billing.stripe]"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn the_billing_page_shows_usage_against_limits_and_the_portal_to_owners() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    set_plan(&app, "starter");
+    app.create_action(two_options("one")).await;
+    let owner = app.browser(app.admin().person()).await;
+    let html = owner.page("/app/billing").await;
+    assert!(html.contains("<strong>Starter</strong> plan"), "{html}");
+    assert!(
+        html.contains(r#"<meter min="0" max="3" value="1""#),
+        "{html}"
+    );
+    assert!(html.contains("action=\"/app/billing/portal\""), "{html}");
+    assert!(
+        owner
+            .page("/app/account")
+            .await
+            .contains("href=\"/app/billing\"")
+    );
+    // The button: a CSRF-checked form that goes where the API goes.
+    let origin = app.base.clone();
+    let r = owner
+        .post_form(
+            "/app/billing/portal",
+            Some(&origin),
+            &[("_csrf", owner.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert!(
+        r.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("https://billing.stripe.test/")
+    );
+    let r = owner
+        .post_form("/app/billing/portal", Some(&origin), &[("_csrf", "forged")])
+        .await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    // A reviewer reads the page but gets no button.
+    let reviewer = app.member(Role::Reviewer);
+    let html = app
+        .browser(reviewer.person())
+        .await
+        .page("/app/billing")
+        .await;
+    assert!(html.contains("Only owners change the plan") && !html.contains("/app/billing/portal"));
+}
