@@ -237,6 +237,35 @@ pub async fn get_for_user(
     .await
 }
 
+/// One Action of a run as the run page lists it.
+pub struct RunAction {
+    pub id: String,
+    /// None for a restricted Action: its title is for its listed reviewers.
+    pub title: Option<String>,
+    pub status: String,
+}
+
+/// The run page: the run, its timeline and its newest Actions.
+pub async fn page(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+) -> Result<(Run, Vec<RunEvent>, Vec<RunAction>)> {
+    let (r, events) = get_for_user(s, user, id).await?;
+    let run_id = r.id.clone();
+    let actions =
+        s.db.read(move |c| store::actions_of(c, &run_id))
+            .await?
+            .into_iter()
+            .map(|(id, title, status, visibility)| RunAction {
+                id,
+                title: (visibility != "restricted").then_some(title),
+                status,
+            })
+            .collect();
+    Ok((r, events, actions))
+}
+
 /// GET /v1/runs: the active workspace's runs in one environment, newest
 /// first; `limit` + 1 are read, so the caller can tell `has_more`. Nobody
 /// outside a workspace sees any.

@@ -228,6 +228,18 @@ pub fn open_assignees(c: &Connection, run_id: &str) -> Result<Vec<String>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The newest Actions of a run as the run page lists them: id, title,
+/// status and visibility (the page hides a restricted one's title).
+pub fn actions_of(c: &Connection, run_id: &str) -> Result<Vec<(String, String, String, String)>> {
+    let mut st = c.prepare_cached(
+        "SELECT id, title, status, visibility FROM actions WHERE run_id = ?1 ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = st.query_map(params![run_id, LISTED_ACTIONS as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ mod invitations;
 pub mod markdown;
 mod notification_settings;
 mod notifications;
+mod runs;
 mod signin;
 mod source;
 mod sources;
@@ -126,6 +127,9 @@ pub fn router() -> Router<AppState> {
             get(notification_settings::policy_page).post(notification_settings::save_policy),
         )
         // account
+        .route("/app/runs", get(runs::runs_page))
+        .route("/app/runs/{id}", get(runs::run_page))
+        .route("/app/runs/{id}/live", get(runs::run_fragment))
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
         .route(
