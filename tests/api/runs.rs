@@ -502,3 +502,103 @@ async fn a_failed_run_notifies_owners_admins_and_its_open_actions_assignees() {
             .any(|n| n["kind"] == "run.failed")
     );
 }
+
+#[tokio::test]
+async fn the_runs_pages_show_progress_actions_and_timeline() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "Backfill <orders>", "total": 4})).await;
+    let rid = id(&run);
+    src.patch::<Value>(
+        &format!("/v1/source/runs/{rid}/progress"),
+        json!({"status": "running", "completed": 1, "message": "first batch"}),
+        200,
+    )
+    .await;
+    let mut body = two_options("Approve batch 2?");
+    body["run_id"] = json!(rid);
+    let a: Value = src.post("/v1/actions", body, 201).await;
+    new_run(&app.source_test(), json!({"name": "Test-only run"})).await;
+
+    let admin = app.browser(app.admin().person()).await;
+    let list = admin.page("/app/runs").await;
+    assert!(
+        list.contains("Backfill &#60;orders&#62;") && !list.contains("<orders>"),
+        "escaped name"
+    );
+    assert!(list.contains(r#"<progress value="1" max="4""#), "{list}");
+    assert!(list.contains("1 of 4"));
+    assert!(!list.contains("Test-only run"));
+    assert!(
+        list.contains(r#"href="/app/runs" aria-current="page""#),
+        "Runs is in the header"
+    );
+    let test_list = admin.page("/app/runs?environment=test").await;
+    assert!(test_list.contains("Test-only run"));
+    let none = admin.page("/app/runs?status=failed").await;
+    assert!(!none.contains("Backfill"));
+
+    let page = admin.page(&format!("/app/runs/{rid}")).await;
+    assert!(
+        page.contains(r#"id="run-progress" value="1" max="4""#),
+        "{page}"
+    );
+    assert!(page.contains("1 of 4 (25%)"));
+    assert!(page.contains("first batch"));
+    assert!(page.contains(&format!(
+        "/app/actions/{}",
+        a["data"]["id"].as_str().unwrap()
+    )));
+    assert!(page.contains("Approve batch 2?"));
+    for line in ["Created", "Started"] {
+        assert!(page.contains(line), "timeline: {line}");
+    }
+    let fragment = admin.page(&format!("/app/runs/{rid}/live")).await;
+    assert!(fragment.contains(r#"class="run-fragment""#));
+    assert!(!fragment.contains("<nav"), "only the live part");
+
+    // Another workspace's person cannot open it.
+    let outsider = app.browser(app.outsider().person()).await;
+    let r = outsider
+        .http()
+        .get(outsider.url(&format!("/app/runs/{rid}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test]
+async fn a_runs_progress_bar_moves_live_in_chromium() {
+    let app = TestApp::spawn().await;
+    let link = app.signin_link("admin@example.com").await;
+    let key = app.live_key();
+    let env = [
+        ("BASE_URL", app.base.as_str()),
+        ("LINK", link.as_str()),
+        ("SOURCE_KEY", key.as_str()),
+    ];
+    let r = crate::helpers::run_node(
+        "browser-run.mjs",
+        &env,
+        std::time::Duration::from_secs(90),
+        Some(&app),
+    )
+    .await;
+    assert_eq!(r["ok"], true, "{}", r["error"].as_str().unwrap_or_default());
+    assert_eq!(r["csp_violations"], json!([]));
+    assert_eq!(r["script_errors"], json!([]));
+    assert_eq!(r["listed"], json!({"rows": 1, "value": "2"}));
+    assert_eq!(
+        r["start"],
+        json!({"value": "2", "max": "10", "counts": "2 of 10 (20%)"})
+    );
+    assert_eq!(r["label"], "Run progress");
+    assert_eq!(
+        r["moved"],
+        json!({"value": "7", "max": "10", "counts": "7 of 10 (70%)"})
+    );
+    assert_eq!(r["message"], "rows 601-700");
+    assert_eq!(r["error"], "disk full");
+    assert_eq!(r["same_document"], true, "no reload");
+}
