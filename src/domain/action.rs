@@ -773,6 +773,7 @@ mod tests {
         out["comment_count"] = json!(a.work.comment_count);
         out["requested_by"] = json!(a.work.requested_by);
         out["context_requests"] = json!(a.work.context_requests);
+        out["run_id"] = json!(s.run_id);
         out
     }
 
