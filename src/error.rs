@@ -44,6 +44,7 @@ pub enum Code {
     ControlRequestNotFound,
     ContextRequestNotFound,
     NotificationNotFound,
+    RunNotFound,
     // 405
     MethodNotAllowed,
     // 409
@@ -62,6 +63,7 @@ pub enum Code {
     ControlRequestClosed,
     ContextRequestsUnsupported,
     NotificationMandatory,
+    RunNotActive,
     // 413
     ActionPayloadTooLarge,
     PayloadTooLarge,
@@ -114,6 +116,8 @@ impl Code {
             ControlRequestClosed => "CONTROL_REQUEST_CLOSED",
             NotificationNotFound => "NOTIFICATION_NOT_FOUND",
             NotificationMandatory => "NOTIFICATION_MANDATORY",
+            RunNotFound => "RUN_NOT_FOUND",
+            RunNotActive => "RUN_NOT_ACTIVE",
             ContextRequestsUnsupported => "CONTEXT_REQUESTS_UNSUPPORTED",
             MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ActionNotOpen => "ACTION_NOT_OPEN",
@@ -166,6 +170,7 @@ impl Code {
             | InvitationNotFound
             | DeliveryNotFound
             | NotificationNotFound
+            | RunNotFound
             | ControlNotFound
             | ControlRequestNotFound
             | ContextRequestNotFound => StatusCode::NOT_FOUND,
@@ -184,7 +189,8 @@ impl Code {
             | ActionAlreadyClaimed
             | ControlRequestClosed
             | ContextRequestsUnsupported
-            | NotificationMandatory => StatusCode::CONFLICT,
+            | NotificationMandatory
+            | RunNotActive => StatusCode::CONFLICT,
             ActionPayloadTooLarge | PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -317,6 +323,13 @@ impl Error {
         Self::new(
             Code::ControlRequestNotFound,
             "no control request with that id on an Action of this Source (and key environment)",
+        )
+    }
+
+    pub fn run_not_found() -> Self {
+        Self::new(
+            Code::RunNotFound,
+            "no run with that id is visible to this caller (a Source sees its own runs in its key's environment)",
         )
     }
 

@@ -184,6 +184,24 @@
     });
   }
 
+  // ---- runs: the list and a run's page, live ----
+  // Each swaps its fragment in when something changed (a Source reported
+  // progress): the page's own URL for the list, `data-url` for a run.
+  function liveRuns() {
+    [["run-live", ".run-fragment"], ["runs-live", ".runs-fragment"]].forEach(function (pair) {
+      var live = document.getElementById(pair[0]);
+      if (!live) return;
+      var url = live.getAttribute("data-url") || window.location.pathname + window.location.search;
+      liveRegion(url, pair[0], function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.querySelector(pair[1]);
+        if (!fresh) return;
+        live.replaceChildren(document.adoptNode(fresh));
+        refreshTimes(live);
+      });
+    });
+  }
+
   // ---- inbox: j / k / Enter ----
   function keyboard() {
     if (!document.getElementById("inbox-live")) return;
@@ -265,6 +283,7 @@
     liveBell();
     liveInbox();
     liveRequests();
+    liveRuns();
     keyboard();
     confirmDestructive();
     copyButtons();

@@ -201,6 +201,18 @@ pub fn can_read_email_log(role: Role) -> bool {
     manages_workspace(role)
 }
 
+/// Runs (guide: "Runs"): every member of a workspace reads its runs, in
+/// every environment; only the Source that made a run changes it.
+pub fn can_read_runs(_role: Role) -> bool {
+    true
+}
+
+/// Who hears that a run failed (`run.failed`), besides the assignees of its
+/// open Actions: the people who manage the workspace.
+pub fn hears_of_failed_runs(role: Role) -> bool {
+    manages_workspace(role)
+}
+
 /// Invite people and revoke invitations; `invited` is the role offered.
 pub fn can_invite(role: Role, invited: Role) -> bool {
     manages_workspace(role) && (invited != Role::Owner || role == Role::Owner)

@@ -326,6 +326,11 @@ pub struct ActionSpec {
     pub requested_by_email: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by_user_id: Option<String>,
+    /// The Source's own active run (same environment) this Action is raised
+    /// in (guide: "Runs"). Not material.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 64)]
+    pub run_id: Option<String>,
 }
 
 /// Field names accepted on create, to list every unknown field at once.
@@ -354,6 +359,7 @@ pub const CREATE_FIELDS: &[&str] = &[
     "dedupe_key",
     "requested_by_email",
     "requested_by_user_id",
+    "run_id",
 ];
 
 /// Field names PATCH may change (guide: "PATCH /v1/actions/{action_id}").
@@ -647,6 +653,8 @@ pub struct ActionOut {
     /// The reviewers' questions, oldest first, in `poll` and `callback`
     /// modes; null in `unsupported` mode (guide: "Context requests").
     pub context_requests: Option<Vec<crate::domain::requests::ContextRequest>>,
+    /// The run this Action was raised in (`run_id` on create), if any.
+    pub run_id: Option<String>,
 }
 
 impl From<&ActionRecord> for ActionOut {
@@ -702,6 +710,7 @@ impl From<&ActionRecord> for ActionOut {
             comment_count: a.work.comment_count,
             requested_by: a.work.requested_by.clone(),
             context_requests: a.work.context_requests.clone(),
+            run_id: s.run_id.clone(),
         }
     }
 }
@@ -764,6 +773,7 @@ mod tests {
         out["comment_count"] = json!(a.work.comment_count);
         out["requested_by"] = json!(a.work.requested_by);
         out["context_requests"] = json!(a.work.context_requests);
+        out["run_id"] = json!(s.run_id);
         out
     }
 

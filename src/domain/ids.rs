@@ -19,6 +19,7 @@ pub const CONTROL_REQUEST: &str = "ctr";
 pub const CONTEXT_REQUEST: &str = "cxr";
 pub const MAIL: &str = "mail";
 pub const NOTIFICATION: &str = "ntf";
+pub const RUN: &str = "run";
 
 /// A new id that sorts after every id this process made before with this
 /// function (a monotonic ULID), so a list ordered by id is in creation

@@ -14,6 +14,7 @@ pub mod ids;
 pub mod notification;
 pub mod receipt;
 pub mod requests;
+pub mod run;
 pub mod session;
 pub mod strict_json;
 pub mod time;

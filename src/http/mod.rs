@@ -66,6 +66,12 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(controls::list_control_requests))
         .routes(routes!(controls::report_control_result))
         .routes(routes!(controls::create_context_request))
+        // runs (guide: "Runs")
+        .routes(routes!(api::runs::create_run, api::runs::list_runs))
+        .routes(routes!(api::runs::get_run))
+        .routes(routes!(api::runs::get_source_run))
+        .routes(routes!(api::runs::report_run_progress))
+        .routes(routes!(api::runs::complete_run))
         // sources (guide: "GET /v1/sources and GET /v1/sources/{source_id}")
         .routes(routes!(sources::list_sources, sources::create_source))
         .routes(routes!(

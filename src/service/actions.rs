@@ -205,6 +205,9 @@ pub async fn create(
             let src = writer_src;
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
+                if let Some(run_id) = &a.spec.run_id {
+                    crate::service::runs::check_attachable(c, &src, run_id)?;
+                }
                 if let Some(dk) = &a.spec.dedupe_key
                     && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {

@@ -19,6 +19,7 @@ pub mod mail;
 pub mod notification_mail;
 pub mod notifications;
 pub mod oidc;
+pub mod runs;
 pub mod signin;
 pub mod sources;
 pub mod tokens;

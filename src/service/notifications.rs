@@ -440,6 +440,50 @@ pub fn control_request_finished(
     deliver(c, fx, ctx, &policy, requested_by, &n, now)
 }
 
+/// A run finished `failed` (guide: "Runs"): the workspace's owners and
+/// admins hear `run.failed`, and so do the assignees of the run's open
+/// Actions, each once, linked to the run page `/app/runs/{id}`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_failed(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    workspace_id: &str,
+    run_id: &str,
+    name: &str,
+    error: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    let mut people: Vec<String> = crate::store::runs::members(c, workspace_id)?
+        .into_iter()
+        .filter(|(_, role)| Role::parse(role).is_some_and(access::hears_of_failed_runs))
+        .map(|(id, _)| id)
+        .collect();
+    for id in crate::store::runs::open_assignees(c, run_id)? {
+        if !people.contains(&id) && work::member(c, workspace_id, &id)?.is_some() {
+            people.push(id);
+        }
+    }
+    if people.is_empty() {
+        return Ok(());
+    }
+    let policy = store::policy(c, workspace_id)?;
+    let n = Notice {
+        kind: Kind::RunFailed,
+        workspace_id: workspace_id.to_owned(),
+        title: format!("Run failed: {name}"),
+        body: error
+            .map(excerpt)
+            .unwrap_or_else(|| "The Source reported the run as failed.".to_owned()),
+        action_id: None,
+        path: format!("/app/runs/{run_id}"),
+    };
+    for user_id in &people {
+        deliver(c, fx, ctx, &policy, user_id, &n, now)?;
+    }
+    Ok(())
+}
+
 /// An invitation to someone who already has an account: they hear
 /// `invitation.received` in the dashboard (the e-mail with the link goes to
 /// the address whether or not they have one).

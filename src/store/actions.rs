@@ -97,14 +97,14 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
 pub fn insert(c: &Connection, a: &ActionRecord, spec_json: &str) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
-            action_version, fingerprint, spec, dedupe_key, assignee_user_id, visibility, expires_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16)",
+            action_version, fingerprint, spec, dedupe_key, assignee_user_id, visibility, expires_at, created_at, updated_at, run_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)",
     )?
     .execute(params![
         a.id, a.workspace_id, a.source_id, a.environment.as_str(), a.status.as_str(),
         a.spec.priority.as_str(), a.spec.priority.rank(), a.spec.title, a.action_version, a.fingerprint,
         spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, a.spec.visibility().as_str(),
-        a.spec.expires_at, a.created_at,
+        a.spec.expires_at, a.created_at, a.spec.run_id,
     ])?;
     Ok(())
 }

@@ -17,6 +17,7 @@ pub mod notifications;
 pub mod oidc;
 pub mod receipts;
 pub mod requests;
+pub mod runs;
 pub mod sessions;
 pub mod signin;
 pub mod sources;

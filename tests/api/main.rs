@@ -23,6 +23,7 @@ mod notifications;
 mod notifications_ui;
 mod receipts;
 mod receiver;
+mod runs;
 mod sessions;
 mod signin_oidc;
 mod slow_clients;

@@ -9,6 +9,7 @@ pub mod invitations;
 pub mod mail;
 pub mod me;
 pub mod notifications;
+pub mod runs;
 pub mod session;
 pub mod sources;
 pub mod system;

@@ -18,6 +18,7 @@ mod invitations;
 pub mod markdown;
 mod notification_settings;
 mod notifications;
+mod runs;
 mod signin;
 mod source;
 mod sources;
@@ -130,6 +131,9 @@ pub fn router() -> Router<AppState> {
         .route("/app/billing", get(billing::billing_page))
         .route("/app/billing/portal", post(billing::open_portal))
         // account
+        .route("/app/runs", get(runs::runs_page))
+        .route("/app/runs/{id}", get(runs::run_page))
+        .route("/app/runs/{id}/live", get(runs::run_fragment))
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
         .route(

@@ -1,0 +1,227 @@
+//! Runs (guide: "Runs"; DESIGN §13, SPEC §3.2): the record, its six states
+//! and which moves are allowed. No I/O; `service::runs` applies these rules
+//! in the writer's transaction.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::domain::action::Environment;
+use crate::error::{FieldError, Result};
+
+/// Longest run name (characters, one line).
+pub const MAX_NAME: usize = 200;
+/// Longest progress message and error text (characters).
+pub const MAX_TEXT: usize = 2000;
+/// Largest `metadata` and `result` (bytes of JSON), as Action metadata.
+pub const MAX_JSON_BYTES: usize = 32 * 1024;
+/// Attached Actions a run record lists: the newest.
+pub const LISTED_ACTIONS: usize = 100;
+
+/// Every status, in the order the guide lists them.
+pub const STATUSES: &[&str] = &[
+    "queued",
+    "running",
+    "waiting",
+    "succeeded",
+    "failed",
+    "cancelled",
+];
+
+/// Whether a run in `status` is finished: it refuses every change.
+pub fn is_final(status: &str) -> bool {
+    matches!(status, "succeeded" | "failed" | "cancelled")
+}
+
+/// `{completed, total, message}`: how far a run is, as the Source last said.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Progress {
+    pub completed: Option<i64>,
+    pub total: Option<i64>,
+    pub message: Option<String>,
+}
+
+impl Progress {
+    /// The share done, 0–100, when both numbers are known and total > 0.
+    pub fn percent(&self) -> Option<i64> {
+        match (self.completed, self.total) {
+            (Some(c), Some(t)) if t > 0 => Some((c.min(t) * 100) / t),
+            _ => None,
+        }
+    }
+}
+
+/// A run as the API shows it (DESIGN §13); every field always present.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct Run {
+    /// `run_…`
+    pub id: String,
+    /// Always `run`.
+    pub object: &'static str,
+    pub workspace_id: String,
+    pub source_id: String,
+    pub environment: Environment,
+    pub name: String,
+    /// `queued`, `running`, `waiting`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    pub progress: Progress,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+    /// The Actions raised in this run (`run_id` on create), newest first;
+    /// at most the newest 100.
+    pub action_ids: Vec<String>,
+    /// What the Source reported on completion (any JSON).
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub started_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    #[schema(format = DateTime)]
+    pub completed_at: Option<String>,
+}
+
+/// One line of a run's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunEvent {
+    /// `created`, `started`, `waiting`, `progress` or `completed`.
+    pub kind: String,
+    pub status: String,
+    pub message: Option<String>,
+    pub at: String,
+}
+
+/// A run name: 1–200 characters, one line, not blank. Returns it trimmed.
+pub fn check_name(name: &str) -> Result<String, FieldError> {
+    let n = name.trim();
+    if n.is_empty() {
+        return Err(FieldError::new(
+            "name",
+            "name is required and must not be blank",
+        ));
+    }
+    if n.chars().count() > MAX_NAME {
+        return Err(FieldError::new(
+            "name",
+            format!("name is longer than {MAX_NAME} characters"),
+        ));
+    }
+    if n.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            "name",
+            "name must be one line, without control characters (line breaks, tabs, NUL)",
+        ));
+    }
+    Ok(n.to_owned())
+}
+
+/// A free text (message, error): at most `MAX_TEXT` characters, no NUL.
+pub fn check_text(field: &str, text: &str) -> Option<FieldError> {
+    let n = text.chars().count();
+    if n > MAX_TEXT {
+        return Some(FieldError::new(
+            field,
+            format!("{field} is {n} characters; at most {MAX_TEXT} are kept"),
+        ));
+    }
+    text.contains('\0')
+        .then(|| FieldError::new(field, format!("{field} may not contain NUL characters")))
+}
+
+/// A JSON value (metadata, result) of at most 32 KB.
+pub fn check_size(field: &str, v: &impl Serialize) -> Option<FieldError> {
+    let size = serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX);
+    (size > MAX_JSON_BYTES).then(|| {
+        FieldError::new(
+            field,
+            format!("{field} is {size} bytes; the limit is {MAX_JSON_BYTES} (32 KB)"),
+        )
+    })
+}
+
+/// The counts after a progress report: each given number replaces the
+/// stored one; a known total bounds the count.
+pub fn next_counts(
+    stored: (Option<i64>, Option<i64>),
+    completed: Option<i64>,
+    total: Option<i64>,
+) -> Result<(Option<i64>, Option<i64>), FieldError> {
+    let c = completed.or(stored.0);
+    let t = total.or(stored.1);
+    if let (Some(c), Some(t)) = (c, t)
+        && c > t
+    {
+        let field = if completed.is_some() {
+            "completed"
+        } else {
+            "total"
+        };
+        return Err(FieldError::new(
+            field,
+            format!("completed ({c}) may not exceed total ({t})"),
+        ));
+    }
+    Ok((c, t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_one_trimmed_line() {
+        assert_eq!(check_name("  nightly  ").unwrap(), "nightly");
+        assert!(check_name("   ").is_err());
+        assert!(check_name("a\nb").is_err());
+        assert!(check_name(&"x".repeat(201)).is_err());
+        assert!(check_name(&"é".repeat(200)).is_ok());
+    }
+
+    #[test]
+    fn counts_are_bounded_by_a_known_total() {
+        assert_eq!(
+            next_counts((None, None), Some(3), None),
+            Ok((Some(3), None))
+        );
+        assert_eq!(
+            next_counts((Some(3), Some(10)), None, Some(5)),
+            Ok((Some(3), Some(5)))
+        );
+        assert_eq!(
+            next_counts((Some(3), Some(10)), Some(11), None)
+                .unwrap_err()
+                .field,
+            "completed"
+        );
+        assert_eq!(
+            next_counts((Some(8), Some(10)), None, Some(5))
+                .unwrap_err()
+                .field,
+            "total"
+        );
+    }
+
+    #[test]
+    fn percent_needs_both_numbers() {
+        let p = |c, t| {
+            Progress {
+                completed: c,
+                total: t,
+                message: None,
+            }
+            .percent()
+        };
+        assert_eq!(p(Some(1), Some(4)), Some(25));
+        assert_eq!(p(Some(1), None), None);
+        assert_eq!(p(Some(0), Some(0)), None);
+    }
+
+    #[test]
+    fn three_states_are_final() {
+        assert!(STATUSES.iter().filter(|s| is_final(s)).count() == 3);
+        assert!(!is_final("waiting"));
+    }
+}

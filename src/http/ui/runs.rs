@@ -1,0 +1,225 @@
+//! The runs pages (guide: "Runs"): `GET /app/runs` (the active workspace's
+//! runs with status badges and progress bars, filtered by status and
+//! environment), `GET /app/runs/{id}` (progress, message, Actions and
+//! timeline) and `GET /app/runs/{id}/live`, the page's live part as an HTML
+//! fragment `static/app.js` swaps in when `/app/events` says something
+//! changed. Each calls the same `service::runs` function as the API.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::domain::action::Environment;
+use crate::domain::run::{self, Run, RunEvent};
+use crate::domain::time::Timestamp;
+use crate::http::session::PageUser;
+use crate::http::ui::view::{Layout, PagePath, PageQuery, UiError, When};
+use crate::service::runs::{self, RunAction};
+
+/// How many runs the list shows at a time.
+const PAGE_SIZE: i64 = 50;
+
+/// The list's query: `status`, `environment`, `starting_after`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub environment: Option<String>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+}
+
+/// A run as the pages show it.
+pub struct RunVm {
+    pub id: String,
+    pub name: String,
+    pub status: String,
+    pub environment: &'static str,
+    pub completed: Option<i64>,
+    pub total: Option<i64>,
+    pub percent: Option<i64>,
+    /// "3 of 10", "3 done", or empty.
+    pub counts: String,
+    pub message: Option<String>,
+    pub error: Option<String>,
+    pub created: When,
+    pub updated: When,
+}
+
+impl RunVm {
+    fn new(r: &Run, now: Timestamp) -> Self {
+        let p = &r.progress;
+        let counts = match (p.completed, p.total) {
+            (Some(c), Some(t)) => format!("{c} of {t}"),
+            (Some(c), None) => format!("{c} done"),
+            (None, Some(t)) => format!("0 of {t}"),
+            (None, None) => String::new(),
+        };
+        Self {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            status: r.status.clone(),
+            environment: r.environment.as_str(),
+            completed: p.completed,
+            total: p.total,
+            percent: p.percent(),
+            counts,
+            message: p.message.clone(),
+            error: r.error.clone(),
+            created: When::new(&r.created_at, now),
+            updated: When::new(&r.updated_at, now),
+        }
+    }
+    /// The `<progress>` value and max, when there is a total.
+    pub fn bar(&self) -> Option<(i64, i64)> {
+        self.total
+            .map(|t| (self.completed.unwrap_or(0).min(t), t))
+            .filter(|(_, t)| *t > 0)
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "runs.html")]
+pub struct RunsPage {
+    layout: Layout,
+    runs: Vec<RunVm>,
+    statuses: &'static [&'static str],
+    status: String,
+    environment: &'static str,
+    more: Option<String>,
+    later: bool,
+    changes_version: u64,
+}
+
+/// GET /app/runs
+pub async fn runs_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    PageQuery(q): PageQuery<ListQuery>,
+) -> Result<RunsPage, UiError> {
+    let version = *st.services.changes.borrow();
+    let env = q
+        .environment
+        .as_deref()
+        .and_then(Environment::parse)
+        .unwrap_or(Environment::Live);
+    let status = q.status.filter(|s| run::STATUSES.contains(&s.as_str()));
+    let after = q.starting_after.filter(|s| !s.is_empty());
+    let later = after.is_some();
+    let (rows, has_more) = runs::list(
+        &st.services,
+        p.user.clone(),
+        env,
+        status.clone(),
+        after,
+        PAGE_SIZE,
+    )
+    .await?;
+    let more = match rows.last() {
+        Some(last) if has_more => {
+            let mut qs = form_urlencoded::Serializer::new(String::new());
+            if let Some(s) = &status {
+                qs.append_pair("status", s);
+            }
+            qs.append_pair("environment", env.as_str());
+            qs.append_pair("starting_after", &last.id);
+            Some(qs.finish())
+        }
+        _ => None,
+    };
+    let now = st.services.clock.now();
+    Ok(RunsPage {
+        layout: Layout::signed_in(&st, &p, "Runs", "runs").await?,
+        runs: rows.iter().map(|r| RunVm::new(r, now)).collect(),
+        statuses: run::STATUSES,
+        status: status.unwrap_or_default(),
+        environment: env.as_str(),
+        more,
+        later,
+        changes_version: version,
+    })
+}
+
+/// A timeline line as the page shows it.
+pub struct EventVm {
+    pub what: String,
+    pub message: Option<String>,
+    pub when: When,
+}
+
+fn event(e: &RunEvent, now: Timestamp) -> EventVm {
+    let what = match e.kind.as_str() {
+        "created" => "Created".to_owned(),
+        "started" => "Started".to_owned(),
+        "waiting" => "Waiting".to_owned(),
+        "completed" => format!("Finished: {}", e.status),
+        _ => format!("Progress ({})", e.status),
+    };
+    EventVm {
+        what,
+        message: e.message.clone(),
+        when: When::new(&e.at, now),
+    }
+}
+
+/// The live part of the run page.
+pub struct LiveVm {
+    pub run: RunVm,
+    pub actions: Vec<RunAction>,
+    pub events: Vec<EventVm>,
+}
+
+async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError> {
+    let (r, events, actions) = runs::page(&st.services, p.user.clone(), id).await?;
+    let now = st.services.clock.now();
+    Ok(LiveVm {
+        run: RunVm::new(&r, now),
+        actions,
+        events: events.iter().map(|e| event(e, now)).collect(),
+    })
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "run.html")]
+pub struct RunPage {
+    layout: Layout,
+    live: LiveVm,
+    changes_version: u64,
+}
+
+/// GET /app/runs/{id}
+pub async fn run_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    PagePath(id): PagePath<String>,
+) -> Result<RunPage, UiError> {
+    // Read the version first: a report committed during the read bumps it
+    // again, so the live part cannot miss it.
+    let version = *st.services.changes.borrow();
+    let live = live(&st, &p, id).await?;
+    Ok(RunPage {
+        layout: Layout::signed_in(&st, &p, format!("Run {}", live.run.name), "runs").await?,
+        live,
+        changes_version: version,
+    })
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "run_live.html")]
+pub struct RunFragment {
+    live: LiveVm,
+}
+
+/// GET /app/runs/{id}/live
+pub async fn run_fragment(
+    State(st): State<AppState>,
+    p: PageUser,
+    PagePath(id): PagePath<String>,
+) -> Result<RunFragment, UiError> {
+    Ok(RunFragment {
+        live: live(&st, &p, id).await?,
+    })
+}

@@ -1,0 +1,477 @@
+//! Runs as use cases (guide: "Runs"; DESIGN §13): a Source creates a run,
+//! reports progress and completes it; people read their workspace's runs.
+//! A finished run refuses every change (409 RUN_NOT_ACTIVE); a failed one
+//! notifies (`run.failed`). Every write declares `fx.changed()`, so open run
+//! pages refresh.
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::domain::access;
+use crate::domain::action::Environment;
+use crate::domain::run::{self, Progress, Run, RunEvent};
+use crate::domain::{ids, time};
+use crate::error::{Code, Error, FieldError, Result};
+use crate::service::Services;
+use crate::service::caller::{SourceCaller, UserCaller};
+use crate::service::idempotency::{self, Reply};
+use crate::service::inbox::string_enum;
+use crate::service::notifications;
+use crate::store::runs as store;
+
+/// Largest page of GET /v1/runs.
+pub const MAX_PAGE: i64 = 200;
+
+/// POST /v1/runs
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCreate {
+    /// 1-200 characters, one line.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    pub name: String,
+    /// `queued` (default) or `running` (sets started_at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = create_status_schema)]
+    pub status: Option<String>,
+    /// How many steps the run has, when known.
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::strict_json::optional_integer",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub total: Option<i64>,
+    /// Any JSON object, at most 32 KB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+fn create_status_schema() -> utoipa::openapi::Object {
+    string_enum(&["queued", "running"])
+}
+
+/// PATCH /v1/source/runs/{run_id}/progress: every field optional; a given
+/// one replaces the stored one.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunProgress {
+    /// Steps done; at most `total` when both are known.
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub completed: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    pub total: Option<i64>,
+    /// What the run is doing now; at most 2,000 characters, no NUL.
+    #[serde(default)]
+    #[schema(max_length = 2000, pattern = "^[^\\u0000]*$")]
+    pub message: Option<String>,
+    /// `running` (the first one sets started_at) or `waiting`.
+    #[serde(default)]
+    #[schema(schema_with = progress_status_schema)]
+    pub status: Option<String>,
+}
+
+fn progress_status_schema() -> utoipa::openapi::Object {
+    string_enum(&["running", "waiting"])
+}
+
+/// POST /v1/source/runs/{run_id}/complete
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunComplete {
+    /// `succeeded`, `failed` or `cancelled`.
+    #[schema(schema_with = complete_status_schema)]
+    pub status: String,
+    /// Any JSON, at most 32 KB.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub result: Option<Value>,
+    /// What went wrong; at most 2,000 characters, no NUL.
+    #[serde(default)]
+    #[schema(max_length = 2000, pattern = "^[^\\u0000]*$")]
+    pub error: Option<String>,
+}
+
+fn complete_status_schema() -> utoipa::openapi::Object {
+    string_enum(&["succeeded", "failed", "cancelled"])
+}
+
+fn refuse(errs: Vec<FieldError>) -> Result<()> {
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::validation(errs))
+    }
+}
+
+fn not_active(r: &Run) -> Error {
+    Error::new(
+        Code::RunNotActive,
+        format!(
+            "run {} already {}; a finished run takes no more progress or completion",
+            r.id, r.status
+        ),
+    )
+    .with_detail("status", r.status.clone())
+}
+
+/// A run the Source owns, in the key's environment; RUN_NOT_FOUND otherwise.
+fn owned(c: &Connection, src: &SourceCaller, id: &str) -> Result<Run> {
+    match store::get(c, id)? {
+        Some(r) if r.source_id == src.source_id && r.environment == src.environment => Ok(r),
+        _ => Err(Error::run_not_found()),
+    }
+}
+
+/// POST /v1/runs. `key`: the Idempotency-Key, as on Action create (scoped to
+/// the Source and environment): an exact retry answers the first response.
+pub async fn create(
+    s: &Services,
+    src: SourceCaller,
+    req: RunCreate,
+    key: Option<String>,
+) -> Result<Reply> {
+    let mut errs = Vec::new();
+    let name = run::check_name(&req.name).map_err(|e| errs.push(e)).ok();
+    let status = req.status.clone().unwrap_or_else(|| "queued".into());
+    if !matches!(status.as_str(), "queued" | "running") {
+        errs.push(FieldError::new(
+            "status",
+            "status must be `queued` or `running`",
+        ));
+    }
+    if req.total.is_some_and(|t| t < 0) {
+        errs.push(FieldError::new("total", "total must be 0 or more"));
+    }
+    if let Some(e) = req
+        .metadata
+        .as_ref()
+        .and_then(|m| run::check_size("metadata", m))
+    {
+        errs.push(e);
+    }
+    refuse(errs)?;
+    let name = name.unwrap_or_default();
+    let request = serde_json::to_value(&req)?;
+    let clock_now = s.clock.now();
+    let now = time::format(clock_now);
+    let owner = src.clone();
+    idempotency::write(
+        s,
+        &owner,
+        key,
+        "POST /v1/runs",
+        request,
+        clock_now,
+        move |c, fx| {
+            let started = status == "running";
+            let r = Run {
+                id: ids::new_id(ids::RUN),
+                object: "run",
+                workspace_id: src.workspace_id.clone(),
+                source_id: src.source_id.clone(),
+                environment: src.environment,
+                name,
+                status,
+                progress: Progress {
+                    completed: None,
+                    total: req.total,
+                    message: None,
+                },
+                metadata: req.metadata,
+                action_ids: Vec::new(),
+                result: None,
+                error: None,
+                created_at: now.clone(),
+                started_at: started.then(|| now.clone()),
+                updated_at: now.clone(),
+                completed_at: None,
+            };
+            store::insert(c, &r)?;
+            store::add_event(c, &r.id, "created", "queued", None, &now)?;
+            if started {
+                store::add_event(c, &r.id, "started", "running", None, &now)?;
+            }
+            fx.changed();
+            Ok((201, serde_json::json!({ "data": r })))
+        },
+    )
+    .await
+}
+
+/// GET /v1/source/runs/{id}: the Source's own run in the key's environment.
+pub async fn get_for_source(s: &Services, src: SourceCaller, id: String) -> Result<Run> {
+    s.db.read(move |c| owned(c, &src, &id)).await
+}
+
+/// GET /v1/runs/{id}: a run of a workspace the person belongs to, with its
+/// timeline (the dashboard's run page shows it).
+pub async fn get_for_user(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+) -> Result<(Run, Vec<RunEvent>)> {
+    s.db.read(move |c| {
+        let r = store::get(c, &id)?.ok_or_else(Error::run_not_found)?;
+        match user.role_in(&r.workspace_id) {
+            Some(role) if access::can_read_runs(role) => {}
+            _ => return Err(Error::run_not_found()),
+        }
+        let events = store::events(c, &r.id)?;
+        Ok((r, events))
+    })
+    .await
+}
+
+/// One Action of a run as the run page lists it.
+pub struct RunAction {
+    pub id: String,
+    /// None for a restricted Action: its title is for its listed reviewers.
+    pub title: Option<String>,
+    pub status: String,
+}
+
+/// The run page: the run, its timeline and its newest Actions.
+pub async fn page(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+) -> Result<(Run, Vec<RunEvent>, Vec<RunAction>)> {
+    let (r, events) = get_for_user(s, user, id).await?;
+    let run_id = r.id.clone();
+    let actions =
+        s.db.read(move |c| store::actions_of(c, &run_id))
+            .await?
+            .into_iter()
+            .map(|(id, title, status, visibility)| RunAction {
+                id,
+                title: (visibility != "restricted").then_some(title),
+                status,
+            })
+            .collect();
+    Ok((r, events, actions))
+}
+
+/// GET /v1/runs: the active workspace's runs in one environment, newest
+/// first; `limit` + 1 are read, so the caller can tell `has_more`. Nobody
+/// outside a workspace sees any.
+pub async fn list(
+    s: &Services,
+    user: UserCaller,
+    environment: Environment,
+    status: Option<String>,
+    starting_after: Option<String>,
+    limit: i64,
+) -> Result<(Vec<Run>, bool)> {
+    let Some(m) = user.active_workspace().cloned() else {
+        return Ok((Vec::new(), false));
+    };
+    if !access::can_read_runs(m.role) {
+        return Ok((Vec::new(), false));
+    }
+    let mut runs =
+        s.db.read(move |c| {
+            store::page(
+                c,
+                &m.workspace_id,
+                environment,
+                status.as_deref(),
+                starting_after.as_deref(),
+                limit + 1,
+            )
+        })
+        .await?;
+    let more = runs.len() as i64 > limit;
+    runs.truncate(limit as usize);
+    Ok((runs, more))
+}
+
+/// PATCH /v1/source/runs/{id}/progress.
+pub async fn progress(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    req: RunProgress,
+) -> Result<Run> {
+    let mut errs = Vec::new();
+    if let Some(st) = &req.status
+        && !matches!(st.as_str(), "running" | "waiting")
+    {
+        errs.push(FieldError::new(
+            "status",
+            "status must be `running` or `waiting`; finish a run with POST …/complete",
+        ));
+    }
+    for (f, v) in [("completed", req.completed), ("total", req.total)] {
+        if v.is_some_and(|n| n < 0) {
+            errs.push(FieldError::new(f, format!("{f} must be 0 or more")));
+        }
+    }
+    if let Some(e) = req
+        .message
+        .as_deref()
+        .and_then(|m| run::check_text("message", m))
+    {
+        errs.push(e);
+    }
+    refuse(errs)?;
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let mut r = owned(c, &src, &id)?;
+        if run::is_final(&r.status) {
+            return Err(not_active(&r));
+        }
+        let (completed, total) = run::next_counts(
+            (r.progress.completed, r.progress.total),
+            req.completed,
+            req.total,
+        )
+        .map_err(|e| Error::validation(vec![e]))?;
+        let before = r.status.clone();
+        if let Some(st) = req.status {
+            r.status = st;
+        }
+        let first_start = r.status == "running" && r.started_at.is_none();
+        if first_start {
+            r.started_at = Some(now.clone());
+        }
+        let new_message = req
+            .message
+            .filter(|m| r.progress.message.as_ref() != Some(m));
+        if let Some(m) = &new_message {
+            r.progress.message = Some(m.clone());
+        }
+        r.progress.completed = completed;
+        r.progress.total = total;
+        r.updated_at = now.clone();
+        store::set_progress(c, &r)?;
+        let kind = if first_start {
+            Some("started")
+        } else if r.status != before && r.status == "waiting" {
+            Some("waiting")
+        } else if r.status != before || new_message.is_some() {
+            Some("progress")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            store::add_event(c, &r.id, kind, &r.status, new_message.as_deref(), &now)?;
+        }
+        fx.changed();
+        Ok(r)
+    })
+    .await
+}
+
+/// POST /v1/source/runs/{id}/complete. An exact repeat of the completion
+/// answers the run again (`true`: replayed); anything else on a finished
+/// run is RUN_NOT_ACTIVE.
+pub async fn complete(
+    s: &Services,
+    src: SourceCaller,
+    id: String,
+    req: RunComplete,
+) -> Result<(Run, bool)> {
+    let mut errs = Vec::new();
+    if !matches!(req.status.as_str(), "succeeded" | "failed" | "cancelled") {
+        errs.push(FieldError::new(
+            "status",
+            "status must be `succeeded`, `failed` or `cancelled`",
+        ));
+    }
+    if let Some(e) = req
+        .result
+        .as_ref()
+        .and_then(|v| run::check_size("result", v))
+    {
+        errs.push(e);
+    }
+    if let Some(e) = req
+        .error
+        .as_deref()
+        .and_then(|m| run::check_text("error", m))
+    {
+        errs.push(e);
+    }
+    refuse(errs)?;
+    let now = time::format(s.clock.now());
+    let nctx = notifications::Ctx::of(s);
+    s.write(move |c, fx| {
+        let r = owned(c, &src, &id)?;
+        if run::is_final(&r.status) {
+            if r.status == req.status && r.result == req.result && r.error == req.error {
+                return Ok((r, true));
+            }
+            return Err(not_active(&r));
+        }
+        let result = req.result.as_ref();
+        store::complete(c, &r.id, &req.status, result, req.error.as_deref(), &now)?;
+        store::add_event(
+            c,
+            &r.id,
+            "completed",
+            &req.status,
+            req.error.as_deref(),
+            &now,
+        )?;
+        if req.status == "failed" {
+            notifications::run_failed(
+                c,
+                fx,
+                &nctx,
+                &r.workspace_id,
+                &r.id,
+                &r.name,
+                req.error.as_deref(),
+                &now,
+            )?;
+        }
+        fx.changed();
+        let r = store::get(c, &r.id)?.ok_or_else(Error::run_not_found)?;
+        Ok((r, false))
+    })
+    .await
+}
+
+/// In Action create's transaction, when the body names a `run_id`: the
+/// Source's own run in the same environment, still active. One indexed
+/// lookup; 422 on `run_id` naming why otherwise.
+pub fn check_attachable(c: &Connection, src: &SourceCaller, run_id: &str) -> Result<()> {
+    match store::owner_of(c, run_id)? {
+        Some((source, env, _)) if source != src.source_id || env != src.environment.as_str() => {
+            Err(Error::field(
+                "run_id",
+                format!(
+                    "`{run_id}` is not a run of this Source in the {} environment",
+                    src.environment.as_str()
+                ),
+            ))
+        }
+        None => Err(Error::field(
+            "run_id",
+            format!(
+                "`{run_id}` is not a run of this Source in the {} environment",
+                src.environment.as_str()
+            ),
+        )),
+        Some((_, _, status)) if run::is_final(&status) => Err(Error::field(
+            "run_id",
+            format!("run `{run_id}` already {status}; a finished run takes no more Actions"),
+        )),
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,284 @@
+//! Runs (guide: "Runs"): rows of `runs` and their timeline `run_events`, and
+//! the Actions attached to a run (`actions.run_id`). The rules (which moves,
+//! who may) are in `domain::run` and `service::runs`.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::{Map, Value};
+
+use crate::domain::action::Environment;
+use crate::domain::run::{LISTED_ACTIONS, Progress, Run, RunEvent};
+use crate::error::Result;
+
+const SELECT: &str = "SELECT id, workspace_id, source_id, environment, name, status, completed, \
+    total, message, metadata, result, error, created_at, started_at, updated_at, completed_at \
+    FROM runs";
+
+/// A page of a workspace's runs in one environment, newest first, before
+/// the cursor `?3` (`~` sorts after every id: the first page).
+const PAGE: &str = "SELECT id, workspace_id, source_id, environment, name, status, completed, \
+    total, message, metadata, result, error, created_at, started_at, updated_at, completed_at \
+    FROM runs WHERE workspace_id = ?1 AND environment = ?2 AND id < ?3 ORDER BY id DESC LIMIT ?4";
+/// `PAGE` in one status.
+const STATUS_PAGE: &str = "SELECT id, workspace_id, source_id, environment, name, status, completed, \
+    total, message, metadata, result, error, created_at, started_at, updated_at, completed_at \
+    FROM runs WHERE workspace_id = ?1 AND environment = ?2 AND status = ?5 AND id < ?3 \
+    ORDER BY id DESC LIMIT ?4";
+/// The newest Actions of a run.
+const ACTION_IDS: &str = "SELECT id FROM actions WHERE run_id = ?1 ORDER BY id DESC LIMIT ?2";
+/// The first page's cursor: after every `run_…` id.
+pub const FIRST: &str = "~";
+
+fn json_of<T: serde::de::DeserializeOwned>(s: Option<String>) -> Option<T> {
+    s.and_then(|s| serde_json::from_str(&s).ok())
+}
+
+fn row(r: &Row) -> rusqlite::Result<Run> {
+    let env: String = r.get(3)?;
+    Ok(Run {
+        id: r.get(0)?,
+        object: "run",
+        workspace_id: r.get(1)?,
+        source_id: r.get(2)?,
+        environment: Environment::parse(&env).unwrap_or(Environment::Live),
+        name: r.get(4)?,
+        status: r.get(5)?,
+        progress: Progress {
+            completed: r.get(6)?,
+            total: r.get(7)?,
+            message: r.get(8)?,
+        },
+        metadata: json_of::<Map<String, Value>>(r.get(9)?),
+        action_ids: Vec::new(),
+        result: json_of::<Value>(r.get(10)?),
+        error: r.get(11)?,
+        created_at: r.get(12)?,
+        started_at: r.get(13)?,
+        updated_at: r.get(14)?,
+        completed_at: r.get(15)?,
+    })
+}
+
+fn with_actions(c: &Connection, mut run: Run) -> Result<Run> {
+    let mut st = c.prepare_cached(ACTION_IDS)?;
+    run.action_ids = st
+        .query_map(params![run.id, LISTED_ACTIONS as i64], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(run)
+}
+
+pub fn insert(c: &Connection, r: &Run) -> Result<()> {
+    let metadata = r.metadata.as_ref().map(serde_json::to_string).transpose()?;
+    c.prepare_cached(
+        "INSERT INTO runs(id, workspace_id, source_id, environment, name, status, completed, total,
+            message, metadata, created_at, started_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11)",
+    )?
+    .execute(params![
+        r.id,
+        r.workspace_id,
+        r.source_id,
+        r.environment.as_str(),
+        r.name,
+        r.status,
+        r.progress.completed,
+        r.progress.total,
+        r.progress.message,
+        metadata,
+        r.created_at,
+        r.started_at,
+    ])?;
+    Ok(())
+}
+
+/// One run by id, unscoped (callers check ownership), with its newest Actions.
+pub fn get(c: &Connection, id: &str) -> Result<Option<Run>> {
+    let run = c
+        .prepare_cached(&format!("{SELECT} WHERE id = ?1"))?
+        .query_row([id], row)
+        .optional()?;
+    run.map(|r| with_actions(c, r)).transpose()
+}
+
+/// The owner, environment and status of a run: the one lookup Action
+/// create makes when it names a `run_id`.
+pub fn owner_of(c: &Connection, id: &str) -> Result<Option<(String, String, String)>> {
+    Ok(
+        c.prepare_cached("SELECT source_id, environment, status FROM runs WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?,
+    )
+}
+
+/// A page of runs (`limit` + 1 are read by callers wanting `has_more`).
+pub fn page(
+    c: &Connection,
+    workspace_id: &str,
+    environment: Environment,
+    status: Option<&str>,
+    before: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Run>> {
+    let before = before.unwrap_or(FIRST);
+    let env = environment.as_str();
+    let runs: Vec<Run> = match status {
+        Some(s) => c
+            .prepare_cached(STATUS_PAGE)?
+            .query_map(params![workspace_id, env, before, limit, s], row)?
+            .collect::<rusqlite::Result<_>>()?,
+        None => c
+            .prepare_cached(PAGE)?
+            .query_map(params![workspace_id, env, before, limit], row)?
+            .collect::<rusqlite::Result<_>>()?,
+    };
+    runs.into_iter().map(|r| with_actions(c, r)).collect()
+}
+
+/// Writes a progress report: status, counts, message and (on the first
+/// move to running) started_at.
+pub fn set_progress(c: &Connection, r: &Run) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE runs SET status = ?2, completed = ?3, total = ?4, message = ?5,
+            started_at = ?6, updated_at = ?7 WHERE id = ?1",
+    )?
+    .execute(params![
+        r.id,
+        r.status,
+        r.progress.completed,
+        r.progress.total,
+        r.progress.message,
+        r.started_at,
+        r.updated_at
+    ])?;
+    Ok(())
+}
+
+/// Finishes a run.
+pub fn complete(
+    c: &Connection,
+    id: &str,
+    status: &str,
+    result: Option<&Value>,
+    error: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    let result = result.map(serde_json::to_string).transpose()?;
+    c.prepare_cached(
+        "UPDATE runs SET status = ?2, result = ?3, error = ?4, updated_at = ?5, completed_at = ?5
+          WHERE id = ?1",
+    )?
+    .execute(params![id, status, result, error, now])?;
+    Ok(())
+}
+
+/// Appends a line to a run's timeline.
+pub fn add_event(
+    c: &Connection,
+    run_id: &str,
+    kind: &str,
+    status: &str,
+    message: Option<&str>,
+    at: &str,
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO run_events(run_id, seq, kind, status, message, at)
+         VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![run_id, kind, status, message, at])?;
+    Ok(())
+}
+
+/// Most timeline lines the run page shows: the newest.
+pub const TIMELINE: i64 = 200;
+
+/// A run's timeline, oldest first (the newest `TIMELINE` lines).
+pub fn events(c: &Connection, run_id: &str) -> Result<Vec<RunEvent>> {
+    let mut st = c.prepare_cached(
+        "SELECT kind, status, message, at FROM
+            (SELECT seq, kind, status, message, at FROM run_events WHERE run_id = ?1
+              ORDER BY seq DESC LIMIT ?2)
+          ORDER BY seq",
+    )?;
+    let rows = st.query_map(params![run_id, TIMELINE], |r| {
+        Ok(RunEvent {
+            kind: r.get(0)?,
+            status: r.get(1)?,
+            message: r.get(2)?,
+            at: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The members of a workspace with their roles (`domain::access` picks
+/// who hears of a failed run).
+pub fn members(c: &Connection, workspace_id: &str) -> Result<Vec<(String, String)>> {
+    let mut st =
+        c.prepare_cached("SELECT user_id, role FROM memberships WHERE workspace_id = ?1")?;
+    let rows = st.query_map([workspace_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The assignees of a run's open Actions.
+pub fn open_assignees(c: &Connection, run_id: &str) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT DISTINCT assignee_user_id FROM actions
+          WHERE run_id = ?1 AND status = 'open' AND assignee_user_id IS NOT NULL",
+    )?;
+    let rows = st.query_map([run_id], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The newest Actions of a run as the run page lists them: id, title,
+/// status and visibility (the page hides a restricted one's title).
+pub fn actions_of(c: &Connection, run_id: &str) -> Result<Vec<(String, String, String, String)>> {
+    let mut st = c.prepare_cached(
+        "SELECT id, title, status, visibility FROM actions WHERE run_id = ?1 ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = st.query_map(params![run_id, LISTED_ACTIONS as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_and_lookups_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, wants) in [
+            (
+                PAGE,
+                "SEARCH runs USING INDEX runs_by_workspace (workspace_id=? AND environment=? AND id<?)",
+            ),
+            (
+                STATUS_PAGE,
+                "SEARCH runs USING INDEX runs_by_status (workspace_id=? AND environment=? AND status=? AND id<?)",
+            ),
+            (
+                ACTION_IDS,
+                "SEARCH actions USING COVERING INDEX actions_by_run (run_id=?)",
+            ),
+        ] {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let n = st.parameter_count();
+            let args: Vec<rusqlite::types::Value> =
+                (0..n).map(|_| rusqlite::types::Value::Null).collect();
+            let plan: Vec<String> = st
+                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert!(
+                plan.iter().any(|p| p == wants),
+                "{sql}\nwanted {wants}\ngot {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|p| p.contains("TEMP B-TREE")),
+                "{sql} sorts: {plan:?}"
+            );
+        }
+    }
+}

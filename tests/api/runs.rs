@@ -1,0 +1,604 @@
+//! Runs (guide: "Runs"; DESIGN §13, SPEC §4.7): every route, each
+//! transition and error, scoping, Actions attached with `run_id`, and the
+//! `run.failed` notification.
+
+use hds::domain::access::Role;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, TestApp, two_options};
+
+async fn new_run(src: &Actor, body: Value) -> Value {
+    let r: Value = src.post("/v1/runs", body, 201).await;
+    r["data"].clone()
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_run_goes_from_queued_through_progress_to_succeeded() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(
+        &src,
+        json!({"name": "nightly import", "total": 10, "metadata": {"job": 7}}),
+    )
+    .await;
+    assert!(id(&run).starts_with("run_"));
+    assert_eq!(run["object"], "run");
+    assert_eq!(run["status"], "queued");
+    assert_eq!(run["environment"], "live");
+    assert_eq!(
+        run["progress"],
+        json!({"completed": null, "total": 10, "message": null})
+    );
+    assert_eq!(run["metadata"], json!({"job": 7}));
+    assert_eq!(run["action_ids"], json!([]));
+    assert!(run["started_at"].is_null() && run["completed_at"].is_null());
+    let path = format!("/v1/source/runs/{}", id(&run));
+
+    // Counts alone keep it queued; the first `running` sets started_at.
+    let r: Value = src
+        .patch(&format!("{path}/progress"), json!({"completed": 1}), 200)
+        .await;
+    assert_eq!(r["data"]["status"], "queued");
+    assert!(r["data"]["started_at"].is_null());
+    app.state.services.clock.advance(time::Duration::seconds(5));
+    let r: Value = src
+        .patch(
+            &format!("{path}/progress"),
+            json!({"status": "running", "completed": 3, "message": "rows 1-300"}),
+            200,
+        )
+        .await;
+    let started = r["data"]["started_at"].as_str().unwrap().to_owned();
+    assert_eq!(
+        r["data"]["progress"],
+        json!({"completed": 3, "total": 10, "message": "rows 1-300"})
+    );
+    // Waiting and back: started_at stays the first start.
+    let r: Value = src
+        .patch(
+            &format!("{path}/progress"),
+            json!({"status": "waiting"}),
+            200,
+        )
+        .await;
+    assert_eq!(r["data"]["status"], "waiting");
+    app.state.services.clock.advance(time::Duration::seconds(5));
+    let r: Value = src
+        .patch(
+            &format!("{path}/progress"),
+            json!({"status": "running", "total": 12}),
+            200,
+        )
+        .await;
+    assert_eq!(r["data"]["started_at"], started.as_str());
+    assert_eq!(r["data"]["progress"]["total"], 12);
+
+    let done: Value = src
+        .post(
+            &format!("{path}/complete"),
+            json!({"status": "succeeded", "result": {"rows": 1200}}),
+            200,
+        )
+        .await;
+    assert_eq!(done["data"]["status"], "succeeded");
+    assert_eq!(done["data"]["result"], json!({"rows": 1200}));
+    assert!(done["data"]["completed_at"].is_string());
+
+    // Source and user reads agree.
+    let mine: Value = src.get(&path, 200).await;
+    assert_eq!(mine, done);
+    let theirs: Value = app
+        .admin()
+        .get(&format!("/v1/runs/{}", id(&run)), 200)
+        .await;
+    assert_eq!(theirs, done);
+}
+
+#[tokio::test]
+async fn a_running_create_sets_started_at_and_the_list_filters_and_pages() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let a = new_run(&src, json!({"name": "a"})).await;
+    let b = new_run(&src, json!({"name": "b", "status": "running"})).await;
+    assert_eq!(b["status"], "running");
+    assert_eq!(b["started_at"], b["created_at"]);
+    let c = new_run(&src, json!({"name": "c"})).await;
+    let t = new_run(&app.source_test(), json!({"name": "test run"})).await;
+    assert_eq!(t["environment"], "test");
+
+    let admin = app.admin();
+    let all: Value = admin.get("/v1/runs", 200).await;
+    let names: Vec<&str> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c", "b", "a"], "newest first, live only");
+    assert_eq!(all["object"], "list");
+    assert_eq!(all["has_more"], false);
+    let running: Value = admin.get("/v1/runs?status=running", 200).await;
+    assert_eq!(running["data"].as_array().unwrap().len(), 1);
+    assert_eq!(running["data"][0]["id"], b["id"]);
+    let test: Value = admin.get("/v1/runs?environment=test", 200).await;
+    assert_eq!(test["data"][0]["id"], t["id"]);
+    assert_eq!(test["data"].as_array().unwrap().len(), 1);
+
+    let p1: Value = admin.get("/v1/runs?limit=2", 200).await;
+    assert_eq!(p1["has_more"], true);
+    assert_eq!(p1["data"][0]["id"], c["id"]);
+    let p2: Value = admin
+        .get(
+            &format!("/v1/runs?limit=2&starting_after={}", id(&p1["data"][1])),
+            200,
+        )
+        .await;
+    assert_eq!(p2["has_more"], false);
+    assert_eq!(p2["data"][0]["id"], a["id"]);
+
+    // Any member reads them; an outsider sees none and cannot open one.
+    let viewer = app.member(Role::Viewer);
+    let v: Value = viewer.get("/v1/runs", 200).await;
+    assert_eq!(v["data"].as_array().unwrap().len(), 3);
+    let outsider = app.outsider();
+    let o: Value = outsider.get("/v1/runs", 200).await;
+    assert_eq!(o["data"], json!([]));
+    outsider
+        .get_err(&format!("/v1/runs/{}", id(&a)), 404, "RUN_NOT_FOUND")
+        .await;
+    admin
+        .get_err("/v1/runs/run_nope", 404, "RUN_NOT_FOUND")
+        .await;
+}
+
+#[tokio::test]
+async fn list_queries_out_of_range_are_refused() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    for (q, field) in [
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("environment=all", "environment"),
+        ("status=done", "status"),
+    ] {
+        let e = admin
+            .get_err(&format!("/v1/runs?{q}"), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{q}");
+    }
+    admin
+        .get_err("/v1/runs?colour=red", 422, "VALIDATION_ERROR")
+        .await;
+    // Source keys and no credential are refused.
+    app.source()
+        .get_err("/v1/runs", 401, "INVALID_API_KEY")
+        .await;
+    app.anonymous()
+        .post_err("/v1/runs", json!({"name": "x"}), 401, "AUTH_REQUIRED")
+        .await;
+}
+
+#[tokio::test]
+async fn bad_create_bodies_are_refused_and_nothing_is_written() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    for (body, field) in [
+        (json!({}), "name"),
+        (json!({"name": "   "}), "name"),
+        (json!({"name": "two\nlines"}), "name"),
+        (json!({"name": "x".repeat(201)}), "name"),
+        (json!({"name": "x", "status": "succeeded"}), "status"),
+        (json!({"name": "x", "total": -1}), "total"),
+        (json!({"name": "x", "total": 1.5}), "total"),
+        (
+            json!({"name": "x", "metadata": {"big": "y".repeat(33 * 1024)}}),
+            "metadata",
+        ),
+        (json!({"name": "x", "metadata": [1]}), "metadata"),
+        (json!({"name": "x", "colour": "red"}), "colour"),
+    ] {
+        let e = src
+            .post_err("/v1/runs", body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        let fields: Vec<&str> = e["details"]["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["field"].as_str().unwrap())
+            .collect();
+        // A missing field is named in the message (`body: missing field …`).
+        let named = fields.iter().any(|f| f.starts_with(field))
+            || e["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("`{field}`"));
+        assert!(named, "{body}: {e}");
+    }
+    // Users cannot create runs.
+    app.admin()
+        .post_err("/v1/runs", json!({"name": "x"}), 401, "INVALID_API_KEY")
+        .await;
+    assert_eq!(app.count_rows("runs"), 0);
+    assert_eq!(app.count_rows("run_events"), 0);
+}
+
+#[tokio::test]
+async fn an_idempotency_key_replays_the_create() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let body = json!({"name": "deploy"});
+    let first = src
+        .call(
+            Method::POST,
+            "/v1/runs",
+            Some(&body),
+            &[("idempotency-key", "k1")],
+        )
+        .await;
+    first.ok(201);
+    let again = src
+        .call(
+            Method::POST,
+            "/v1/runs",
+            Some(&body),
+            &[("idempotency-key", "k1")],
+        )
+        .await;
+    again.ok(201);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body["data"]["id"], first.body["data"]["id"]);
+    let other = json!({"name": "other"});
+    src.call(
+        Method::POST,
+        "/v1/runs",
+        Some(&other),
+        &[("idempotency-key", "k1")],
+    )
+    .await
+    .error(409, "IDEMPOTENCY_KEY_REUSED");
+    assert_eq!(app.count_rows("runs"), 1);
+}
+
+#[tokio::test]
+async fn progress_and_complete_refuse_bad_bodies_and_finished_runs() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "r", "total": 5})).await;
+    let path = format!("/v1/source/runs/{}", id(&run));
+    for (body, field) in [
+        (json!({"completed": 6}), "completed"),
+        (json!({"completed": -1}), "completed"),
+        (json!({"status": "succeeded"}), "status"),
+        (json!({"message": "m".repeat(2001)}), "message"),
+        (json!({"extra": 1}), "extra"),
+    ] {
+        let e = src
+            .patch_err(
+                &format!("{path}/progress"),
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{body}");
+    }
+    // A total below the count already reported is refused too.
+    src.patch::<Value>(&format!("{path}/progress"), json!({"completed": 4}), 200)
+        .await;
+    let e = src
+        .patch_err(
+            &format!("{path}/progress"),
+            json!({"total": 3}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "total");
+    for (body, field) in [
+        (json!({"status": "running"}), "status"),
+        (
+            json!({"status": "failed", "error": "e".repeat(2001)}),
+            "error",
+        ),
+        (
+            json!({"status": "failed", "result": {"big": "y".repeat(33 * 1024)}}),
+            "result",
+        ),
+    ] {
+        let e = src
+            .post_err(
+                &format!("{path}/complete"),
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{body}");
+    }
+    let e = src
+        .post_err(
+            &format!("{path}/complete"),
+            json!({}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("`status`"), "{e}");
+    let r: Value = src.get(&path, 200).await;
+    assert_eq!(r["data"]["status"], "queued");
+    assert_eq!(r["data"]["progress"]["completed"], 4);
+
+    let body = json!({"status": "cancelled", "error": "stopped by operator"});
+    src.post::<Value>(&format!("{path}/complete"), body.clone(), 200)
+        .await;
+    // The identical completion replays; anything else is refused.
+    let again = src
+        .call(Method::POST, &format!("{path}/complete"), Some(&body), &[])
+        .await;
+    again.ok(200);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    let e = src
+        .post_err(
+            &format!("{path}/complete"),
+            json!({"status": "succeeded"}),
+            409,
+            "RUN_NOT_ACTIVE",
+        )
+        .await;
+    assert_eq!(e["details"]["status"], "cancelled");
+    let e = src
+        .patch_err(
+            &format!("{path}/progress"),
+            json!({"completed": 5}),
+            409,
+            "RUN_NOT_ACTIVE",
+        )
+        .await;
+    assert_eq!(e["details"]["status"], "cancelled");
+    let r: Value = src.get(&path, 200).await;
+    assert_eq!(r["data"]["progress"]["completed"], 4);
+    assert_eq!(r["data"]["error"], "stopped by operator");
+}
+
+#[tokio::test]
+async fn another_sources_or_environments_run_is_not_found() {
+    let app = TestApp::spawn().await;
+    let run = new_run(&app.source(), json!({"name": "mine"})).await;
+    let path = format!("/v1/source/runs/{}", id(&run));
+    let (_, other_key) = app.second_source().await;
+    let before = app.count_rows("run_events");
+    for who in [app.bearer(&other_key), app.source_test()] {
+        who.get_err(&path, 404, "RUN_NOT_FOUND").await;
+        who.patch_err(
+            &format!("{path}/progress"),
+            json!({"completed": 1}),
+            404,
+            "RUN_NOT_FOUND",
+        )
+        .await;
+        who.post_err(
+            &format!("{path}/complete"),
+            json!({"status": "failed"}),
+            404,
+            "RUN_NOT_FOUND",
+        )
+        .await;
+    }
+    app.source()
+        .get_err("/v1/source/runs/run_unknown", 404, "RUN_NOT_FOUND")
+        .await;
+    let r: Value = app.source().get(&path, 200).await;
+    assert_eq!(r["data"]["status"], "queued");
+    assert_eq!(app.count_rows("run_events"), before);
+}
+
+#[tokio::test]
+async fn actions_attach_to_an_active_run_of_the_same_source_only() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "batch", "status": "running"})).await;
+    let mut body = two_options("Ship batch 1?");
+    body["run_id"] = json!(id(&run));
+    let a: Value = src.post("/v1/actions", body.clone(), 201).await;
+    assert_eq!(a["data"]["run_id"], run["id"]);
+    let r: Value = src.get(&format!("/v1/source/runs/{}", id(&run)), 200).await;
+    assert_eq!(r["data"]["action_ids"], json!([a["data"]["id"]]));
+    let shown: Value = app
+        .admin()
+        .get(
+            &format!("/v1/actions/{}", a["data"]["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(shown["data"]["run_id"], run["id"]);
+
+    let actions = app.count_rows("actions");
+    // Unknown, another Source's, the other environment's: refused, nothing written.
+    let (_, other_key) = app.second_source().await;
+    let theirs = new_run(&app.bearer(&other_key), json!({"name": "theirs"})).await;
+    let test_run = new_run(&app.source_test(), json!({"name": "test"})).await;
+    for rid in ["run_unknown".to_owned(), id(&theirs), id(&test_run)] {
+        body["run_id"] = json!(rid);
+        let e = src
+            .post_err("/v1/actions", body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "run_id");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a run of this Source"),
+            "{e}"
+        );
+    }
+    // A finished run takes no more Actions.
+    src.post::<Value>(
+        &format!("/v1/source/runs/{}/complete", id(&run)),
+        json!({"status": "succeeded"}),
+        200,
+    )
+    .await;
+    body["run_id"] = json!(id(&run));
+    let e = src
+        .post_err("/v1/actions", body.clone(), 422, "VALIDATION_ERROR")
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("already succeeded"),
+        "{e}"
+    );
+    // run_id cannot be patched in.
+    src.patch_err(
+        &format!("/v1/actions/{}", a["data"]["id"].as_str().unwrap()),
+        json!({"run_id": id(&run)}),
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    assert_eq!(app.count_rows("actions"), actions);
+}
+
+#[tokio::test]
+async fn a_failed_run_notifies_owners_admins_and_its_open_actions_assignees() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let reviewer = app.member(Role::Reviewer);
+    let bystander = app.member(Role::Reviewer);
+    let admin2 = app.member(Role::Admin);
+    let run = new_run(&src, json!({"name": "etl", "status": "running"})).await;
+    let mut body = two_options("Retry the load?");
+    body["run_id"] = json!(id(&run));
+    body["assignee_user_id"] = json!(reviewer.person().id);
+    src.post::<Value>("/v1/actions", body, 201).await;
+    src.post::<Value>(
+        &format!("/v1/source/runs/{}/complete", id(&run)),
+        json!({"status": "failed", "error": "disk full"}),
+        200,
+    )
+    .await;
+    let url = format!("/app/runs/{}", id(&run));
+    for who in [app.admin(), admin2, reviewer] {
+        let list: Value = who.get("/v1/notifications", 200).await;
+        let n = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["kind"] == "run.failed")
+            .unwrap_or_else(|| panic!("{:?} heard nothing: {list}", who.person().email));
+        assert_eq!(n["title"], "Run failed: etl");
+        assert_eq!(n["body"], "disk full");
+        assert!(n["url"].as_str().unwrap().ends_with(&url), "{n}");
+    }
+    let list: Value = bystander.get("/v1/notifications", 200).await;
+    assert!(
+        !list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "run.failed")
+    );
+}
+
+#[tokio::test]
+async fn the_runs_pages_show_progress_actions_and_timeline() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "Backfill <orders>", "total": 4})).await;
+    let rid = id(&run);
+    src.patch::<Value>(
+        &format!("/v1/source/runs/{rid}/progress"),
+        json!({"status": "running", "completed": 1, "message": "first batch"}),
+        200,
+    )
+    .await;
+    let mut body = two_options("Approve batch 2?");
+    body["run_id"] = json!(rid);
+    let a: Value = src.post("/v1/actions", body, 201).await;
+    new_run(&app.source_test(), json!({"name": "Test-only run"})).await;
+
+    let admin = app.browser(app.admin().person()).await;
+    let list = admin.page("/app/runs").await;
+    assert!(
+        list.contains("Backfill &#60;orders&#62;") && !list.contains("<orders>"),
+        "escaped name"
+    );
+    assert!(list.contains(r#"<progress value="1" max="4""#), "{list}");
+    assert!(list.contains("1 of 4"));
+    assert!(!list.contains("Test-only run"));
+    assert!(
+        list.contains(r#"href="/app/runs" aria-current="page""#),
+        "Runs is in the header"
+    );
+    let test_list = admin.page("/app/runs?environment=test").await;
+    assert!(test_list.contains("Test-only run"));
+    let none = admin.page("/app/runs?status=failed").await;
+    assert!(!none.contains("Backfill"));
+
+    let page = admin.page(&format!("/app/runs/{rid}")).await;
+    assert!(
+        page.contains(r#"id="run-progress" value="1" max="4""#),
+        "{page}"
+    );
+    assert!(page.contains("1 of 4 (25%)"));
+    assert!(page.contains("first batch"));
+    assert!(page.contains(&format!(
+        "/app/actions/{}",
+        a["data"]["id"].as_str().unwrap()
+    )));
+    assert!(page.contains("Approve batch 2?"));
+    for line in ["Created", "Started"] {
+        assert!(page.contains(line), "timeline: {line}");
+    }
+    let fragment = admin.page(&format!("/app/runs/{rid}/live")).await;
+    assert!(fragment.contains(r#"class="run-fragment""#));
+    assert!(!fragment.contains("<nav"), "only the live part");
+
+    // Another workspace's person cannot open it.
+    let outsider = app.browser(app.outsider().person()).await;
+    let r = outsider
+        .http()
+        .get(outsider.url(&format!("/app/runs/{rid}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test]
+async fn a_runs_progress_bar_moves_live_in_chromium() {
+    let app = TestApp::spawn().await;
+    let link = app.signin_link("admin@example.com").await;
+    let key = app.live_key();
+    let env = [
+        ("BASE_URL", app.base.as_str()),
+        ("LINK", link.as_str()),
+        ("SOURCE_KEY", key.as_str()),
+    ];
+    let r = crate::helpers::run_node(
+        "browser-run.mjs",
+        &env,
+        std::time::Duration::from_secs(90),
+        Some(&app),
+    )
+    .await;
+    assert_eq!(r["ok"], true, "{}", r["error"].as_str().unwrap_or_default());
+    assert_eq!(r["csp_violations"], json!([]));
+    assert_eq!(r["script_errors"], json!([]));
+    assert_eq!(r["listed"], json!({"rows": 1, "value": "2"}));
+    assert_eq!(
+        r["start"],
+        json!({"value": "2", "max": "10", "counts": "2 of 10 (20%)"})
+    );
+    assert_eq!(r["label"], "Run progress");
+    assert_eq!(
+        r["moved"],
+        json!({"value": "7", "max": "10", "counts": "7 of 10 (70%)"})
+    );
+    assert_eq!(r["message"], "rows 601-700");
+    assert_eq!(r["error"], "disk full");
+    assert_eq!(r["same_document"], true, "no reload");
+}
