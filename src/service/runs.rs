@@ -4,6 +4,8 @@
 //! notifies (`run.failed`). Every write declares `fx.changed()`, so open run
 //! pages refresh.
 
+use crate::domain::billing::Resource;
+use crate::service::billing;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -170,6 +172,7 @@ pub async fn create(
     let clock_now = s.clock.now();
     let now = time::format(clock_now);
     let owner = src.clone();
+    let config = s.config.clone();
     idempotency::write(
         s,
         &owner,
@@ -201,7 +204,16 @@ pub async fn create(
                 updated_at: now.clone(),
                 completed_at: None,
             };
+            // The plan's runs per month, checked in the writer (guide: "Plans and billing").
+            billing::check(
+                c,
+                &config.billing,
+                &src.workspace_id,
+                Resource::Runs,
+                clock_now,
+            )?;
             store::insert(c, &r)?;
+            billing::record_use(c, &src.workspace_id, Resource::Runs, clock_now)?;
             store::add_event(c, &r.id, "created", "queued", None, &now)?;
             if started {
                 store::add_event(c, &r.id, "started", "running", None, &now)?;

@@ -46,6 +46,9 @@ async fn with_plans(stripe: Option<StripeConfig>) -> TestApp {
         c.billing
             .plans
             .insert("team".into(), plan("Team", None, None, None));
+        let mut runs = plan("Runs", None, None, None);
+        runs.runs_per_month = Some(1);
+        c.billing.plans.insert("runs".into(), runs);
         c.billing.stripe = stripe;
     })
     .await
@@ -56,7 +59,7 @@ fn set_plan(app: &TestApp, plan: &str) {
     std::fs::write(
         app.data_dir().join("hds.toml"),
         "[billing.plans.starter]\nname = \"Starter\"\nactions_per_month = 3\nmembers = 3\nsources = 2\n\
-         [billing.plans.team]\nname = \"Team\"\n",
+         [billing.plans.team]\nname = \"Team\"\n[billing.plans.runs]\nname = \"Runs\"\nruns_per_month = 1\n",
     )
     .unwrap();
     hds::cli::workspaces::set_plan(&hds::cli::workspaces::SetPlanArgs {
@@ -623,4 +626,27 @@ async fn the_billing_page_shows_usage_against_limits_and_the_portal_to_owners() 
         .page("/app/billing")
         .await;
     assert!(html.contains("Only owners change the plan") && !html.contains("/app/billing/portal"));
+}
+
+#[tokio::test]
+async fn runs_stop_at_the_plan_and_nothing_is_written() {
+    let app = with_plans(None).await;
+    set_plan(&app, "runs");
+    let src = app.source();
+    src.post::<Value>("/v1/runs", json!({"name": "nightly"}), 201)
+        .await;
+    let e = src
+        .post_err(
+            "/v1/runs",
+            json!({"name": "nightly 2"}),
+            403,
+            "PLAN_LIMIT_REACHED",
+        )
+        .await;
+    assert_eq!(e["details"]["limit"], 1);
+    assert_eq!(e["details"]["used"], 1);
+    assert_eq!(app.count_rows("runs"), 1);
+    let b: Value = app.admin().get("/v1/billing", 200).await;
+    assert_eq!(b["usage"]["runs"], 1);
+    assert_eq!(b["limits"]["runs"], 1);
 }
