@@ -102,6 +102,9 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
             notifications::get_policy,
             notifications::update_policy
         ))
+        // account (guide: "Account: export and deletion")
+        .routes(routes!(api::account::export_account))
+        .routes(routes!(api::account::delete_account))
         // invitations (guide: "Invitations")
         .routes(routes!(
             invitations::list_invitations,

@@ -18,6 +18,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0010_integrations.sql")),
         M::up(include_str!("../../migrations/0011_mail.sql")),
         M::up(include_str!("../../migrations/0012_notifications.sql")),
+        M::up(include_str!("../../migrations/0014_analytics_account.sql")),
     ])
 }
 

@@ -3,6 +3,7 @@
 //! async runtime: reads on a small pool, writes through one group-committing
 //! writer thread.
 
+pub mod account;
 pub mod actions;
 pub mod db;
 pub mod deliveries;

@@ -3,6 +3,7 @@
 //! data dir and talks HTTP to it.
 
 mod abuse;
+mod account;
 mod actions;
 mod browser;
 mod callbacks;

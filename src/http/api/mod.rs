@@ -1,6 +1,7 @@
 //! JSON handlers of `/v1`, one file per resource. Each handler extracts, makes
 //! one service call and maps the result to a response.
 
+pub mod account;
 pub mod actions;
 pub mod auth;
 pub mod controls;

@@ -128,6 +128,7 @@ pub fn router() -> Router<AppState> {
         // account
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
+        .route("/app/account/delete", post(account::delete_account))
         .route(
             "/app/account/credentials/{id}/revoke",
             post(account::revoke_credential),
