@@ -251,6 +251,12 @@ pub fn account_deletion_orphans(role: Role, owners: i64, members: i64) -> bool {
     leaves_no_owner(role, None, owners) && members > 1
 }
 
+/// Read the workspace's analytics summary: any member. It holds counts and
+/// times only, never a title or a person (guide: "Analytics").
+pub fn can_read_analytics(_role: Role) -> bool {
+    true
+}
+
 /// Open the billing portal.
 pub fn can_open_billing(role: Role) -> bool {
     role == Role::Owner

@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod actions;
+pub mod analytics;
 pub mod caller;
 pub mod controls;
 pub mod dashboard;

@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod actions;
+pub mod analytics;
 pub mod db;
 pub mod deliveries;
 pub mod events;

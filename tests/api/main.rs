@@ -5,6 +5,7 @@
 mod abuse;
 mod account;
 mod actions;
+mod analytics;
 mod browser;
 mod callbacks;
 mod concurrency;

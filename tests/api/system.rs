@@ -142,6 +142,8 @@ async fn openapi_covers_every_route() {
         ("/v1/workspaces/select", "post"),
         ("/v1/account/export", "get"),
         ("/v1/account", "delete"),
+        ("/v1/analytics/summary", "get"),
+        ("/v1/analytics/events", "post"),
         ("/v1/workspaces/members", "get"),
         ("/v1/workspaces/members/{user_id}", "patch"),
         ("/v1/workspaces/members/{user_id}", "delete"),

@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod actions;
+pub mod analytics;
 pub mod auth;
 pub mod controls;
 pub mod invitations;
