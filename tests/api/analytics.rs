@@ -211,3 +211,41 @@ async fn events_are_stored_checked_and_forgotten_after_90_days() {
     assert_eq!(n, 2);
     assert_eq!(app.count_rows("analytics_events"), 0);
 }
+
+#[tokio::test]
+async fn the_analytics_page_draws_the_summary_as_svg_with_tables() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("chart me")).await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let viewer = app.member(Role::Viewer);
+    let browser = app.browser(viewer.person()).await;
+    let html = browser.page("/app/analytics?window=7d").await;
+    for id in [
+        "chart-per-day",
+        "chart-decision-time",
+        "chart-approval",
+        "analytics-totals",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}: {html}");
+    }
+    assert!(html.contains("role=\"img\""), "{html}");
+    assert!(html.contains("100%"), "approval rate shown: {html}");
+    assert!(
+        html.contains("href=\"/app/analytics\" aria-current=\"page\""),
+        "nav: {html}"
+    );
+    assert!(
+        html.contains("href=\"/app/analytics?window=90d\""),
+        "{html}"
+    );
+    // A window the page does not offer: the error page, 422.
+    let r = browser
+        .http()
+        .get(browser.url("/app/analytics?window=1y"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+}

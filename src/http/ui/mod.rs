@@ -10,6 +10,7 @@ mod action;
 mod action_controls;
 mod action_view;
 mod action_work;
+mod analytics;
 mod assets;
 mod emails;
 mod inbox;
@@ -125,6 +126,8 @@ pub fn router() -> Router<AppState> {
             "/app/settings/notification-policy",
             get(notification_settings::policy_page).post(notification_settings::save_policy),
         )
+        // analytics (guide: "Analytics")
+        .route("/app/analytics", get(analytics::analytics_page))
         // account
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
