@@ -358,3 +358,37 @@ pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The export reads each list through an index on the person, never a
+    /// scan of the instance's Actions, votes, comments or invitations.
+    #[test]
+    fn export_lists_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (table, sql, wants) in [
+            (
+                "actions",
+                "SELECT id FROM actions WHERE json_extract(resolution, '$.decided_by.type') = 'user'
+                   AND json_extract(resolution, '$.decided_by.id') = ?1 ORDER BY closed_at",
+                "actions_decided_by_user",
+            ),
+            ("action_votes", "SELECT action_id FROM action_votes WHERE user_id = ?1 ORDER BY created_at", "action_votes_by_user"),
+            ("action_comments", "SELECT id FROM action_comments WHERE author_user_id = ?1 ORDER BY id", "action_comments_by_author"),
+            ("invitations", "SELECT id FROM invitations WHERE invited_by = ?1 ORDER BY created_at", "invitations_by_inviter"),
+        ] {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let plan: Vec<String> = st
+                .query_map([rusqlite::types::Value::Null], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let text = plan.join("\n");
+            assert!(text.contains(wants), "{table}: {text}");
+            assert!(!plan.iter().any(|l| l.starts_with(&format!("SCAN {table}"))), "{table}: {text}");
+        }
+    }
+}
