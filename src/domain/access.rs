@@ -254,6 +254,21 @@ pub fn leaves_no_owner(from: Role, to: Option<Role>, owners: i64) -> bool {
     from == Role::Owner && to != Some(Role::Owner) && owners <= 1
 }
 
+/// Whether deleting the account of a member with `role` would leave a
+/// workspace of `members` people without an owner: refused with 409
+/// `LAST_OWNER` (guide: "Account: export and deletion"). A workspace whose
+/// only member deletes their account has no one left to hand it to: it is
+/// kept, ownerless, with its Actions and receipts, for the operator.
+pub fn account_deletion_orphans(role: Role, owners: i64, members: i64) -> bool {
+    leaves_no_owner(role, None, owners) && members > 1
+}
+
+/// Read the workspace's analytics summary: any member. It holds counts and
+/// times only, never a title or a person (guide: "Analytics").
+pub fn can_read_analytics(_role: Role) -> bool {
+    true
+}
+
 /// Open the billing portal.
 pub fn can_open_billing(role: Role) -> bool {
     role == Role::Owner

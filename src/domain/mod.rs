@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod action;
+pub mod analytics;
 pub mod approval;
 pub mod billing;
 pub mod credentials;

@@ -108,6 +108,12 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
             notifications::get_policy,
             notifications::update_policy
         ))
+        // account (guide: "Account: export and deletion")
+        .routes(routes!(api::account::export_account))
+        .routes(routes!(api::account::delete_account))
+        // analytics (guide: "Analytics")
+        .routes(routes!(api::analytics::analytics_summary))
+        .routes(routes!(api::analytics::record_analytics_event))
         // invitations (guide: "Invitations")
         .routes(routes!(
             invitations::list_invitations,

@@ -10,7 +10,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
     info(title = "hds — Human-Decision Service", version = "0.1.7", description = "Durable, signed human decisions for software. Guide: GET /v1/docs."),
     modifiers(&Security),
     components(schemas(ErrorBody, ErrorDetail)),
-    tags((name = "actions"), (name = "controls"), (name = "runs"), (name = "sources"), (name = "workspaces"), (name = "billing"), (name = "auth"), (name = "receipts"), (name = "system"))
+    tags((name = "actions"), (name = "controls"), (name = "runs"), (name = "sources"), (name = "workspaces"), (name = "billing"), (name = "auth"), (name = "account"), (name = "analytics"), (name = "receipts"), (name = "system"))
 )]
 pub struct ApiDoc;
 

@@ -3,7 +3,9 @@
 //! queries inside one writer transaction, so handlers stay a single call and the
 //! API and the dashboard share the same code.
 
+pub mod account;
 pub mod actions;
+pub mod analytics;
 pub mod billing;
 pub mod caller;
 pub mod controls;

@@ -19,6 +19,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0011_mail.sql")),
         M::up(include_str!("../../migrations/0012_notifications.sql")),
         M::up(include_str!("../../migrations/0013_runs.sql")),
+        M::up(include_str!("../../migrations/0014_analytics_account.sql")),
         M::up(include_str!("../../migrations/0015_billing.sql")),
     ])
 }

@@ -3,7 +3,9 @@
 //! async runtime: reads on a small pool, writes through one group-committing
 //! writer thread.
 
+pub mod account;
 pub mod actions;
+pub mod analytics;
 pub mod billing;
 pub mod db;
 pub mod deliveries;

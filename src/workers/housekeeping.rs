@@ -2,7 +2,8 @@
 //! least 24 h), expired browser sessions, sign-in links and nonces, and
 //! webhook deliveries settled more than 30 days ago (guide: "Webhooks"),
 //! e-mails sent or failed more than 30 days ago (guide: "E-mail"), and
-//! notifications older than 90 days once read (guide: "Notifications").
+//! notifications older than 90 days once read (guide: "Notifications"), and
+//! dashboard usage events older than 90 days (guide: "Analytics").
 
 use std::time::Duration;
 
@@ -55,6 +56,11 @@ pub async fn run(s: Services) {
             Ok(n) if n > 0 => tracing::info!(count = n, "old e-mails removed from the outbox"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "e-mail pruning failed"),
+        }
+        match crate::service::analytics::prune_events(&s).await {
+            Ok(n) if n > 0 => tracing::info!(count = n, "old analytics events removed"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "analytics event pruning failed"),
         }
     }
 }

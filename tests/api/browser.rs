@@ -201,7 +201,11 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
     let r = run_script(&app, "browser-csp.mjs", &env).await;
 
     let pages = r["pages"].as_object().unwrap();
-    assert_eq!(pages.len(), 9);
+    assert_eq!(pages.len(), 10);
+    // The analytics page draws its charts as inline SVG, each with a title.
+    let a = &pages["analytics"];
+    assert!(a["svg_charts"].as_i64().unwrap() >= 2, "{a}");
+    assert_eq!(a["svg_charts"], a["svg_chart_titles"], "{a}");
     for (name, p) in pages {
         assert_eq!(p["status"], 200, "{name}");
         let csp = p["csp"]

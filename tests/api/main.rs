@@ -3,7 +3,9 @@
 //! data dir and talks HTTP to it.
 
 mod abuse;
+mod account;
 mod actions;
+mod analytics;
 mod billing;
 mod browser;
 mod callbacks;

@@ -16,6 +16,8 @@ run(async (browser) => {
       inline_scripts: await page.locator("script:not([src])").count(),
       style_elements: await page.locator("style").count(),
       style_attributes: await page.locator("[style]").count(),
+      svg_charts: await page.locator("svg.chart").count(),
+      svg_chart_titles: await page.locator("svg.chart > title").count(),
       handler_attributes: await page.evaluate(
         () => [...document.querySelectorAll("*")].filter((el) => [...el.attributes].some((a) => a.name.startsWith("on"))).length,
       ),
@@ -45,6 +47,7 @@ run(async (browser) => {
   await visit("sources", `${BASE}/app/sources`);
   await visit("source", `${BASE}/app/sources/${requireEnv("SOURCE_ID")}`);
   await visit("account", `${BASE}/app/account`);
+  await visit("analytics", `${BASE}/app/analytics?window=7d`);
   await visit("notifications", `${BASE}/app/notifications`);
   await visit("notification_settings", `${BASE}/app/settings/notifications`);
   await visit("notification_policy", `${BASE}/app/settings/notification-policy`);

@@ -1,7 +1,9 @@
 //! JSON handlers of `/v1`, one file per resource. Each handler extracts, makes
 //! one service call and maps the result to a response.
 
+pub mod account;
 pub mod actions;
+pub mod analytics;
 pub mod auth;
 pub mod billing;
 pub mod controls;

@@ -15,6 +15,7 @@ use crate::http::session::{self, PageUser};
 use crate::http::ui::view::{
     FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
 };
+use crate::service::account;
 use crate::service::signin::INVITATION_METHOD;
 use crate::service::tokens::{self, INVITATION_SESSION_NO_TOKENS, MAX_TOKEN_DAYS};
 use crate::store::users::Credential;
@@ -199,6 +200,40 @@ pub async fn revoke_credential(
         return Ok(see_other("/app/signin?done=signed_out"));
     }
     Ok(see_other("/app/account?done=revoked"))
+}
+
+/// POST /app/account/delete: the form asks for the person's own e-mail and
+/// a tick that they understand; the account goes and the browser is signed
+/// out (guide: "Account: export and deletion").
+pub async fn delete_account(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let confirm = form.get("confirm").unwrap_or_default().to_owned();
+    let done = if form.get("understood") == Some("yes") {
+        let req = account::AccountDeleteRequest { confirm };
+        account::delete(&st.services, &p.user, req).await
+    } else {
+        Err(Error::field(
+            "understood",
+            "tick the box to confirm that you understand deletion cannot be undone",
+        ))
+    };
+    match done {
+        Ok(()) => {
+            session::end(&p.session).await?;
+            Ok(see_other("/app/signin?done=signed_out"))
+        }
+        Err(e) if e.code.status().is_client_error() => {
+            let mut out = page(&st, &p).await?;
+            out.error = Some(e.message.clone());
+            Ok((e.code.status(), out).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

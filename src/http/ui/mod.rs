@@ -10,6 +10,7 @@ mod action;
 mod action_controls;
 mod action_view;
 mod action_work;
+mod analytics;
 mod assets;
 mod billing;
 mod emails;
@@ -130,12 +131,15 @@ pub fn router() -> Router<AppState> {
         // billing (guide: "Plans and billing")
         .route("/app/billing", get(billing::billing_page))
         .route("/app/billing/portal", post(billing::open_portal))
+        // analytics (guide: "Analytics")
+        .route("/app/analytics", get(analytics::analytics_page))
         // account
         .route("/app/runs", get(runs::runs_page))
         .route("/app/runs/{id}", get(runs::run_page))
         .route("/app/runs/{id}/live", get(runs::run_fragment))
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
+        .route("/app/account/delete", post(account::delete_account))
         .route(
             "/app/account/credentials/{id}/revoke",
             post(account::revoke_credential),

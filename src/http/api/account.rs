@@ -1,0 +1,45 @@
+//! /v1/account routes (guide: "Account: export and deletion").
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::error::Result;
+use crate::http::auth::UserAuth;
+use crate::http::extract::ApiJson;
+use crate::service::account::{self, AccountDeleteRequest, AccountExport};
+
+/// Download everything hds holds about the caller: profile, memberships, identities, sessions and tokens (never their secrets), decisions, votes, comments, notifications, preferences and the invitations they sent.
+#[utoipa::path(get, path = "/v1/account/export", tag = "account",
+    responses((status = 200, description = "the export, as an attachment `hds-account-<user_id>.json`", body = AccountExport)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn export_account(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+) -> Result<Response> {
+    let export = account::export(&st.services, &user).await?;
+    let disposition = format!("attachment; filename=\"hds-account-{}.json\"", user.user_id);
+    let mut res = Json(export).into_response();
+    if let Ok(v) = HeaderValue::from_str(&disposition) {
+        res.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+    }
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(res)
+}
+
+/// Delete the caller's account: every session and token stops working at once, identities are deleted, e-mail and name erased, memberships removed; decisions, receipts, votes, comments and history keep the user id.
+#[utoipa::path(delete, path = "/v1/account", tag = "account", request_body = AccountDeleteRequest,
+    responses((status = 204, description = "deleted"),
+        (status = 409, description = "LAST_OWNER (details.workspace_id): the last owner of a workspace with other members", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn delete_account(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiJson(req): ApiJson<AccountDeleteRequest>,
+) -> Result<StatusCode> {
+    account::delete(&st.services, &user, req).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

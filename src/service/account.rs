@@ -1,0 +1,142 @@
+//! The person's own account: export everything hds holds about them, and
+//! delete it (guide: "Account: export and deletion"; DESIGN §14).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::access;
+use crate::domain::action::Actor;
+use crate::domain::time;
+use crate::error::{Code, Error, Result};
+use crate::service::Services;
+use crate::service::caller::UserCaller;
+use crate::service::{invitations, work};
+use crate::store::account::{self as store, *};
+use crate::store::{users, workspaces};
+
+/// The person as hds knows them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportProfile {
+    pub id: String,
+    pub email: String,
+    pub name: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// GET /v1/account/export: everything hds holds about the caller, without
+/// any secret or hash.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountExport {
+    /// Always `account_export`.
+    pub object: &'static str,
+    #[schema(format = DateTime)]
+    pub exported_at: String,
+    pub profile: ExportProfile,
+    pub memberships: Vec<ExportMembership>,
+    pub identities: Vec<ExportIdentity>,
+    /// Sessions and API tokens, ended ones included.
+    pub credentials: Vec<ExportCredential>,
+    pub decisions: Vec<ExportDecision>,
+    pub votes: Vec<ExportVote>,
+    pub comments: Vec<ExportComment>,
+    pub notifications: Vec<ExportNotification>,
+    pub notification_preferences: Vec<ExportPreferences>,
+    pub invitations_sent: Vec<ExportInvitation>,
+}
+
+/// DELETE /v1/account
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccountDeleteRequest {
+    /// The caller's own e-mail address (compared without ASCII case).
+    #[schema(min_length = 1, max_length = 320)]
+    pub confirm: String,
+}
+
+/// Everything hds holds about the caller, read in one snapshot.
+pub async fn export(s: &Services, user: &UserCaller) -> Result<AccountExport> {
+    let uid = user.user_id.clone();
+    let now = time::format(s.clock.now());
+    s.db.read(move |c| {
+        let u = users::by_id(c, &uid)?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("signed-in user {uid} not found")))?;
+        Ok(AccountExport {
+            object: "account_export",
+            exported_at: now,
+            profile: ExportProfile {
+                id: u.id,
+                email: u.email,
+                name: u.name,
+                created_at: u.created_at,
+            },
+            memberships: store::memberships(c, &uid)?,
+            identities: store::identities(c, &uid)?,
+            credentials: store::credentials(c, &uid)?,
+            decisions: store::decisions(c, &uid)?,
+            votes: store::votes(c, &uid)?,
+            comments: store::comments(c, &uid)?,
+            notifications: store::notifications(c, &uid)?,
+            notification_preferences: store::preferences(c, &uid)?,
+            invitations_sent: store::invitations_sent(c, &uid)?,
+        })
+    })
+    .await
+}
+
+/// The e-mail a deleted account keeps: unique, and undeliverable (RFC 2606
+/// reserves `.invalid`).
+pub fn placeholder_email(user_id: &str) -> String {
+    format!("deleted-{user_id}@invalid")
+}
+
+/// Deletes the caller's account in one transaction: refused with 409
+/// `LAST_OWNER` (nothing written) when they are the last owner of a
+/// workspace that has other members; otherwise they leave every workspace
+/// (what they held released, their pending invitations revoked), and
+/// `store::account::erase` revokes every credential, the current one
+/// included, and erases their personal data. Decisions, receipts, votes,
+/// comments and history keep the user id: receipts are signed and never
+/// change.
+pub async fn delete(s: &Services, user: &UserCaller, req: AccountDeleteRequest) -> Result<()> {
+    if !req.confirm.trim().eq_ignore_ascii_case(&user.email) {
+        return Err(Error::field(
+            "confirm",
+            "type your own e-mail address to confirm that the account is to be deleted",
+        ));
+    }
+    let (uid, email) = (user.user_id.clone(), user.email.clone());
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let memberships = workspaces::of_user(c, &uid)?;
+        for (ws, role) in &memberships {
+            let owners = workspaces::owner_count(c, &ws.id)?;
+            if access::account_deletion_orphans(*role, owners, store::member_count(c, &ws.id)?) {
+                return Err(Error::new(
+                    Code::LastOwner,
+                    format!(
+                        "you are the last owner of the workspace “{}”, which has other members; make another member owner first",
+                        ws.name
+                    ),
+                )
+                .with_detail("workspace_id", ws.id.as_str()));
+            }
+        }
+        for (ws, role) in &memberships {
+            let release = work::Release {
+                workspace_id: &ws.id,
+                user_id: &uid,
+                email: &email,
+                role: None,
+                old_role: *role,
+                by: Actor::user(&uid),
+                reason: "account deleted".into(),
+            };
+            work::release_held(c, fx, &release, &now)?;
+            invitations::revoke_offered_by(c, &ws.id, &uid, None, &now)?;
+            workspaces::remove_member(c, &ws.id, &uid)?;
+        }
+        store::erase(c, &uid, &placeholder_email(&uid), &now)
+    })
+    .await
+}

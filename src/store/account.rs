@@ -1,0 +1,394 @@
+//! What hds holds about one person, read for the account export, and the
+//! erasure of their personal data when they delete their account (guide:
+//! "Account: export and deletion"). Never a secret or a hash.
+
+use rusqlite::{Connection, Row};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::error::Result;
+
+/// One workspace the person belongs to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportMembership {
+    pub workspace_id: String,
+    pub workspace_name: String,
+    pub role: String,
+    #[schema(format = DateTime)]
+    pub joined_at: String,
+}
+
+/// A sign-in identity: who an identity provider says the person is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportIdentity {
+    pub issuer: String,
+    pub subject: String,
+    pub email: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub last_seen_at: String,
+}
+
+/// A session or API token, without its secret or hash.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportCredential {
+    pub id: String,
+    /// `session` or `api`.
+    pub kind: String,
+    pub label: String,
+    /// How a session began (`link`, `invitation`, a provider); null for a token.
+    pub method: Option<String>,
+    pub client: Option<String>,
+    pub user_agent: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub last_used_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub expires_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub revoked_at: Option<String>,
+}
+
+/// An Action the person decided.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportDecision {
+    pub action_id: String,
+    pub workspace_id: String,
+    pub title: String,
+    pub option_id: Option<String>,
+    #[schema(value_type = Object)]
+    pub response: Option<Value>,
+    pub reason: Option<String>,
+    #[schema(format = DateTime)]
+    pub decided_at: String,
+    pub receipt_id: Option<String>,
+}
+
+/// An approval vote.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportVote {
+    pub action_id: String,
+    pub vote: String,
+    pub reason: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// A comment the person wrote.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportComment {
+    pub id: String,
+    pub action_id: String,
+    pub body: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// A notification addressed to the person.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportNotification {
+    pub id: String,
+    pub workspace_id: String,
+    pub kind: String,
+    pub title: String,
+    pub body: String,
+    pub path: String,
+    #[schema(format = DateTime)]
+    pub read_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// Notification preferences in one workspace.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportPreferences {
+    pub workspace_id: String,
+    #[schema(value_type = Object)]
+    pub preferences: Value,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+}
+
+/// An invitation the person sent (never its link's secret).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportInvitation {
+    pub id: String,
+    pub workspace_id: String,
+    pub email: String,
+    pub role: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub expires_at: String,
+    #[schema(format = DateTime)]
+    pub accepted_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub revoked_at: Option<String>,
+}
+
+fn all<T>(
+    c: &Connection,
+    sql: &str,
+    user_id: &str,
+    f: impl FnMut(&Row) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut st = c.prepare_cached(sql)?;
+    let rows = st.query_map([user_id], f)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn json(s: Option<String>) -> Option<Value> {
+    s.and_then(|s| serde_json::from_str(&s).ok())
+}
+
+pub fn memberships(c: &Connection, user_id: &str) -> Result<Vec<ExportMembership>> {
+    all(
+        c,
+        "SELECT w.id, w.name, m.role, m.created_at FROM memberships m
+         JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = ?1 ORDER BY m.created_at",
+        user_id,
+        |r| {
+            Ok(ExportMembership {
+                workspace_id: r.get(0)?,
+                workspace_name: r.get(1)?,
+                role: r.get(2)?,
+                joined_at: r.get(3)?,
+            })
+        },
+    )
+}
+
+pub fn identities(c: &Connection, user_id: &str) -> Result<Vec<ExportIdentity>> {
+    all(
+        c,
+        "SELECT issuer, subject, email, created_at, last_seen_at FROM identities
+         WHERE user_id = ?1 ORDER BY created_at",
+        user_id,
+        |r| {
+            Ok(ExportIdentity {
+                issuer: r.get(0)?,
+                subject: r.get(1)?,
+                email: r.get(2)?,
+                created_at: r.get(3)?,
+                last_seen_at: r.get(4)?,
+            })
+        },
+    )
+}
+
+/// Every credential, ended ones included; the columns chosen exclude `token_hash`.
+pub fn credentials(c: &Connection, user_id: &str) -> Result<Vec<ExportCredential>> {
+    all(
+        c,
+        "SELECT id, kind, name, method, client, user_agent, created_at, last_used_at, expires_at, revoked_at
+         FROM user_tokens WHERE user_id = ?1 ORDER BY created_at",
+        user_id,
+        |r| {
+            Ok(ExportCredential {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                label: r.get(2)?,
+                method: r.get(3)?,
+                client: r.get(4)?,
+                user_agent: r.get(5)?,
+                created_at: r.get(6)?,
+                last_used_at: r.get(7)?,
+                expires_at: r.get(8)?,
+                revoked_at: r.get(9)?,
+            })
+        },
+    )
+}
+
+/// Actions the person decided (index `actions_decided_by_user`).
+pub fn decisions(c: &Connection, user_id: &str) -> Result<Vec<ExportDecision>> {
+    all(
+        c,
+        "SELECT id, workspace_id, title, resolution, receipt_id FROM actions
+         WHERE json_extract(resolution, '$.decided_by.type') = 'user'
+           AND json_extract(resolution, '$.decided_by.id') = ?1
+         ORDER BY closed_at",
+        user_id,
+        |r| {
+            let res = json(r.get(3)?).unwrap_or(Value::Null);
+            let text = |k: &str| res.get(k).and_then(Value::as_str).map(str::to_owned);
+            Ok(ExportDecision {
+                action_id: r.get(0)?,
+                workspace_id: r.get(1)?,
+                title: r.get(2)?,
+                option_id: text("option_id"),
+                response: res.get("response").filter(|v| !v.is_null()).cloned(),
+                reason: text("reason"),
+                decided_at: text("decided_at").unwrap_or_default(),
+                receipt_id: r.get(4)?,
+            })
+        },
+    )
+}
+
+pub fn votes(c: &Connection, user_id: &str) -> Result<Vec<ExportVote>> {
+    all(
+        c,
+        "SELECT action_id, vote, reason, created_at FROM action_votes WHERE user_id = ?1 ORDER BY created_at",
+        user_id,
+        |r| {
+            Ok(ExportVote {
+                action_id: r.get(0)?,
+                vote: r.get(1)?,
+                reason: r.get(2)?,
+                created_at: r.get(3)?,
+            })
+        },
+    )
+}
+
+pub fn comments(c: &Connection, user_id: &str) -> Result<Vec<ExportComment>> {
+    all(
+        c,
+        "SELECT id, action_id, body, created_at FROM action_comments WHERE author_user_id = ?1 ORDER BY id",
+        user_id,
+        |r| {
+            Ok(ExportComment {
+                id: r.get(0)?,
+                action_id: r.get(1)?,
+                body: r.get(2)?,
+                created_at: r.get(3)?,
+            })
+        },
+    )
+}
+
+pub fn notifications(c: &Connection, user_id: &str) -> Result<Vec<ExportNotification>> {
+    all(
+        c,
+        "SELECT id, workspace_id, kind, title, body, path, read_at, created_at FROM notifications
+         WHERE user_id = ?1 ORDER BY id",
+        user_id,
+        |r| {
+            Ok(ExportNotification {
+                id: r.get(0)?,
+                workspace_id: r.get(1)?,
+                kind: r.get(2)?,
+                title: r.get(3)?,
+                body: r.get(4)?,
+                path: r.get(5)?,
+                read_at: r.get(6)?,
+                created_at: r.get(7)?,
+            })
+        },
+    )
+}
+
+pub fn preferences(c: &Connection, user_id: &str) -> Result<Vec<ExportPreferences>> {
+    all(
+        c,
+        "SELECT workspace_id, prefs, updated_at FROM notification_preferences WHERE user_id = ?1",
+        user_id,
+        |r| {
+            Ok(ExportPreferences {
+                workspace_id: r.get(0)?,
+                preferences: json(r.get(1)?).unwrap_or(Value::Null),
+                updated_at: r.get(2)?,
+            })
+        },
+    )
+}
+
+pub fn invitations_sent(c: &Connection, user_id: &str) -> Result<Vec<ExportInvitation>> {
+    all(
+        c,
+        "SELECT id, workspace_id, email, role, created_at, expires_at, accepted_at, revoked_at
+         FROM invitations WHERE invited_by = ?1 ORDER BY created_at",
+        user_id,
+        |r| {
+            Ok(ExportInvitation {
+                id: r.get(0)?,
+                workspace_id: r.get(1)?,
+                email: r.get(2)?,
+                role: r.get(3)?,
+                created_at: r.get(4)?,
+                expires_at: r.get(5)?,
+                accepted_at: r.get(6)?,
+                revoked_at: r.get(7)?,
+            })
+        },
+    )
+}
+
+/// How many members a workspace has.
+pub fn member_count(c: &Connection, workspace_id: &str) -> Result<i64> {
+    Ok(c.query_row(
+        "SELECT count(*) FROM memberships WHERE workspace_id = ?1",
+        [workspace_id],
+        |r| r.get(0),
+    )?)
+}
+
+/// Erases the person's personal data once their memberships are gone: every
+/// credential revoked, identities and sign-in links deleted, what they were
+/// told and their preferences deleted, mail to them stopped and its address
+/// and bodies erased, their e-mail replaced by `placeholder` and their name
+/// cleared. Decisions, votes, comments and history keep the user id.
+pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Result<()> {
+    let statements = [
+        "UPDATE user_tokens SET revoked_at = ?3 WHERE user_id = ?1 AND revoked_at IS NULL",
+        "DELETE FROM identities WHERE user_id = ?1",
+        "DELETE FROM signin_links WHERE user_id = ?1",
+        "DELETE FROM notifications WHERE user_id = ?1",
+        "DELETE FROM notification_digest_items WHERE user_id = ?1",
+        "DELETE FROM notification_broadcast_reads WHERE user_id = ?1",
+        "DELETE FROM notification_preferences WHERE user_id = ?1",
+        "DELETE FROM notification_timers WHERE user_id = ?1",
+        "DELETE FROM analytics_events WHERE user_id = ?1",
+        "UPDATE mail_outbox SET to_addr = ?2, text_body = NULL, html_body = NULL,
+                status = CASE status WHEN 'pending' THEN 'failed' ELSE status END,
+                last_error = CASE status WHEN 'pending' THEN 'account deleted' ELSE last_error END
+          WHERE user_id = ?1",
+        "UPDATE invitations SET email = ?2 WHERE accepted_by = ?1",
+        "UPDATE users SET email = ?2, name = NULL WHERE id = ?1",
+    ];
+    for sql in statements {
+        let mut st = c.prepare_cached(sql)?;
+        let needs = st.parameter_count();
+        let args: [&dyn rusqlite::ToSql; 3] = [&user_id, &placeholder, &now];
+        st.execute(&args[..needs])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The export reads each list through an index on the person, never a
+    /// scan of the instance's Actions, votes, comments or invitations.
+    #[test]
+    fn export_lists_use_their_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (table, sql, wants) in [
+            (
+                "actions",
+                "SELECT id FROM actions WHERE json_extract(resolution, '$.decided_by.type') = 'user'
+                   AND json_extract(resolution, '$.decided_by.id') = ?1 ORDER BY closed_at",
+                "actions_decided_by_user",
+            ),
+            ("action_votes", "SELECT action_id FROM action_votes WHERE user_id = ?1 ORDER BY created_at", "action_votes_by_user"),
+            ("action_comments", "SELECT id FROM action_comments WHERE author_user_id = ?1 ORDER BY id", "action_comments_by_author"),
+            ("invitations", "SELECT id FROM invitations WHERE invited_by = ?1 ORDER BY created_at", "invitations_by_inviter"),
+        ] {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let plan: Vec<String> = st
+                .query_map([rusqlite::types::Value::Null], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let text = plan.join("\n");
+            assert!(text.contains(wants), "{table}: {text}");
+            assert!(!plan.iter().any(|l| l.starts_with(&format!("SCAN {table}"))), "{table}: {text}");
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The account export holds everything about a person and no secret; deleting
+//! an account kills every credential at once, erases e-mail and name, keeps
+//! decisions and receipts byte-identical, and refuses the last owner of a
+//! workspace with other members.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Actor, TestApp, python, two_options};
+use hds::domain::access::Role;
+
+/// `who` decides a new Action; returns it as decided.
+async fn decided_by(app: &TestApp, who: &Actor, title: &str) -> Value {
+    let a = app.create_action(two_options(title)).await;
+    let id = a["id"].as_str().unwrap();
+    let body = json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "approve", "reason": "fine"});
+    let out: Value = who
+        .post(&format!("/v1/actions/{id}/decision"), body, 200)
+        .await;
+    out["data"].clone()
+}
+
+fn no_secrets(text: &str) {
+    for needle in [
+        "svc_",
+        "whsec_",
+        "token_hash",
+        "key_hash",
+        "pkce",
+        "binding_hash",
+    ] {
+        assert!(!text.contains(needle), "export contains {needle}: {text}");
+    }
+    // No 64-hex-character run (a SHA-256 in hex) anywhere.
+    let mut run = 0;
+    for ch in text.chars() {
+        run = if ch.is_ascii_hexdigit() { run + 1 } else { 0 };
+        assert!(run < 64, "export contains a 64-hex string: {text}");
+    }
+}
+
+#[tokio::test]
+async fn export_lists_what_the_person_did_and_no_secret() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let a = decided_by(&app, &reviewer, "deploy").await;
+    let id = a["id"].as_str().unwrap();
+    let b = app.create_action(two_options("second")).await;
+    let bid = b["id"].as_str().unwrap();
+    let _: Value = reviewer
+        .post(
+            &format!("/v1/actions/{bid}/comments"),
+            json!({"body": "looking"}),
+            201,
+        )
+        .await;
+
+    let r = reviewer
+        .call(Method::GET, "/v1/account/export", None, &[])
+        .await;
+    r.ok(200);
+    let who = &reviewer.person().id;
+    assert_eq!(
+        r.headers["content-disposition"],
+        format!("attachment; filename=\"hds-account-{who}.json\"").as_str()
+    );
+    let e = &r.body;
+    assert_eq!(e["object"], "account_export");
+    assert_eq!(e["profile"]["id"], who.as_str());
+    assert_eq!(e["profile"]["email"], reviewer.person().email.as_str());
+    assert_eq!(e["memberships"][0]["role"], "reviewer");
+    assert!(e["memberships"][0]["workspace_name"].is_string());
+    let cred = &e["credentials"][0];
+    assert_eq!(cred["kind"], "api");
+    assert!(
+        cred.get("token_hash").is_none() && cred.get("token").is_none(),
+        "{cred}"
+    );
+    assert_eq!(e["decisions"][0]["action_id"], id);
+    assert_eq!(e["decisions"][0]["option_id"], "approve");
+    assert_eq!(e["decisions"][0]["receipt_id"], a["receipt"]["id"]);
+    assert_eq!(e["comments"][0]["body"], "looking");
+    assert_eq!(e["comments"][0]["action_id"], bid);
+    for k in [
+        "identities",
+        "votes",
+        "notifications",
+        "notification_preferences",
+        "invitations_sent",
+    ] {
+        assert!(e[k].is_array(), "{k}: {e}");
+    }
+    no_secrets(&e.to_string());
+
+    // Without a credential: 401, as every user route.
+    app.anonymous()
+        .get_err("/v1/account/export", 401, "AUTH_REQUIRED")
+        .await;
+}
+
+#[tokio::test]
+async fn deleting_keeps_receipts_byte_identical_and_kills_the_credential_at_once() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let who = reviewer.person().clone();
+    let a = decided_by(&app, &reviewer, "ship it").await;
+    let path = format!("/v1/actions/{}", a["id"].as_str().unwrap());
+    let before: Value = app.admin().get(&path, 200).await;
+    let jws_before = before["data"]["receipt"]["jws"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Bad input: nothing written, the credential still works.
+    let wrong = reviewer
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": "someone@example.com"})),
+            &[],
+        )
+        .await;
+    let err = wrong.error(422, "VALIDATION_ERROR");
+    assert_eq!(err["details"]["errors"][0]["field"], "confirm");
+    assert!(err["message"].as_str().unwrap().contains("e-mail"), "{err}");
+    let extra = reviewer
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": who.email, "force": true})),
+            &[],
+        )
+        .await;
+    extra.error(422, "VALIDATION_ERROR");
+    let missing = reviewer
+        .call(Method::DELETE, "/v1/account", Some(&json!({})), &[])
+        .await;
+    missing.error(422, "VALIDATION_ERROR");
+    let _: Value = reviewer.get("/v1/account/export", 200).await;
+
+    // Case does not matter.
+    let done = reviewer
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": who.email.to_uppercase()})),
+            &[],
+        )
+        .await;
+    assert_eq!(done.status, 204, "{:?}", done.body);
+    reviewer
+        .get_err("/v1/account/export", 401, "INVALID_API_KEY")
+        .await;
+
+    // Gone from the team; e-mail and name erased; the decision and its receipt unchanged.
+    let members: Value = app.admin().get("/v1/workspaces/members", 200).await;
+    assert!(!members.to_string().contains(&who.id), "{members}");
+    let after: Value = app.admin().get(&path, 200).await;
+    assert_eq!(
+        after["data"]["receipt"]["jws"].as_str().unwrap(),
+        jws_before
+    );
+    assert_eq!(after["data"]["resolution"], before["data"]["resolution"]);
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    let verified = python(
+        "verify_receipt.py",
+        &json!({"jwks": jwks.body, "receipts": [jws_before]}),
+    );
+    let claims: Value = serde_json::from_str(verified.lines().next().unwrap()).unwrap();
+    assert_eq!(claims["sub"], a["id"]);
+    assert_eq!(
+        app.count_rows(&format!(
+            "users WHERE email = 'deleted-{}@invalid' AND name IS NULL",
+            who.id
+        )),
+        1
+    );
+    assert_eq!(
+        app.count_rows(&format!(
+            "user_tokens WHERE user_id = '{}' AND revoked_at IS NULL",
+            who.id
+        )),
+        0
+    );
+    assert_eq!(
+        app.count_rows(&format!("memberships WHERE user_id = '{}'", who.id)),
+        0
+    );
+    assert_eq!(
+        app.count_rows(&format!(
+            "action_comments WHERE author_user_id = '{}'",
+            who.id
+        )),
+        0
+    );
+}
+
+#[tokio::test]
+async fn the_last_owner_of_a_team_is_refused_and_a_sole_member_may_go() {
+    let app = TestApp::spawn().await;
+    let _reviewer = app.member(Role::Reviewer);
+    let admin = app.admin();
+    let r = admin
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": "admin@example.com"})),
+            &[],
+        )
+        .await;
+    let err = r.error(409, "LAST_OWNER");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("make another member owner"),
+        "{err}"
+    );
+    assert!(err["details"]["workspace_id"].is_string());
+    // Nothing written.
+    let _: Value = admin.get("/v1/workspaces/members", 200).await;
+    assert_eq!(app.count_rows("users WHERE email = 'admin@example.com'"), 1);
+
+    // The only member of their own workspace: it stays, ownerless.
+    let loner = app.outsider();
+    let email = loner.person().email.clone();
+    let r = loner
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": email})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    assert_eq!(app.count_rows("workspaces WHERE name = 'Elsewhere'"), 1);
+    loner
+        .get_err("/v1/workspaces", 401, "INVALID_API_KEY")
+        .await;
+}
+
+#[tokio::test]
+async fn the_account_page_offers_the_export_and_deletes_with_confirmation() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(reviewer.person()).await;
+    let html = browser.page("/app/account").await;
+    assert!(html.contains("href=\"/v1/account/export\""), "{html}");
+    assert!(html.contains("action=\"/app/account/delete\""), "{html}");
+    let export = browser
+        .http()
+        .get(browser.url("/v1/account/export"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(export.status(), 200);
+
+    let base = browser.url("");
+    let origin = base.trim_end_matches('/');
+    let email = reviewer.person().email.clone();
+    // No tick: refused, nothing written.
+    let r = browser
+        .post_form(
+            "/app/account/delete",
+            Some(origin),
+            &[("_csrf", browser.csrf()), ("confirm", &email)],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(r.text().await.unwrap().contains("cannot be undone"));
+    // Wrong address: refused.
+    let r = browser
+        .post_form(
+            "/app/account/delete",
+            Some(origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("confirm", "x@example.com"),
+                ("understood", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    // No CSRF token: refused.
+    let r = browser
+        .post_form(
+            "/app/account/delete",
+            Some(origin),
+            &[("confirm", &email), ("understood", "yes")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let _: Value = reviewer.get("/v1/account/export", 200).await;
+
+    let r = browser
+        .post_form(
+            "/app/account/delete",
+            Some(origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("confirm", &email),
+                ("understood", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    // Both the browser session and the API token are dead.
+    reviewer
+        .get_err("/v1/account/export", 401, "INVALID_API_KEY")
+        .await;
+    let r = browser
+        .http()
+        .get(browser.url("/v1/auth/session"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+}
