@@ -227,7 +227,8 @@ pub async fn report_outcome(
 #[utoipa::path(post, path = "/v1/actions/{action_id}/votes", tag = "actions", params(("action_id" = String, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "validated; a vote is idempotent per reviewer and Action")),
     request_body = crate::service::votes::VoteRequest,
-    responses((status = 200, description = "the Action and the tally; a repeated vote answers the same with idempotent_replay: true", body = VoteOut), (status = 403, description = "FORBIDDEN: not a listed reviewer; SELF_APPROVAL_FORBIDDEN: the requester", body = crate::http::openapi::ErrorBody),
+    responses((status = 200, description = "the Action and the tally; a repeated vote answers the same with idempotent_replay: true", body = VoteOut),
+              (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: not a listed reviewer; SELF_APPROVAL_FORBIDDEN: the requester", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, VOTE_ALREADY_CAST", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = [])))]
 pub async fn vote_on_action(
