@@ -1,5 +1,8 @@
-//! Shared by the benchmark programs (`bench`, `inbox_bench`): starting and
-//! stopping the server process they run, and machine facts for their reports.
+//! Shared by the benchmark programs (`bench`, `inbox_bench`, …): starting and
+//! stopping the server process they run, and machine facts for their reports;
+//! `load` is the raw HTTP load generator.
+
+pub mod load;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
