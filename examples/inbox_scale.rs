@@ -1,6 +1,7 @@
-//! Rerunnable benchmark (not a test) of the inbox at scale (issue 9 item 6):
-//! GET /v1/me/actions and the dashboard inbox page with 1,000,000 Actions in
-//! one workspace.
+//! Rerunnable benchmark (not a test) of the inbox (issue 9 item 6) and the
+//! analytics (issue 12) at scale: GET /v1/me/actions, the dashboard inbox
+//! page, GET /v1/analytics/summary and /app/analytics with 1,000,000 Actions
+//! in one workspace.
 //!
 //! ```text
 //! cargo build --release && cargo run --release --example inbox_scale
@@ -12,8 +13,12 @@
 //! 1. `hds init --json` in a fresh temporary data dir; `hds serve` once to
 //!    create one real Action through the API (its row is the template), stop.
 //! 2. Seeds N Actions by direct SQL inserts into that database (100,000 per
-//!    transaction; the migration's triggers index every title): 8 % open
-//!    (1 in 10 of those snoozed), 80 % resolved, 8 % cancelled, 4 % expired;
+//!    transaction; the migration's triggers index every title), created over
+//!    the last 90 days: 8 % open (1 in 10 of those snoozed), 80 % resolved
+//!    (by a person after 10 s to a day, log-uniform; 70 % approve; 70 % of
+//!    them with an outcome, 1 in 12 failed, 1 in 40 rolled back), 8 %
+//!    cancelled, 4 % expired; each closed by an UPDATE of its status, as hds
+//!    does, so the analytics triggers keep the daily rollup as in use;
 //!    75 % live; priorities 10/50/30/10 % low/normal/high/urgent; 5 Sources;
 //!    60 % unassigned, the rest spread over 25 people by user id or e-mail
 //!    (the signed-in admin is one of them); titles of 4–7 words drawn from a
@@ -21,7 +26,9 @@
 //! 3. `hds serve` again; signs in like a browser for the dashboard cookie.
 //! 4. For each filter: a warm-up, then R sequential requests from one client;
 //!    client-side p50/p99 (loopback send → last byte) of the API and of
-//!    `/app?…` (the inbox page, which also counts the tabs).
+//!    `/app?…` (the inbox page, which also counts the tabs). Then the same
+//!    for the analytics summary (7d, 30d, 90d, the test environment, one
+//!    Source) and the analytics page, and the 90-day totals are printed.
 // Benchmarks run against a real server in real time: waiting is measured, not tested.
 #![allow(clippy::disallowed_methods)]
 
@@ -138,6 +145,7 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
         })
         .collect();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let start = Instant::now();
     let mut done = 0u64;
     while done < n {
@@ -148,13 +156,17 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
             r.get(0)
         })?;
         {
-            let mut st = tx.prepare(
+            let mut ins = tx.prepare(
                 "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
                     action_version, fingerprint, spec, dedupe_key, assignee_user_id, visibility, expires_at, snoozed_until,
                     resolution, created_at, updated_at, closed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, 'sha256:bench', ?9, NULL, ?10, 'workspace', NULL, ?11,
-                    ?12, ?13, ?13, ?14)",
+                 VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7, 1, 'sha256:bench', ?8, NULL, ?9, 'workspace', NULL, ?10,
+                    NULL, ?11, ?11, NULL)",
             )?;
+            let mut close = tx.prepare(
+                "UPDATE actions SET status = ?2, resolution = ?3, closed_at = ?4, updated_at = ?4 WHERE rowid = ?1",
+            )?;
+            let mut report = tx.prepare("UPDATE actions SET outcome = ?2 WHERE rowid = ?1")?;
             let end = (done + 100_000).min(n);
             for i in done..end {
                 let title: Vec<&str> = (0..4 + rng.below(4))
@@ -188,34 +200,77 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                         sp["assignee_email"] = json!(p.1);
                     }
                 }
-                // Seconds since 2025-01-01 spread over a year, in order.
-                let t = 1_735_689_600 + i * 31_536_000 / n.max(1);
-                let ts = time::OffsetDateTime::from_unix_timestamp(t as i64)?
-                    .format(&time::format_description::well_known::Rfc3339)?
-                    .replace('Z', ".000Z");
+                // Created over the last 90 days, in order; the newest an
+                // hour ago.
+                let t = now - 90 * 86_400 + (i * (90 * 86_400 - 3_600) / n.max(1)) as i64;
+                let ts = stamp(t)?;
                 let snoozed = (status == "open" && rng.below(10) == 0)
                     .then(|| "2099-01-01T00:00:00.000Z".to_owned());
-                let closed = (status != "open").then(|| ts.clone());
-                let resolution = (status != "open").then(|| {
-                    json!({"option_id": null, "response": null, "reason": null, "decided_by": {"type": "system", "id": null}, "decided_at": ts})
-                        .to_string()
-                });
-                st.execute(params![
+                ins.execute(params![
                     format!("act_bench{i:010}"),
                     ws,
                     sources[rng.below(5) as usize],
                     env,
-                    status,
                     prio,
                     rank,
                     title,
                     sp.to_string(),
                     assignee_user,
                     snoozed,
-                    resolution,
                     ts,
-                    closed,
                 ])?;
+                if status == "open" {
+                    continue;
+                }
+                // Closed the way hds closes them (an UPDATE of status), so the
+                // analytics triggers keep their daily rollup as in use:
+                // decision times from 10 s to a day (log-uniform), 70 % of
+                // the decisions approve; cancelled by the Source; expired by
+                // the expiry pass.
+                let rowid = tx.last_insert_rowid();
+                let (closed, by, option, reason) = match status {
+                    "resolved" => {
+                        let secs = 10f64.powf(1.0 + 3.94 * (rng.below(10_000) as f64 / 10_000.0));
+                        let option = if rng.below(10) < 7 {
+                            "approve"
+                        } else {
+                            "reject"
+                        };
+                        let who = &people[rng.below(25) as usize].0;
+                        (
+                            t + secs as i64,
+                            json!({"type": "user", "id": who}),
+                            json!(option),
+                            Value::Null,
+                        )
+                    }
+                    "cancelled" => (
+                        t + 600,
+                        json!({"type": "source", "id": null}),
+                        Value::Null,
+                        Value::Null,
+                    ),
+                    _ => (
+                        t + 86_400,
+                        json!({"type": "system", "id": null}),
+                        Value::Null,
+                        json!("expired"),
+                    ),
+                };
+                let closed = stamp(closed.min(now))?;
+                let resolution = json!({"option_id": option, "response": null, "reason": reason,
+                    "decided_by": by, "decided_at": closed});
+                close.execute(params![rowid, status, resolution.to_string(), closed])?;
+                // Outcomes for 70 % of the decisions: 1 in 12 failed, 1 in
+                // 40 rolled back.
+                if status == "resolved" && rng.below(10) < 7 {
+                    let failed = rng.below(12) == 0;
+                    let outcome = json!({"status": if failed { "failed" } else { "success" },
+                        "duration_ms": 1_000 + rng.below(120_000), "rollback": rng.below(40) == 0,
+                        "action_version": 1, "fingerprint": "sha256:bench", "message": null,
+                        "reported_at": closed});
+                    report.execute(params![rowid, outcome.to_string()])?;
+                }
             }
             done = end;
         }
@@ -231,6 +286,13 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
     }
     c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
     Ok(start.elapsed().as_secs_f64())
+}
+
+/// RFC 3339 with milliseconds, as hds stores times.
+fn stamp(unix: i64) -> Result<String> {
+    Ok(time::OffsetDateTime::from_unix_timestamp(unix)?
+        .format(&time::format_description::well_known::Rfc3339)?
+        .replace('Z', ".000Z"))
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -435,9 +497,63 @@ async fn main() -> Result<()> {
         println!("{name:<26} {a50:>8.2}ms {a99:>8.2}ms {p50:>8.2}ms {p99:>8.2}ms");
         out.push(json!({"query": name, "api_p50_ms": a50, "api_p99_ms": a99, "app_p50_ms": p50, "app_p99_ms": p99}));
     }
+    // Analytics (issue 12): the summary and the page read the daily rollup
+    // the triggers kept while seeding; every window covers the seeded days.
+    let src: String = Connection::open(&db)?.query_row(
+        "SELECT source_id FROM actions GROUP BY source_id ORDER BY count(*) DESC LIMIT 1",
+        [],
+        |r| r.get(0),
+    )?;
+    let queries = [
+        ("summary window=7d", "window=7d".to_owned()),
+        ("summary window=30d", "window=30d".to_owned()),
+        ("summary window=90d", "window=90d".to_owned()),
+        (
+            "summary 90d, test env",
+            "window=90d&environment=test".to_owned(),
+        ),
+        (
+            "summary 90d, one Source",
+            format!("window=90d&source_id={src}"),
+        ),
+    ];
+    println!(
+        "{:<26} {:>10} {:>10} {:>10} {:>10}",
+        "analytics", "API p50", "API p99", "page p50", "page p99"
+    );
+    let mut analytics = Vec::new();
+    for (name, q) in queries {
+        let (a50, a99, _) = measure(
+            &http,
+            &format!("{base}/v1/analytics/summary?{q}"),
+            ("authorization", &bearer),
+            args.warmup,
+            args.requests,
+        )
+        .await?;
+        let (p50, p99, _) = measure(
+            &http,
+            &format!("{base}/app/analytics?{q}"),
+            ("cookie", &cookie),
+            args.warmup,
+            args.requests,
+        )
+        .await?;
+        println!("{name:<26} {a50:>8.2}ms {a99:>8.2}ms {p50:>8.2}ms {p99:>8.2}ms");
+        analytics.push(json!({"query": name, "api_p50_ms": a50, "api_p99_ms": a99, "page_p50_ms": p50, "page_p99_ms": p99}));
+    }
+    // What the 90-day summary says, to check against the seeding's shares.
+    let summary: Value = http
+        .get(format!("{base}/v1/analytics/summary?window=90d"))
+        .header("authorization", &bearer)
+        .send()
+        .await?
+        .json()
+        .await?;
+    println!("90-day live totals: {}", summary["totals"]);
     println!(
         "{}",
-        json!({"actions": args.actions, "seed_s": seed_s, "results": out})
+        json!({"actions": args.actions, "seed_s": seed_s, "results": out, "analytics": analytics, "totals_90d": summary["totals"]})
     );
     if args.keep_data {
         println!("data dir kept: {}", tmp.keep().display());

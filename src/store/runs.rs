@@ -170,7 +170,15 @@ pub fn complete(
     Ok(())
 }
 
-/// Appends a line to a run's timeline.
+/// Timeline lines within which progress messages are kept: a progress line
+/// that falls this far behind the newest line is deleted, so a Source that
+/// reports a new message every second cannot grow its run without bound.
+/// Lifecycle lines (created, started, waiting, completed) are always kept.
+pub const KEPT_PROGRESS: i64 = 1_000;
+
+/// Appends a line to a run's timeline, and drops the progress line that
+/// falls `KEPT_PROGRESS` behind it (each position is looked at once, when
+/// the line that many after it is written).
 pub fn add_event(
     c: &Connection,
     run_id: &str,
@@ -179,11 +187,17 @@ pub fn add_event(
     message: Option<&str>,
     at: &str,
 ) -> Result<()> {
+    let seq: i64 = c
+        .prepare_cached(
+            "INSERT INTO run_events(run_id, seq, kind, status, message, at)
+             VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?1), ?2, ?3, ?4, ?5)
+             RETURNING seq",
+        )?
+        .query_row(params![run_id, kind, status, message, at], |r| r.get(0))?;
     c.prepare_cached(
-        "INSERT INTO run_events(run_id, seq, kind, status, message, at)
-         VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
+        "DELETE FROM run_events WHERE run_id = ?1 AND seq = ?2 AND kind = 'progress'",
     )?
-    .execute(params![run_id, kind, status, message, at])?;
+    .execute(params![run_id, seq - KEPT_PROGRESS])?;
     Ok(())
 }
 
@@ -243,6 +257,48 @@ pub fn actions_of(c: &Connection, run_id: &str) -> Result<Vec<(String, String, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_progress_lines_go_lifecycle_lines_stay() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        c.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        let at = "2026-11-23T00:00:00.000Z";
+        add_event(&c, "run_1", "created", "queued", None, at).unwrap();
+        add_event(&c, "run_1", "started", "running", None, at).unwrap();
+        for i in 0..2_500 {
+            let m = format!("step {i}");
+            add_event(&c, "run_1", "progress", "running", Some(&m), at).unwrap();
+            if i == 1_200 {
+                add_event(&c, "run_1", "waiting", "waiting", None, at).unwrap();
+            }
+        }
+        add_event(&c, "run_other", "created", "queued", None, at).unwrap();
+        let count = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+        // 2,503 lines were written; the last 1,000 positions hold everything,
+        // and before them only the three lifecycle lines remain.
+        assert_eq!(
+            count("SELECT max(seq) FROM run_events WHERE run_id = 'run_1'"),
+            2_503
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM run_events WHERE run_id = 'run_1' AND seq > 1503"),
+            1_000
+        );
+        let kinds: String = c
+            .query_row(
+                "SELECT group_concat(kind) FROM (SELECT kind FROM run_events
+                  WHERE run_id = 'run_1' AND seq <= 1503 ORDER BY seq)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kinds, "created,started,waiting");
+        assert_eq!(
+            count("SELECT count(*) FROM run_events WHERE run_id = 'run_other'"),
+            1
+        );
+    }
 
     #[test]
     fn pages_and_lookups_use_their_indexes() {
