@@ -380,12 +380,7 @@ mod tests {
             ("action_comments", "SELECT id FROM action_comments WHERE author_user_id = ?1 ORDER BY id", "action_comments_by_author"),
             ("invitations", "SELECT id FROM invitations WHERE invited_by = ?1 ORDER BY created_at", "invitations_by_inviter"),
         ] {
-            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-            let plan: Vec<String> = st
-                .query_map([rusqlite::types::Value::Null], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");
             assert!(text.contains(wants), "{table}: {text}");
             assert!(!plan.iter().any(|l| l.starts_with(&format!("SCAN {table}"))), "{table}: {text}");

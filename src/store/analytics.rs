@@ -107,16 +107,7 @@ pub fn delete_events_before(c: &Connection, cutoff: &str) -> Result<usize> {
 mod tests {
     use super::*;
 
-    fn plan(c: &Connection, sql: &str) -> Vec<String> {
-        let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let n = st.parameter_count();
-        let args: Vec<rusqlite::types::Value> =
-            (0..n).map(|_| rusqlite::types::Value::Null).collect();
-        st.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    }
+    use crate::store::query_plan as plan;
 
     /// The summary reads one range of the rollup's primary key and looks up
     /// each row's Source; housekeeping finds old events by their index.

@@ -165,15 +165,7 @@ mod tests {
                 "SEARCH workspaces USING INDEX workspaces_stripe_customer (stripe_customer_id=?)",
             ),
         ] {
-            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-            let n = st.parameter_count();
-            let args: Vec<rusqlite::types::Value> =
-                (0..n).map(|_| rusqlite::types::Value::Null).collect();
-            let plan: Vec<String> = st
-                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");
             assert!(text.contains(wants), "{sql}:\n{text}");
             assert!(

@@ -289,13 +289,7 @@ mod tests {
                 "webhook_deliveries_settled",
             ),
         ] {
-            let plan: Vec<String> = c
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .unwrap()
-                .query_map([], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");
             assert!(text.contains(index), "{sql}:\n{text}");
             assert!(

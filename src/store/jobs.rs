@@ -201,13 +201,7 @@ mod tests {
             "SELECT run_at FROM jobs WHERE kind = 'webhook' AND claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
             "SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= '2026' AND (kind < 'email' OR (kind > 'email' AND kind < 'webhook') OR kind > 'webhook') LIMIT 5",
         ] {
-            let plan: Vec<String> = c
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .unwrap()
-                .query_map([], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");
             assert!(text.contains("jobs_due_by_kind"), "{sql}:\n{text}");
             assert!(!text.contains("TEMP B-TREE"), "{sql} sorts:\n{text}");

@@ -235,14 +235,7 @@ mod tests {
     use super::*;
 
     fn plan(c: &Connection, sql: &str) -> String {
-        let rows: Vec<String> = c
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap()
-            .query_map([], |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        rows.join("\n")
+        crate::store::query_plan(c, sql).join("\n")
     }
 
     /// The admin list reads its indexes in order (no sort), with and

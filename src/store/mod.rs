@@ -29,3 +29,16 @@ pub mod work;
 pub mod workspaces;
 
 pub use db::{Db, Durability};
+
+/// Test support for the plan tests of every store module: the `EXPLAIN
+/// QUERY PLAN` detail lines of `sql`, each parameter bound to NULL (the
+/// planner picks an index by the shape of the statement, not the values).
+#[cfg(test)]
+pub(crate) fn query_plan(c: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let nulls = vec![rusqlite::types::Value::Null; st.parameter_count()];
+    st.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}

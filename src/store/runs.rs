@@ -318,15 +318,7 @@ mod tests {
                 "SEARCH actions USING COVERING INDEX actions_by_run (run_id=?)",
             ),
         ] {
-            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-            let n = st.parameter_count();
-            let args: Vec<rusqlite::types::Value> =
-                (0..n).map(|_| rusqlite::types::Value::Null).collect();
-            let plan: Vec<String> = st
-                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let plan = crate::store::query_plan(&c, sql);
             assert!(
                 plan.iter().any(|p| p == wants),
                 "{sql}\nwanted {wants}\ngot {plan:?}"
