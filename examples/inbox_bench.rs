@@ -43,6 +43,7 @@ use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+#[allow(dead_code)] // each example uses a part of it
 mod common;
 use common::{Server, clk_tck, cpu_model, newest_mtime, r2};
 

@@ -40,7 +40,7 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
@@ -51,7 +51,7 @@ use common::load::{
     Conn, Load, Resp, action_body, closed_loop, encode, lat_json, median, ns_json, once, pct, plan,
     sequential, time_n, us,
 };
-use common::{Server, cpu_model, hds_init_json, r2, start_server};
+use common::{cpu_model, hds_init_json, r2};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -163,23 +163,6 @@ fn setup(args: &Args, dir: &Path) -> Result<Setup> {
     })
 }
 
-fn serve(args: &Args, dir: &Path) -> Result<(Server, SocketAddr)> {
-    let mut cmd = Command::new(&args.hds);
-    cmd.args(["serve", "--data-dir"])
-        .arg(dir)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--rate-limit",
-            "0",
-            "--durability",
-            &args.durability,
-        ])
-        .env("RUST_LOG", "off")
-        .stderr(Stdio::null());
-    start_server(cmd)
-}
-
 async fn set_policy(addr: SocketAddr, owner: &str, new_action: &str) -> Result<()> {
     once(
         addr,
@@ -209,7 +192,7 @@ async fn run(args: Args) -> Result<()> {
         setup_s,
         dir.display()
     );
-    let (mut server, addr) = serve(&args, &dir)?;
+    let (mut server, addr) = common::serve_for_load(&args.hds, &dir, &args.durability)?;
     let pid = server.child.id();
     let host = addr.to_string();
     let mut report = json!({

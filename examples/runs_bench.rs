@@ -31,16 +31,14 @@
 #[allow(dead_code)] // each example uses a part of it
 mod common;
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 use serde_json::json;
 
 use common::load::{Load, action_body, closed_loop, encode, lat_json, median, once, sequential};
-use common::{Server, cpu_model, hds_init_json, r2, start_server};
+use common::{cpu_model, hds_init_json, r2};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -76,23 +74,6 @@ struct Args {
     keep_data: bool,
 }
 
-fn serve(args: &Args, dir: &Path) -> Result<(Server, SocketAddr)> {
-    let mut cmd = Command::new(&args.hds);
-    cmd.args(["serve", "--data-dir"])
-        .arg(dir)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--rate-limit",
-            "0",
-            "--durability",
-            &args.durability,
-        ])
-        .env("RUST_LOG", "off")
-        .stderr(Stdio::null());
-    start_server(cmd)
-}
-
 const ARMS: [&str; 3] = ["creates", "counts", "message"];
 
 async fn run(args: Args) -> Result<()> {
@@ -106,7 +87,7 @@ async fn run(args: Args) -> Result<()> {
             .ok_or_else(|| anyhow!("no {k} in hds init output"))
     };
     let (key, user) = (s("source_key_live")?, s("user_token")?);
-    let (mut server, addr) = serve(&args, &dir)?;
+    let (mut server, addr) = common::serve_for_load(&args.hds, &dir, &args.durability)?;
     let pid = server.child.id();
     let host = addr.to_string();
 

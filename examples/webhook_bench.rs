@@ -44,6 +44,7 @@ use axum::http::{HeaderMap, StatusCode};
 use clap::Parser;
 use serde_json::{Value, json};
 
+use common::load::cpu_secs;
 use common::{Server, hds_init_json, start_server};
 
 #[derive(Parser, Debug)]
@@ -319,22 +320,6 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(if ids.len() == 1 { 1 } else { 50 })).await;
         }
     }
-}
-
-/// CPU seconds (user + system, all threads) a process has used.
-fn cpu_secs(pid: u32) -> f64 {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return f64::NAN;
-    };
-    // Fields after the command name (which may hold spaces): utime is the 12th.
-    let rest = s.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let jiffies = |i: usize| {
-        f.get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(f64::NAN)
-    };
-    (jiffies(11) + jiffies(12)) / common::clk_tck()
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {

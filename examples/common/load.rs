@@ -62,7 +62,7 @@ impl Conn {
         })
     }
 
-    async fn send(&mut self, mut data: &[u8]) -> Result<()> {
+    pub async fn send(&mut self, mut data: &[u8]) -> Result<()> {
         while !data.is_empty() {
             match self.s.try_write(data) {
                 Ok(n) => data = &data[n..],
@@ -102,7 +102,7 @@ impl Conn {
     }
 
     /// Reads one response: status line, headers, Content-Length or chunked body.
-    async fn recv(&mut self) -> Result<Resp> {
+    pub async fn recv(&mut self) -> Result<Resp> {
         let head_end = loop {
             if let Some(p) = find(&self.buf[..self.len], b"\r\n\r\n") {
                 break p + 4;

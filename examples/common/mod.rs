@@ -89,6 +89,25 @@ pub fn start_server(mut cmd: Command) -> Result<(Server, SocketAddr)> {
     Ok((server, addr))
 }
 
+/// `hds serve` for a load benchmark: loopback on an ephemeral port, rate
+/// limiting and logging off, the given `--durability`.
+pub fn serve_for_load(hds: &Path, dir: &Path, durability: &str) -> Result<(Server, SocketAddr)> {
+    let mut cmd = Command::new(hds);
+    cmd.args(["serve", "--data-dir"])
+        .arg(dir)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--rate-limit",
+            "0",
+            "--durability",
+            durability,
+        ])
+        .env("RUST_LOG", "off")
+        .stderr(Stdio::null());
+    start_server(cmd)
+}
+
 /// `hds init --data-dir DIR --json`: the credentials of a fresh data dir.
 pub fn hds_init_json(hds: &Path, dir: &Path) -> Result<Value> {
     let out = Command::new(hds)
