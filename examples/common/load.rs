@@ -301,7 +301,8 @@ pub async fn once(
         r.json()
     }
 }
-/// A ~1 KB Action (as examples/bench.rs), restricted to `reviewers` when given.
+
+/// A ~1 KB Action (like examples/bench.rs's), restricted to `reviewers` when given.
 pub fn action_body(seq: u64, reviewers: Option<&[String]>) -> Vec<u8> {
     let mut b = json!({
         "title": format!("Deploy payments-api build #{seq} to production"),
