@@ -162,9 +162,46 @@ fn people_in(c: &Connection, history: &[HistoryEntry]) -> Result<HashMap<String,
 
 /// Open live Actions of the active workspace: the number beside "Inbox".
 pub async fn open_count(s: &Services, user: &UserCaller) -> Result<i64> {
-    Ok(
-        inbox::counts(s, user, InboxParams::default(), s.clock.now())
-            .await?
-            .map_or(0, |c| c.open),
-    )
+    open_count_in(s, user, "live").await
+}
+
+/// Open Actions of one environment (`live`, `test` or `all`): the inbox
+/// shows the nav's number for the environment it lists, so the number and
+/// the Open tab agree when test Actions are shown.
+pub async fn open_count_in(s: &Services, user: &UserCaller, environment: &str) -> Result<i64> {
+    let p = InboxParams {
+        environment: Some(environment.to_owned()),
+        ..InboxParams::default()
+    };
+    Ok(inbox::counts(s, user, p, s.clock.now())
+        .await?
+        .map_or(0, |c| c.open))
+}
+
+/// The e-mail addresses of the people who decided these Actions (the
+/// inbox's resolved rows say who decided), by user id. A deleted account
+/// has no address and is left out.
+pub async fn deciders(s: &Services, actions: &[ActionRecord]) -> Result<HashMap<String, String>> {
+    let ids: Vec<String> = actions
+        .iter()
+        .filter_map(|a| a.resolution.as_ref())
+        .filter(|r| r.decided_by.kind == ActorKind::User)
+        .filter_map(|r| r.decided_by.id.clone())
+        .collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    s.db.read(move |c| {
+        let mut people = HashMap::new();
+        for id in ids {
+            if !people.contains_key(&id)
+                && let Some(u) = users::by_id(c, &id)?
+                && !u.email.is_empty()
+            {
+                people.insert(u.id, u.email);
+            }
+        }
+        Ok(people)
+    })
+    .await
 }

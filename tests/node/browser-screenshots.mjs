@@ -1,8 +1,11 @@
-// Screenshots for the README, taken from a realistic inbox: several Sources,
-// priorities, a test-key request, typed interactions, and an Action page with
-// Markdown and context blocks; and a Source page with its webhook delivery
-// log (the receiver answers the first delivery 410, the next ones 200;
-// HOOK_DOWN refuses connections).
+// Every dashboard page at 1280 and at 390 px, from a realistic workspace:
+// several Sources, priorities, a test-key request, typed interactions, an
+// Action page with Markdown, context blocks and controls, a Source page with
+// its webhook delivery log (the receiver answers the first delivery 410, the
+// next ones 200; HOOK_DOWN refuses connections), decided Actions with
+// outcomes, and runs (one waiting on a review, one done, one failed).
+// Writes the README's screenshots to OUT_DIR and reports, per page at the
+// phone's width, any sideways scroll and any word broken across lines.
 import { BASE, api, createAction, newPage, requireEnv, run, signIn } from "./browser-lib.mjs";
 
 const OUT = requireEnv("OUT_DIR");
@@ -71,6 +74,7 @@ run(async (browser) => {
   await createAction(billing.secrets.live_key, {
     title: "Refund order #48213 ($1,240.00) to Northwind Ltd",
     priority: "urgent",
+    expires_at: new Date(Date.now() + 3 * 3600 * 1000 + 60 * 1000).toISOString().replace(/\.\d+Z$/, "Z"),
     context: [{ type: "kv", items: [{ key: "Customer", value: "Northwind Ltd" }, { key: "Reason", value: "Double charge" }] }],
     interaction: { type: "boolean" },
   });
@@ -139,50 +143,130 @@ run(async (browser) => {
   const lastLog = await ok(await api("GET", `/v1/sources/${SOURCE_ID}/deliveries`, USER_TOKEN), "deliveries");
   const failed = lastLog.data.find((d) => d.status === "failed") || lastLog.data[0];
 
+  // Work that was decided and acted on, for the analytics page and the
+  // Resolved tab; a run with progress, a message and one Action of its own.
+  for (const [i, title] of ["Merge PR #311 into main", "Scale the worker pool to 12", "Purge the CDN cache for /docs"].entries()) {
+    const a = await createAction(SOURCE_KEY, { title, options: [{ id: "approve", label: "Approve", style: "primary" }, { id: "reject", label: "Reject" }] });
+    await ok(
+      await api("POST", `/v1/actions/${a.id}/decision`, USER_TOKEN, {
+        action_version: a.action_version,
+        fingerprint: a.fingerprint,
+        option_id: i === 2 ? "reject" : "approve",
+        reason: i === 2 ? "Not during the sale" : "Looks good",
+      }),
+      "decide",
+    );
+    if (i < 2) {
+      await ok(
+        await api("POST", `/v1/actions/${a.id}/outcome`, SOURCE_KEY, {
+          status: i === 0 ? "success" : "failed",
+          duration_ms: 4200,
+          action_version: a.action_version,
+          fingerprint: a.fingerprint,
+          message: i === 0 ? undefined : "2 of 12 workers did not start",
+        }),
+        "outcome",
+      );
+    }
+  }
+  const importRun = await ok(await api("POST", "/v1/runs", SOURCE_KEY, { name: "Nightly import of supplier catalogue", status: "running", total: 1200 }), "run");
+  const RUN_ID = importRun.data.id;
+  await ok(await api("PATCH", `/v1/source/runs/${RUN_ID}/progress`, SOURCE_KEY, { completed: 480, message: "Imported 480 of 1,200 products" }), "progress");
+  await createAction(SOURCE_KEY, {
+    title: "Overwrite 37 prices that differ by more than 20 %?",
+    run_id: RUN_ID,
+    options: [{ id: "overwrite", label: "Overwrite", style: "primary" }, { id: "skip", label: "Keep current prices" }],
+  });
+  await ok(await api("PATCH", `/v1/source/runs/${RUN_ID}/progress`, SOURCE_KEY, { completed: 720, message: "Waiting for a price review", status: "waiting" }), "progress");
+  const done = await ok(await api("POST", "/v1/runs", SOURCE_KEY, { name: "Re-index search", status: "running", total: 40 }), "run");
+  await ok(await api("PATCH", `/v1/source/runs/${done.data.id}/progress`, SOURCE_KEY, { completed: 40 }), "progress");
+  await ok(await api("POST", `/v1/source/runs/${done.data.id}/complete`, SOURCE_KEY, { status: "succeeded" }), "complete");
+  const broken = await ok(await api("POST", "/v1/runs", SOURCE_KEY, { name: "Sync CRM contacts", status: "running", total: 900 }), "run");
+  await ok(await api("PATCH", `/v1/source/runs/${broken.data.id}/progress`, SOURCE_KEY, { completed: 310 }), "progress");
+  await ok(await api("POST", `/v1/source/runs/${broken.data.id}/complete`, SOURCE_KEY, { status: "failed", error: "CRM API answered 503 for 5 minutes" }), "complete");
+
+  // Every page, at a laptop's width and at a phone's. At 390 px nothing may
+  // scroll sideways and no word may be broken across lines. `shot` names
+  // the file written (README and docs); the others are only measured.
+  const pagesToVisit = [
+    { name: "inbox", url: "/app?environment=all", shot: "inbox", ready: "#inbox-rows li >> nth=5" },
+    { name: "resolved", url: "/app?status=resolved&environment=all", shot: "inbox-resolved" },
+    { name: "action", url: `/app/actions/${deploy.id}`, shot: "action" },
+    { name: "sources", url: "/app/sources" },
+    { name: "source", url: `/app/sources/${SOURCE_ID}`, shot: "source" },
+    { name: "delivery", url: `/app/sources/${SOURCE_ID}/deliveries/${failed.id}`, shot: "delivery" },
+    { name: "runs", url: "/app/runs", shot: "runs" },
+    { name: "run", url: `/app/runs/${RUN_ID}`, shot: "run", full: true },
+    { name: "analytics", url: "/app/analytics?window=7d", shot: "analytics", full: true },
+    { name: "billing", url: "/app/billing", shot: "billing" },
+    { name: "account", url: "/app/account", shot: "account" },
+    { name: "workspaces", url: "/app/workspaces" },
+    { name: "members", url: "/app/members" },
+    { name: "invitations", url: "/app/invitations" },
+    { name: "notifications", url: "/app/notifications", shot: "notifications" },
+    { name: "notification_settings", url: "/app/settings/notifications", shot: "notification-settings", full: true },
+    { name: "emails", url: "/app/settings/emails" },
+  ];
+  // Words that the layout split across lines (a table header wrapping per
+  // letter), found by measuring each word of the page's text with a Range.
+  // A break after a hyphen or slash is a word's own (ap-/south-1), and
+  // identifiers in code (a 71-character fingerprint) may wrap anywhere.
+  const brokenWords = () =>
+    [...document.querySelectorAll("body *")]
+      .filter((el) => el.offsetParent !== null && el.getBoundingClientRect().width > 1 && !el.closest("code, pre, samp, kbd"))
+      .flatMap((el) =>
+        [...el.childNodes]
+          .filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim())
+          .flatMap((n) => {
+            const out = [];
+            const re = /[^\s/-]+/g;
+            let m;
+            while ((m = re.exec(n.textContent))) {
+              const r = document.createRange();
+              r.setStart(n, m.index);
+              r.setEnd(n, m.index + m[0].length);
+              const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+              if (lines.size > 1) out.push(`${el.tagName.toLowerCase()}: ${m[0]}`);
+            }
+            return out;
+          }),
+      );
+  const files = [];
+  const phoneChecks = {};
+  const rows = {};
   const wide = await newPage(browser, { width: 1280, height: 800 });
   await signIn(wide, requireEnv("LINK"));
-  // Live and test together, so the TEST badge shows.
-  await wide.goto(`${BASE}/app?environment=all`);
-  await wide.locator("#inbox-rows li").nth(5).waitFor();
-  await wide.screenshot({ path: `${OUT}/inbox.png` });
-  await wide.goto(`${BASE}/app/actions/${deploy.id}`);
-  await wide.screenshot({ path: `${OUT}/action.png` });
-  await wide.goto(`${BASE}/app/sources/${SOURCE_ID}`);
-  await wide.screenshot({ path: `${OUT}/source.png` });
-  await wide.goto(`${BASE}/app/sources/${SOURCE_ID}/deliveries/${failed.id}`);
-  await wide.screenshot({ path: `${OUT}/delivery.png` });
-  await wide.goto(`${BASE}/app/notifications`);
-  await wide.screenshot({ path: `${OUT}/notifications.png` });
-  await wide.goto(`${BASE}/app/settings/notifications`);
-  await wide.screenshot({ path: `${OUT}/notification-settings.png`, fullPage: true });
-
   const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   await signIn(phone, requireEnv("LINK2"));
-  await phone.goto(`${BASE}/app?environment=all`);
-  await phone.locator("#inbox-rows li").nth(5).waitFor();
-  await phone.screenshot({ path: `${OUT}/inbox-phone.png` });
-  await phone.goto(`${BASE}/app/actions/${deploy.id}`);
-  await phone.screenshot({ path: `${OUT}/action-phone.png` });
-  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await phone.goto(`${BASE}/app/sources/${SOURCE_ID}`);
-  const sourceOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await phone.screenshot({ path: `${OUT}/source-phone.png` });
-  await phone.goto(`${BASE}/app/sources/${SOURCE_ID}/deliveries/${failed.id}`);
-  await phone.screenshot({ path: `${OUT}/delivery-phone.png` });
-  await phone.goto(`${BASE}/app/notifications`);
-  const notificationsOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await phone.screenshot({ path: `${OUT}/notifications-phone.png` });
-  await phone.goto(`${BASE}/app/settings/notifications`);
-  const settingsOverflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await phone.screenshot({ path: `${OUT}/notification-settings-phone.png`, fullPage: true });
+  for (const p of pagesToVisit) {
+    for (const [page, suffix] of [[wide, ""], [phone, "-phone"]]) {
+      const res = await page.goto(`${BASE}${p.url}`);
+      if (res.status() !== 200) throw new Error(`${p.url}: ${res.status()}`);
+      if (p.ready) await page.locator(p.ready).waitFor();
+      if (page === wide && p.name === "inbox") {
+        rows.nav_count = (await page.locator("#nav-open-count").innerText()).trim();
+        rows.open_tab = (await page.locator('.tabs a[aria-current="page"] .count').innerText()).trim();
+        rows.deadlines = await page.locator("#inbox-rows .row-deadline").allInnerTexts();
+      }
+      if (page === wide && p.name === "resolved") rows.decided = await page.locator("#inbox-rows .row-decided").allInnerTexts();
+      if (p.shot) {
+        const file = `${p.shot}${suffix}.png`;
+        await page.screenshot({ path: `${OUT}/${file}`, fullPage: !!p.full });
+        files.push(file);
+      }
+      if (page === phone) {
+        phoneChecks[p.name] = {
+          horizontal_overflow: await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+          broken_words: await page.evaluate(brokenWords),
+        };
+      }
+    }
+  }
 
   return {
-    files: ["inbox.png", "action.png", "source.png", "delivery.png", "inbox-phone.png", "action-phone.png", "source-phone.png", "delivery-phone.png",
-      "notifications.png", "notification-settings.png", "notifications-phone.png", "notification-settings-phone.png"],
-    phone_horizontal_overflow: overflow,
-    source_phone_horizontal_overflow: sourceOverflow,
-    notifications_phone_horizontal_overflow: notificationsOverflow,
-    settings_phone_horizontal_overflow: settingsOverflow,
+    files,
+    phone: phoneChecks,
+    rows,
     csp_violations: [...wide.violations, ...phone.violations],
     script_errors: [...wide.errors, ...phone.errors],
   };

@@ -13,11 +13,14 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::app::AppState;
-use crate::domain::action::{ActionRecord, ActionSpec, Environment, Interaction};
+use crate::domain::action::{
+    ActionRecord, ActionSpec, ActorKind, Environment, Interaction, Status,
+};
 use crate::domain::time;
 use crate::error::{Code, Result};
 use crate::http::session::PageUser;
-use crate::http::ui::view::{Layout, PageQuery, UiError, When};
+use crate::http::ui::action_view;
+use crate::http::ui::view::{Layout, PageQuery, UiError, When, plural};
 use crate::service::actions::MAX_WAIT;
 use crate::service::caller::UserCaller;
 use crate::service::dashboard;
@@ -112,6 +115,11 @@ pub struct Row {
     pub assignee: Option<String>,
     /// How it is answered: "3 options", "Yes / No", "Approval vote"…
     pub kind: String,
+    /// When an open Action expires ("in 3 h"); none once it is closed.
+    pub deadline: Option<When>,
+    /// What a resolved Action's decision was and who made it:
+    /// ("Approve", "dana@example.com").
+    pub decided: Option<(String, String)>,
 }
 
 pub struct Tab {
@@ -192,14 +200,20 @@ async fn read_list(
                     rows: Vec::new(),
                     has_more: false,
                     version,
-                    open_count: inbox::count_label(dashboard::open_count(s, user).await?),
+                    open_count: inbox::count_label(
+                        dashboard::open_count_in(s, user, f.environment()).await?,
+                    ),
                     error: Some(e.message.clone()),
                     filtered,
                 });
             }
             Err(e) => return Err(e),
         };
-    let rows: Vec<Row> = listed.iter().map(|a| row(a, names, now)).collect();
+    let people = dashboard::deciders(s, &listed).await?;
+    let rows: Vec<Row> = listed
+        .iter()
+        .map(|a| row(a, names, &people, user, now))
+        .collect();
     let pick = |f: fn(&InboxCounts) -> i64| counts.as_ref().map(f);
     let tabs = [
         ("open", "Open", pick(|c| c.open)),
@@ -216,10 +230,15 @@ async fn read_list(
         current: f.status() == status,
     })
     .collect();
-    // Unfiltered, the Open tab is the nav's number; otherwise count again.
+    // The nav's number counts the environment the inbox lists, so with
+    // only the environment chosen it is the Open tab's; otherwise count again.
+    let only_environment = f.q.trim().is_empty()
+        && f.source_id.is_empty()
+        && f.priority.is_empty()
+        && f.scope() == "all";
     let open_count = match counts {
-        Some(c) if !filtered => c.open,
-        _ => dashboard::open_count(s, user).await?,
+        Some(c) if only_environment => c.open,
+        _ => dashboard::open_count_in(s, user, f.environment()).await?,
     };
     Ok(InboxList {
         tabs,
@@ -232,8 +251,36 @@ async fn read_list(
     })
 }
 
-fn row(a: &ActionRecord, names: &HashMap<String, String>, now: time::Timestamp) -> Row {
+fn row(
+    a: &ActionRecord,
+    names: &HashMap<String, String>,
+    people: &HashMap<String, String>,
+    me: &UserCaller,
+    now: time::Timestamp,
+) -> Row {
+    let open = a.status == Status::Open;
+    let decided = a.resolution.as_ref().map(|r| {
+        let by = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
+            (ActorKind::User, Some(id)) if id == me.user_id => "you".to_owned(),
+            (ActorKind::User, Some(id)) => people
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| "a former member".to_owned()),
+            (ActorKind::Source, _) => "the Source".to_owned(),
+            _ => "the approval policy".to_owned(),
+        };
+        (
+            action_view::answer_text(a, r.option_id.as_deref(), r.response.as_ref()),
+            by,
+        )
+    });
     Row {
+        deadline: if open {
+            When::opt(a.spec.expires_at.as_deref(), now)
+        } else {
+            None
+        },
+        decided,
         id: a.id.clone(),
         title: a.spec.title.clone(),
         source: names
@@ -254,7 +301,7 @@ fn answer_kind(spec: &ActionSpec) -> String {
         return "Approval vote".into();
     }
     if let Some(options) = &spec.options {
-        return format!("{} options", options.len());
+        return plural(options.len(), "option", "options");
     }
     match spec.interaction {
         Some(Interaction::Boolean) => "Yes / No",

@@ -150,6 +150,11 @@ impl Layout {
 }
 
 /// A stored timestamp as a page shows it: `<time datetime="{iso}" title="{exact}">{ago}</time>`.
+/// "1 option", "3 options".
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[derive(Clone, Debug)]
 pub struct When {
     pub iso: String,
