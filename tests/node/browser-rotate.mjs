@@ -51,5 +51,7 @@ run(async (browser) => {
     after_reload: afterReload,
     new_key_status: withNew.status,
     old_key_status: withOld.status,
+    csp_violations: page.violations,
+    script_errors: page.errors,
   };
 });
