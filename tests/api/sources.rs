@@ -511,7 +511,7 @@ async fn the_source_page_shows_new_keys_once_and_a_reload_changes_nothing() {
     assert_eq!(ask.status(), StatusCode::OK);
     let html = ask.text().await.unwrap();
     assert!(html.contains("Replace the live key?"), "{html}");
-    assert!(html.contains("keep working until"), "{html}");
+    assert!(html.contains("keeps working until"), "{html}");
     app.create_action(two_options("not rotated yet")).await;
 
     let mut confirmed = form.to_vec();
@@ -565,4 +565,44 @@ async fn the_source_page_shows_new_keys_once_and_a_reload_changes_nothing() {
     }
     app.create_action_with(&live, two_options("from the new Source"))
         .await;
+}
+
+/// The Source page's second form replaces only the webhook secret (shown
+/// once, keys untouched); an overlap out of range is refused on the page.
+#[tokio::test]
+async fn the_source_page_replaces_the_webhook_secret_alone_and_refuses_a_bad_overlap() {
+    let app = TestApp::spawn().await;
+    let browser = app.browser(app.admin().person()).await;
+    let id = app.creds["source_id"].as_str().unwrap();
+    let rotate = format!("/app/sources/{id}/rotate");
+    let form = |overlap| {
+        [
+            ("_csrf", browser.csrf()),
+            ("environment", "none"),
+            ("webhook_secret", "yes"),
+            ("overlap", overlap),
+            ("confirmed", "yes"),
+        ]
+    };
+    let bad = browser
+        .post_form(&rotate, Some(&app.base), &form("604801"))
+        .await;
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = bad.text().await.unwrap();
+    assert!(html.contains("between 0 and 604800"), "{html}");
+
+    let done = browser
+        .post_form(&rotate, Some(&app.base), &form("0"))
+        .await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let shown = browser
+        .page(&format!("/app/sources/{id}?done=rotated"))
+        .await;
+    let secret = text_of(&shown, "secret-webhook").unwrap();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert_ne!(secret, app.creds["webhook_secret"].as_str().unwrap());
+    assert!(text_of(&shown, "secret-live").is_none());
+    // Keys untouched.
+    app.create_action(two_options("same key")).await;
+    assert_eq!(keys(&app).await.len(), 2);
 }

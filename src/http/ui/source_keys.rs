@@ -130,13 +130,19 @@ impl RotateForm {
             now,
         );
         let keys = self.keys();
+        // "The old live key … keeps", "The old live and test keys … keep".
+        let (works, stops, it, one) = if self.environment == "both" {
+            ("keep", "stop", "them", "ones")
+        } else {
+            ("keeps", "stops", "it", "one")
+        };
         let mut message = match keys {
             Some(k) if self.overlap > 0 => format!(
-                "The old {k} of “{name}” keep working until {} ({}), then stop. Give whatever uses them the new ones before then.",
+                "The old {k} of “{name}” {works} working until {} ({}), then {stops}. Give whatever uses {it} the new {one} before then.",
                 until.exact, until.ago
             ),
             Some(k) => format!(
-                "The old {k} of “{name}” stop working at once. Whatever uses them fails until it is given the new ones."
+                "The old {k} of “{name}” {stops} working at once. Whatever uses {it} fails until it is given the new {one}."
             ),
             None => String::new(),
         };
