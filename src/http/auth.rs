@@ -69,6 +69,7 @@ async fn source_from(
     };
     let hash = hash_secret(&key);
     let cache = &state.services.key_cache;
+    let now = state.services.clock.now();
     let owner = match cache.get(&hash) {
         Some(o) => Some(o),
         None => {
@@ -76,10 +77,11 @@ async fn source_from(
             // address out of budget does not get.
             state.addresses.gate(client)?;
             let h = hash.clone();
+            let at = crate::domain::time::format(now);
             let found = state
                 .services
                 .db
-                .read(move |c| sources::by_key_hash(c, &h))
+                .read(move |c| sources::by_key_hash(c, &h, &at))
                 .await?;
             if let Some(o) = &found {
                 cache.put(hash, o.clone());
@@ -87,7 +89,8 @@ async fn source_from(
             found
         }
     };
-    let Some(owner) = owner.filter(|o| o.environment == env) else {
+    // A cached key replaced in a rotation is refused once its overlap ends.
+    let Some(owner) = owner.filter(|o| o.environment == env && o.works_at(now)) else {
         return Err(Error::new(
             Code::InvalidApiKey,
             "unknown or rotated Source key",

@@ -75,7 +75,7 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         let work = work_view(c, &a, access, &user)?;
         Ok(ActionView {
             work,
-            source_name: sources::get(c, &a.workspace_id, &a.source_id)?.map(|s| s.name),
+            source_name: sources::name(c, &a.workspace_id, &a.source_id)?,
             votes: votes::all(c, &a.id)?,
             action: a,
             history,

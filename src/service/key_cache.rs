@@ -1,8 +1,10 @@
 //! An in-process cache of Source-key lookups: most Source requests then skip a
 //! database read. Entries are keyed by the key's SHA-256 (never the key), and
 //! the whole cache is dropped whenever a Source changes (rotation, revocation),
-//! so a rotated or revoked key stops working at once. Only this process changes
-//! Source keys.
+//! so a rotated or revoked key stops working at once. An entry carries the
+//! end of a replaced key's overlap (`KeyOwner::expires_at`), which the caller
+//! checks against its clock on every use, so a cached key does not outlive it.
+//! Only this process changes Source keys.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

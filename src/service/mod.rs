@@ -22,6 +22,7 @@ pub mod notification_mail;
 pub mod notifications;
 pub mod oidc;
 pub mod runs;
+pub mod shown_once;
 pub mod signin;
 pub mod sources;
 pub mod tokens;
@@ -59,6 +60,8 @@ pub struct Services {
     pub oidc: Arc<oidc::Providers>,
     /// Wakes the job worker after a commit that queued a job.
     pub jobs_wake: Arc<tokio::sync::Notify>,
+    /// New keys and secrets between a dashboard POST and the GET that shows them.
+    pub shown_once: Arc<shown_once::ShownOnce>,
 }
 
 impl Services {
@@ -75,6 +78,7 @@ impl Services {
             changes: Arc::new(tokio::sync::watch::Sender::new(0)),
             oidc: Arc::default(),
             jobs_wake: Arc::default(),
+            shown_once: Arc::default(),
         }
     }
 

@@ -147,8 +147,7 @@ fn member_of(c: &Connection, workspace_id: &str, p: &Person) -> Result<Option<Me
 
 fn source_name(c: &Connection, a: &ActionRecord) -> Result<String> {
     Ok(
-        crate::store::sources::get(c, &a.workspace_id, &a.source_id)?
-            .map(|s| s.name)
+        crate::store::sources::name(c, &a.workspace_id, &a.source_id)?
             .unwrap_or_else(|| "A Source".to_owned()),
     )
 }

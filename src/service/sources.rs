@@ -68,10 +68,34 @@ pub struct KeyRotate {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 604800)]
     pub webhook_secret_overlap_seconds: Option<i64>,
+    /// Seconds each replaced key keeps working beside its new one (listed in
+    /// `keys` with its `expires_at` meanwhile), so callers can switch without
+    /// a failed request. 0..604800, default 86400 (a day); 0 ends it at once.
+    /// A key still in the overlap of an earlier rotation ends now: only the
+    /// new key and the one it replaced work.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 604800)]
+    pub key_overlap_seconds: Option<i64>,
 }
 
-/// Default overlap of an old and a new webhook secret.
-const SECRET_OVERLAP_SECS: i64 = 86_400;
+/// Default overlap of an old and a new webhook secret, and of an old and a
+/// new key.
+pub const DEFAULT_OVERLAP_SECS: i64 = 86_400;
+/// Longest overlap: seven days.
+pub const MAX_OVERLAP_SECS: i64 = 604_800;
+
+/// An overlap in seconds from the request, checked against 0..=7 days.
+fn overlap(field: &str, asked: Option<i64>) -> Result<i64> {
+    let secs = asked.unwrap_or(DEFAULT_OVERLAP_SECS);
+    if (0..=MAX_OVERLAP_SECS).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err(Error::field(
+            field,
+            format!("{field} must be between 0 and {MAX_OVERLAP_SECS} (7 days)"),
+        ))
+    }
+}
 
 fn rotate_environment_schema() -> utoipa::openapi::Object {
     crate::service::inbox::string_enum(&["live", "test", "both", "none"])
@@ -109,12 +133,14 @@ pub(crate) fn not_found() -> Error {
 
 pub async fn list(s: &Services, user: UserCaller) -> Result<Vec<Source>> {
     let ws = workspace(&user, false)?;
-    s.db.read(move |c| store::list(c, &ws)).await
+    let now = time::format(s.clock.now());
+    s.db.read(move |c| store::list(c, &ws, &now)).await
 }
 
 pub async fn get(s: &Services, user: UserCaller, id: String) -> Result<Source> {
     let ws = workspace(&user, false)?;
-    s.db.read(move |c| store::get(c, &ws, &id))
+    let now = time::format(s.clock.now());
+    s.db.read(move |c| store::get(c, &ws, &id, &now))
         .await?
         .ok_or_else(not_found)
 }
@@ -204,7 +230,8 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     if revoked { Ok(()) } else { Err(not_found()) }
 }
 
-/// Replaces keys; the old ones stop working with this response.
+/// Replaces keys (guide: "Rotating keys"); each old one works until the end
+/// of its overlap, at once when the overlap is 0.
 pub async fn rotate_keys(
     s: &Services,
     user: UserCaller,
@@ -231,24 +258,22 @@ pub async fn rotate_keys(
         ));
     }
     let webhook = req.webhook_secret;
-    let overlap = req
-        .webhook_secret_overlap_seconds
-        .unwrap_or(SECRET_OVERLAP_SECS);
-    if !(0..=604_800).contains(&overlap) {
-        return Err(Error::field(
-            "webhook_secret_overlap_seconds",
-            "webhook_secret_overlap_seconds must be between 0 and 604800 (7 days)",
-        ));
-    }
+    let secret_overlap = overlap(
+        "webhook_secret_overlap_seconds",
+        req.webhook_secret_overlap_seconds,
+    )?;
+    let key_overlap = overlap("key_overlap_seconds", req.key_overlap_seconds)?;
     let clock_now = s.clock.now();
-    let overlap_until =
-        (overlap > 0).then(|| time::format(clock_now + ::time::Duration::seconds(overlap)));
+    let after = |secs: i64| time::format(clock_now + ::time::Duration::seconds(secs));
+    let secret_until = (secret_overlap > 0).then(|| after(secret_overlap));
+    let key_until = after(key_overlap);
     let now = time::format(clock_now);
     let me = user.user_id.clone();
     let rotated =
         s.db.write(move |c| {
             still_manages(c, &ws, &me)?;
-            store::rotate_keys(c, &ws, &id, &envs, webhook, overlap_until.as_deref(), &now)
+            let secret_until = secret_until.as_deref();
+            store::rotate_keys(c, &ws, &id, &envs, &key_until, webhook, secret_until, &now)
         })
         .await?
         .ok_or_else(not_found)?;

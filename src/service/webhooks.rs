@@ -102,8 +102,8 @@ pub const MAX_PAGE: i64 = 100;
 fn source_in_workspace(c: &Connection, user: &UserCaller, source_id: &str) -> Result<String> {
     let ws = sources_svc::workspace(user, true)?;
     sources_svc::still_manages(c, &ws, &user.user_id)?;
-    match sources::get(c, &ws, source_id)? {
-        Some(s) => Ok(s.id),
+    match sources::name(c, &ws, source_id)? {
+        Some(_) => Ok(source_id.to_owned()),
         None => Err(sources_svc::not_found()),
     }
 }

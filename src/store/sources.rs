@@ -1,5 +1,11 @@
 //! Sources (machine callers) and their keys. Keys are stored as SHA-256 only;
 //! the clear key exists once, in the response that created it.
+//!
+//! A key's `revoked_at` is its end: NULL for the current key of an
+//! environment, a past time for a key that no longer works, a future time for
+//! a replaced key still in its overlap (guide: "Rotating keys"). A key works
+//! while `revoked_at IS NULL OR revoked_at > now`; at most two keys of an
+//! environment work at once, the current one and the one it replaced.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -7,6 +13,7 @@ use serde::Serialize;
 use crate::domain::action::Environment;
 use crate::domain::credentials::{self, hashes_match};
 use crate::domain::ids;
+use crate::domain::time::{self, Timestamp};
 use crate::error::Result;
 
 #[derive(Clone, Debug, Serialize)]
@@ -15,6 +22,9 @@ pub struct KeyInfo {
     /// The key's first characters, for telling keys apart; never the key.
     pub hint: String,
     pub created_at: String,
+    /// When a replaced key stops working (it is in its overlap); None for
+    /// the current key.
+    pub expires_at: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -50,6 +60,16 @@ pub struct KeyOwner {
     pub workspace_kind: String,
     pub environment: Environment,
     pub source_revoked: bool,
+    /// The end of a replaced key's overlap; None for a current key.
+    pub expires_at: Option<Timestamp>,
+}
+
+impl KeyOwner {
+    /// Whether the key still works at `now` (a cached lookup outlives the
+    /// overlap it was read in).
+    pub fn works_at(&self, now: Timestamp) -> bool {
+        self.expires_at.is_none_or(|end| end > now)
+    }
 }
 
 pub fn create(
@@ -67,7 +87,7 @@ pub fn create(
     )?;
     let mut secrets = insert_keys(c, &id, &[Environment::Live, Environment::Test], now)?;
     secrets.webhook_secret = Some(webhook_secret);
-    let source = get(c, workspace_id, &id)?
+    let source = get(c, workspace_id, &id, now)?
         .ok_or_else(|| anyhow::anyhow!("source vanished after insert"))?;
     Ok((source, secrets))
 }
@@ -94,18 +114,22 @@ fn insert_keys(
 }
 
 /// Replaces the keys of the given environments (and the webhook secret when
-/// asked); old keys stop working at once. An old webhook secret keeps signing
-/// beside the new one until `secret_overlap_until`, when given.
+/// asked). Each replaced key works until `key_overlap_until` (`now` ends it at
+/// once); a key still in the overlap of an earlier rotation ends now, so only
+/// the new key and the one it replaced work. An old webhook secret keeps
+/// signing beside the new one until `secret_overlap_until`, when given.
+#[allow(clippy::too_many_arguments)]
 pub fn rotate_keys(
     c: &Connection,
     workspace_id: &str,
     id: &str,
     envs: &[Environment],
+    key_overlap_until: &str,
     webhook_secret: bool,
     secret_overlap_until: Option<&str>,
     now: &str,
 ) -> Result<Option<(Source, Secrets)>> {
-    let Some(s) = get(c, workspace_id, id)? else {
+    let Some(s) = get(c, workspace_id, id, now)? else {
         return Ok(None);
     };
     if s.revoked_at.is_some() {
@@ -113,8 +137,12 @@ pub fn rotate_keys(
     }
     for env in envs {
         c.execute(
-            "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND environment = ?3 AND revoked_at IS NULL",
+            "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND environment = ?3 AND revoked_at > ?1",
             params![now, id, env.as_str()],
+        )?;
+        c.execute(
+            "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND environment = ?3 AND revoked_at IS NULL",
+            params![key_overlap_until, id, env.as_str()],
         )?;
     }
     let mut secrets = insert_keys(c, id, envs, now)?;
@@ -131,24 +159,29 @@ pub fn rotate_keys(
         "UPDATE sources SET updated_at = ?1 WHERE id = ?2",
         params![now, id],
     )?;
-    Ok(get(c, workspace_id, id)?.map(|s| (s, secrets)))
+    Ok(get(c, workspace_id, id, now)?.map(|s| (s, secrets)))
 }
 
 const SELECT: &str =
     "SELECT id, workspace_id, name, description, created_at, updated_at, revoked_at FROM sources";
 
-fn row(c: &Connection, r: &rusqlite::Row) -> Result<Source> {
+/// A Source with the keys that work at `now`: per environment the current
+/// key, then a replaced one still in its overlap.
+fn row(c: &Connection, r: &rusqlite::Row, now: &str) -> Result<Source> {
     let id: String = r.get(0)?;
     let revoked_at: Option<String> = r.get(6)?;
     let mut st = c.prepare_cached(
-        "SELECT environment, hint, created_at FROM source_keys WHERE source_id = ?1 AND revoked_at IS NULL ORDER BY environment",
+        "SELECT environment, hint, created_at, revoked_at FROM source_keys
+         WHERE source_id = ?1 AND (revoked_at IS NULL OR revoked_at > ?2)
+         ORDER BY environment, revoked_at IS NOT NULL, created_at DESC",
     )?;
     let keys = st
-        .query_map([&id], |k| {
+        .query_map(params![id, now], |k| {
             Ok(KeyInfo {
                 environment: k.get(0)?,
                 hint: k.get(1)?,
                 created_at: k.get(2)?,
+                expires_at: k.get(3)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -174,23 +207,34 @@ fn row(c: &Connection, r: &rusqlite::Row) -> Result<Source> {
     })
 }
 
-pub fn get(c: &Connection, workspace_id: &str, id: &str) -> Result<Option<Source>> {
+/// The Source, with the keys that work at `now`.
+pub fn get(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result<Option<Source>> {
     let mut st = c.prepare_cached(&format!("{SELECT} WHERE id = ?1 AND workspace_id = ?2"))?;
     let mut rows = st.query(params![id, workspace_id])?;
     match rows.next()? {
-        Some(r) => Ok(Some(row(c, r)?)),
+        Some(r) => Ok(Some(row(c, r, now)?)),
         None => Ok(None),
     }
 }
 
-pub fn list(c: &Connection, workspace_id: &str) -> Result<Vec<Source>> {
+/// Only the Source's name (no keys read), e.g. for notifications.
+pub fn name(c: &Connection, workspace_id: &str, id: &str) -> Result<Option<String>> {
+    Ok(
+        c.prepare_cached("SELECT name FROM sources WHERE id = ?1 AND workspace_id = ?2")?
+            .query_row(params![id, workspace_id], |r| r.get(0))
+            .optional()?,
+    )
+}
+
+/// The workspace's Sources, newest first, with the keys that work at `now`.
+pub fn list(c: &Connection, workspace_id: &str, now: &str) -> Result<Vec<Source>> {
     let mut st = c.prepare_cached(&format!(
         "{SELECT} WHERE workspace_id = ?1 ORDER BY created_at DESC"
     ))?;
     let mut rows = st.query([workspace_id])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push(row(c, r)?);
+        out.push(row(c, r, now)?);
     }
     Ok(out)
 }
@@ -220,39 +264,47 @@ pub fn update(
     if n == 0 {
         Ok(None)
     } else {
-        get(c, workspace_id, id)
+        get(c, workspace_id, id, now)
     }
 }
 
-/// Revokes a Source; its Actions and their history stay.
+/// Revokes a Source; its Actions and their history stay. Replaced keys still
+/// in their overlap end now too (the current ones answer SOURCE_REVOKED).
 pub fn revoke(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result<bool> {
     let n = c.execute(
         "UPDATE sources SET revoked_at = COALESCE(revoked_at, ?1), updated_at = ?1 WHERE id = ?2 AND workspace_id = ?3",
         params![now, id, workspace_id],
     )?;
+    if n > 0 {
+        c.execute(
+            "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND revoked_at > ?1",
+            params![now, id],
+        )?;
+    }
     Ok(n > 0)
 }
 
-/// Resolves a presented key. A rotated-out key finds nothing; a key of a
-/// revoked Source is found and flagged, so the caller can say SOURCE_REVOKED.
-pub fn by_key(c: &Connection, key: &str) -> Result<Option<KeyOwner>> {
-    by_key_hash(c, &credentials::hash_secret(key))
+/// Resolves a presented key at `now`. A key past its end finds nothing; a
+/// key of a revoked Source is found and flagged, so the caller can say
+/// SOURCE_REVOKED.
+pub fn by_key(c: &Connection, key: &str, now: &str) -> Result<Option<KeyOwner>> {
+    by_key_hash(c, &credentials::hash_secret(key), now)
 }
 
 /// As `by_key`, for a key already hashed with `credentials::hash_secret`.
-pub fn by_key_hash(c: &Connection, hash: &str) -> Result<Option<KeyOwner>> {
+pub fn by_key_hash(c: &Connection, hash: &str, now: &str) -> Result<Option<KeyOwner>> {
     let found = c
         .prepare_cached(
-            "SELECT k.key_hash, k.environment, s.id, s.workspace_id, w.kind, s.revoked_at IS NOT NULL
+            "SELECT k.key_hash, k.environment, s.id, s.workspace_id, w.kind, s.revoked_at IS NOT NULL, k.revoked_at
              FROM source_keys k JOIN sources s ON s.id = k.source_id JOIN workspaces w ON w.id = s.workspace_id
-             WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
+             WHERE k.key_hash = ?1 AND (k.revoked_at IS NULL OR k.revoked_at > ?2)",
         )?
-        .query_row([&hash], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        .query_row(params![hash, now], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get::<_, Option<String>>(6)?))
         })
         .optional()?;
     Ok(found.and_then(
-        |(stored, env, source_id, workspace_id, workspace_kind, source_revoked)| {
+        |(stored, env, source_id, workspace_id, workspace_kind, source_revoked, ends)| {
             let environment = Environment::parse(&env)?;
             hashes_match(&stored, hash).then_some(KeyOwner {
                 source_id,
@@ -260,6 +312,7 @@ pub fn by_key_hash(c: &Connection, hash: &str) -> Result<Option<KeyOwner>> {
                 workspace_kind,
                 environment,
                 source_revoked,
+                expires_at: ends.as_deref().and_then(time::parse),
             })
         },
     ))

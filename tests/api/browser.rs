@@ -456,3 +456,56 @@ async fn a_reviewer_presses_a_control_and_sees_the_sources_result_live_in_chromi
     assert_eq!(r["source_context"][0]["status"], "answered");
     assert_eq!(app.count_rows("control_requests"), 1);
 }
+
+/// Key rotation on the Source page (POST-redirect-GET): the live key alone,
+/// shown once; a reload shows a notice and rotates nothing, the shown key
+/// works, and the old one works until the end the page shows.
+#[tokio::test]
+async fn the_source_page_replaces_the_live_key_shows_it_once_and_a_reload_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+        (
+            "SOURCE_ID",
+            app.creds["source_id"].as_str().unwrap().to_owned(),
+        ),
+    ];
+    let r = run_script(&app, "browser-rotate.mjs", &env).await;
+
+    assert_eq!(r["overlap_default"], "86400");
+    assert_eq!(r["confirm_heading"], "Replace the live key?");
+    let shown = r["shown_key"].as_str().unwrap();
+    assert!(shown.starts_with("svc_live_"), "{shown}");
+    assert_ne!(shown, app.live_key());
+    assert_eq!(r["shown_test_keys"], 0, "only the live key was replaced");
+    let line = r["old_key_line"].as_str().unwrap();
+    assert!(line.contains("old live key works until"), "{line}");
+    // The end the API lists, as the page writes it (to the minute, UTC).
+    let src = format!("/v1/sources/{}", app.creds["source_id"].as_str().unwrap());
+    let got: Value = app.admin().get(&src, 200).await;
+    let old = got["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["environment"] == "live" && !k["expires_at"].is_null())
+        .expect("the old live key, listed with its end")
+        .clone();
+    let end = old["expires_at"].as_str().unwrap();
+    assert!(
+        line.contains(&format!("{} {} UTC", &end[..10], &end[11..16])),
+        "{line} / {end}"
+    );
+    let after = &r["after_reload"];
+    assert_eq!(after["secrets"], 0);
+    assert_eq!(after["key_in_page"], false);
+    assert!(
+        after["notice"]
+            .as_str()
+            .unwrap()
+            .contains("shown only once")
+    );
+    assert_eq!(after["old_key_line"], r["old_key_line"]);
+    assert_eq!(r["new_key_status"], 201, "the shown key works");
+    assert_eq!(r["old_key_status"], 201, "the old key works in its overlap");
+}

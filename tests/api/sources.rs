@@ -1,7 +1,7 @@
 //! Sources (guide: "GET /v1/sources and GET /v1/sources/{source_id}") and Source scoping of Actions.
 
 use hds::domain::access::Role;
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, two_options};
@@ -103,7 +103,8 @@ async fn source_lifecycle_create_read_update_rotate_revoke() {
         )
         .await;
 
-    // Rotation: the old key stops working with the response that shows the new one.
+    // Rotation (no body: both keys, a day's overlap): the old key works for
+    // a day more, then stops.
     let a = app
         .create_action_with(&live, two_options("before rotation"))
         .await;
@@ -121,6 +122,10 @@ async fn source_lifecycle_create_read_update_rotate_revoke() {
         .unwrap()
         .to_owned();
     assert_ne!(new_live, live);
+    app.create_action_with(&live, two_options("in the overlap"))
+        .await;
+    let clock = &app.state.services.clock;
+    clock.advance(time::Duration::days(1));
     app.post("/v1/actions", &live, two_options("x"))
         .await
         .error(401, "INVALID_API_KEY");
@@ -294,4 +299,310 @@ async fn revoking_a_source_cancels_its_open_actions() {
         )
         .await;
     assert_eq!(kept["data"]["status"], "resolved");
+}
+
+/// POST /v1/sources/{id}/keys/rotate as the init owner; the answer's body.
+async fn rotate(app: &TestApp, body: Value) -> Value {
+    let id = app.creds["source_id"].as_str().unwrap();
+    app.admin()
+        .post(&format!("/v1/sources/{id}/keys/rotate"), body, 200)
+        .await
+}
+
+/// The init Source's `keys` as GET /v1/sources/{id} lists them.
+async fn keys(app: &TestApp) -> Vec<Value> {
+    let id = app.creds["source_id"].as_str().unwrap();
+    let got: Value = app.admin().get(&format!("/v1/sources/{id}"), 200).await;
+    got["data"]["keys"].as_array().unwrap().clone()
+}
+
+/// `secs` after the rotation that answered `r` (its Source's `updated_at`).
+fn after_rotation(r: &Value, secs: i64) -> String {
+    let at = hds::domain::time::parse(r["data"]["updated_at"].as_str().unwrap()).unwrap();
+    hds::domain::time::format(at + time::Duration::seconds(secs))
+}
+
+#[tokio::test]
+async fn a_replaced_key_works_during_its_overlap_and_is_refused_after_it() {
+    let app = TestApp::spawn().await;
+    let old = app.live_key();
+    app.create_action_with(&old, two_options("cached")).await;
+    let r = rotate(
+        &app,
+        json!({"environment": "live", "key_overlap_seconds": 3600}),
+    )
+    .await;
+    let end = after_rotation(&r, 3600);
+    let new = r["secrets"]["live_key"].as_str().unwrap().to_owned();
+    assert!(r["secrets"].get("test_key").is_none());
+    // Listed: the current live key, the old one with its end, the test key.
+    let listed = keys(&app).await;
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[0]["environment"], "live");
+    assert_eq!(listed[0]["expires_at"], Value::Null);
+    assert_eq!(listed[1]["environment"], "live");
+    assert_eq!(listed[1]["expires_at"], end);
+    assert_eq!(listed[2]["environment"], "test");
+    assert_eq!(r["data"]["keys"], json!(listed));
+
+    // Both work during the overlap; the old one was cached before it began.
+    app.create_action_with(&old, two_options("old, in overlap"))
+        .await;
+    app.create_action_with(&new, two_options("new")).await;
+    let clock = &app.state.services.clock;
+    clock.advance(time::Duration::seconds(3590));
+    app.create_action_with(&old, two_options("old, near its end"))
+        .await;
+    clock.advance(time::Duration::seconds(10));
+    app.post("/v1/actions", &old, two_options("old, after"))
+        .await
+        .error(401, "INVALID_API_KEY");
+    app.create_action_with(&new, two_options("new, after"))
+        .await;
+    assert_eq!(keys(&app).await.len(), 2, "the old key is no longer listed");
+}
+
+#[tokio::test]
+async fn an_overlap_of_zero_ends_the_old_key_at_once_and_the_other_environment_is_untouched() {
+    let app = TestApp::spawn().await;
+    let (old_live, test) = (app.live_key(), app.test_key());
+    let r = rotate(
+        &app,
+        json!({"environment": "live", "key_overlap_seconds": 0}),
+    )
+    .await;
+    let new_live = r["secrets"]["live_key"].as_str().unwrap().to_owned();
+    app.post("/v1/actions", &old_live, two_options("old"))
+        .await
+        .error(401, "INVALID_API_KEY");
+    app.create_action_with(&new_live, two_options("new")).await;
+    app.create_action_with(&test, two_options("test key untouched"))
+        .await;
+    let listed = keys(&app).await;
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|k| k["expires_at"].is_null()));
+
+    // The test key alone, with the default overlap of a day.
+    let r = rotate(&app, json!({"environment": "test"})).await;
+    let end = after_rotation(&r, 86_400);
+    assert!(r["secrets"].get("live_key").is_none());
+    let new_test = r["secrets"]["test_key"].as_str().unwrap().to_owned();
+    app.create_action_with(&test, two_options("old test, in overlap"))
+        .await;
+    app.create_action_with(&new_test, two_options("new test"))
+        .await;
+    app.create_action_with(&new_live, two_options("live untouched"))
+        .await;
+    let old_test: Vec<_> = keys(&app)
+        .await
+        .into_iter()
+        .filter(|k| !k["expires_at"].is_null())
+        .collect();
+    assert_eq!(old_test.len(), 1);
+    assert_eq!(old_test[0]["environment"], "test");
+    assert_eq!(old_test[0]["expires_at"], end);
+}
+
+/// At most two keys of an environment work: rotating again during an
+/// overlap ends the key that was already ending, at once.
+#[tokio::test]
+async fn rotating_again_during_an_overlap_ends_the_oldest_key() {
+    let app = TestApp::spawn().await;
+    let first = app.live_key();
+    let r = rotate(&app, json!({"environment": "live"})).await;
+    let second = r["secrets"]["live_key"].as_str().unwrap().to_owned();
+    app.create_action_with(&first, two_options("first, cached"))
+        .await;
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(10));
+    let r = rotate(
+        &app,
+        json!({"environment": "live", "key_overlap_seconds": 600}),
+    )
+    .await;
+    let end = after_rotation(&r, 600);
+    let third = r["secrets"]["live_key"].as_str().unwrap().to_owned();
+    app.post("/v1/actions", &first, two_options("first"))
+        .await
+        .error(401, "INVALID_API_KEY");
+    app.create_action_with(&second, two_options("second")).await;
+    app.create_action_with(&third, two_options("third")).await;
+    let live: Vec<_> = keys(&app)
+        .await
+        .into_iter()
+        .filter(|k| k["environment"] == "live")
+        .collect();
+    assert_eq!(live.len(), 2, "{live:?}");
+    assert_eq!(live[1]["expires_at"], end, "the new overlap, not the first");
+}
+
+#[tokio::test]
+async fn key_overlap_seconds_must_be_between_0_and_7_days() {
+    let app = TestApp::spawn().await;
+    let id = app.creds["source_id"].as_str().unwrap();
+    for bad in [json!(-1), json!(604_801), json!("3600"), json!(1.5)] {
+        let r = app
+            .post(
+                &format!("/v1/sources/{id}/keys/rotate"),
+                &app.user_token(),
+                json!({"environment": "live", "key_overlap_seconds": bad}),
+            )
+            .await;
+        let e = r.error(422, "VALIDATION_ERROR");
+        assert!(e.to_string().contains("key_overlap_seconds"), "{bad}: {e}");
+    }
+    // Nothing was rotated.
+    app.create_action(two_options("still works")).await;
+    assert_eq!(keys(&app).await.len(), 2);
+    rotate(
+        &app,
+        json!({"environment": "live", "key_overlap_seconds": 604_800}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn revoking_a_source_ends_keys_in_their_overlap_too() {
+    let app = TestApp::spawn().await;
+    let old = app.live_key();
+    app.create_action_with(&old, two_options("cached")).await;
+    let r = rotate(&app, json!({"environment": "both"})).await;
+    let new = r["secrets"]["live_key"].as_str().unwrap().to_owned();
+    app.create_action_with(&old, two_options("in overlap"))
+        .await;
+    let id = app.creds["source_id"].as_str().unwrap();
+    let _: Value = app.admin().delete(&format!("/v1/sources/{id}"), 204).await;
+    app.post("/v1/actions", &old, two_options("old"))
+        .await
+        .error(401, "INVALID_API_KEY");
+    app.post("/v1/actions", &new, two_options("new"))
+        .await
+        .error(401, "SOURCE_REVOKED");
+    app.post("/v1/actions", &app.test_key(), two_options("old test"))
+        .await
+        .error(401, "INVALID_API_KEY");
+    assert_eq!(keys(&app).await, Vec::<Value>::new());
+}
+
+/// The text of the element with `id` in `html` (its first text run).
+fn text_of<'a>(html: &'a str, id: &str) -> Option<&'a str> {
+    let start = html.find(&format!("id=\"{id}\">"))? + id.len() + 6;
+    html[start..].split('<').next()
+}
+
+/// POST-redirect-GET on the dashboard: rotating from the Source page (after
+/// its confirmation) redirects to a page that shows the new key once; a
+/// reload shows a notice and rotates nothing. Creating a Source does the same.
+#[tokio::test]
+async fn the_source_page_shows_new_keys_once_and_a_reload_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let browser = app.browser(app.admin().person()).await;
+    let id = app.creds["source_id"].as_str().unwrap();
+    let rotate = format!("/app/sources/{id}/rotate");
+    let form = [
+        ("_csrf", browser.csrf()),
+        ("environment", "live"),
+        ("overlap", "3600"),
+    ];
+    // First the confirmation, which changes nothing.
+    let ask = browser.post_form(&rotate, Some(&app.base), &form).await;
+    assert_eq!(ask.status(), StatusCode::OK);
+    let html = ask.text().await.unwrap();
+    assert!(html.contains("Replace the live key?"), "{html}");
+    assert!(html.contains("keeps working until"), "{html}");
+    app.create_action(two_options("not rotated yet")).await;
+
+    let mut confirmed = form.to_vec();
+    confirmed.push(("confirmed", "yes"));
+    let done = browser
+        .post_form(&rotate, Some(&app.base), &confirmed)
+        .await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let to = done.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, format!("/app/sources/{id}?done=rotated"));
+    let shown = browser.page(&to).await;
+    let new = text_of(&shown, "secret-live")
+        .expect("the new live key")
+        .to_owned();
+    assert!(new.starts_with("svc_live_"), "{new}");
+    assert!(
+        text_of(&shown, "secret-test").is_none(),
+        "only the live key"
+    );
+    assert!(shown.contains("old live key works until"), "{shown}");
+
+    let again = browser.page(&to).await;
+    assert!(!again.contains(&new), "shown once: {again}");
+    assert!(again.contains("id=\"shown-once\""), "{again}");
+    assert!(again.contains("old live key works until"), "{again}");
+    // The reload rotated nothing: the shown key and the old one both work.
+    app.create_action_with(&new, two_options("new key")).await;
+    app.create_action(two_options("old key, in overlap")).await;
+    assert_eq!(keys(&app).await.len(), 3);
+
+    // Creating a Source: redirected to its page, secrets shown there once.
+    let made = browser
+        .post_form(
+            "/app/sources",
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("name", "Deploy bot")],
+        )
+        .await;
+    assert_eq!(made.status(), StatusCode::SEE_OTHER);
+    let to = made.headers()["location"].to_str().unwrap().to_owned();
+    assert!(to.ends_with("?done=created"), "{to}");
+    let shown = browser.page(&to).await;
+    assert!(shown.contains("Source “Deploy bot” created"), "{shown}");
+    let live = text_of(&shown, "secret-live").unwrap().to_owned();
+    let test = text_of(&shown, "secret-test").unwrap().to_owned();
+    let secret = text_of(&shown, "secret-webhook").unwrap().to_owned();
+    assert!(test.starts_with("svc_test_") && secret.starts_with("whsec_"));
+    let again = browser.page(&to).await;
+    for s in [&live, &test, &secret] {
+        assert!(!again.contains(s.as_str()), "{again}");
+    }
+    app.create_action_with(&live, two_options("from the new Source"))
+        .await;
+}
+
+/// The Source page's second form replaces only the webhook secret (shown
+/// once, keys untouched); an overlap out of range is refused on the page.
+#[tokio::test]
+async fn the_source_page_replaces_the_webhook_secret_alone_and_refuses_a_bad_overlap() {
+    let app = TestApp::spawn().await;
+    let browser = app.browser(app.admin().person()).await;
+    let id = app.creds["source_id"].as_str().unwrap();
+    let rotate = format!("/app/sources/{id}/rotate");
+    let form = |overlap| {
+        [
+            ("_csrf", browser.csrf()),
+            ("environment", "none"),
+            ("webhook_secret", "yes"),
+            ("overlap", overlap),
+            ("confirmed", "yes"),
+        ]
+    };
+    let bad = browser
+        .post_form(&rotate, Some(&app.base), &form("604801"))
+        .await;
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = bad.text().await.unwrap();
+    assert!(html.contains("between 0 and 604800"), "{html}");
+
+    let done = browser
+        .post_form(&rotate, Some(&app.base), &form("0"))
+        .await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let shown = browser
+        .page(&format!("/app/sources/{id}?done=rotated"))
+        .await;
+    let secret = text_of(&shown, "secret-webhook").unwrap();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert_ne!(secret, app.creds["webhook_secret"].as_str().unwrap());
+    assert!(text_of(&shown, "secret-live").is_none());
+    // Keys untouched.
+    app.create_action(two_options("same key")).await;
+    assert_eq!(keys(&app).await.len(), 2);
 }

@@ -80,7 +80,9 @@ pub async fn revoke_source(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Rotate a Source's keys; the old keys stop working at once.
+/// Rotate a Source's keys and/or webhook secret; each replaced key works until
+/// `key_overlap_seconds` (default a day) have passed, and is listed in `keys`
+/// with its `expires_at` meanwhile.
 #[utoipa::path(post, path = "/v1/sources/{source_id}/keys/rotate", tag = "sources", params(("source_id" = String, Path)), request_body = KeyRotate,
     responses((status = 200, description = "the Source; secrets has only the rotated keys and secret", body = SourceWithSecrets), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = [])))]
 pub async fn rotate_source_keys(

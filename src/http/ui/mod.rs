@@ -22,6 +22,7 @@ mod notifications;
 mod runs;
 mod signin;
 mod source;
+mod source_keys;
 mod sources;
 mod view;
 mod workspaces;
@@ -84,7 +85,7 @@ pub fn router() -> Router<AppState> {
             "/app/sources/{id}/deliveries/{delivery_id}/resend",
             post(source::resend_delivery),
         )
-        .route("/app/sources/{id}/rotate", post(sources::rotate_source))
+        .route("/app/sources/{id}/rotate", post(source_keys::rotate_source))
         .route("/app/sources/{id}/revoke", post(sources::revoke_source))
         // workspaces and members (guide: "Workspaces and members")
         .route(

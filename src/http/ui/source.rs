@@ -1,8 +1,11 @@
-//! One Source's page: what it is and its webhook delivery log (guide:
-//! "The Source page"), newest first, 50 at a time, with a Resend form per
-//! delivery for the people who manage Sources, and one delivery's attempts.
-//! Reading and resending are `service::webhooks`'s, as on `/v1`; the page
-//! only hides the button from people the service would refuse anyway.
+//! One Source's page: what it is, its keys (with replacing them: per
+//! environment, the webhook secret, each with an overlap; guide: "Rotating
+//! keys") and its webhook delivery log (guide: "The Source page"), newest
+//! first, 50 at a time, with a Resend form per delivery for the people who
+//! manage Sources, and one delivery's attempts. Reading, rotating and
+//! resending are the services', as on `/v1`; the page only hides the buttons
+//! from people the service would refuse anyway.
+//! Replacing keys and showing new secrets once is `source_keys`'s.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -14,6 +17,8 @@ use crate::app::AppState;
 use crate::domain::access;
 use crate::domain::time::Timestamp;
 use crate::http::session::PageUser;
+use crate::http::ui::source_keys::{SecretsVm, take_shown};
+use crate::http::ui::sources::{KeyVm, key_vm};
 use crate::http::ui::view::{
     FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, page_with_error, see_other,
     shows_error,
@@ -66,12 +71,20 @@ pub struct SourceHead {
     pub description: Option<String>,
     pub active: bool,
     pub created: When,
+    /// The keys that work now: current ones, and replaced ones in their overlap.
+    pub keys: Vec<KeyVm>,
 }
 
-async fn source_head(st: &AppState, p: &PageUser, id: &str) -> Result<SourceHead, UiError> {
+pub(super) async fn source_head(
+    st: &AppState,
+    p: &PageUser,
+    id: &str,
+) -> Result<SourceHead, UiError> {
     let s = sources::get(&st.services, p.user.clone(), id.to_owned()).await?;
+    let now = st.services.clock.now();
     Ok(SourceHead {
-        created: When::new(&s.created_at, st.services.clock.now()),
+        created: When::new(&s.created_at, now),
+        keys: s.keys.into_iter().map(|k| key_vm(k, now)).collect(),
         active: s.status == "active",
         id: s.id,
         name: s.name,
@@ -97,6 +110,10 @@ pub struct SourcePage {
     /// Whether this is a later page (`?before=`): a link back to the newest.
     paged: bool,
     admin: bool,
+    /// Secrets made by the POST that redirected here, shown this once.
+    secrets: Option<SecretsVm>,
+    /// Redirected here after new secrets, but they were already shown.
+    shown_before: bool,
     flash: Option<&'static str>,
     error: Option<String>,
 }
@@ -113,7 +130,7 @@ pub struct SourceQuery {
     pub done: Option<String>,
 }
 
-async fn page(
+pub(super) async fn page(
     st: &AppState,
     p: &PageUser,
     id: &str,
@@ -145,6 +162,8 @@ async fn page(
         older,
         paged,
         admin,
+        secrets: None,
+        shown_before: false,
         flash: None,
         error: None,
     })
@@ -158,8 +177,17 @@ pub async fn source_page(
     PageQuery(q): PageQuery<SourceQuery>,
 ) -> Result<SourcePage, UiError> {
     let mut out = page(&st, &p, &id, q.before).await?;
-    out.flash = (q.done.as_deref() == Some("resent"))
-        .then_some("Queued again: hds sends it now, with the same webhook-id, signed afresh.");
+    out.flash = match q.done.as_deref() {
+        Some("resent") => {
+            Some("Queued again: hds sends it now, with the same webhook-id, signed afresh.")
+        }
+        Some("created" | "rotated") => {
+            out.secrets = take_shown(&st, &p, &id).await?;
+            out.shown_before = out.secrets.is_none();
+            None
+        }
+        _ => None,
+    };
     Ok(out)
 }
 
@@ -171,7 +199,7 @@ pub async fn resend_delivery(
     headers: HeaderMap,
     PagePath((id, delivery_id)): PagePath<(String, String)>,
     form: FormData,
-) -> Result<Response, UiError> {
+) -> std::result::Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     match webhooks::resend(&st.services, p.user.clone(), id.clone(), delivery_id).await {
         Ok(_) => Ok(see_other(&format!("/app/sources/{id}?done=resent"))),

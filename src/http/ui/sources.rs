@@ -1,29 +1,42 @@
-//! The Sources page: list, create (keys and webhook secret shown once),
-//! rotate and revoke (each behind a confirmation). The service decides who may
-//! manage Sources; the page only hides what a member could not do anyway.
+//! The Sources page: list, create (the new Source's keys and webhook secret
+//! shown once, on its page: `source_keys::show_once`) and revoke (behind a
+//! confirmation). Keys are replaced on the Source page. The service decides
+//! who may manage Sources; the page only hides what a member could not do
+//! anyway.
 
-use crate::store::sources::{Secrets, Source};
+use crate::store::sources::{KeyInfo, Source};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 
 use crate::app::AppState;
 use crate::domain::access;
 use crate::domain::time;
 use crate::error::Result;
 use crate::http::session::PageUser;
+use crate::http::ui::source_keys::show_once;
 use crate::http::ui::view::{
     Ask, ConfirmPage, DoneQuery, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf,
     page_with_error, see_other, shows_error,
 };
-use crate::service::sources::{self, KeyRotate, SourceCreate};
+use crate::service::sources::{self, SourceCreate};
 
 pub struct KeyVm {
     pub environment: String,
     /// The key's first characters and a mask; never the key.
     pub masked: String,
+    /// For a replaced key still in its overlap: when it stops working.
+    pub ends: Option<When>,
+}
+
+pub(super) fn key_vm(k: KeyInfo, now: time::Timestamp) -> KeyVm {
+    KeyVm {
+        masked: format!("{}…", k.hint.trim_end_matches('…')),
+        ends: When::opt(k.expires_at.as_deref(), now),
+        environment: k.environment,
+    }
 }
 
 pub struct SourceVm {
@@ -35,21 +48,12 @@ pub struct SourceVm {
     pub created: When,
 }
 
-/// Secrets just made: on this response and never again.
-pub struct SecretsVm {
-    pub title: String,
-    pub live_key: Option<String>,
-    pub test_key: Option<String>,
-    pub webhook_secret: Option<String>,
-}
-
 #[derive(Template, WebTemplate)]
 #[template(path = "sources.html")]
 pub struct SourcesPage {
     layout: Layout,
     sources: Vec<SourceVm>,
     admin: bool,
-    secrets: Option<SecretsVm>,
     flash: Option<&'static str>,
     error: Option<String>,
 }
@@ -58,26 +62,10 @@ fn source_vm(v: Source, now: time::Timestamp) -> SourceVm {
     SourceVm {
         created: When::new(&v.created_at, now),
         active: v.status == "active",
-        keys: v
-            .keys
-            .into_iter()
-            .map(|k| KeyVm {
-                masked: format!("{}…", k.hint.trim_end_matches('…')),
-                environment: k.environment,
-            })
-            .collect(),
+        keys: v.keys.into_iter().map(|k| key_vm(k, now)).collect(),
         id: v.id,
         name: v.name,
         description: v.description,
-    }
-}
-
-fn secrets_vm(title: String, v: Secrets) -> SecretsVm {
-    SecretsVm {
-        title,
-        live_key: v.live_key,
-        test_key: v.test_key,
-        webhook_secret: v.webhook_secret,
     }
 }
 
@@ -91,7 +79,6 @@ async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
             .user
             .active_workspace()
             .is_some_and(|m| access::can_manage_sources(m.role)),
-        secrets: None,
         flash: None,
         error: None,
     })
@@ -111,7 +98,8 @@ pub async fn sources_page(
     Ok(out)
 }
 
-/// POST /app/sources
+/// POST /app/sources: creates the Source and redirects to its page, which
+/// shows its keys and webhook secret once.
 pub async fn create_source(
     State(st): State<AppState>,
     p: PageUser,
@@ -125,12 +113,8 @@ pub async fn create_source(
     };
     match sources::create(&st.services, p.user.clone(), req).await {
         Ok((made, secrets)) => {
-            let mut out = page(&st, &p).await?;
-            out.secrets = Some(secrets_vm(
-                format!("Source “{}” created", made.name),
-                secrets,
-            ));
-            Ok((StatusCode::CREATED, out).into_response())
+            let title = format!("Source “{}” created", made.name);
+            show_once(&st, &p, &made.id, title, secrets, "created").await
         }
         Err(e) => page_with_error(e, page(&st, &p)).await,
     }
@@ -139,45 +123,6 @@ pub async fn create_source(
 async fn source_name(st: &AppState, p: &PageUser, id: &str) -> Result<String, UiError> {
     let got = sources::get(&st.services, p.user.clone(), id.to_owned()).await?;
     Ok(got.name)
-}
-
-/// POST /app/sources/{id}/rotate: new live and test keys (and, if asked, a
-/// new webhook secret); the old ones stop working at once.
-pub async fn rotate_source(
-    State(st): State<AppState>,
-    p: PageUser,
-    headers: HeaderMap,
-    PagePath(id): PagePath<String>,
-    form: FormData,
-) -> Result<Response, UiError> {
-    check_csrf(&st, &headers, &p, &form)?;
-    let name = source_name(&st, &p, &id).await?;
-    if form.get("confirmed") != Some("yes") {
-        let ask = Ask {
-            heading: "Replace this Source's keys?".into(),
-            message: format!(
-                "The live and test keys of “{name}” stop working at once. Whatever uses them fails until it is given the new keys."
-            ),
-            post_to: format!("/app/sources/{id}/rotate"),
-            confirm_label: "Replace the keys".into(),
-            cancel_url: "/app/sources".into(),
-        };
-        return ConfirmPage::ask(&st, &p, "sources", &form, ask).await;
-    }
-    let req = KeyRotate {
-        environment: Some("both".into()),
-        webhook_secret: form.get("webhook_secret") == Some("yes"),
-        // The dashboard keeps the default: the old secret signs for a day more.
-        webhook_secret_overlap_seconds: None,
-    };
-    match sources::rotate_keys(&st.services, p.user.clone(), id, req).await {
-        Ok((_, secrets)) => {
-            let mut out = page(&st, &p).await?;
-            out.secrets = Some(secrets_vm(format!("New keys for “{name}”"), secrets));
-            Ok(out.into_response())
-        }
-        Err(e) => page_with_error(e, page(&st, &p)).await,
-    }
 }
 
 /// POST /app/sources/{id}/revoke

@@ -22,7 +22,8 @@ pub struct SourceOut {
     pub revoked_at: Option<String>,
 }
 
-/// One live or test key, by its hint.
+/// One live or test key that works now, by its hint: the current key of its
+/// environment, or a replaced one still in its rotation overlap.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyOut {
     /// `live` or `test`.
@@ -30,6 +31,9 @@ pub struct KeyOut {
     /// The key's first characters, for telling keys apart; never the key.
     pub hint: String,
     pub created_at: String,
+    /// For a key replaced in a rotation, when it stops working (the end of
+    /// `key_overlap_seconds`); `null` for the current key.
+    pub expires_at: Option<String>,
 }
 
 /// Secrets shown once; only the rotated ones are present.
@@ -73,6 +77,7 @@ impl From<&KeyInfo> for KeyOut {
             environment: k.environment.clone(),
             hint: k.hint.clone(),
             created_at: k.created_at.clone(),
+            expires_at: k.expires_at.clone(),
         }
     }
 }
