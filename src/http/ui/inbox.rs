@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::app::AppState;
 use crate::domain::action::{ActionRecord, ActionSpec, Environment, Interaction};
-use crate::domain::time;
+use crate::domain::{time, words};
 use crate::error::{Code, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::view::{Layout, PageQuery, UiError, When};
@@ -254,7 +254,7 @@ fn answer_kind(spec: &ActionSpec) -> String {
         return "Approval vote".into();
     }
     if let Some(options) = &spec.options {
-        return format!("{} options", options.len());
+        return words::count(options.len() as i64, "option", "options");
     }
     match spec.interaction {
         Some(Interaction::Boolean) => "Yes / No",
