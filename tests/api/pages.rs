@@ -56,11 +56,13 @@ async fn the_guide_is_a_page_with_a_table_of_contents_for_everyone() {
     // Signed in: the dashboard's header, with the guide current.
     let browser = app.browser(app.admin().person()).await;
     let page = browser.page("/app/guide").await;
-    assert!(page.contains("<a href=\"/app/guide\" aria-current=\"page\">Guide</a>"));
+    assert!(
+        page.contains("id=\"nav-guide\" href=\"/app/guide\" title=\"Guide\" aria-current=\"page\"")
+    );
     assert!(page.contains("action=\"/app/signout\""));
     let inbox = browser.page("/app").await;
     assert!(
-        inbox.contains("<a href=\"/app/guide\">Guide</a>"),
+        inbox.contains("id=\"nav-guide\" href=\"/app/guide\" title=\"Guide\">"),
         "linked from the header"
     );
 }
