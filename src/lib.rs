@@ -25,5 +25,16 @@ pub mod service;
 pub mod store;
 pub mod workers;
 
+/// The API version as a literal, so `VERSION` can be built with `concat!`.
+macro_rules! api_version {
+    () => {
+        "0.1.7"
+    };
+}
+
 /// Version of the interface description (served in `GET /v1/openapi.json`).
-pub const API_VERSION: &str = "0.1.7";
+pub const API_VERSION: &str = api_version!();
+
+/// What `hds --version` prints after the name: the binary's version and the
+/// API version it serves, say `0.1.0 (API 0.1.7)`.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (API ", api_version!(), ")");

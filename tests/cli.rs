@@ -727,3 +727,34 @@ fn workspaces_set_plan_takes_a_configured_plan_and_refuses_unknown_ones() {
     assert!(back.status.success(), "{back:?}");
     assert_eq!(plan_of(), "self_hosted");
 }
+
+/// `hds --version` names the binary's version and the API version that the
+/// same binary's server reports at `GET /`.
+#[tokio::test]
+async fn version_names_the_binary_and_the_api_version_the_server_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let (mut child, base) = serve(&data);
+    let index: Value = client_builder()
+        .build()
+        .unwrap()
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let api = index["api_version"].as_str().unwrap();
+
+    let out = Command::new(HDS).arg("--version").output().unwrap();
+
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("hds {} (API {api})", env!("CARGO_PKG_VERSION"))
+    );
+}

@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "hds",
-    version,
+    version = crate::VERSION,
     about = "Human-Decision Service: durable, signed human decisions for software"
 )]
 pub struct Cli {

@@ -22,3 +22,4 @@ pub mod time;
 pub mod urls;
 pub mod validate;
 pub mod webhook;
+pub mod words;

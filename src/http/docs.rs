@@ -3,7 +3,8 @@
 
 use crate::http::api::wire::system::{Guide, GuideSection};
 
-const GUIDE: &str = include_str!("../../docs/guide.md");
+/// The guide's Markdown, as served here and at `/app/guide`.
+pub const GUIDE: &str = include_str!("../../docs/guide.md");
 
 pub fn guide() -> Guide {
     let mut title = "hds guide";
@@ -47,7 +48,9 @@ pub fn guide() -> Guide {
     }
 }
 
-fn slug(t: &str) -> String {
+/// A section id: lower-case ASCII words joined by `-` ("Sign-in and
+/// sessions" → `sign-in-and-sessions`).
+pub fn slug(t: &str) -> String {
     t.to_lowercase()
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|s| !s.is_empty())

@@ -166,18 +166,34 @@ pub fn finish(router: Router<AppState>, doc: serde_json::Value, state: AppState)
         .with_state(state)
 }
 
-async fn not_found(method: Method, uri: axum::http::Uri) -> Error {
+async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    if is_dashboard(path) {
+        let e = Error::new(Code::NotFound, format!("There is no page at {path}."));
+        return ui::view::UiError(e).into_response();
+    }
     Error::new(
         Code::NotFound,
-        format!("no route for {method} {}; see GET /v1/docs", uri.path()),
+        format!("no route for {method} {path}; see GET /v1/docs"),
     )
+    .into_response()
 }
 
-async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Error {
-    Error::new(
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Response {
+    let e = Error::new(
         Code::MethodNotAllowed,
         format!("{method} is not allowed on {}", uri.path()),
-    )
+    );
+    if is_dashboard(uri.path()) {
+        return ui::view::UiError(e).into_response();
+    }
+    e.into_response()
+}
+
+/// Dashboard paths answer with the HTML error page, everything else with
+/// the JSON envelope.
+fn is_dashboard(path: &str) -> bool {
+    path == "/app" || path.starts_with("/app/")
 }
 
 /// The Content-Security-Policy of every HTML page.

@@ -98,7 +98,8 @@ pub enum CredentialRef {
 }
 
 /// Loads the person behind a credential (bearer token or session row) with
-/// their memberships, refreshing `last_used_at` now and then.
+/// their memberships, recording `last_used_at` on first use and then every
+/// `TOUCH_EVERY`.
 pub async fn load_user(state: &AppState, by: CredentialRef) -> Result<Option<UserCaller>> {
     let now = state.services.clock.now();
     let found = state
@@ -127,28 +128,26 @@ pub async fn load_user(state: &AppState, by: CredentialRef) -> Result<Option<Use
                     memberships,
                     cred.workspace_id.as_deref(),
                 ),
-                cred.last_used_at.unwrap_or(cred.created_at),
+                cred.last_used_at,
             )))
         })
         .await?;
     let Some((user, last_used)) = found else {
         return Ok(None);
     };
-    if last_used < time::format(now - TOUCH_EVERY) {
-        // Bookkeeping for the idle timeout; the request does not wait for it.
-        let (db, id, at) = (
-            state.services.db.clone(),
-            user.credential_id.clone(),
-            time::format(now),
-        );
-        tokio::spawn(async move {
-            if let Err(e) = db
-                .write(move |c| users::touch_credential(c, &id, &at))
-                .await
-            {
-                tracing::warn!(error = %e, "could not record session use");
-            }
-        });
+    // Recorded on first use, then at most every TOUCH_EVERY. The request
+    // waits for the write, so the account page shows the use right after it;
+    // a failure to record it is logged and does not fail the request.
+    if last_used.is_none_or(|t| t < time::format(now - TOUCH_EVERY)) {
+        let (id, at) = (user.credential_id.clone(), time::format(now));
+        if let Err(e) = state
+            .services
+            .db
+            .write(move |c| users::touch_credential(c, &id, &at))
+            .await
+        {
+            tracing::warn!(error = %e, "could not record credential use");
+        }
     }
     Ok(Some(user))
 }
@@ -262,6 +261,29 @@ impl FromRequestParts<AppState> for PageUser {
                 session,
             }),
             Ok(None) => Err(SignInFirst(back).into_response()),
+            Err(e) => Err(e.into_response()),
+        }
+    }
+}
+
+/// A page open to everyone that shows more to a signed-in person (the
+/// guide): `None` without a live cookie session instead of a redirect.
+impl axum::extract::OptionalFromRequestParts<AppState> for PageUser {
+    type Rejection = Response;
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> std::result::Result<Option<Self>, Response> {
+        let Some(session) = parts.extensions.get::<Session>().cloned() else {
+            return Ok(None);
+        };
+        match cookie_user(state, &session).await {
+            Ok(Some((user, csrf))) => Ok(Some(Self {
+                user,
+                csrf,
+                session,
+            })),
+            Ok(None) => Ok(None),
             Err(e) => Err(e.into_response()),
         }
     }

@@ -12,7 +12,7 @@ use crate::domain::action::{ActionRecord, Actor, Interaction, Resolution};
 use crate::domain::approval;
 use crate::domain::decision;
 use crate::domain::event::ActionEvent;
-use crate::domain::time;
+use crate::domain::{time, words};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::actions::{access_now, check_reason};
@@ -168,7 +168,9 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                     option_id,
                     response,
                     reason: Some(format!(
-                        "{approvals} approval(s), {rejections} rejection(s)"
+                        "{}, {}",
+                        words::count(approvals as i64, "approval", "approvals"),
+                        words::count(rejections as i64, "rejection", "rejections")
                     )),
                     decided_by: Actor::approval_policy(),
                     decided_at: now,

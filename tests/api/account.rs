@@ -316,3 +316,61 @@ async fn the_account_page_offers_the_export_and_deletes_with_confirmation() {
         .unwrap();
     assert_eq!(r.status(), 401);
 }
+
+/// The API token's `last_used_at` in the export, read with a cookie session
+/// (which records its own use, not the token's).
+async fn token_last_used(browser: &Actor) -> Option<String> {
+    let r = browser
+        .call(Method::GET, "/v1/account/export", None, &[])
+        .await;
+    let creds = r.ok(200)["credentials"].as_array().unwrap().clone();
+    let token = creds.iter().find(|c| c["kind"] == "api").unwrap();
+    token["last_used_at"].as_str().map(str::to_owned)
+}
+
+/// "Last used" is recorded on a credential's first use (it used to wait until
+/// the credential was older than the refresh interval, so a new token said
+/// "—" after use), then refreshed at most every five minutes.
+#[tokio::test]
+async fn a_token_records_last_used_on_its_first_use_and_then_every_five_minutes() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(reviewer.person()).await;
+    let tokens_card = |page: String| page[page.find("id=\"tokens-h\"").unwrap()..].to_owned();
+    let before = tokens_card(browser.page("/app/account").await);
+    assert!(
+        before.contains("<span class=\"muted\">—</span>"),
+        "{before}"
+    );
+    assert_eq!(token_last_used(&browser).await, None);
+
+    let _: Value = reviewer.get("/v1/me/actions", 200).await;
+
+    let first = token_last_used(&browser)
+        .await
+        .expect("recorded on first use");
+    let after = tokens_card(browser.page("/app/account").await);
+    assert!(!after.contains('—'), "{after}");
+    // Created and last used, both "just now".
+    assert_eq!(after.matches(">just now</time>").count(), 2, "{after}");
+    // The cookie session records its own first use too.
+    let r = browser
+        .call(Method::GET, "/v1/account/export", None, &[])
+        .await;
+    let creds = r.ok(200)["credentials"].as_array().unwrap().clone();
+    let session = creds.iter().find(|c| c["kind"] == "session").unwrap();
+    assert!(session["last_used_at"].is_string(), "{session}");
+
+    // Within five minutes a use writes nothing; after them it does.
+    let clock = app.state.services.clock.clone();
+    clock.advance(time::Duration::minutes(2));
+    let _: Value = reviewer.get("/v1/me/actions", 200).await;
+    assert_eq!(
+        token_last_used(&browser).await.as_deref(),
+        Some(first.as_str())
+    );
+    clock.advance(time::Duration::minutes(4));
+    let _: Value = reviewer.get("/v1/me/actions", 200).await;
+    let later = token_last_used(&browser).await.unwrap();
+    assert!(later > first, "{later} after {first}");
+}

@@ -23,6 +23,7 @@ mod metrics;
 mod notification_mail;
 mod notifications;
 mod notifications_ui;
+mod pages;
 mod receipts;
 mod receiver;
 mod runs;

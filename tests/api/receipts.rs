@@ -174,3 +174,56 @@ async fn jwks_is_cacheable_with_an_etag() {
         .await;
     assert_eq!(again.status.as_u16(), 304);
 }
+
+/// The receipt card's commands, run as shown: the first saves the server's
+/// keys (fetched here over HTTP, as `curl` would), the second is run with the
+/// built `hds` in the folder holding the downloaded receipt and keys.json.
+#[tokio::test]
+async fn the_receipt_cards_commands_verify_the_receipt_as_copied() {
+    let app = TestApp::spawn().await;
+    let a = decided(&app, "Ship it").await;
+    let id = a["id"].as_str().unwrap();
+    let browser = app.browser(app.admin().person()).await;
+    let page = browser.page(&format!("/app/actions/{id}")).await;
+    let start = page
+        .find("<pre class=\"block\" id=\"receipt-verify\"><code>")
+        .expect("the commands")
+        + "<pre class=\"block\" id=\"receipt-verify\"><code>".len();
+    let shown = page[start..].split("</code></pre>").next().unwrap();
+    let shown = shown.replace("&gt;", ">").replace("&amp;", "&");
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 2, "{shown}");
+    let keys_url = format!("{}/v1/receipts/keys", app.base);
+    assert_eq!(lines[0], format!("curl -sS {keys_url} > keys.json"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let curl = crate::helpers::client_builder().build().unwrap();
+    let keys = curl.get(&keys_url).send().await.unwrap();
+    assert_eq!(keys.status(), 200);
+    let keys = keys.bytes().await.unwrap();
+    std::fs::write(dir.path().join("keys.json"), &keys).unwrap();
+    let download = browser
+        .http()
+        .get(browser.url(&format!("/app/actions/{id}/receipt.json")))
+        .send()
+        .await
+        .unwrap();
+    let disposition = download.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let file = disposition.split('"').nth(1).unwrap().to_owned();
+    std::fs::write(dir.path().join(&file), download.bytes().await.unwrap()).unwrap();
+
+    let words: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(words[0], "hds", "{}", lines[1]);
+    assert!(words.contains(&file.as_str()), "names the downloaded file");
+    let out = Command::new(env!("CARGO_BIN_EXE_hds"))
+        .args(&words[1..])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.starts_with("valid: receipt"), "{said}");
+}

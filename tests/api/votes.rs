@@ -59,6 +59,7 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
     let d = &done["data"];
     assert_eq!(d["status"], "resolved");
     assert_eq!(d["resolution_option_id"], "approve");
+    assert_eq!(d["resolution_reason"], "2 approvals, 0 rejections");
     assert_eq!(
         d["resolved_by"],
         json!({"type": "system", "id": "approval_policy"})

@@ -25,6 +25,7 @@ run(async (browser) => {
   }
 
   await visit("signin", `${BASE}/app/signin`);
+  await visit("guide_signed_out", `${BASE}/app/guide`);
   await signIn(page, requireEnv("LINK"));
   const hostile = await createAction(SOURCE_KEY, {
     title: "Markdown that tries too much",
@@ -51,6 +52,7 @@ run(async (browser) => {
   await visit("notifications", `${BASE}/app/notifications`);
   await visit("notification_settings", `${BASE}/app/settings/notifications`);
   await visit("notification_policy", `${BASE}/app/settings/notification-policy`);
+  await visit("guide", `${BASE}/app/guide`);
 
   return { pages, description, csp_violations: page.violations, script_errors: page.errors };
 });

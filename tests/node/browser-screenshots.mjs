@@ -206,10 +206,13 @@ run(async (browser) => {
     { name: "notifications", url: "/app/notifications", shot: "notifications" },
     { name: "notification_settings", url: "/app/settings/notifications", shot: "notification-settings", full: true },
     { name: "emails", url: "/app/settings/emails" },
+    { name: "notification_policy", url: "/app/settings/notification-policy" },
+    { name: "guide", url: "/app/guide", shot: "guide" },
+    { name: "not_found", url: "/app/no-such-page", status: 404 },
   ];
   // Words that the layout split across lines (a table header wrapping per
   // letter), found by measuring each word of the page's text with a Range.
-  // A break after a hyphen or slash is a word's own (ap-/south-1), and
+  // A break after a hyphen, dash or slash is a word's own (ap-/south-1), and
   // identifiers in code (a 71-character fingerprint) may wrap anywhere.
   const brokenWords = () =>
     [...document.querySelectorAll("body *")]
@@ -219,7 +222,7 @@ run(async (browser) => {
           .filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim())
           .flatMap((n) => {
             const out = [];
-            const re = /[^\s/-]+/g;
+            const re = /[^\s/\-\u2013\u2014]+/g;
             let m;
             while ((m = re.exec(n.textContent))) {
               const r = document.createRange();
@@ -235,13 +238,21 @@ run(async (browser) => {
   const phoneChecks = {};
   const rows = {};
   const wide = await newPage(browser, { width: 1280, height: 800 });
-  await signIn(wide, requireEnv("LINK"));
   const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  // Signed out first: the sign-in page and the guide as a stranger sees them.
+  for (const [name, url] of [["signin", "/app/signin"], ["guide_signed_out", "/app/guide"]]) {
+    await phone.goto(`${BASE}${url}`);
+    phoneChecks[name] = {
+      horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+      broken_words: await phone.evaluate(brokenWords),
+    };
+  }
+  await signIn(wide, requireEnv("LINK"));
   await signIn(phone, requireEnv("LINK2"));
   for (const p of pagesToVisit) {
     for (const [page, suffix] of [[wide, ""], [phone, "-phone"]]) {
       const res = await page.goto(`${BASE}${p.url}`);
-      if (res.status() !== 200) throw new Error(`${p.url}: ${res.status()}`);
+      if (res.status() !== (p.status || 200)) throw new Error(`${p.url}: ${res.status()}`);
       if (p.ready) await page.locator(p.ready).waitFor();
       if (page === wide && p.name === "inbox") {
         rows.nav_count = (await page.locator("#nav-open-count").innerText()).trim();

@@ -47,7 +47,7 @@ pub fn methods(st: &AppState) -> Vec<SigninMethod> {
         id: "link",
         kind: "link",
         name: "One-time sign-in link",
-        how: "an admin runs `hds users link EMAIL` and sends you the link",
+        how: "a workspace owner or admin invites you (the invitation link signs you in), or the operator runs `hds users link EMAIL --create-as ROLE` (`hds users link EMAIL` for people already added) and sends you the link",
     });
     out
 }

@@ -16,7 +16,7 @@ use crate::domain::action::{ActionRecord, Interaction};
 use crate::domain::event::ActionEvent;
 use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
-use crate::http::ui::action_view::{ActionVm, plain};
+use crate::http::ui::action_view::{self, ActionVm, plain};
 use crate::http::ui::view::{
     Ask, ConfirmPage, DoneQuery, FormData, Layout, PagePath, PageQuery, UiError, check_csrf,
     see_other, shows_error,
@@ -140,7 +140,7 @@ pub async fn decide_action(
     if let Some(label) = unconfirmed_destructive(&view.action, &form) {
         let ask = Ask {
             heading: "This is destructive".into(),
-            message: format!("This is destructive: {label}. Confirm?"),
+            message: action_view::confirm_question(&view.action.spec.title, &label),
             post_to: format!("/app/actions/{}/decide", view.action.id),
             confirm_label: format!("Yes, {label}"),
             cancel_url: format!("/app/actions/{}", view.action.id),

@@ -8,6 +8,7 @@ use crate::domain::action::{
 };
 use crate::domain::event::{ActionEvent, HistoryEntry};
 use crate::domain::time::Timestamp;
+use crate::domain::words;
 use crate::http::ui::markdown::{self, safe_url};
 use crate::http::ui::view::When;
 use crate::service::caller::UserCaller;
@@ -19,6 +20,14 @@ pub struct OptionVm {
     /// CSS class of the button.
     pub class: &'static str,
     pub destructive: bool,
+    /// What the confirm dialog asks before a destructive option.
+    pub confirm: String,
+}
+
+/// The question before a destructive option, naming the Action and the
+/// option: `Choose “Delete the branch” for “Clean up”? This is destructive.`
+pub fn confirm_question(title: &str, label: &str) -> String {
+    format!("Choose “{label}” for “{title}”? This is destructive.")
 }
 
 pub struct ChoiceVm {
@@ -41,6 +50,8 @@ pub struct AnswerVm {
     pub max_length: Option<u64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// The allowed range of a number in words: "2 – 60", "at least 2".
+    pub range: Option<String>,
     pub choices: Vec<ChoiceVm>,
     pub multiple: bool,
     pub fields: Vec<FieldVm>,
@@ -94,8 +105,8 @@ pub struct ResolutionVm {
 }
 
 pub struct ApprovalVm {
-    pub required: u32,
-    pub reject_threshold: u32,
+    /// "Needs 2 approvals; 1 rejection rejects it."
+    pub needs: String,
     pub approvals: usize,
     pub rejections: usize,
     pub my_vote: Option<String>,
@@ -291,8 +302,7 @@ impl ActionVm {
                 reason: r.reason.clone(),
             }),
             approval: a.spec.approval_policy.as_ref().map(|p| ApprovalVm {
-                required: p.required_approvals,
-                reject_threshold: p.reject_threshold.unwrap_or(1),
+                needs: approval_needs(p.required_approvals, p.reject_threshold.unwrap_or(1)),
                 approvals: v.votes.iter().filter(|(_, x)| x == "approve").count(),
                 rejections: v.votes.iter().filter(|(_, x)| x == "reject").count(),
                 my_vote: v
@@ -319,6 +329,30 @@ fn actor_name(actor: &Actor, me: &UserCaller, v: &ActionView, source: &str) -> S
     }
 }
 
+/// What an approval policy needs, in words.
+fn approval_needs(required: u32, reject_threshold: u32) -> String {
+    let rejects = if reject_threshold == 1 {
+        "rejects"
+    } else {
+        "reject"
+    };
+    format!(
+        "Needs {}; {} {rejects} it.",
+        words::count(required, "approval", "approvals"),
+        words::count(reject_threshold, "rejection", "rejections")
+    )
+}
+
+/// The range a number answer must fall in, as the page shows it.
+fn number_range(min: Option<f64>, max: Option<f64>) -> Option<String> {
+    match (min, max) {
+        (Some(lo), Some(hi)) => Some(format!("{lo} – {hi}")),
+        (Some(lo), None) => Some(format!("at least {lo}")),
+        (None, Some(hi)) => Some(format!("at most {hi}")),
+        (None, None) => None,
+    }
+}
+
 fn answer(a: &ActionRecord) -> AnswerVm {
     let mut vm = AnswerVm {
         kind: "none",
@@ -326,6 +360,7 @@ fn answer(a: &ActionRecord) -> AnswerVm {
         max_length: None,
         min: None,
         max: None,
+        range: None,
         choices: Vec::new(),
         multiple: false,
         fields: Vec::new(),
@@ -349,6 +384,7 @@ fn answer(a: &ActionRecord) -> AnswerVm {
                         _ => "btn",
                     },
                     destructive: style == "destructive",
+                    confirm: confirm_question(&a.spec.title, &o.label),
                 }
             })
             .collect();
@@ -363,6 +399,7 @@ fn answer(a: &ActionRecord) -> AnswerVm {
         Some(Interaction::Number { min, max }) => {
             vm.kind = "number";
             (vm.min, vm.max) = (*min, *max);
+            vm.range = number_range(*min, *max);
         }
         Some(Interaction::Choice { choices, multiple }) => {
             vm.kind = "choice";

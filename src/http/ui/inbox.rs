@@ -16,11 +16,11 @@ use crate::app::AppState;
 use crate::domain::action::{
     ActionRecord, ActionSpec, ActorKind, Environment, Interaction, Status,
 };
-use crate::domain::time;
+use crate::domain::{time, words};
 use crate::error::{Code, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view;
-use crate::http::ui::view::{Layout, PageQuery, UiError, When, plural};
+use crate::http::ui::view::{Layout, PageQuery, UiError, When};
 use crate::service::actions::MAX_WAIT;
 use crate::service::caller::UserCaller;
 use crate::service::dashboard;
@@ -301,7 +301,7 @@ fn answer_kind(spec: &ActionSpec) -> String {
         return "Approval vote".into();
     }
     if let Some(options) = &spec.options {
-        return plural(options.len(), "option", "options");
+        return words::count(options.len() as i64, "option", "options");
     }
     match spec.interaction {
         Some(Interaction::Boolean) => "Yes / No",

@@ -3,7 +3,7 @@
 //! images become plain links (no request to a remote host on page load, and the
 //! CSP's `img-src 'self'` would block them anyway).
 
-use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, html};
+use pulldown_cmark::{CowStr, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd, html};
 
 /// Schemes a reviewer may follow from a description or a context block.
 pub fn safe_url(url: &str) -> bool {
@@ -13,13 +13,81 @@ pub fn safe_url(url: &str) -> bool {
         .any(|s| lower.starts_with(s))
 }
 
+const OPTIONS: Options = Options::ENABLE_TABLES
+    .union(Options::ENABLE_STRIKETHROUGH)
+    .union(Options::ENABLE_TASKLISTS);
+
 /// Renders Markdown to HTML that is safe to insert into a page.
 pub fn render(src: &str) -> String {
-    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    safe_html(Parser::new_ext(src, OPTIONS), src.len())
+}
+
+/// A `##` or `###` heading of a document rendered by [`render_with_toc`].
+pub struct Heading {
+    /// 2 or 3.
+    pub level: u8,
+    /// The heading's `id`: its slug as in `GET /v1/docs` section ids, made
+    /// unique with `-2`, `-3`… when a title repeats.
+    pub id: String,
+    pub text: String,
+}
+
+/// As [`render`], with an `id` on every `##` and `###` heading (so a table of
+/// contents can link to them) and those headings in order.
+pub fn render_with_toc(src: &str) -> (String, Vec<Heading>) {
+    let mut events: Vec<Event> = Parser::new_ext(src, OPTIONS).collect();
+    let mut toc = Vec::new();
+    let mut taken = std::collections::HashSet::new();
+    for i in 0..events.len() {
+        let Event::Start(Tag::Heading { level, .. }) = &events[i] else {
+            continue;
+        };
+        let level = match level {
+            HeadingLevel::H2 => 2,
+            HeadingLevel::H3 => 3,
+            _ => continue,
+        };
+        let mut text = String::new();
+        for ev in events[i + 1..].iter() {
+            match ev {
+                Event::End(TagEnd::Heading(_)) => break,
+                Event::Text(t) | Event::Code(t) => text.push_str(t),
+                _ => {}
+            }
+        }
+        let base = crate::http::docs::slug(&text);
+        let mut id = base.clone();
+        let mut n = 1;
+        while !taken.insert(id.clone()) {
+            n += 1;
+            id = format!("{base}-{n}");
+        }
+        if let Event::Start(Tag::Heading { id: slot, .. }) = &mut events[i] {
+            *slot = Some(CowStr::from(id.clone()));
+        }
+        // A path heading (`POST /v1/sources/{source_id}/keys/rotate`) may
+        // wrap after each slash on a phone instead of inside a word: a zero
+        // width space there, in the page only (not in the id or contents).
+        for ev in events[i + 1..].iter_mut() {
+            match ev {
+                Event::End(TagEnd::Heading(_)) => break,
+                Event::Text(t) | Event::Code(t) if t.contains('/') => {
+                    *t = CowStr::from(t.replace('/', "/\u{200B}"));
+                }
+                _ => {}
+            }
+        }
+        toc.push(Heading { level, id, text });
+    }
+    (safe_html(events.into_iter(), src.len()), toc)
+}
+
+/// Writes `events` as HTML with raw HTML as text and only safe link targets.
+fn safe_html<'a>(events: impl Iterator<Item = Event<'a>>, len: usize) -> String {
     // For each open link or image: whether its tag was kept (an unsafe target
     // keeps only the text, so the matching end tag must go too).
     let mut open: Vec<bool> = Vec::new();
-    let events = Parser::new_ext(src, opts).filter_map(|ev| match ev {
+    let events = events.filter_map(|ev| match ev {
         Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
         Event::Start(Tag::Link {
             link_type,
@@ -56,7 +124,7 @@ pub fn render(src: &str) -> String {
             .then_some(Event::End(TagEnd::Link)),
         other => Some(other),
     });
-    let mut out = String::with_capacity(src.len() * 3 / 2);
+    let mut out = String::with_capacity(len * 3 / 2);
     html::push_html(&mut out, events);
     out
 }
@@ -99,6 +167,28 @@ mod tests {
         );
         let nested = render("[![logo](https://x.example/l.png)](https://x.example)");
         assert_eq!(nested.matches("<a ").count(), 1, "{nested}");
+    }
+
+    #[test]
+    fn headings_get_unique_ids_and_a_table_of_contents() {
+        let (out, toc) = render_with_toc(
+            "# T\n\n## Sign-in and sessions\n\n### `hds` keys\n\n## Sign-in and sessions\n\n<h2 id=x>raw</h2>",
+        );
+        assert!(out.contains(r#"<h2 id="sign-in-and-sessions">"#), "{out}");
+        assert!(out.contains(r#"<h3 id="hds-keys">"#), "{out}");
+        assert!(out.contains(r#"<h2 id="sign-in-and-sessions-2">"#), "{out}");
+        assert!(out.contains("<h1>T</h1>"), "{out}");
+        assert!(out.contains("&lt;h2 id=x&gt;"), "{out}");
+        let ids: Vec<_> = toc.iter().map(|h| (h.level, h.id.as_str())).collect();
+        assert_eq!(
+            ids,
+            [
+                (2, "sign-in-and-sessions"),
+                (3, "hds-keys"),
+                (2, "sign-in-and-sessions-2")
+            ]
+        );
+        assert_eq!(toc[1].text, "hds keys");
     }
 
     #[test]

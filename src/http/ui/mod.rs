@@ -14,6 +14,7 @@ mod analytics;
 mod assets;
 mod billing;
 mod emails;
+mod guide;
 mod inbox;
 mod invitations;
 pub mod markdown;
@@ -24,7 +25,7 @@ mod signin;
 mod source;
 mod source_keys;
 mod sources;
-mod view;
+pub(crate) mod view;
 mod workspaces;
 
 use axum::Router;
@@ -43,6 +44,8 @@ pub fn router() -> Router<AppState> {
             get(signin::link_form).post(signin::redeem_link),
         )
         .route("/app/signout", post(signin::sign_out))
+        // the guide (guide: "The dashboard"), open to everyone like /v1/docs
+        .route("/app/guide", get(guide::guide_page))
         // inbox
         .route("/app", get(inbox::inbox_page))
         .route("/app/inbox/rows", get(inbox::inbox_rows))

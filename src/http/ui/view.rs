@@ -28,7 +28,7 @@ pub struct Layout {
     /// Open live Actions, shown beside "Inbox" ("1,000+" from the cap on).
     pub open_count: String,
     /// Which nav entry is current: `inbox`, `sources`, `invitations`,
-    /// `account`, `notifications` or empty.
+    /// `account`, `notifications`, `guide` or empty.
     pub active: &'static str,
     pub css: String,
     pub js: String,
@@ -39,6 +39,9 @@ pub struct Layout {
     /// `services.changes` when the header was read: the script's change
     /// stream starts from it, so a change after that is not missed.
     pub version: u64,
+    /// Signed out on a page open to everyone (the guide): a slim header
+    /// with the brand, the guide and the way to sign in.
+    pub public_nav: bool,
 }
 
 /// The header's bell: the unread count as shown and in words.
@@ -145,16 +148,12 @@ impl Layout {
             workspaces: Vec::new(),
             bell: Bell::default(),
             version: 0,
+            public_nav: false,
         }
     }
 }
 
 /// A stored timestamp as a page shows it: `<time datetime="{iso}" title="{exact}">{ago}</time>`.
-/// "1 option", "3 options".
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 #[derive(Clone, Debug)]
 pub struct When {
     pub iso: String,

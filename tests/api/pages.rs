@@ -1,0 +1,198 @@
+//! Dashboard pages as people meet them: the guide in the browser, HTML error
+//! pages for unknown dashboard paths, the sign-in page's ways in, and what
+//! the Action page shows next to the decision.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Resp, TestApp};
+
+const HTML: &[(&str, &str)] = &[("accept", "text/html")];
+
+fn html_of(r: &Resp) -> &str {
+    let ct = r.headers["content-type"].to_str().unwrap();
+    assert!(ct.starts_with("text/html"), "{}: {ct}", r.what);
+    assert!(
+        r.headers.contains_key("content-security-policy"),
+        "{}: no CSP",
+        r.what
+    );
+    r.body.as_str().unwrap()
+}
+
+#[tokio::test]
+async fn the_guide_is_a_page_with_a_table_of_contents_for_everyone() {
+    let app = TestApp::spawn().await;
+    let docs = app.call(Method::GET, "/v1/docs", None, None, &[]).await;
+    let sections = docs.ok(200)["sections"].as_array().unwrap().clone();
+
+    // Signed out: the whole guide, a slim header with the way to sign in.
+    let r = app
+        .anonymous()
+        .call(Method::GET, "/app/guide", None, HTML)
+        .await;
+    assert_eq!(r.status.as_u16(), 200);
+    let page = html_of(&r);
+    assert!(page.contains("<h1>hds guide</h1>"), "{page}");
+    for s in &sections {
+        let id = s["id"].as_str().unwrap();
+        assert!(
+            page.contains(&format!("<h2 id=\"{id}\">")),
+            "no heading {id}"
+        );
+        assert!(
+            page.contains(&format!("href=\"#{id}\"")),
+            "no contents entry {id}"
+        );
+    }
+    assert!(page.contains("href=\"/app/signin?next=%2Fapp%2Fguide\""));
+    assert!(
+        !page.contains("name=\"workspace_id\""),
+        "no switcher signed out"
+    );
+    // Rendered by the safe renderer: only the page's own script element.
+    assert_eq!(page.matches("<script").count(), 1);
+
+    // Signed in: the dashboard's header, with the guide current.
+    let browser = app.browser(app.admin().person()).await;
+    let page = browser.page("/app/guide").await;
+    assert!(
+        page.contains("id=\"nav-guide\" href=\"/app/guide\" title=\"Guide\" aria-current=\"page\"")
+    );
+    assert!(page.contains("action=\"/app/signout\""));
+    let inbox = browser.page("/app").await;
+    assert!(
+        inbox.contains("id=\"nav-guide\" href=\"/app/guide\" title=\"Guide\">"),
+        "linked from the header"
+    );
+}
+
+#[tokio::test]
+async fn unknown_dashboard_paths_answer_an_html_404_with_a_way_back() {
+    let app = TestApp::spawn().await;
+    let anyone = app.anonymous();
+    let r = anyone.call(Method::GET, "/app/nope", None, HTML).await;
+    assert_eq!(r.status.as_u16(), 404);
+    let page = html_of(&r);
+    assert!(page.contains("<h1>Not found</h1>"), "{page}");
+    assert!(page.contains("There is no page at /app/nope."), "{page}");
+    assert!(
+        page.contains("href=\"/app\""),
+        "a link back to the inbox: {page}"
+    );
+    // A wrong method on a page: the HTML page too.
+    let r = anyone.call(Method::DELETE, "/app/guide", None, HTML).await;
+    assert_eq!(r.status.as_u16(), 405);
+    assert!(html_of(&r).contains("METHOD_NOT_ALLOWED"));
+    // An Action that does not exist, signed in.
+    let browser = app.browser(app.admin().person()).await;
+    let r = browser
+        .call(
+            Method::GET,
+            "/app/actions/act_01JZZZZZZZZZZZZZZZZZZZZZZZ",
+            None,
+            HTML,
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 404);
+    let page = html_of(&r);
+    assert!(
+        page.contains("ACTION_NOT_FOUND") && page.contains("href=\"/app\""),
+        "{page}"
+    );
+    // The API keeps its JSON envelope, whatever the client accepts.
+    anyone
+        .call(Method::GET, "/v1/nope", None, HTML)
+        .await
+        .error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn the_signin_page_names_invitations_and_create_as() {
+    let app = TestApp::spawn().await;
+    let r = app
+        .anonymous()
+        .call(Method::GET, "/app/signin", None, HTML)
+        .await;
+    let page = html_of(&r);
+    assert!(
+        page.contains("Ask a workspace owner or admin to invite you"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<code>hds users link you@company.com --create-as reviewer</code>"),
+        "{page}"
+    );
+    let methods = app
+        .call(Method::GET, "/v1/auth/providers", None, None, &[])
+        .await;
+    let link = methods.ok(200)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "link")
+        .unwrap()
+        .clone();
+    let how = link["how"].as_str().unwrap();
+    assert!(
+        how.contains("invites you") && how.contains("--create-as ROLE"),
+        "{how}"
+    );
+}
+
+/// The fingerprint appears once as text (under Details; the forms carry it
+/// hidden), and a number's allowed range stands next to its input.
+#[tokio::test]
+async fn the_action_page_shows_the_fingerprint_once_and_the_number_range() {
+    let app = TestApp::spawn().await;
+    let a: Value = app
+        .create_action(json!({"title": "Replicas for checkout",
+            "interaction": {"type": "number", "min": 2, "max": 60}}))
+        .await;
+    let browser = app.browser(app.admin().person()).await;
+    let page = browser
+        .page(&format!("/app/actions/{}", a["id"].as_str().unwrap()))
+        .await;
+    let fp = a["fingerprint"].as_str().unwrap();
+    assert_eq!(page.matches(&format!(">{fp}<")).count(), 1, "{page}");
+    assert!(
+        page.contains("<span class=\"hint\" id=\"number-range\">Allowed: 2 – 60</span>"),
+        "{page}"
+    );
+    assert!(page.contains("min=\"2\" max=\"60\" aria-describedby=\"number-range\""));
+
+    let only_min: Value = app
+        .create_action(json!({"title": "Budget", "interaction": {"type": "number", "min": 0.5}}))
+        .await;
+    let page = browser
+        .page(&format!(
+            "/app/actions/{}",
+            only_min["id"].as_str().unwrap()
+        ))
+        .await;
+    assert!(page.contains("Allowed: at least 0.5<"), "{page}");
+}
+
+/// Counts read as words: "2 options", "1 option", "1 approval".
+#[tokio::test]
+async fn counts_on_pages_use_the_right_plural() {
+    let app = TestApp::spawn().await;
+    app.create_action(json!({"title": "One way", "options": [{"id": "ok", "label": "OK"}]}))
+        .await;
+    let mut voted = crate::helpers::two_options("Vote on it");
+    voted["visibility"] = json!("restricted");
+    voted["reviewer_emails"] = json!(["admin@example.com"]);
+    voted["approval_policy"] = json!({"required_approvals": 1});
+    let v = app.create_action(voted).await;
+    let browser = app.browser(app.admin().person()).await;
+    let inbox = browser.page("/app").await;
+    assert!(inbox.contains("1 option<"), "{inbox}");
+    assert!(!inbox.contains("1 options"), "{inbox}");
+    let page = browser
+        .page(&format!("/app/actions/{}", v["id"].as_str().unwrap()))
+        .await;
+    assert!(
+        page.contains("Needs 1 approval; 1 rejection rejects it."),
+        "{page}"
+    );
+}
