@@ -427,3 +427,67 @@ async fn a_reviewer_presses_a_control_and_sees_the_sources_result_live_in_chromi
     assert_eq!(r["source_context"][0]["status"], "answered");
     assert_eq!(app.count_rows("control_requests"), 1);
 }
+
+#[tokio::test]
+async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_action() {
+    let app = TestApp::spawn().await;
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
+    let r = run_script(&app, "browser-batch.mjs", &env).await;
+
+    // Batch: three picked, the second changed after the page was rendered.
+    let b = &r["batch"];
+    assert_eq!(b["bar"], "3 requests picked:", "{r}");
+    assert_eq!(b["patched"], 200);
+    assert_eq!(
+        b["statuses"],
+        json!(["resolved", "open", "resolved"]),
+        "{r}"
+    );
+    assert!(
+        b["decided_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Decided 2 requests"),
+        "{r}"
+    );
+    assert_eq!(b["changed_ids"], json!([b["ids"][1]]));
+    assert!(
+        b["changed_text"]
+            .as_str()
+            .unwrap()
+            .contains("Rotate the TLS cert on edge-2 and restart it"),
+        "{r}"
+    );
+
+    // Keys: shown on the buttons, listed by `?`, ignored while typing.
+    let k = &r["keys"];
+    assert_eq!(
+        k["shown"],
+        json!([["Approve", "a", "a"], ["Reject", "r", "r"]])
+    );
+    let help = k["help"].as_str().unwrap();
+    assert!(
+        help.contains("Approve") && help.contains("Reject (asks first)"),
+        "{help}"
+    );
+    assert_eq!(k["focused"], "reason");
+    assert_eq!(k["while_typing"], "open");
+    assert_eq!(
+        k["by_key"],
+        json!({"status": "resolved", "option": "approve", "reason": "read only, as agreed"})
+    );
+    assert_eq!(
+        k["by_number"],
+        json!({"status": "resolved", "option": "hold"})
+    );
+    // A destructive option still asks first; cancelled, nothing is decided.
+    let confirm = k["confirm_text"].as_str().unwrap();
+    assert!(
+        confirm.contains("destructive") && confirm.contains("Reject"),
+        "{confirm}"
+    );
+    assert_eq!(k["destructive_after_cancel"], "open");
+}
