@@ -70,10 +70,10 @@ impl Chain {
             .ok_or_else(|| anyhow!("no receipt jws in {receipt}"))?;
         let claims = receipt::verify(jws, &self.keys).map_err(|e| anyhow!("receipt: {e}"))?;
         let seq = claims["seq"].as_i64().unwrap_or(0);
-        if let Some((prev_seq, prev_jws)) = &self.last {
-            if seq != prev_seq + 1 || claims["prev"] != receipt::chain_hash(prev_jws) {
-                bail!("receipt {seq} does not follow {prev_seq} in the chain");
-            }
+        if let Some((prev_seq, prev_jws)) = &self.last
+            && (seq != prev_seq + 1 || claims["prev"] != receipt::chain_hash(prev_jws))
+        {
+            bail!("receipt {seq} does not follow {prev_seq} in the chain");
         }
         self.last = Some((seq, jws.to_owned()));
         self.checked += 1;
