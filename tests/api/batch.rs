@@ -264,3 +264,100 @@ async fn a_member_who_may_not_decide_gets_forbidden_per_item() {
         .await;
     assert_eq!(out["summary"], json!({"decided": 2, "failed": 0}));
 }
+
+/// The inbox's batch form without JavaScript: each picked row posts the
+/// binding it was rendered with; a destructive option asks first; the inbox
+/// then names what changed and was left open.
+#[tokio::test]
+async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let browser = app.browser(admin.person()).await;
+    let a = app.create_action(two_options("Rotate edge-1")).await;
+    let b = app.create_action(two_options("Rotate edge-2")).await;
+    let html = browser.page("/app").await;
+    let pick = |x: &Value| {
+        format!(
+            "{} {} {}",
+            x["id"].as_str().unwrap(),
+            x["action_version"],
+            x["fingerprint"].as_str().unwrap()
+        )
+    };
+    let (pa, pb) = (pick(&a), pick(&b));
+    assert!(html.contains(&format!("value=\"{pa}\"")), "{html}");
+    let _: Value = app
+        .source()
+        .patch(
+            &format!("/v1/actions/{}", b["id"].as_str().unwrap()),
+            json!({"title": "Rotate edge-2 and restart"}),
+            200,
+        )
+        .await;
+    let base = browser.url("");
+    let origin = base.trim_end_matches('/');
+    let csrf = browser.csrf().to_owned();
+    // A destructive option: the confirmation page first, nothing decided.
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("pick", &pb),
+                ("option_id", "reject"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let confirm = r.text().await.unwrap();
+    assert!(confirm.contains("Reject, for 2 requests"), "{confirm}");
+    assert!(confirm.contains(&format!("value=\"{pa}\"")), "{confirm}");
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("pick", &pb),
+                ("option_id", "reject"),
+                ("confirmed", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    let b_id = b["id"].as_str().unwrap();
+    assert_eq!(
+        to,
+        format!("/app?status=open&batch_decided=1&batch_changed={b_id}")
+    );
+    let page = browser.page(&to).await;
+    assert!(page.contains("Decided 1 request;"), "{page}");
+    assert!(page.contains("Rotate edge-2 and restart"), "{page}");
+    let now: Value = admin.get(&format!("/v1/actions/{b_id}"), 200).await;
+    assert_eq!(now["data"]["status"], "open");
+    let now: Value = admin
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(now["data"]["resolution_option_id"], "reject");
+    // Nothing picked: nothing sent, said in words.
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[("_csrf", &csrf), ("option_id", "approve")],
+        )
+        .await;
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        browser
+            .page(&to)
+            .await
+            .contains("pick at least one request first")
+    );
+}
