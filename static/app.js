@@ -1,8 +1,9 @@
 // hds dashboard: progressive enhancement only. Every page works without this
 // file; with it the header's bell, the inbox and an Action's control and
 // context requests update themselves (sharing one change stream), j/k move
-// through the list, times stay fresh, and destructive choices are confirmed in a dialog instead of a
-// second page.
+// through the list (x picks a row for a batch decision), times stay fresh, an
+// Action is decided with its keys (1-9, a/r, c, ?), and destructive choices are
+// confirmed in a dialog instead of a second page.
 "use strict";
 
 (function () {
@@ -101,6 +102,7 @@
     }
 
     changes.subscribe(refresh);
+    return refresh;
   }
 
   // ---- header: the bell's unread count ----
@@ -141,6 +143,12 @@
     }
 
     function swap(html) {
+      // Rows picked for a batch stay as they were rendered (each carries the
+      // version it was shown with) until the batch is sent or unpicked.
+      if (picked().length) {
+        held = true;
+        return;
+      }
       var doc = new DOMParser().parseFromString(html, "text/html");
       var fresh = doc.querySelector(".inbox-list");
       if (!fresh) return;
@@ -166,9 +174,62 @@
       if (added && announce) {
         announce.textContent = added === 1 ? "1 new request" : added + " new requests";
       }
+      batchBar();
     }
 
-    liveRegion(live.getAttribute("data-rows-url"), "inbox", swap);
+    var held = false;
+    var refresh = liveRegion(live.getAttribute("data-rows-url"), "inbox", swap);
+
+    // ---- inbox: the batch bar offers the options every picked row shares ----
+    var form = document.getElementById("batch-form");
+    var count = document.getElementById("batch-count");
+    var options = document.getElementById("batch-options");
+    var note = document.getElementById("batch-note");
+
+    function picked() {
+      return Array.prototype.slice.call(document.querySelectorAll('input[name="pick"]:checked'));
+    }
+
+    function batchBar() {
+      if (!form) return;
+      var boxes = document.querySelectorAll('input[name="pick"]');
+      var chosen = picked();
+      form.hidden = boxes.length === 0;
+      options.replaceChildren();
+      note.textContent = "";
+      if (!chosen.length) {
+        count.textContent = "Pick requests with the same options to decide them together.";
+        return;
+      }
+      count.textContent = chosen.length === 1 ? "1 request picked:" : chosen.length + " requests picked:";
+      var shape = chosen[0].getAttribute("data-options");
+      var same = chosen.every(function (box) { return box.getAttribute("data-options") === shape; });
+      if (!same) {
+        note.textContent = "The picked requests have different options: pick requests with the same options.";
+        return;
+      }
+      JSON.parse(shape).forEach(function (o) {
+        var b = document.createElement("button");
+        b.type = "submit";
+        b.name = "option_id";
+        b.value = o.id;
+        b.className = o["class"];
+        b.textContent = o.label;
+        options.appendChild(b);
+      });
+    }
+
+    if (form) {
+      document.addEventListener("change", function (e) {
+        if (!e.target.matches || !e.target.matches('input[name="pick"]')) return;
+        batchBar();
+        if (held && !picked().length) {
+          held = false;
+          refresh();
+        }
+      });
+      batchBar();
+    }
   }
 
   // ---- Action page: control and context requests, live ----
@@ -209,6 +270,16 @@
       if (e.altKey || e.ctrlKey || e.metaKey) return;
       var t = e.target;
       if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      if (e.key === "x") {
+        var row = document.activeElement && document.activeElement.closest
+          ? document.activeElement.closest("li[data-id]") : null;
+        var box = row ? row.querySelector('input[name="pick"]') : null;
+        if (box) {
+          box.click();
+          e.preventDefault();
+        }
+        return;
+      }
       if (e.key !== "j" && e.key !== "k") return;
       var links = Array.prototype.slice.call(document.querySelectorAll("#inbox-live .row-link"));
       if (!links.length) return;
@@ -238,7 +309,8 @@
       e.preventDefault();
       pending = { form: form, button: button };
       text.textContent = button.getAttribute("data-confirm");
-      yes.textContent = button.textContent.trim() ? "Yes, " + button.textContent.trim() : "Confirm";
+      var label = button.getAttribute("data-label") || button.textContent.trim();
+      yes.textContent = label ? "Yes, " + label : "Confirm";
       dialog.showModal();
       no.focus();
     });
@@ -261,6 +333,46 @@
     dialog.addEventListener("cancel", function () {
       pending = null;
     });
+  }
+
+  // ---- Action page: decide with the keys shown on the buttons ----
+  // 1-9 (or a / r for an approve/reject pair) press that option's button,
+  // so a destructive one still asks first; c goes to the reason box, ? lists
+  // the keys. Ignored while typing and while a dialog is open.
+  function decisionKeys() {
+    var form = document.getElementById("decide-form");
+    var help = document.getElementById("keys-help");
+    if (!form && !help) return;
+    var hint = document.getElementById("decide-keys");
+    if (hint) hint.hidden = false;
+    document.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey || e.repeat) return;
+      var t = e.target;
+      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      if (document.querySelector("dialog[open]")) return;
+      if (e.key === "?" && help && typeof help.showModal === "function") {
+        help.showModal();
+        e.preventDefault();
+        return;
+      }
+      if (e.key === "c") {
+        var box = (form && form.querySelector('textarea[name="reason"]')) || document.getElementById("comment-body");
+        if (box) {
+          box.focus();
+          box.scrollIntoView({ block: "center" });
+          e.preventDefault();
+        }
+        return;
+      }
+      if (!form) return;
+      var button = form.querySelector('button[data-key="' + CSS.escape(e.key) + '"]');
+      if (!button) return;
+      e.preventDefault();
+      button.focus();
+      form.requestSubmit(button);
+    });
+    var close = document.getElementById("keys-help-close");
+    if (close && help) close.addEventListener("click", function () { help.close(); });
   }
 
   // ---- Copy buttons: <button data-copy="element-id"> copies that element's text ----
@@ -286,6 +398,7 @@
     liveRuns();
     keyboard();
     confirmDestructive();
+    decisionKeys();
     copyButtons();
     setInterval(refreshTimes, 30000);
   }

@@ -20,7 +20,7 @@ pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable code, e.g. ACTION_NOT_FOUND.
     pub code: String,
@@ -28,6 +28,19 @@ pub struct ErrorDetail {
     /// For validation errors, `errors: [{field, code, message}]`.
     #[schema(value_type = Object)]
     pub details: serde_json::Value,
+}
+
+/// A refusal as the error envelope carries it (the batch route reports one
+/// per item). Never a server error: those fail the whole request.
+impl From<crate::error::Error> for ErrorDetail {
+    fn from(e: crate::error::Error) -> Self {
+        let e = e.into_inner();
+        Self {
+            code: e.code.as_str().to_owned(),
+            message: e.message,
+            details: serde_json::Value::Object(e.details),
+        }
+    }
 }
 
 struct Security;

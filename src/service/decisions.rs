@@ -164,40 +164,52 @@ pub async fn decide(
     check_reason(&req.reason)?;
     let svc = s.clone();
     let now = s.clock.now();
-    s.write(move |c, fx| {
-        let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
-        // The role as of this transaction, not as of authentication.
-        let access = access_now(c, &a, &user)?.ok_or_else(Error::action_not_found)?;
-        if access.self_approval_forbidden() {
-            return Err(Error::self_approval_forbidden());
-        }
-        if !access.can_decide() {
-            return Err(Error::new(
-                Code::Forbidden,
-                "you may see this Action but not decide it",
-            ));
-        }
-        decision::ensure_open(&a)?;
-        if a.spec.approval_policy.is_some() {
-            return Err(Error::new(
-                Code::ApprovalVoteRequired,
-                "this Action has an approval policy: vote with POST /v1/actions/{id}/votes",
-            ));
-        }
-        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
-        let (option_id, response) =
-            decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
-        let resolution = Resolution {
-            option_id,
-            response,
-            reason: req.reason,
-            decided_by: Actor::user(&user.user_id),
-            decided_at: time::format(now),
-            votes: None,
-        };
-        resolve_with_receipt(c, fx, &svc, &a, resolution, now)
-    })
-    .await
+    s.write(move |c, fx| decide_in(c, fx, &svc, &user, &id, req, now))
+        .await
+}
+
+/// One reviewer's decision inside the caller's transaction: the rules of
+/// POST /v1/actions/{id}/decision, shared by the batch route (`batch`).
+pub(crate) fn decide_in(
+    c: &Connection,
+    fx: &mut Effects,
+    svc: &Services,
+    user: &UserCaller,
+    id: &str,
+    req: DecisionRequest,
+    now: time::Timestamp,
+) -> Result<ActionRecord> {
+    let a = store::get(c, id)?.ok_or_else(Error::action_not_found)?;
+    // The role as of this transaction, not as of authentication.
+    let access = access_now(c, &a, user)?.ok_or_else(Error::action_not_found)?;
+    if access.self_approval_forbidden() {
+        return Err(Error::self_approval_forbidden());
+    }
+    if !access.can_decide() {
+        return Err(Error::new(
+            Code::Forbidden,
+            "you may see this Action but not decide it",
+        ));
+    }
+    decision::ensure_open(&a)?;
+    if a.spec.approval_policy.is_some() {
+        return Err(Error::new(
+            Code::ApprovalVoteRequired,
+            "this Action has an approval policy: vote with POST /v1/actions/{id}/votes",
+        ));
+    }
+    decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+    let (option_id, response) =
+        decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
+    let resolution = Resolution {
+        option_id,
+        response,
+        reason: req.reason,
+        decided_by: Actor::user(&user.user_id),
+        decided_at: time::format(now),
+        votes: None,
+    };
+    resolve_with_receipt(c, fx, svc, &a, resolution, now)
 }
 
 /// POST /v1/actions/{id}/resolve by the owning Source.

@@ -43,6 +43,16 @@ impl Effects {
     pub fn queued_job(&mut self) {
         self.jobs_queued = true;
     }
+    /// Takes over the effects of a nested step that succeeded (a batch item).
+    pub fn absorb(&mut self, other: Effects) {
+        for id in other.closed {
+            if !self.closed.contains(&id) {
+                self.closed.push(id);
+            }
+        }
+        self.inbox_changed |= other.inbox_changed;
+        self.jobs_queued |= other.jobs_queued;
+    }
     fn note(&mut self, action_id: &str, event: &ActionEvent) {
         // Every event changes what an inbox row or Action page shows, the
         // execution outcome included.

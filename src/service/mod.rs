@@ -6,6 +6,7 @@
 pub mod account;
 pub mod actions;
 pub mod analytics;
+pub mod batch;
 pub mod billing;
 pub mod caller;
 pub mod controls;

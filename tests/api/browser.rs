@@ -509,3 +509,67 @@ async fn the_source_page_replaces_the_live_key_shows_it_once_and_a_reload_change
     assert_eq!(r["new_key_status"], 201, "the shown key works");
     assert_eq!(r["old_key_status"], 201, "the old key works in its overlap");
 }
+
+#[tokio::test]
+async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_action() {
+    let app = TestApp::spawn().await;
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
+    let r = run_script(&app, "browser-batch.mjs", &env).await;
+
+    // Batch: three picked, the second changed after the page was rendered.
+    let b = &r["batch"];
+    assert_eq!(b["bar"], "3 requests picked:", "{r}");
+    assert_eq!(b["patched"], 200);
+    assert_eq!(
+        b["statuses"],
+        json!(["resolved", "open", "resolved"]),
+        "{r}"
+    );
+    assert!(
+        b["decided_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Decided 2 requests"),
+        "{r}"
+    );
+    assert_eq!(b["changed_ids"], json!([b["ids"][1]]));
+    assert!(
+        b["changed_text"]
+            .as_str()
+            .unwrap()
+            .contains("Rotate the TLS cert on edge-2 and restart it"),
+        "{r}"
+    );
+
+    // Keys: shown on the buttons, listed by `?`, ignored while typing.
+    let k = &r["keys"];
+    assert_eq!(
+        k["shown"],
+        json!([["Approve", "a", "a"], ["Reject", "r", "r"]])
+    );
+    let help = k["help"].as_str().unwrap();
+    assert!(
+        help.contains("Approve") && help.contains("Reject (asks first)"),
+        "{help}"
+    );
+    assert_eq!(k["focused"], "reason");
+    assert_eq!(k["while_typing"], "open");
+    assert_eq!(
+        k["by_key"],
+        json!({"status": "resolved", "option": "approve", "reason": "read only, as agreed"})
+    );
+    assert_eq!(
+        k["by_number"],
+        json!({"status": "resolved", "option": "hold"})
+    );
+    // A destructive option still asks first; cancelled, nothing is decided.
+    let confirm = k["confirm_text"].as_str().unwrap();
+    assert!(
+        confirm.contains("destructive") && confirm.contains("Reject"),
+        "{confirm}"
+    );
+    assert_eq!(k["destructive_after_cancel"], "open");
+}

@@ -6,6 +6,7 @@ mod abuse;
 mod account;
 mod actions;
 mod analytics;
+mod batch;
 mod billing;
 mod browser;
 mod callbacks;

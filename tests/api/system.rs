@@ -108,6 +108,7 @@ async fn openapi_covers_every_route() {
         ("/v1/actions/{action_id}", "get"),
         ("/v1/actions/{action_id}", "patch"),
         ("/v1/actions/{action_id}/decision", "post"),
+        ("/v1/actions/decisions", "post"),
         ("/v1/actions/{action_id}/votes", "post"),
         ("/v1/actions/{action_id}/resolve", "post"),
         ("/v1/actions/{action_id}/cancel", "post"),

@@ -14,11 +14,12 @@ use crate::app::AppState;
 use crate::domain::action::ActionSpec;
 use crate::error::{Error, Result};
 use crate::http::api::wire::Envelope;
-use crate::http::api::wire::actions::{ActionDetail, ActionOut, VoteOut};
+use crate::http::api::wire::actions::{ActionDetail, ActionOut, BatchOut, VoteOut};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
 use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::service::actions::{self, Created, EnvFilter};
+use crate::service::batch::{self, BatchRequest};
 use crate::service::decisions::{
     self, CancelRequest, DecisionRequest, OutcomeReport, ResolveRequest,
 };
@@ -169,6 +170,21 @@ pub async fn decide_action(
 ) -> Result<Json<Envelope<ActionOut>>> {
     let a = decisions::decide(&st.services, user, id, req).await?;
     Ok(Json(Envelope::fresh(ActionOut::from(&a))))
+}
+
+/// Decide up to 100 open Actions at once, each bound to its own version and fingerprint.
+#[utoipa::path(post, path = "/v1/actions/decisions", tag = "actions",
+    request_body = crate::service::batch::BatchRequest,
+    responses((status = 200, description = "one result per item, in request order: `decided` with the Action and its receipt, or `error` with the code the single decision route would answer (ACTION_CHANGED, ACTION_NOT_OPEN, ACTION_NOT_FOUND, FORBIDDEN, SELF_APPROVAL_FORBIDDEN, APPROVAL_VOTE_REQUIRED, OPTION_NOT_FOUND…); a refused item stays open and never undoes the others", body = BatchOut),
+              (status = 422, description = "VALIDATION_ERROR: no decisions, more than 100, or the same Action twice", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = [])))]
+pub async fn decide_actions(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiJson(req): ApiJson<BatchRequest>,
+) -> Result<Json<BatchOut>> {
+    let done = batch::decide_many(&st.services, user, req.decisions).await?;
+    Ok(Json(BatchOut::from(done)))
 }
 
 /// Resolve an open Action as its Source (with a receipt).

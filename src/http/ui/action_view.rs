@@ -22,6 +22,9 @@ pub struct OptionVm {
     pub destructive: bool,
     /// What the confirm dialog asks before a destructive option.
     pub confirm: String,
+    /// The key that presses it (`1`-`9`, or `a`/`r` for an approve/reject
+    /// pair); empty past the ninth option.
+    pub key: String,
 }
 
 /// The question before a destructive option, naming the Action and the
@@ -385,9 +388,11 @@ fn answer(a: &ActionRecord) -> AnswerVm {
                     },
                     destructive: style == "destructive",
                     confirm: confirm_question(&a.spec.title, &o.label),
+                    key: String::new(),
                 }
             })
             .collect();
+        assign_keys(&mut vm.options);
         return vm;
     }
     match &a.spec.interaction {
@@ -427,6 +432,41 @@ fn answer(a: &ActionRecord) -> AnswerVm {
         None => {}
     }
     vm
+}
+
+/// Keys for the option buttons: `a` and `r` when the two options read as
+/// approve and reject (by id or label), else `1`-`9` in order.
+fn assign_keys(options: &mut [OptionVm]) {
+    const YES: [&str; 7] = ["approve", "accept", "allow", "yes", "confirm", "ok", "go"];
+    const NO: [&str; 7] = [
+        "reject", "deny", "decline", "no", "refuse", "block", "cancel",
+    ];
+    let is = |o: &OptionVm, words: &[&str]| {
+        let (id, label) = (o.id.to_lowercase(), o.label.to_lowercase());
+        words.iter().any(|w| {
+            id == *w
+                || id.starts_with(&format!("{w}_"))
+                || label == *w
+                || label.starts_with(&format!("{w} "))
+        })
+    };
+    if let [first, second] = options {
+        let (one, two) = (&*first, &*second);
+        let pair = if is(one, &YES[..]) && is(two, &NO[..]) {
+            Some(("a", "r"))
+        } else if is(one, &NO[..]) && is(two, &YES[..]) {
+            Some(("r", "a"))
+        } else {
+            None
+        };
+        if let Some((k1, k2)) = pair {
+            (first.key, second.key) = (k1.into(), k2.into());
+            return;
+        }
+    }
+    for (i, o) in options.iter_mut().take(9).enumerate() {
+        o.key = (i + 1).to_string();
+    }
 }
 
 /// A decision in words: the option's label, "Yes"/"No", the choices' labels…
@@ -758,5 +798,52 @@ fn outcome(o: &Outcome, now: Timestamp) -> OutcomeVm {
         rollback: o.rollback,
         message: o.message.clone(),
         reported: Some(When::new(&o.reported_at, now)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OptionVm, assign_keys};
+
+    fn opts(items: &[(&str, &str)]) -> Vec<OptionVm> {
+        items
+            .iter()
+            .map(|(id, label)| OptionVm {
+                id: (*id).into(),
+                label: (*label).into(),
+                class: "btn",
+                destructive: false,
+                confirm: String::new(),
+                key: String::new(),
+            })
+            .collect()
+    }
+
+    fn keys(items: &[(&str, &str)]) -> Vec<String> {
+        let mut o = opts(items);
+        assign_keys(&mut o);
+        o.into_iter().map(|o| o.key).collect()
+    }
+
+    #[test]
+    fn an_approve_reject_pair_gets_a_and_r_and_anything_else_numbers() {
+        assert_eq!(
+            keys(&[("approve", "Approve deploy"), ("reject", "Reject")]),
+            ["a", "r"]
+        );
+        assert_eq!(
+            keys(&[("no", "Hold it"), ("ship", "Yes, ship")]),
+            ["1", "2"]
+        );
+        assert_eq!(keys(&[("deny", "Deny"), ("allow", "Allow")]), ["r", "a"]);
+        assert_eq!(keys(&[("x", "Rollback"), ("y", "Retry")]), ["1", "2"]);
+        let ten: Vec<(String, String)> = (0..10)
+            .map(|i| (format!("o{i}"), format!("O{i}")))
+            .collect();
+        let ten: Vec<(&str, &str)> = ten.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let k = keys(&ten);
+        assert_eq!(k[0], "1");
+        assert_eq!(k[8], "9");
+        assert_eq!(k[9], "");
     }
 }

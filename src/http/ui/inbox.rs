@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::app::AppState;
+use crate::domain::access::Role;
 use crate::domain::action::{
     ActionRecord, ActionSpec, ActorKind, Environment, Interaction, Status,
 };
@@ -20,6 +21,7 @@ use crate::domain::{time, words};
 use crate::error::{Code, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view;
+use crate::http::ui::inbox_batch::{self, BatchQuery, BatchResultVm};
 use crate::http::ui::view::{Layout, PageQuery, UiError, When};
 use crate::service::actions::MAX_WAIT;
 use crate::service::caller::UserCaller;
@@ -51,7 +53,7 @@ fn some(s: &str) -> Option<String> {
 }
 
 impl Filters {
-    fn status(&self) -> &str {
+    pub(crate) fn status(&self) -> &str {
         if self.status.is_empty() {
             "open"
         } else {
@@ -85,7 +87,7 @@ impl Filters {
         }
     }
     /// The query string of these filters with another status.
-    fn query(&self, status: &str) -> String {
+    pub(crate) fn query(&self, status: &str) -> String {
         let mut q = form_urlencoded::Serializer::new(String::new());
         for (k, v) in [
             ("status", status),
@@ -120,6 +122,27 @@ pub struct Row {
     /// What a resolved Action's decision was and who made it:
     /// ("Approve", "dana@example.com").
     pub decided: Option<(String, String)>,
+    /// Set on open rows with options the viewer may decide in a batch.
+    pub pick: Option<Pick>,
+}
+
+/// A row's checkbox for batch decisions: the binding it was rendered with
+/// and its options, so the bar offers only options every picked row has.
+pub struct Pick {
+    /// `{id} {action_version} {fingerprint}`, posted as `pick`.
+    pub value: String,
+    /// `[{id, label, destructive}]` as JSON, read by static/app.js.
+    pub options_json: String,
+    pub options: Vec<BatchOption>,
+}
+
+/// One option of the batch bar.
+#[derive(Clone, PartialEq)]
+pub struct BatchOption {
+    pub id: String,
+    pub label: String,
+    /// CSS class of the button.
+    pub class: &'static str,
 }
 
 pub struct Tab {
@@ -135,6 +158,9 @@ pub struct InboxList {
     pub tabs: Vec<Tab>,
     pub rows: Vec<Row>,
     pub has_more: bool,
+    /// Every option of the pickable rows, once: the batch bar without
+    /// JavaScript (the script offers only those the picked rows share).
+    pub batch_options: Vec<BatchOption>,
     /// `services.changes` when the list was read, so the script knows whether
     /// an event is news.
     pub version: u64,
@@ -158,6 +184,10 @@ pub struct InboxPage {
     sources: Vec<SourceChoice>,
     list: InboxList,
     rows_url: String,
+    /// The filters' query, posted back by the batch form.
+    back: String,
+    /// The result of the batch just decided, in words.
+    batch: Option<BatchResultVm>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -198,6 +228,7 @@ async fn read_list(
                 return Ok(InboxList {
                     tabs: Vec::new(),
                     rows: Vec::new(),
+                    batch_options: Vec::new(),
                     has_more: false,
                     version,
                     open_count: inbox::count_label(
@@ -210,9 +241,11 @@ async fn read_list(
             Err(e) => return Err(e),
         };
     let people = dashboard::deciders(s, &listed).await?;
+    // Viewers decide nothing: their rows get no checkbox.
+    let may_pick = user.active.as_ref().is_some_and(|m| m.role != Role::Viewer);
     let rows: Vec<Row> = listed
         .iter()
-        .map(|a| row(a, names, &people, user, now))
+        .map(|a| row(a, names, &people, user, now, may_pick))
         .collect();
     let pick = |f: fn(&InboxCounts) -> i64| counts.as_ref().map(f);
     let tabs = [
@@ -240,9 +273,20 @@ async fn read_list(
         Some(c) if only_environment => c.open,
         _ => dashboard::open_count_in(s, user, f.environment()).await?,
     };
+    let mut batch_options: Vec<BatchOption> = Vec::new();
+    for o in rows
+        .iter()
+        .filter_map(|r| r.pick.as_ref())
+        .flat_map(|p| &p.options)
+    {
+        if !batch_options.contains(o) {
+            batch_options.push(o.clone());
+        }
+    }
     Ok(InboxList {
         tabs,
         rows,
+        batch_options,
         has_more,
         version,
         open_count: inbox::count_label(open_count),
@@ -257,6 +301,7 @@ fn row(
     people: &HashMap<String, String>,
     me: &UserCaller,
     now: time::Timestamp,
+    may_pick: bool,
 ) -> Row {
     let open = a.status == Status::Open;
     let decided = a.resolution.as_ref().map(|r| {
@@ -275,6 +320,7 @@ fn row(
         )
     });
     Row {
+        pick: may_pick.then(|| pick(a)).flatten(),
         deadline: if open {
             When::opt(a.spec.expires_at.as_deref(), now)
         } else {
@@ -294,6 +340,38 @@ fn row(
         assignee: a.spec.assignee_email.clone(),
         kind: answer_kind(&a.spec),
     }
+}
+
+/// Open Actions answered by one of their options can be decided in a batch
+/// (votes, typed answers and closed Actions cannot).
+fn pick(a: &ActionRecord) -> Option<Pick> {
+    if a.status != Status::Open || a.spec.approval_policy.is_some() {
+        return None;
+    }
+    let options: Vec<BatchOption> = a
+        .spec
+        .options
+        .as_ref()?
+        .iter()
+        .map(|o| BatchOption {
+            id: o.id.clone().unwrap_or_default(),
+            label: o.label.clone(),
+            class: match o.style.as_deref() {
+                Some("primary") => "btn btn-primary",
+                Some("destructive") => "btn btn-danger",
+                _ => "btn",
+            },
+        })
+        .collect();
+    let json: Vec<serde_json::Value> = options
+        .iter()
+        .map(|o| serde_json::json!({"id": o.id, "label": o.label, "class": o.class}))
+        .collect();
+    Some(Pick {
+        value: format!("{} {} {}", a.id, a.action_version, a.fingerprint),
+        options_json: serde_json::Value::Array(json).to_string(),
+        options,
+    })
 }
 
 fn answer_kind(spec: &ActionSpec) -> String {
@@ -319,8 +397,10 @@ pub async fn inbox_page(
     State(st): State<AppState>,
     page: PageUser,
     PageQuery(filters): PageQuery<Filters>,
+    PageQuery(done): PageQuery<BatchQuery>,
 ) -> Result<InboxPage, UiError> {
     let s = &st.services;
+    let batch = inbox_batch::result(s, &page, &done).await?;
     let sources = source_names(s, &page.user).await?;
     let names = sources
         .iter()
@@ -331,6 +411,8 @@ pub async fn inbox_page(
     layout.header(&st, &page).await?;
     Ok(InboxPage {
         rows_url: format!("/app/inbox/rows?{}", filters.query(filters.status())),
+        back: filters.query(filters.status()),
+        batch,
         layout,
         filters,
         sources,

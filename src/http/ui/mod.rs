@@ -16,6 +16,7 @@ mod billing;
 mod emails;
 mod guide;
 mod inbox;
+mod inbox_batch;
 mod invitations;
 pub mod markdown;
 mod notification_settings;
@@ -49,6 +50,7 @@ pub fn router() -> Router<AppState> {
         // inbox
         .route("/app", get(inbox::inbox_page))
         .route("/app/inbox/rows", get(inbox::inbox_rows))
+        .route("/app/inbox/decide", post(inbox_batch::decide_batch))
         .route("/app/events", get(inbox::inbox_events))
         // one Action
         .route("/app/actions/{id}", get(action::action_page))

@@ -1,0 +1,221 @@
+//! Batch decisions from the inbox: `POST /app/inbox/decide` decides the
+//! picked rows with one option, each bound to the `action_version` and
+//! `fingerprint` its row was rendered with, through the same use case as
+//! `POST /v1/actions/decisions`; then back to the inbox (POST-redirect-GET)
+//! with the result in the query, which `result` turns into words. A row
+//! whose Action changed since shown stays open and is named.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::error::{Code, Error};
+use crate::http::session::PageUser;
+use crate::http::ui::inbox::Filters;
+use crate::http::ui::view::{Ask, ConfirmPage, FormData, UiError, check_csrf, see_other};
+use crate::service::batch::{self, BatchItem};
+use crate::service::{Services, dashboard};
+
+/// The result of a batch as the inbox's query carries it after the redirect.
+#[derive(Debug, Default, Deserialize)]
+pub struct BatchQuery {
+    /// How many were decided.
+    pub batch_decided: Option<usize>,
+    /// Comma-separated ids that changed since shown (left open).
+    #[serde(default)]
+    pub batch_changed: String,
+    /// Comma-separated `id:CODE` of the other refusals.
+    #[serde(default)]
+    pub batch_failed: String,
+    /// Why nothing was sent: `none` (no row picked), `option` (no option).
+    #[serde(default)]
+    pub batch_error: String,
+}
+
+/// One Action the batch left open, in words.
+pub struct LeftOpen {
+    pub id: String,
+    pub title: String,
+    pub why: String,
+    /// False when the id names nothing the person may see: no link then.
+    pub link: bool,
+}
+
+/// The banner above the inbox after a batch.
+pub struct BatchResultVm {
+    pub decided: usize,
+    pub changed: Vec<LeftOpen>,
+    pub failed: Vec<LeftOpen>,
+    pub error: Option<&'static str>,
+}
+
+/// POST /app/inbox/decide
+pub async fn decide_batch(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let s = &st.services;
+    // Back to the same tab and filters (re-encoded, never echoed as sent).
+    let filters: Filters =
+        serde_urlencoded::from_str(form.get("back").unwrap_or_default()).unwrap_or_default();
+    let back = format!("/app?{}", filters.query(filters.status()));
+    let items = picks(&form)?;
+    if items.is_empty() {
+        return Ok(see_other(&format!("{back}&batch_error=none")));
+    }
+    let Some(option_id) = form.text("option_id") else {
+        return Ok(see_other(&format!("{back}&batch_error=option")));
+    };
+    if form.get("confirmed") != Some("yes") {
+        let ids = items.iter().map(|i| i.action_id.clone()).collect();
+        if let Some(label) = batch::destructive_label(s, &page.user, ids, option_id.clone()).await?
+        {
+            let n = items.len();
+            let ask = Ask {
+                heading: "This is destructive".into(),
+                message: format!(
+                    "This is destructive: {label}, for {n} request{}. Confirm?",
+                    if n == 1 { "" } else { "s" }
+                ),
+                post_to: "/app/inbox/decide".into(),
+                confirm_label: format!("Yes, {label}"),
+                cancel_url: back,
+            };
+            return ConfirmPage::ask(&st, &page, "inbox", &form, ask).await;
+        }
+    }
+    let items = items
+        .into_iter()
+        .map(|mut i| {
+            i.option_id = Some(option_id.clone());
+            i
+        })
+        .collect();
+    let done = batch::decide_many(s, page.user.clone(), items).await?;
+    let (mut decided, mut changed, mut failed) = (0, Vec::new(), Vec::new());
+    for o in done {
+        match o.result {
+            Ok(_) => decided += 1,
+            Err(e) if e.code == Code::ActionChanged => changed.push(o.action_id),
+            Err(e) => failed.push(format!("{}:{}", o.action_id, e.code.as_str())),
+        }
+    }
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("batch_decided", &decided.to_string());
+    if !changed.is_empty() {
+        q.append_pair("batch_changed", &changed.join(","));
+    }
+    if !failed.is_empty() {
+        q.append_pair("batch_failed", &failed.join(","));
+    }
+    Ok(see_other(&format!("{back}&{}", q.finish())))
+}
+
+/// The picked rows, each `{id} {action_version} {fingerprint}` as rendered.
+fn picks(form: &FormData) -> Result<Vec<BatchItem>, Error> {
+    form.all("pick")
+        .map(|p| {
+            let mut parts = p.split(' ');
+            let (Some(id), Some(version), Some(fp), None) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return Err(Error::field(
+                    "pick",
+                    "a picked row lost the version it was shown with; reload the inbox",
+                ));
+            };
+            let action_version = version.parse().map_err(|_| {
+                Error::field(
+                    "pick",
+                    "a picked row's version is not a number; reload the inbox",
+                )
+            })?;
+            Ok(BatchItem {
+                action_id: id.to_owned(),
+                action_version,
+                fingerprint: fp.to_owned(),
+                option_id: None,
+                response: None,
+                reason: None,
+            })
+        })
+        .collect()
+}
+
+/// The banner for the result in the query, with each Action left open named
+/// by its title (as the person may see it now).
+pub async fn result(
+    s: &Services,
+    page: &PageUser,
+    q: &BatchQuery,
+) -> Result<Option<BatchResultVm>, Error> {
+    let error = match q.batch_error.as_str() {
+        "none" => Some("Nothing was decided: pick at least one request first."),
+        "option" => Some("Nothing was decided: choose an option for the picked requests."),
+        _ => None,
+    };
+    let Some(decided) = q.batch_decided else {
+        return Ok(error.map(|e| BatchResultVm {
+            decided: 0,
+            changed: Vec::new(),
+            failed: Vec::new(),
+            error: Some(e),
+        }));
+    };
+    let mut changed = Vec::new();
+    for id in q
+        .batch_changed
+        .split(',')
+        .filter(|i| !i.is_empty())
+        .take(100)
+    {
+        changed.push(named(s, page, id, "changed since you saw it").await?);
+    }
+    let mut failed = Vec::new();
+    for item in q
+        .batch_failed
+        .split(',')
+        .filter(|i| !i.is_empty())
+        .take(100)
+    {
+        let (id, code) = item.split_once(':').unwrap_or((item, ""));
+        failed.push(named(s, page, id, in_words(code)).await?);
+    }
+    Ok(Some(BatchResultVm {
+        decided,
+        changed,
+        failed,
+        error,
+    }))
+}
+
+fn in_words(code: &str) -> &'static str {
+    match code {
+        "ACTION_NOT_OPEN" => "already closed",
+        "ACTION_NOT_FOUND" => "not found",
+        "FORBIDDEN" => "you may not decide it",
+        "SELF_APPROVAL_FORBIDDEN" => "you requested it, so someone else decides it",
+        "OPTION_NOT_FOUND" => "it has no such option",
+        "APPROVAL_VOTE_REQUIRED" => "it needs approval votes",
+        _ => "refused",
+    }
+}
+
+async fn named(s: &Services, page: &PageUser, id: &str, why: &str) -> Result<LeftOpen, Error> {
+    let (title, link) = match dashboard::action(s, &page.user, id.to_owned()).await {
+        Ok(v) => (v.action.spec.title, true),
+        Err(e) if e.code.status().is_client_error() => (id.to_owned(), false),
+        Err(e) => return Err(e),
+    };
+    Ok(LeftOpen {
+        id: id.to_owned(),
+        title,
+        why: why.to_owned(),
+        link,
+    })
+}
