@@ -1,8 +1,8 @@
 //! Invitations in the dashboard (guide: "Invitations"): the page where owners
 //! and admins invite and revoke, and the page an invitation link opens. A new
 //! link is shown once by POST-redirect-GET (`ui::shown_once`), so a reload
-//! shows no link and invites no one again. Opening the link never uses it (link previewers
-//! fetch it); only its form POST accepts.
+//! shows no link and invites no one again. Opening the link never uses it
+//! (link previewers fetch it); only its form POST accepts.
 
 use askama::Template;
 use askama_web::WebTemplate;
