@@ -1,11 +1,12 @@
 //! Secrets waiting for their one showing on a dashboard page
-//! (POST-redirect-GET; guide: "Rotating keys"). The POST that made them puts
-//! them here under a random id that only the person's session holds, then
-//! redirects; the GET takes them out and shows them, so a reload shows nothing
-//! new and changes nothing. Held in this process's memory only — never in the
+//! (POST-redirect-GET; guide: "The dashboard"): a Source's new keys, a new
+//! API token, a new invitation's link. The POST that made them puts them here
+//! under a random id that only the person's session holds, then redirects;
+//! the GET takes them out and shows them, so a reload shows nothing new and
+//! changes nothing. Held in this process's memory only — never in the
 //! database, the session record or a URL — for a few minutes at most, so at
-//! rest hds still keeps only hashes of keys. A restart loses what was not yet
-//! shown; the person replaces the keys again.
+//! rest hds still keeps only hashes of keys and tokens. A restart loses what
+//! was not yet shown; the person makes them again.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,13 +20,32 @@ const WAIT: time::Duration = time::Duration::minutes(10);
 /// Bound on waiting entries; past it the oldest are dropped wholesale.
 const MAX_ENTRIES: usize = 1_000;
 
-/// Secrets of one Source made by one person, with the heading they are shown under.
+/// A secret just made, with what its page needs to show it.
+#[derive(Clone, Debug)]
+pub enum Secret {
+    /// New keys and/or webhook secret of a Source (its page), with the
+    /// heading they are shown under.
+    SourceKeys {
+        source_id: String,
+        title: String,
+        secrets: Secrets,
+    },
+    /// A new API token (the Account page).
+    ApiToken { name: String, token: String },
+    /// A new invitation's accept link (the Invitations page); `mailed` when
+    /// the invitation e-mail with it is queued.
+    InvitationLink {
+        email: String,
+        url: String,
+        mailed: bool,
+    },
+}
+
+/// A secret made by one person, shown only to them.
 #[derive(Clone, Debug)]
 pub struct Pending {
     pub user_id: String,
-    pub source_id: String,
-    pub title: String,
-    pub secrets: Secrets,
+    pub secret: Secret,
 }
 
 #[derive(Default)]
@@ -47,13 +67,13 @@ impl ShownOnce {
         id
     }
 
-    /// Takes the secrets held under `id` for `user_id` (gone afterwards,
-    /// whoever asked); None when there are none, they belong to someone else
-    /// or they waited too long.
-    pub fn take(&self, id: &str, user_id: &str, now: Timestamp) -> Option<Pending> {
+    /// Takes the secret held under `id` for `user_id` (gone afterwards,
+    /// whoever asked); None when there is none, it belongs to someone else
+    /// or it waited too long.
+    pub fn take(&self, id: &str, user_id: &str, now: Timestamp) -> Option<Secret> {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         let (until, pending) = map.remove(id)?;
-        (until > now && pending.user_id == user_id).then_some(pending)
+        (until > now && pending.user_id == user_id).then_some(pending.secret)
     }
 }
 
@@ -64,9 +84,10 @@ mod tests {
     fn pending(user: &str) -> Pending {
         Pending {
             user_id: user.into(),
-            source_id: "src_1".into(),
-            title: "New keys".into(),
-            secrets: Secrets::default(),
+            secret: Secret::ApiToken {
+                name: "laptop".into(),
+                token: "svc_usr_x".into(),
+            },
         }
     }
 

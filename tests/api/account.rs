@@ -374,3 +374,84 @@ async fn a_token_records_last_used_on_its_first_use_and_then_every_five_minutes(
     let later = token_last_used(&browser).await.unwrap();
     assert!(later > first, "{later} after {first}");
 }
+
+/// The text of the element with `id` in a page, up to its first tag.
+fn text_of<'a>(html: &'a str, id: &str) -> Option<&'a str> {
+    let start = html.find(&format!("id=\"{id}\">"))? + id.len() + 6;
+    html[start..].split('<').next()
+}
+
+/// How many API tokens `user_id` holds, read from the database.
+fn api_tokens_of(app: &TestApp, user_id: &str) -> i64 {
+    let conn = rusqlite::Connection::open_with_flags(
+        app.data_dir().join("hds.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let sql = "SELECT count(*) FROM user_tokens WHERE user_id = ?1 AND kind = 'api'";
+    conn.query_row(sql, [user_id], |r| r.get(0)).unwrap()
+}
+
+/// POST-redirect-GET on the Account page: creating an API token redirects to
+/// the page, which shows the token once (and it works); a reload shows a
+/// notice, no token, and creates none. A refused form writes nothing.
+#[tokio::test]
+async fn the_account_page_shows_a_new_api_token_once_and_a_reload_creates_nothing() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let me = reviewer.person().id.clone();
+    let browser = app.browser(reviewer.person()).await;
+    let origin = app.base.as_str();
+    let before = api_tokens_of(&app, &me);
+
+    let r = browser
+        .post_form(
+            "/app/account/tokens",
+            Some(origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("name", "laptop CLI"),
+                ("expires_in_days", "30"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, "/app/account?done=created");
+    assert_eq!(api_tokens_of(&app, &me), before + 1);
+
+    let shown = browser.page(&to).await;
+    assert!(shown.contains("API token “laptop CLI” created"), "{shown}");
+    let token = text_of(&shown, "new-token-value")
+        .expect("the new token")
+        .to_owned();
+    assert!(token.starts_with("svc_usr_"), "{token}");
+    let s: Value = app.bearer(&token).get("/v1/auth/session", 200).await;
+    assert_eq!(s["data"]["kind"], "api", "{s}");
+    assert_eq!(s["data"]["name"], "laptop CLI", "{s}");
+    assert_eq!(s["data"]["user"]["id"], me.as_str(), "{s}");
+
+    let again = browser.page(&to).await;
+    assert!(!again.contains(&token), "shown once: {again}");
+    assert!(!again.contains("new-token-value"), "{again}");
+    assert!(again.contains("id=\"shown-once\""), "{again}");
+    assert_eq!(api_tokens_of(&app, &me), before + 1, "the reload made none");
+    // The plain page says nothing of it.
+    assert!(!browser.page("/app/account").await.contains("shown-once"));
+
+    // A refused form answers on the page itself and writes nothing.
+    let r = browser
+        .post_form(
+            "/app/account/tokens",
+            Some(origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("name", "too long"),
+                ("expires_in_days", "soon"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(r.text().await.unwrap().contains("whole number of days"));
+    assert_eq!(api_tokens_of(&app, &me), before + 1);
+}

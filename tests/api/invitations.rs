@@ -603,8 +603,11 @@ async fn signed_in_the_link_page_accepts_with_the_form_token_and_selects_the_wor
     assert_eq!(api["data"]["active_workspace"]["name"], "Test");
 }
 
+/// POST-redirect-GET on the Invitations page: inviting redirects to the
+/// page, which shows the link once (and it opens the invitation); a reload
+/// shows a notice, no link, and invites no one again.
 #[tokio::test]
-async fn the_invitations_page_shows_the_link_once_and_revokes() {
+async fn the_invitations_page_shows_the_link_once_a_reload_invites_no_one_and_revokes() {
     let app = TestApp::spawn().await;
     let admin = app.browser(app.admin().person()).await;
     let html = admin.page("/app/invitations").await;
@@ -620,15 +623,30 @@ async fn the_invitations_page_shows_the_link_once_and_revokes() {
             ],
         )
         .await;
-    assert_eq!(r.status(), 201);
-    let html = r.text().await.unwrap();
-    assert!(
-        html.contains(&format!("{}/app/invitations/", app.base)),
-        "{html}"
-    );
+    assert_eq!(r.status(), 303);
+    let to = r.headers()[LOCATION].to_str().unwrap().to_owned();
+    assert_eq!(to, "/app/invitations?done=created");
+    assert_eq!(app.count_rows("invitations"), 1);
+    let html = admin.page(&to).await;
+    let prefix = format!("{}/app/invitations/", app.base);
+    let start = html.find(&prefix).expect("the link, shown once");
+    let link = html[start..].split('<').next().unwrap().to_owned();
     assert!(html.contains("data-copy=\"invitation-link\""), "{html}");
-    let again = admin.page("/app/invitations").await;
-    assert!(!again.contains(&format!("{}/app/invitations/", app.base)));
+    // The link opens the invitation (opening it never uses it).
+    let opened = admin.page(&link[app.base.len()..]).await;
+    assert!(opened.contains("ana@example.com"), "{opened}");
+
+    let again = admin.page(&to).await;
+    assert!(!again.contains(&prefix), "shown once: {again}");
+    assert!(again.contains("id=\"shown-once\""), "{again}");
+    assert_eq!(
+        app.count_rows("invitations"),
+        1,
+        "the reload invited no one"
+    );
+    assert_eq!(listed(&app.admin()).await[0]["status"], "pending");
+    let plain = admin.page("/app/invitations").await;
+    assert!(!plain.contains(&prefix) && !plain.contains("shown-once"));
     let list = listed(&app.admin()).await;
     let id = list[0]["id"].as_str().unwrap();
     let r = admin
@@ -690,6 +708,11 @@ async fn in_chromium_an_invited_person_signs_in_by_the_link_claims_comments_and_
     assert_eq!(r["script_errors"], json!([]));
     assert_eq!(r["link_prefix"], format!("{}/app/invitations/", app.base));
     assert_eq!(r["copy_button"], true);
+    assert_eq!(
+        r["reloaded"],
+        json!({"links": 0, "notice": true, "rows": 1}),
+        "a reload shows the link no more and invites no one"
+    );
     assert_eq!(r["offered"]["role"], "reviewer");
     assert_eq!(r["signed_in_as"], "newcomer@example.com");
     assert_eq!(r["again_status"], 404);
@@ -970,7 +993,7 @@ async fn a_session_an_invitation_link_opened_creates_no_api_token_and_ends_at_a_
             &[("_csrf", ana.csrf()), ("name", "laptop")],
         )
         .await;
-    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(api_tokens_of(&app, &ana_id), 1);
     assert!(
         ana.page("/app/account")

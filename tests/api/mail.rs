@@ -422,8 +422,8 @@ async fn the_dashboards_invite_form_mails_the_link_and_says_so() {
             ],
         )
         .await;
-    assert_eq!(r.status(), 201);
-    let html = r.text().await.unwrap();
+    assert_eq!(r.status(), 303);
+    let html = browser.page("/app/invitations?done=created").await;
     assert!(
         html.contains("hds is e-mailing this link to hal@example.com"),
         "{html}"

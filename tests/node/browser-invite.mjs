@@ -1,5 +1,6 @@
 // Scenario: the admin invites a new address on the Invitations page (the link
-// shown once, with a copy button); in a fresh browser, signed out, the
+// shown once, with a copy button, after the form's redirect; a reload shows
+// a notice instead); in a fresh browser, signed out, the
 // invited person opens the link, signs in by the link itself (no identity
 // provider is configured) and lands in the inbox of the workspace, where the
 // Source's request is waiting. They open it, claim it, comment in Markdown
@@ -26,8 +27,17 @@ run(async (browser) => {
   await admin.getByLabel("E-mail").fill(EMAIL);
   await admin.getByLabel("Role").selectOption("reviewer");
   await admin.getByRole("button", { name: "Create invitation" }).click();
+  // The form's POST redirects to the page that shows the link once.
+  await admin.waitForURL(`${BASE}/app/invitations?done=created`);
   const link = (await admin.locator("#invitation-link").innerText()).trim();
   const copyShown = await admin.getByRole("button", { name: "Copy link" }).isVisible();
+  // A reload shows a notice, not the link, and invites no one again.
+  await admin.reload();
+  const reloaded = {
+    links: await admin.locator("#invitation-link").count(),
+    notice: await admin.locator("#shown-once").isVisible(),
+    rows: await admin.locator("table.list tbody tr").count(),
+  };
 
   // A fresh browser, signed out: the link's page, then its one button.
   const invitee = await newPage(browser);
@@ -84,6 +94,7 @@ run(async (browser) => {
   return {
     link_prefix: link.slice(0, `${BASE}/app/invitations/`.length),
     copy_button: copyShown,
+    reloaded,
     offered,
     signed_in_as: who,
     again_status: again.status(),

@@ -1,10 +1,12 @@
 //! The account page: the signed-in person's sessions and API tokens, with
-//! create (the token shown once) and revoke. Revoking this session signs out.
+//! create and revoke. A new token is shown once by POST-redirect-GET
+//! (`ui::shown_once`), so a reload shows no token and makes none. Revoking
+//! this session signs out.
 
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -12,10 +14,12 @@ use crate::app::AppState;
 use crate::domain::time;
 use crate::error::{Error, FieldError};
 use crate::http::session::{self, PageUser};
+use crate::http::ui::shown_once;
 use crate::http::ui::view::{
     FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
 };
 use crate::service::account;
+use crate::service::shown_once::Secret;
 use crate::service::signin::INVITATION_METHOD;
 use crate::service::tokens::{self, INVITATION_SESSION_NO_TOKENS, MAX_TOKEN_DAYS};
 use crate::store::users::Credential;
@@ -45,6 +49,8 @@ pub struct AccountPage {
     sessions: Vec<CredVm>,
     tokens: Vec<CredVm>,
     new_token: Option<NewToken>,
+    /// Redirected here after a new token, but it was already shown.
+    shown_before: bool,
     max_days: u32,
     /// Why this session may not create API tokens (an invitation link
     /// opened it); None when it may.
@@ -122,6 +128,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
         sessions: vm(sessions),
         tokens: vm(api),
         new_token: None,
+        shown_before: false,
         max_days: MAX_TOKEN_DAYS,
         no_tokens: by_invitation.then_some(INVITATION_SESSION_NO_TOKENS),
         flash: None,
@@ -142,12 +149,23 @@ pub async fn account_page(
     PageQuery(q): PageQuery<AccountQuery>,
 ) -> Result<AccountPage, UiError> {
     let mut out = page(&st, &p).await?;
-    out.flash =
-        (q.done.as_deref() == Some("revoked")).then_some("Revoked. It stopped working at once.");
+    match q.done.as_deref() {
+        Some("revoked") => out.flash = Some("Revoked. It stopped working at once."),
+        Some("created") => {
+            out.new_token = shown_once::take(&st, &p, |held| match held {
+                Secret::ApiToken { name, token } => Some(NewToken { name, token }),
+                _ => None,
+            })
+            .await?;
+            out.shown_before = out.new_token.is_none();
+        }
+        _ => {}
+    }
     Ok(out)
 }
 
-/// POST /app/account/tokens
+/// POST /app/account/tokens: creates the token and redirects to the account
+/// page, which shows it once.
 pub async fn create_token(
     State(st): State<AppState>,
     p: PageUser,
@@ -168,16 +186,16 @@ pub async fn create_token(
         Ok(days) => tokens::create_api_token(&st.services, &p.user, &name, days).await,
         Err(e) => Err(e),
     };
-    let mut out = page(&st, &p).await?;
     match made {
         Ok((token, cred)) => {
-            out.new_token = Some(NewToken {
+            let secret = Secret::ApiToken {
                 name: cred.name,
                 token,
-            });
-            Ok((StatusCode::CREATED, out).into_response())
+            };
+            shown_once::hold(&st, &p, secret, "/app/account?done=created").await
         }
         Err(e) if e.code.status().is_client_error() => {
+            let mut out = page(&st, &p).await?;
             out.error = Some(e.message.clone());
             Ok((e.code.status(), out).into_response())
         }

@@ -1,12 +1,13 @@
 //! Invitations in the dashboard (guide: "Invitations"): the page where owners
-//! and admins invite (the link shown once) and revoke, and the page an
-//! invitation link opens. Opening the link never uses it (link previewers
-//! fetch it); only its form POST accepts.
+//! and admins invite and revoke, and the page an invitation link opens. A new
+//! link is shown once by POST-redirect-GET (`ui::shown_once`), so a reload
+//! shows no link and invites no one again. Opening the link never uses it
+//! (link previewers fetch it); only its form POST accepts.
 
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
 
@@ -15,12 +16,14 @@ use crate::domain::access::{self, Role};
 use crate::domain::time;
 use crate::error::{Code, Error};
 use crate::http::session::{self, PageUser};
+use crate::http::ui::shown_once;
 use crate::http::ui::signin::{self, Method};
 use crate::http::ui::view::{
     DoneQuery, FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, When, check_csrf,
     page_with_error, see_other, shows_error,
 };
 use crate::service::invitations::{self, InvitationCreate};
+use crate::service::shown_once::Secret;
 use crate::store::invitations::Invitation;
 
 pub struct InvitationVm {
@@ -34,7 +37,8 @@ pub struct InvitationVm {
     pub revocable: bool,
 }
 
-/// An invitation just made: its link, on this response and never again.
+/// An invitation just made: its link, on the page the invite redirects to
+/// and never again.
 pub struct CreatedVm {
     pub email: String,
     pub url: String,
@@ -51,6 +55,8 @@ pub struct InvitationsPage {
     roles: Vec<&'static str>,
     invitations: Vec<InvitationVm>,
     created: Option<CreatedVm>,
+    /// Redirected here after an invitation, but its link was already shown.
+    shown_before: bool,
     flash: Option<&'static str>,
     error: Option<String>,
 }
@@ -88,6 +94,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<InvitationsPage, UiError> {
             .collect(),
         invitations: listed.into_iter().map(|i| vm(i, now)).collect(),
         created: None,
+        shown_before: false,
         flash: None,
         error: None,
     })
@@ -102,12 +109,25 @@ pub async fn invitations_page(
     PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<InvitationsPage, UiError> {
     let mut out = page(&st, &p).await?;
-    out.flash = (q.done.as_deref() == Some("revoked"))
-        .then_some("Invitation revoked. Its link no longer works.");
+    match q.done.as_deref() {
+        Some("revoked") => out.flash = Some("Invitation revoked. Its link no longer works."),
+        Some("created") => {
+            out.created = shown_once::take(&st, &p, |held| match held {
+                Secret::InvitationLink { email, url, mailed } => {
+                    Some(CreatedVm { email, url, mailed })
+                }
+                _ => None,
+            })
+            .await?;
+            out.shown_before = out.created.is_none();
+        }
+        _ => {}
+    }
     Ok(out)
 }
 
-/// POST /app/invitations: invite; the page shows the link once.
+/// POST /app/invitations: invites and redirects to the page, which shows the
+/// link once.
 pub async fn create_invitation(
     State(st): State<AppState>,
     p: PageUser,
@@ -126,13 +146,12 @@ pub async fn create_invitation(
     };
     match invitations::create(&st.services, &p.user, req).await {
         Ok(made) => {
-            let mut out = page(&st, &p).await?;
-            out.created = Some(CreatedVm {
+            let secret = Secret::InvitationLink {
                 email: made.invitation.email,
                 url: made.accept_url,
                 mailed: made.email == invitations::EmailStatus::Queued,
-            });
-            Ok((StatusCode::CREATED, out).into_response())
+            };
+            shown_once::hold(&st, &p, secret, "/app/invitations?done=created").await
         }
         Err(e) => page_with_error(e, page(&st, &p)).await,
     }

@@ -22,6 +22,7 @@ pub mod markdown;
 mod notification_settings;
 mod notifications;
 mod runs;
+mod shown_once;
 mod signin;
 mod source;
 mod source_keys;

@@ -2,10 +2,9 @@
 //! live key, the test key or both, and/or the webhook secret, each with an
 //! overlap during which the old one still works, behind a confirmation.
 //!
-//! New secrets are shown once by POST-redirect-GET: the POST holds them in
-//! `service::shown_once` under a random id kept in the session (never in the
-//! URL) and redirects to the Source page, which takes them out; a reload of
-//! that page shows a notice instead, and rotates nothing. Source creation
+//! New secrets are shown once by POST-redirect-GET (`ui::shown_once`): the
+//! POST holds them and redirects to the Source page, which takes them out; a
+//! reload of that page shows a notice instead, and rotates nothing. Source creation
 //! (`sources::create_source`) redirects the same way.
 
 use axum::extract::State;
@@ -16,11 +15,12 @@ use crate::app::AppState;
 use crate::domain::time::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::http::session::PageUser;
+use crate::http::ui::shown_once;
 use crate::http::ui::source::{page, source_head};
 use crate::http::ui::view::{
-    Ask, ConfirmPage, FormData, PagePath, UiError, When, check_csrf, page_with_error, see_other,
+    Ask, ConfirmPage, FormData, PagePath, UiError, When, check_csrf, page_with_error,
 };
-use crate::service::shown_once::Pending;
+use crate::service::shown_once::Secret;
 use crate::service::sources::{self, DEFAULT_OVERLAP_SECS, KeyRotate};
 use crate::store::sources::Secrets;
 
@@ -30,13 +30,6 @@ pub struct SecretsVm {
     pub live_key: Option<String>,
     pub test_key: Option<String>,
     pub webhook_secret: Option<String>,
-}
-
-/// The session key holding the id of secrets waiting for their showing.
-const SHOWN_ONCE: &str = "shown_once";
-
-fn session_error(e: tower_sessions::session::Error) -> UiError {
-    Error::internal(anyhow::anyhow!("session store: {e}")).into()
 }
 
 /// Holds new secrets for their one showing on the Source page and answers
@@ -49,46 +42,35 @@ pub(super) async fn show_once(
     secrets: Secrets,
     done: &str,
 ) -> std::result::Result<Response, UiError> {
-    let pending = Pending {
-        user_id: p.user.user_id.clone(),
+    let secret = Secret::SourceKeys {
         source_id: source_id.to_owned(),
         title,
         secrets,
     };
-    let id = st.services.shown_once.put(pending, st.services.clock.now());
-    p.session
-        .insert(SHOWN_ONCE, id)
-        .await
-        .map_err(session_error)?;
-    Ok(see_other(&format!("/app/sources/{source_id}?done={done}")))
+    let to = format!("/app/sources/{source_id}?done={done}");
+    shown_once::hold(st, p, secret, &to).await
 }
 
 /// The secrets waiting for this person on this Source's page, taken out.
 pub(super) async fn take_shown(
     st: &AppState,
     p: &PageUser,
-    source_id: &str,
+    id: &str,
 ) -> std::result::Result<Option<SecretsVm>, UiError> {
-    let Some(id) = p
-        .session
-        .remove::<String>(SHOWN_ONCE)
-        .await
-        .map_err(session_error)?
-    else {
-        return Ok(None);
-    };
-    let now = st.services.clock.now();
-    Ok(st
-        .services
-        .shown_once
-        .take(&id, &p.user.user_id, now)
-        .filter(|held| held.source_id == source_id)
-        .map(|held| SecretsVm {
-            title: held.title,
-            live_key: held.secrets.live_key,
-            test_key: held.secrets.test_key,
-            webhook_secret: held.secrets.webhook_secret,
-        }))
+    shown_once::take(st, p, |held| match held {
+        Secret::SourceKeys {
+            source_id,
+            title,
+            secrets,
+        } if source_id == id => Some(SecretsVm {
+            title,
+            live_key: secrets.live_key,
+            test_key: secrets.test_key,
+            webhook_secret: secrets.webhook_secret,
+        }),
+        _ => None,
+    })
+    .await
 }
 
 /// What a rotation form asks for, read from its fields.
