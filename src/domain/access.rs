@@ -134,6 +134,12 @@ impl ActionAccess {
         self.own_request
     }
 
+    /// Whether the inbox offers it for a batch decision: decided outright
+    /// (not by votes), by someone who may, on someone else's request.
+    pub fn offers_batch_decision(self) -> bool {
+        !self.own_request && !self.approval && self.can_decide()
+    }
+
     /// Whether the Action page offers a decision (a vote or a decide form).
     pub fn offers_decision(self) -> bool {
         !self.own_request

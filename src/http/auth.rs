@@ -76,6 +76,7 @@ async fn source_from(
             // A key in use is in the cache; others cost a read, which an
             // address out of budget does not get.
             state.addresses.gate(client)?;
+            let generation = cache.generation();
             let h = hash.clone();
             let at = crate::domain::time::format(now);
             let found = state
@@ -84,13 +85,15 @@ async fn source_from(
                 .read(move |c| sources::by_key_hash(c, &h, &at))
                 .await?;
             if let Some(o) = &found {
-                cache.put(hash, o.clone());
+                cache.put_if(generation, hash.clone(), o.clone());
             }
             found
         }
     };
-    // A cached key replaced in a rotation is refused once its overlap ends.
+    // A cached key replaced in a rotation is refused once its overlap ends,
+    // and leaves the cache (its next use reads, through the address gate).
     let Some(owner) = owner.filter(|o| o.environment == env && o.works_at(now)) else {
+        cache.forget(&hash);
         return Err(Error::new(
             Code::InvalidApiKey,
             "unknown or rotated Source key",

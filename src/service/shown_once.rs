@@ -17,8 +17,11 @@ use crate::store::sources::Secrets;
 
 /// How long secrets wait for the redirect's GET.
 const WAIT: time::Duration = time::Duration::minutes(10);
-/// Bound on waiting entries; past it the oldest are dropped wholesale.
-const MAX_ENTRIES: usize = 1_000;
+/// Bound on waiting entries; past it the oldest is dropped.
+const MAX_ENTRIES: usize = 10_000;
+/// Bound on one person's waiting entries; past it their oldest is dropped,
+/// so no one can push out another person's secrets.
+const MAX_PER_USER: usize = 16;
 
 /// A secret just made, with what its page needs to show it.
 #[derive(Clone, Debug)]
@@ -41,6 +44,26 @@ pub enum Secret {
     },
 }
 
+impl Secret {
+    /// Which page shows it, and so the session's slot for it: each page
+    /// (each Source's) has its own, so a secret waiting for one page is
+    /// never taken, or overwritten, by another.
+    pub fn slot(&self) -> String {
+        match self {
+            Secret::SourceKeys { source_id, .. } => Self::source_slot(source_id),
+            Secret::ApiToken { .. } => Self::API_TOKEN_SLOT.to_owned(),
+            Secret::InvitationLink { .. } => Self::INVITATION_SLOT.to_owned(),
+        }
+    }
+
+    pub const API_TOKEN_SLOT: &str = "api_token";
+    pub const INVITATION_SLOT: &str = "invitation";
+
+    pub fn source_slot(source_id: &str) -> String {
+        format!("source:{source_id}")
+    }
+}
+
 /// A secret made by one person, shown only to them.
 #[derive(Clone, Debug)]
 pub struct Pending {
@@ -60,8 +83,25 @@ impl ShownOnce {
         let id = credentials::new_secret();
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, (until, _)| *until > now);
-        if map.len() >= MAX_ENTRIES {
-            map.clear();
+        let oldest = |map: &HashMap<String, (Timestamp, Pending)>, user: Option<&str>| {
+            map.iter()
+                .filter(|(_, (_, p))| user.is_none_or(|u| p.user_id == u))
+                .min_by_key(|(_, (until, _))| *until)
+                .map(|(k, _)| k.clone())
+        };
+        let mine = map
+            .values()
+            .filter(|(_, p)| p.user_id == pending.user_id)
+            .count();
+        if mine >= MAX_PER_USER
+            && let Some(k) = oldest(&map, Some(&pending.user_id))
+        {
+            map.remove(&k);
+        }
+        if map.len() >= MAX_ENTRIES
+            && let Some(k) = oldest(&map, None)
+        {
+            map.remove(&k);
         }
         map.insert(id.clone(), (now + WAIT, pending));
         id
@@ -111,5 +151,18 @@ mod tests {
             held.take(&id, "usr_a", now + WAIT).is_none(),
             "waited too long"
         );
+    }
+
+    #[test]
+    fn one_person_making_many_pushes_out_only_their_own() {
+        let held = ShownOnce::default();
+        let now = time::OffsetDateTime::UNIX_EPOCH;
+        let theirs = held.put(pending("usr_b"), now);
+        let first = held.put(pending("usr_a"), now);
+        for i in 1..=MAX_PER_USER as i64 {
+            held.put(pending("usr_a"), now + time::Duration::seconds(i));
+        }
+        assert!(held.take(&first, "usr_a", now).is_none(), "the oldest went");
+        assert!(held.take(&theirs, "usr_b", now).is_some(), "not another's");
     }
 }

@@ -85,7 +85,7 @@ pub const DEFAULT_OVERLAP_SECS: i64 = 86_400;
 pub const MAX_OVERLAP_SECS: i64 = 604_800;
 
 /// An overlap in seconds from the request, checked against 0..=7 days.
-fn overlap(field: &str, asked: Option<i64>) -> Result<i64> {
+pub(crate) fn overlap(field: &str, asked: Option<i64>) -> Result<i64> {
     let secs = asked.unwrap_or(DEFAULT_OVERLAP_SECS);
     if (0..=MAX_OVERLAP_SECS).contains(&secs) {
         Ok(secs)

@@ -21,6 +21,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0013_runs.sql")),
         M::up(include_str!("../../migrations/0014_analytics_account.sql")),
         M::up(include_str!("../../migrations/0015_billing.sql")),
+        M::up(include_str!(
+            "../../migrations/0016_source_keys_by_source.sql"
+        )),
     ])
 }
 

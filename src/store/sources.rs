@@ -167,14 +167,16 @@ const SELECT: &str =
 
 /// A Source with the keys that work at `now`: per environment the current
 /// key, then a replaced one still in its overlap.
+/// The keys of a Source that work at `?2`: the current ones and those in
+/// their overlap (`source_keys_by_source`).
+const KEYS: &str = "SELECT environment, hint, created_at, revoked_at FROM source_keys
+     WHERE source_id = ?1 AND (revoked_at IS NULL OR revoked_at > ?2)
+     ORDER BY environment, revoked_at IS NOT NULL, created_at DESC";
+
 fn row(c: &Connection, r: &rusqlite::Row, now: &str) -> Result<Source> {
     let id: String = r.get(0)?;
     let revoked_at: Option<String> = r.get(6)?;
-    let mut st = c.prepare_cached(
-        "SELECT environment, hint, created_at, revoked_at FROM source_keys
-         WHERE source_id = ?1 AND (revoked_at IS NULL OR revoked_at > ?2)
-         ORDER BY environment, revoked_at IS NOT NULL, created_at DESC",
-    )?;
+    let mut st = c.prepare_cached(KEYS)?;
     let keys = st
         .query_map(params![id, now], |k| {
             Ok(KeyInfo {
@@ -316,4 +318,31 @@ pub fn by_key_hash(c: &Connection, hash: &str, now: &str) -> Result<Option<KeyOw
             })
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::KEYS;
+
+    #[test]
+    fn a_sources_keys_are_read_by_source() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, wants) in [
+            (KEYS, "source_keys_by_source (source_id=?)"),
+            (
+                "UPDATE source_keys SET revoked_at = ?1 WHERE source_id = ?2 AND revoked_at > ?1",
+                "source_keys_by_source (source_id=?)",
+            ),
+        ] {
+            let plan = crate::store::query_plan(&c, sql);
+            assert!(
+                plan.iter().any(|p| p.contains(wants))
+                    && !plan.iter().any(|p| p.starts_with("SCAN")),
+                "{sql}\nwanted {wants}\ngot {plan:?}"
+            );
+        }
+    }
 }

@@ -590,6 +590,37 @@ async fn the_source_page_replaces_the_webhook_secret_alone_and_refuses_a_bad_ove
     assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = bad.text().await.unwrap();
     assert!(html.contains("between 0 and 604800"), "{html}");
+    // Refused before the confirmation is drawn, too: an overlap out of
+    // range (even one past the calendar's end) and keys that do not exist.
+    for (env, overlap, says) in [
+        ("live", "99999999999999", "between 0 and 604800"),
+        ("live", "-5", "between 0 and 604800"),
+        (
+            "staging",
+            "3600",
+            "choose the live key, the test key or both",
+        ),
+        ("none", "3600", "choose the live key, the test key or both"),
+    ] {
+        let r = browser
+            .post_form(
+                &rotate,
+                Some(&app.base),
+                &[
+                    ("_csrf", browser.csrf()),
+                    ("environment", env),
+                    ("overlap", overlap),
+                ],
+            )
+            .await;
+        assert_eq!(
+            r.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{env} {overlap}"
+        );
+        let html = r.text().await.unwrap();
+        assert!(html.contains(says), "{env} {overlap}: {html}");
+    }
 
     let done = browser
         .post_form(&rotate, Some(&app.base), &form("0"))

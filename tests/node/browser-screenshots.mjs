@@ -191,6 +191,7 @@ run(async (browser) => {
   const pagesToVisit = [
     { name: "inbox", url: "/app?environment=all", shot: "inbox", ready: "#inbox-rows li >> nth=5" },
     { name: "resolved", url: "/app?status=resolved&environment=all", shot: "inbox-resolved" },
+    { name: "cancelled", url: "/app?status=cancelled&environment=all" },
     { name: "action", url: `/app/actions/${deploy.id}`, shot: "action" },
     { name: "sources", url: "/app/sources" },
     { name: "source", url: `/app/sources/${SOURCE_ID}`, shot: "source" },
@@ -260,6 +261,10 @@ run(async (browser) => {
         rows.deadlines = await page.locator("#inbox-rows .row-deadline").allInnerTexts();
       }
       if (page === wide && p.name === "resolved") rows.decided = await page.locator("#inbox-rows .row-decided").allInnerTexts();
+      if (page === wide && p.name === "cancelled") {
+        rows.cancelled = await page.locator("#inbox-rows li").count();
+        rows.cancelled_decided = await page.locator("#inbox-rows .row-decided").allInnerTexts();
+      }
       if (p.shot) {
         const file = `${p.shot}${suffix}.png`;
         await page.screenshot({ path: `${OUT}/${file}`, fullPage: !!p.full });

@@ -152,7 +152,7 @@ pub async fn account_page(
     match q.done.as_deref() {
         Some("revoked") => out.flash = Some("Revoked. It stopped working at once."),
         Some("created") => {
-            out.new_token = shown_once::take(&st, &p, |held| match held {
+            out.new_token = shown_once::take(&st, &p, Secret::API_TOKEN_SLOT, |held| match held {
                 Secret::ApiToken { name, token } => Some(NewToken { name, token }),
                 _ => None,
             })

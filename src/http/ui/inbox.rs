@@ -23,7 +23,7 @@ use crate::http::session::PageUser;
 use crate::http::ui::action_view;
 use crate::http::ui::inbox_batch::{self, BatchQuery, BatchResultVm};
 use crate::http::ui::view::{Layout, PageQuery, UiError, When};
-use crate::service::actions::MAX_WAIT;
+use crate::service::actions::{MAX_WAIT, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::dashboard;
 use crate::service::inbox::{self, InboxParams};
@@ -241,11 +241,11 @@ async fn read_list(
             Err(e) => return Err(e),
         };
     let people = dashboard::deciders(s, &listed).await?;
-    // Viewers decide nothing: their rows get no checkbox.
-    let may_pick = user.active.as_ref().is_some_and(|m| m.role != Role::Viewer);
+    // Which rows get a checkbox is the access module's (`offers_batch_decision`).
+    let role = user.active.as_ref().map(|m| m.role);
     let rows: Vec<Row> = listed
         .iter()
-        .map(|a| row(a, names, &people, user, now, may_pick))
+        .map(|a| row(a, names, &people, user, now, role))
         .collect();
     let pick = |f: fn(&InboxCounts) -> i64| counts.as_ref().map(f);
     let tabs = [
@@ -301,10 +301,19 @@ fn row(
     people: &HashMap<String, String>,
     me: &UserCaller,
     now: time::Timestamp,
-    may_pick: bool,
+    role: Option<Role>,
 ) -> Row {
+    // A checkbox only where the batch would not refuse it.
+    let may_pick =
+        role.is_some_and(|role| access_of(a, role, &me.user_id, &me.email).offers_batch_decision());
     let open = a.status == Status::Open;
-    let decided = a.resolution.as_ref().map(|r| {
+    // Cancelled and expired Actions carry a resolution too (no answer, by
+    // the Source or by hds): only a resolved one says what was decided.
+    let resolved = a
+        .resolution
+        .as_ref()
+        .filter(|_| a.status == Status::Resolved);
+    let decided = resolved.map(|r| {
         let by = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
             (ActorKind::User, Some(id)) if id == me.user_id => "you".to_owned(),
             (ActorKind::User, Some(id)) => people
@@ -312,7 +321,8 @@ fn row(
                 .cloned()
                 .unwrap_or_else(|| "a former member".to_owned()),
             (ActorKind::Source, _) => "the Source".to_owned(),
-            _ => "the approval policy".to_owned(),
+            (ActorKind::System, Some("approval_policy")) => "the approval policy".to_owned(),
+            _ => "hds".to_owned(),
         };
         (
             action_view::answer_text(a, r.option_id.as_deref(), r.response.as_ref()),

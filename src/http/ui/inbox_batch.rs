@@ -71,6 +71,8 @@ pub async fn decide_batch(
     let Some(option_id) = form.text("option_id") else {
         return Ok(see_other(&format!("{back}&batch_error=option")));
     };
+    // The batch's own limits (1..=100, no repeats) before any read.
+    batch::check(&items)?;
     if form.get("confirmed") != Some("yes") {
         let ids = items.iter().map(|i| i.action_id.clone()).collect();
         if let Some(label) = batch::destructive_label(s, &page.user, ids, option_id.clone()).await?

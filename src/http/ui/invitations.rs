@@ -112,7 +112,7 @@ pub async fn invitations_page(
     match q.done.as_deref() {
         Some("revoked") => out.flash = Some("Invitation revoked. Its link no longer works."),
         Some("created") => {
-            out.created = shown_once::take(&st, &p, |held| match held {
+            out.created = shown_once::take(&st, &p, Secret::INVITATION_SLOT, |held| match held {
                 Secret::InvitationLink { email, url, mailed } => {
                     Some(CreatedVm { email, url, mailed })
                 }

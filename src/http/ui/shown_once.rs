@@ -13,8 +13,11 @@ use crate::http::session::PageUser;
 use crate::http::ui::view::{UiError, see_other};
 use crate::service::shown_once::{Pending, Secret};
 
-/// The session key holding the id of the secret waiting for its showing.
-const SESSION_KEY: &str = "shown_once";
+/// The session key holding the id of the secret waiting for its showing on
+/// one page (`Secret::slot`).
+fn session_key(slot: &str) -> String {
+    format!("shown_once:{slot}")
+}
 
 fn session_error(e: tower_sessions::session::Error) -> UiError {
     Error::internal(anyhow::anyhow!("session store: {e}")).into()
@@ -28,29 +31,27 @@ pub(super) async fn hold(
     secret: Secret,
     to: &str,
 ) -> Result<Response, UiError> {
+    let key = session_key(&secret.slot());
     let pending = Pending {
         user_id: p.user.user_id.clone(),
         secret,
     };
     let id = st.services.shown_once.put(pending, st.services.clock.now());
-    p.session
-        .insert(SESSION_KEY, id)
-        .await
-        .map_err(session_error)?;
+    p.session.insert(&key, id).await.map_err(session_error)?;
     Ok(see_other(to))
 }
 
-/// The secret waiting for `p`, taken out (gone afterwards) and read by
-/// `pick`, which answers None for a secret this page does not show (another
-/// page's; it is dropped all the same). None once it was shown.
+/// The secret waiting for `p` on the page of `slot` (`Secret::slot`), taken
+/// out (gone afterwards) and read by `pick`. None once it was shown.
 pub(super) async fn take<T>(
     st: &AppState,
     p: &PageUser,
+    slot: &str,
     pick: impl FnOnce(Secret) -> Option<T>,
 ) -> Result<Option<T>, UiError> {
     let Some(id) = p
         .session
-        .remove::<String>(SESSION_KEY)
+        .remove::<String>(&session_key(slot))
         .await
         .map_err(session_error)?
     else {

@@ -57,7 +57,7 @@ pub(super) async fn take_shown(
     p: &PageUser,
     id: &str,
 ) -> std::result::Result<Option<SecretsVm>, UiError> {
-    shown_once::take(st, p, |held| match held {
+    shown_once::take(st, p, &Secret::source_slot(id), |held| match held {
         Secret::SourceKeys {
             source_id,
             title,
@@ -88,9 +88,21 @@ impl RotateForm {
                 .parse()
                 .map_err(|_| Error::field("overlap", "overlap must be a number of seconds"))?,
         };
+        // Checked before the confirmation is drawn, as the service checks it.
+        let overlap = sources::overlap("overlap", Some(overlap))?;
+        let environment = form.get("environment").unwrap_or("both").to_owned();
+        let webhook_secret = form.get("webhook_secret") == Some("yes");
+        if !matches!(environment.as_str(), "live" | "test" | "both" | "none")
+            || (environment == "none" && !webhook_secret)
+        {
+            return Err(Error::field(
+                "environment",
+                "choose the live key, the test key or both, or the webhook secret",
+            ));
+        }
         Ok(Self {
-            environment: form.get("environment").unwrap_or("both").to_owned(),
-            webhook_secret: form.get("webhook_secret") == Some("yes"),
+            environment,
+            webhook_secret,
             overlap,
         })
     }
