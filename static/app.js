@@ -337,7 +337,8 @@
 
   // ---- Action page: decide with the keys shown on the buttons ----
   // 1-9 (or a / r for an approve/reject pair) press that option's button,
-  // so a destructive one still asks first; c goes to the reason box, ? lists
+  // so a destructive one still asks first; c goes to the comment box (the
+  // reason box where comments are closed), ? lists
   // the keys. Ignored while typing and while a dialog is open.
   function decisionKeys() {
     var form = document.getElementById("decide-form");
@@ -356,7 +357,7 @@
         return;
       }
       if (e.key === "c") {
-        var box = (form && form.querySelector('textarea[name="reason"]')) || document.getElementById("comment-body");
+        var box = document.getElementById("comment-body") || (form && form.querySelector('textarea[name="reason"]'));
         if (box) {
           box.focus();
           box.scrollIntoView({ block: "center" });

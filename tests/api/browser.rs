@@ -558,7 +558,7 @@ async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_
         help.contains("Approve") && help.contains("Reject (asks first)"),
         "{help}"
     );
-    assert_eq!(k["focused"], "reason");
+    assert_eq!(k["focused"], "body", "c goes to the comment box");
     assert_eq!(k["while_typing"], "open");
     assert_eq!(
         k["by_key"],

@@ -60,10 +60,13 @@ run(async (browser) => {
   const helpText = (await page.locator("#keys-help-list").innerText()).trim();
   await page.keyboard.press("Escape");
   await page.locator("#keys-help").waitFor({ state: "hidden" });
+  // c goes to the comment box; keys typed there (an "a" among them) decide nothing.
   await page.keyboard.press("c");
   const focused = await page.evaluate(() => document.activeElement && document.activeElement.getAttribute("name"));
-  await page.keyboard.type("read only, as agreed");
+  await page.keyboard.type("a reader, as agreed");
   const whileTyping = (await state(k.id)).status;
+  await page.locator("#comment-body").evaluate((el) => el.blur());
+  await page.locator('#decide-form textarea[name="reason"]').fill("read only, as agreed");
   await page.locator('#decide-form textarea[name="reason"]').evaluate((el) => el.blur());
   await page.keyboard.press("a");
   await page.waitForURL(`${BASE}/app/actions/${k.id}?done=decided`);
