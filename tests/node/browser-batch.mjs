@@ -42,7 +42,7 @@ run(async (browser) => {
     title: "Rotate the TLS cert on edge-2 and restart it",
   });
   await bar.getByRole("button", { name: "Approve", exact: true }).click();
-  await page.waitForURL(/batch_decided=/);
+  await page.waitForURL(/batch=done/);
   const decidedText = (await page.locator("#batch-decided").innerText()).trim();
   const changedIds = await page.locator("#batch-changed li").evaluateAll((els) => els.map((e) => e.getAttribute("data-id")));
   const changedText = (await page.locator("#batch-changed").innerText()).trim();

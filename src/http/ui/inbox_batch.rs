@@ -2,13 +2,15 @@
 //! picked rows with one option, each bound to the `action_version` and
 //! `fingerprint` its row was rendered with, through the same use case as
 //! `POST /v1/actions/decisions`; then back to the inbox (POST-redirect-GET)
-//! with the result in the query, which `result` turns into words. A row
-//! whose Action changed since shown stays open and is named.
+//! with the result held in the session for one showing (`?batch=done`),
+//! which `result` turns into words: a link cannot make the inbox claim a
+//! result, and a reload shows it no more. A row whose Action changed since
+//! shown stays open and is named.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
@@ -18,20 +20,32 @@ use crate::http::ui::view::{Ask, ConfirmPage, FormData, UiError, check_csrf, see
 use crate::service::batch::{self, BatchItem};
 use crate::service::{Services, dashboard};
 
-/// The result of a batch as the inbox's query carries it after the redirect.
+/// The inbox's query after a batch: `batch=done` (the result waits in the
+/// session) or `batch_error` (nothing was sent).
 #[derive(Debug, Default, Deserialize)]
 pub struct BatchQuery {
-    /// How many were decided.
-    pub batch_decided: Option<usize>,
-    /// Comma-separated ids that changed since shown (left open).
     #[serde(default)]
-    pub batch_changed: String,
-    /// Comma-separated `id:CODE` of the other refusals.
-    #[serde(default)]
-    pub batch_failed: String,
+    pub batch: String,
     /// Why nothing was sent: `none` (no row picked), `option` (no option).
     #[serde(default)]
     pub batch_error: String,
+}
+
+/// What a batch did, held in the session until the inbox shows it.
+#[derive(Debug, Default, Deserialize, Serialize)]
+struct Outcome {
+    decided: usize,
+    /// Ids that changed since shown (left open).
+    changed: Vec<String>,
+    /// The other refusals: (id, code).
+    failed: Vec<(String, String)>,
+}
+
+/// The session key of the waiting `Outcome`.
+const OUTCOME: &str = "batch_outcome";
+
+fn session_error(e: tower_sessions::session::Error) -> Error {
+    Error::internal(anyhow::anyhow!("session store: {e}"))
 }
 
 /// One Action the batch left open, in words.
@@ -99,23 +113,21 @@ pub async fn decide_batch(
         })
         .collect();
     let done = batch::decide_many(s, page.user.clone(), items).await?;
-    let (mut decided, mut changed, mut failed) = (0, Vec::new(), Vec::new());
+    let mut outcome = Outcome::default();
     for o in done {
         match o.result {
-            Ok(_) => decided += 1,
-            Err(e) if e.code == Code::ActionChanged => changed.push(o.action_id),
-            Err(e) => failed.push(format!("{}:{}", o.action_id, e.code.as_str())),
+            Ok(_) => outcome.decided += 1,
+            Err(e) if e.code == Code::ActionChanged => outcome.changed.push(o.action_id),
+            Err(e) => outcome
+                .failed
+                .push((o.action_id, e.code.as_str().to_owned())),
         }
     }
-    let mut q = form_urlencoded::Serializer::new(String::new());
-    q.append_pair("batch_decided", &decided.to_string());
-    if !changed.is_empty() {
-        q.append_pair("batch_changed", &changed.join(","));
-    }
-    if !failed.is_empty() {
-        q.append_pair("batch_failed", &failed.join(","));
-    }
-    Ok(see_other(&format!("{back}&{}", q.finish())))
+    page.session
+        .insert(OUTCOME, outcome)
+        .await
+        .map_err(session_error)?;
+    Ok(see_other(&format!("{back}&batch=done")))
 }
 
 /// The picked rows, each `{id} {action_version} {fingerprint}` as rendered.
@@ -149,7 +161,7 @@ fn picks(form: &FormData) -> Result<Vec<BatchItem>, Error> {
         .collect()
 }
 
-/// The banner for the result in the query, with each Action left open named
+/// The banner for the batch's result, with each Action left open named
 /// by its title (as the person may see it now).
 pub async fn result(
     s: &Services,
@@ -161,7 +173,15 @@ pub async fn result(
         "option" => Some("Nothing was decided: choose an option for the picked requests."),
         _ => None,
     };
-    let Some(decided) = q.batch_decided else {
+    let outcome = if q.batch == "done" {
+        page.session
+            .remove::<Outcome>(OUTCOME)
+            .await
+            .map_err(session_error)?
+    } else {
+        None
+    };
+    let Some(outcome) = outcome else {
         return Ok(error.map(|e| BatchResultVm {
             decided: 0,
             changed: Vec::new(),
@@ -169,23 +189,13 @@ pub async fn result(
             error: Some(e),
         }));
     };
+    let decided = outcome.decided;
     let mut changed = Vec::new();
-    for id in q
-        .batch_changed
-        .split(',')
-        .filter(|i| !i.is_empty())
-        .take(100)
-    {
+    for id in &outcome.changed {
         changed.push(named(s, page, id, "changed since you saw it").await?);
     }
     let mut failed = Vec::new();
-    for item in q
-        .batch_failed
-        .split(',')
-        .filter(|i| !i.is_empty())
-        .take(100)
-    {
-        let (id, code) = item.split_once(':').unwrap_or((item, ""));
+    for (id, code) in &outcome.failed {
         failed.push(named(s, page, id, in_words(code)).await?);
     }
     Ok(Some(BatchResultVm {
