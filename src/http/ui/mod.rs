@@ -7,6 +7,7 @@
 
 mod account;
 mod action;
+mod action_answer;
 mod action_controls;
 mod action_view;
 mod action_work;
