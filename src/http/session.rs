@@ -47,7 +47,8 @@ pub fn layer(state: &AppState) -> SessionManagerLayer<SqliteSessionStore> {
     .with_expiry(Expiry::OnInactivity(SESSION_LIFETIME))
 }
 
-fn session_error(e: tower_sessions::session::Error) -> Error {
+/// A session store failure, as the error a handler answers.
+pub(crate) fn session_error(e: tower_sessions::session::Error) -> Error {
     Error::internal(anyhow::anyhow!("session store: {e}"))
 }
 

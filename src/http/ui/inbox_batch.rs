@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::AppState;
 use crate::error::{Code, Error};
-use crate::http::session::PageUser;
+use crate::http::session::{PageUser, session_error};
 use crate::http::ui::inbox::Filters;
 use crate::http::ui::view::{Ask, ConfirmPage, FormData, UiError, check_csrf, see_other};
 use crate::service::batch::{self, BatchItem};
@@ -43,10 +43,6 @@ struct Outcome {
 
 /// The session key of the waiting `Outcome`.
 const OUTCOME: &str = "batch_outcome";
-
-fn session_error(e: tower_sessions::session::Error) -> Error {
-    Error::internal(anyhow::anyhow!("session store: {e}"))
-}
 
 /// One Action the batch left open, in words.
 pub struct LeftOpen {

@@ -8,8 +8,7 @@
 use axum::response::Response;
 
 use crate::app::AppState;
-use crate::error::Error;
-use crate::http::session::PageUser;
+use crate::http::session::{PageUser, session_error};
 use crate::http::ui::view::{UiError, see_other};
 use crate::service::shown_once::{Pending, Secret};
 
@@ -17,10 +16,6 @@ use crate::service::shown_once::{Pending, Secret};
 /// one page (`Secret::slot`).
 fn session_key(slot: &str) -> String {
     format!("shown_once:{slot}")
-}
-
-fn session_error(e: tower_sessions::session::Error) -> UiError {
-    Error::internal(anyhow::anyhow!("session store: {e}")).into()
 }
 
 /// Holds `secret` for its one showing by `p` and answers with the 303 to
