@@ -150,8 +150,9 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
     let mut done = 0u64;
     while done < n {
         let tx = c.transaction()?;
-        // hds indexes new titles once per write transaction (not by a
-        // trigger); do the same for this one.
+        // hds indexes new titles and counts new Actions in the analytics
+        // rollup once per write transaction (not by a trigger); do the
+        // same for this one.
         let before: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM actions", [], |r| {
             r.get(0)
         })?;
@@ -223,7 +224,7 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                     continue;
                 }
                 // Closed the way hds closes them (an UPDATE of status), so the
-                // analytics triggers keep their daily rollup as in use:
+                // analytics triggers add to their daily rollup as in use:
                 // decision times from 10 s to a day (log-uniform), 70 % of
                 // the decisions approve; cancelled by the Source; expired by
                 // the expiry pass.
@@ -274,10 +275,8 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
             }
             done = end;
         }
-        tx.execute(
-            "INSERT INTO actions_fts(rowid, title) SELECT rowid, title FROM actions WHERE rowid > ?1",
-            [before],
-        )?;
+        hds::store::actions::index_new_rows(&tx, before)
+            .map_err(|e| anyhow!("indexing the new Actions: {e}"))?;
         tx.commit()?;
         eprintln!(
             "seeded {done}/{n} in {:.0} s",

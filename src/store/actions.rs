@@ -154,7 +154,7 @@ pub fn open_by_dedupe_key(
 /// Writes a changed spec of an open Action. Its title is re-indexed by the
 /// `actions_fts_update` trigger, which removes the old title's terms first:
 /// never call this in the transaction that created the Action, whose title
-/// `index_new_titles` indexes only before COMMIT (PATCH cannot: the id
+/// `index_new_rows` indexes only before COMMIT (PATCH cannot: the id
 /// reaches the Source after the create committed).
 pub fn update_spec(c: &Connection, a: &ActionRecord) -> Result<()> {
     c.prepare_cached(
@@ -178,10 +178,11 @@ pub fn close(c: &Connection, id: &str, status: Status, resolution: &Resolution) 
 }
 
 /// (id, version) of every open Action of a Source, in both environments
-/// (index `actions_by_source`).
+/// (index `actions_source_inbox`: two seeks, then sorted by age).
 pub fn open_of_source(c: &Connection, source_id: &str) -> Result<Vec<(String, i64)>> {
     let mut st = c.prepare_cached(
-        "SELECT id, action_version FROM actions WHERE source_id = ?1 AND status = 'open' ORDER BY created_at",
+        "SELECT id, action_version FROM actions
+         WHERE source_id = ?1 AND environment IN ('live', 'test') AND status = 'open' ORDER BY created_at",
     )?;
     let rows = st.query_map([source_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -215,7 +216,7 @@ pub fn due_for_expiry(c: &Connection, now: &str, limit: i64) -> Result<Vec<Actio
 }
 
 /// The highest rowid of actions (0 when empty): the writer reads it when a
-/// write transaction begins, and `index_new_titles` indexes what came after.
+/// write transaction begins, and `index_new_rows` indexes what came after.
 pub fn last_rowid(c: &Connection) -> Result<i64> {
     Ok(
         c.prepare_cached("SELECT coalesce(max(rowid), 0) FROM actions")?
@@ -223,16 +224,29 @@ pub fn last_rowid(c: &Connection) -> Result<i64> {
     )
 }
 
-/// Adds the titles of the Actions created since `after` (a `last_rowid`) to
-/// actions_fts. The writer runs it once per transaction, outside any job's
-/// savepoint, before COMMIT: FTS5 flushes its pending terms at every
-/// savepoint, so a per-row trigger inside each job's savepoint wrote one
-/// segment per Action (migration 0009). rowids only grow (no Action is ever
-/// deleted, and none was when max(rowid) was read), so every new row is
-/// above `after`.
-pub fn index_new_titles(c: &Connection, after: i64) -> Result<()> {
+/// What a write transaction adds for the Actions created since `after` (a
+/// `last_rowid`), once, outside any job's savepoint, before COMMIT:
+/// - their titles to actions_fts. FTS5 flushes its pending terms at every
+///   savepoint, so a per-row trigger inside each job's savepoint wrote one
+///   segment per Action (migration 0009);
+/// - their creation to the analytics rollup: +1 created and open per day,
+///   Source and environment, one upsert per group instead of one per row
+///   (migration 0017). The triggers that close them add deltas too, so an
+///   Action closed before this ran is counted right.
+///
+/// rowids only grow (no Action is ever deleted, and none was when max(rowid)
+/// was read), so every new row is above `after`.
+pub fn index_new_rows(c: &Connection, after: i64) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO actions_fts(rowid, title) SELECT rowid, title FROM actions WHERE rowid > ?1",
+    )?
+    .execute([after])?;
+    c.prepare_cached(
+        "INSERT INTO analytics_daily(workspace_id, environment, source_id, day, created, open)
+         SELECT workspace_id, environment, source_id, substr(created_at, 1, 10), count(*), count(*)
+         FROM actions WHERE rowid > ?1 GROUP BY 1, 2, 3, 4
+         ON CONFLICT(workspace_id, environment, day, source_id)
+         DO UPDATE SET created = created + excluded.created, open = open + excluded.open",
     )?
     .execute([after])?;
     Ok(())
@@ -327,6 +341,10 @@ struct Filter {
     args: Vec<SqlValue>,
     arms: Vec<(&'static str, Vec<SqlValue>)>,
     search: Search,
+    /// environment=all where an index led by the environment serves the
+    /// filter (every scope but mine): open lists merge one arm per
+    /// environment, counts say `IN ('live','test')`.
+    split_environments: bool,
 }
 
 enum Search {
@@ -340,9 +358,13 @@ enum Search {
 /// Which index serves which filter (each asserted by `tests::plans`):
 /// - environment=live|test: `actions_inbox` (workspace, environment, status,
 ///   priority_rank, created_at, snoozed_until): an ordered seek, LIMIT stops it.
-/// - environment=all: no environment term (the CHECK allows only live and
-///   test), so `actions_inbox_all` (workspace, status, priority_rank, …) gives
-///   the same order for both; an `IN ('live','test')` would need a sort.
+/// - environment=all, open Actions: a UNION ALL of the same seek for live
+///   and for test, merged in order (an `IN ('live','test')` would need a
+///   sort); the other statuses' indexes hold the environment last, so they
+///   have no environment term (the CHECK allows only live and test), and the
+///   tab counts say `IN ('live','test')`, two seeks where the environment
+///   leads the index. (`actions_inbox_all`, which held the open ones of both
+///   in order, cost every create an index write: migration 0017.)
 /// - priority: one more equality column of the same indexes.
 /// - source_id: `actions_source_inbox` (source_id, environment, status, …).
 /// - scope=mine: a UNION ALL of `assignee_user_id = me` (partial index
@@ -356,8 +378,8 @@ enum Search {
 /// - status=snoozed: the partial index `actions_snoozed`, in its order
 ///   (wake-up time, then age), so LIMIT stops the walk.
 /// - search, broad (more than SEARCH_DRIVE_LIMIT matches): `rowid IN
-///   (actions_fts MATCH …)`, an ephemeral set probed while the ordered index
-///   is walked; narrow: the rowids `matches` read drive (json_each CROSS
+///   (actions_fts MATCH …)`, read once into a MATERIALIZED CTE and probed
+///   as an ephemeral set while the ordered index is walked (by each arm); narrow: the rowids `matches` read drive (json_each CROSS
 ///   JOIN), each match read once by rowid, the page sorted.
 fn inbox_filter(q: &InboxQuery) -> Filter {
     let mut sql = String::from(" WHERE a.workspace_id = ?");
@@ -429,6 +451,7 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
         args,
         arms,
         search,
+        split_environments: q.environment.is_none() && q.scope != "mine",
     }
 }
 
@@ -437,6 +460,9 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
 fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
     let mut f = inbox_filter(q);
     let mut from = from_actions!().to_owned();
+    // A broad search's matches, read from the FTS index once (MATERIALIZED)
+    // when two arms probe them.
+    let mut matched = None;
     match (&f.search, matches) {
         (Search::None, _) => {}
         (Search::Nothing, _) => f.sql.push_str(" AND 0"),
@@ -445,12 +471,20 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
                     LEFT JOIN receipts r ON r.id = a.receipt_id"
                 .to_owned();
             f.args.insert(0, rowids.clone().into());
+            // The matches drive and the page is sorted: one arm is enough.
+            f.split_environments = false;
         }
         (Search::Fts(m), _) => {
-            f.sql.push_str(
-                " AND a.rowid IN (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?)",
-            );
-            f.args.push(m.clone().into());
+            if f.arms.len() > 1 || (f.split_environments && q.status == "open") {
+                f.sql
+                    .push_str(" AND a.rowid IN (SELECT rowid FROM matched)");
+                matched = Some(m.clone());
+            } else {
+                f.sql.push_str(
+                    " AND a.rowid IN (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?)",
+                );
+                f.args.push(m.clone().into());
+            }
         }
     }
     let mut status_sql = String::new();
@@ -473,6 +507,13 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
             status_sql.push_str(" AND a.status = ? AND a.status <> 'open'");
             status_args.push(other.to_owned().into());
         }
+    }
+    if f.split_environments && q.status == "open" {
+        // Only the unscoped or unassigned arm is here (not scope=mine).
+        f.arms = vec![
+            (" AND a.environment = 'live'", Vec::new()),
+            (" AND a.environment = 'test'", Vec::new()),
+        ];
     }
     let mut sql = String::new();
     let mut args = Vec::new();
@@ -502,6 +543,13 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
     }
     sql.push_str(" LIMIT ?");
     args.push((q.limit + 1).into());
+    if let Some(m) = matched {
+        sql.insert_str(
+            0,
+            "WITH matched AS MATERIALIZED (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?) ",
+        );
+        args.insert(0, m.into());
+    }
     (sql, args)
 }
 
@@ -549,13 +597,16 @@ fn tabs(q: &InboxQuery) -> [&'static str; 5] {
 /// for scope=mine), returning the five tabs; None when nothing can match.
 /// Without a search, each tab is a
 /// `count(*)` of at most COUNT_CAP rows of its own ordered seek on an index
-/// that holds every column it tests (`actions_inbox`, `actions_inbox_all`,
-/// the assignee and unassigned indexes, `actions_snoozed`): a few thousand
+/// that holds every column it tests (`actions_inbox`, the assignee and
+/// unassigned indexes, `actions_snoozed`): a few thousand
 /// index entries at most, whatever the history holds. A narrow search is
 /// counted in one pass over its matches (CROSS JOIN: the rowids drive, at
 /// most SEARCH_DRIVE_LIMIT rows read), exactly.
 fn counts_sql(q: &InboxQuery, matches: &Matches) -> Option<Vec<(String, Vec<SqlValue>)>> {
-    let f = inbox_filter(q);
+    let mut f = inbox_filter(q);
+    if f.split_environments {
+        f.sql.push_str(" AND a.environment IN ('live', 'test')");
+    }
     let mut out = Vec::new();
     for (arm, arm_args) in &f.arms {
         let mut base = f.args.clone();
@@ -688,10 +739,22 @@ mod tests {
         crate::store::migrate::apply(&mut c).unwrap();
         let cases: Vec<(&str, InboxQuery, &str)> = vec![
             ("default", query(|_| {}), "actions_inbox "),
+            ("environment=all", query(|q| q.environment = None), "MERGE"),
             (
-                "environment=all",
-                query(|q| q.environment = None),
-                "actions_inbox_all",
+                "scope=unassigned+all",
+                query(|q| {
+                    q.scope = "unassigned".into();
+                    q.environment = None
+                }),
+                "actions_unassigned",
+            ),
+            (
+                "source_id+all",
+                query(|q| {
+                    q.source_id = Some("src".into());
+                    q.environment = None
+                }),
+                "actions_source_inbox",
             ),
             (
                 "search",
@@ -735,7 +798,7 @@ mod tests {
                     q.priority = Some("high".into());
                     q.environment = None
                 }),
-                "actions_inbox_all",
+                "priority_rank=?",
             ),
             (
                 "source_id",

@@ -1,7 +1,8 @@
 //! Analytics storage (guide: "Analytics"): the daily rollup the summary
-//! reads (`analytics_daily`, kept by the triggers of migration 0014 in the
-//! same statement as each create, close and outcome) and the dashboard's
-//! usage events (`analytics_events`).
+//! reads (`analytics_daily`: new Actions are counted by the writer before
+//! each COMMIT, `store::actions::index_new_rows`; closes and outcomes by the
+//! triggers of migration 0017 in the same statement; both add deltas) and
+//! the dashboard's usage events (`analytics_events`).
 
 use rusqlite::{Connection, params};
 
@@ -131,12 +132,16 @@ mod tests {
         assert!(prune.contains("analytics_events_by_age"), "{prune}");
     }
 
-    /// The triggers keep the rollup: a create, a decision with a primary
-    /// option after 4 minutes, an expiry, an outcome with a rollback.
+    /// The triggers and the writer's count of new rows keep the rollup: a
+    /// create, a decision with a primary option after 4 minutes, an expiry,
+    /// an outcome with a rollback.
     #[test]
     fn triggers_keep_the_rollup_in_step_with_actions() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
+        // As the writer runs them: the rows added in one transaction, closed
+        // in it too, counted as created at its end.
+        let before = crate::store::actions::last_rowid(&c).unwrap();
         c.execute_batch(r#"
             INSERT INTO workspaces(id, name, kind, created_at) VALUES ('ws_1', 'W', 'team', '2026-11-01');
             INSERT INTO sources(id, workspace_id, name, webhook_secret, created_at, updated_at) VALUES ('src_1', 'ws_1', 'deploy', 'x', '2026-11-01', '2026-11-01');
@@ -149,6 +154,7 @@ mod tests {
                    resolution = '{"option_id":null,"reason":"expired","decided_by":{"type":"system","id":null}}' WHERE id = 'a2';
             UPDATE actions SET outcome = '{"status":"failed","rollback":true}' WHERE id = 'a1';
         "#).unwrap();
+        crate::store::actions::index_new_rows(&c, before).unwrap();
         let rows = daily(&c, "ws_1", "live", "2026-10-01", None).unwrap();
         assert_eq!(rows.len(), 1);
         let r = &rows[0];

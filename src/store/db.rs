@@ -189,8 +189,8 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
             }
             continue;
         }
-        // Titles of the Actions this batch creates are indexed once, before
-        // COMMIT (store::actions::index_new_titles).
+        // Titles and analytics of the Actions this batch creates are
+        // written once, before COMMIT (store::actions::index_new_rows).
         let indexed = match crate::store::actions::last_rowid(&conn) {
             Ok(n) => n,
             Err(e) => {
@@ -222,9 +222,9 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
             }
         }
         if aborted.is_none()
-            && let Err(e) = crate::store::actions::index_new_titles(&conn, indexed)
+            && let Err(e) = crate::store::actions::index_new_rows(&conn, indexed)
         {
-            tracing::error!(error = %e, "indexing new titles failed; rolling the batch back");
+            tracing::error!(error = %e, "indexing new Actions failed; rolling the batch back");
             let _ = conn.execute_batch("ROLLBACK");
             aborted = Some(e.to_string());
         }

@@ -24,6 +24,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0016_source_keys_by_source.sql"
         )),
+        M::up(include_str!("../../migrations/0017_lighter_creates.sql")),
     ])
 }
 
