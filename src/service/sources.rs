@@ -214,14 +214,14 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
                 decided_at: now.clone(),
                 votes: None,
             };
-            for (action_id, version) in actions::open_of_source(c, &id)? {
-                if actions::close(c, &action_id, Status::Cancelled, &resolution)? {
-                    let event = ActionEvent::Cancelled {
-                        reason: resolution.reason.clone(),
-                    };
-                    let by = &resolution.decided_by;
-                    effects::record(c, fx, &action_id, by, version, event, &now)?;
-                }
+            for (action_id, version) in
+                actions::close_open_of_source(c, &id, Status::Cancelled, &resolution)?
+            {
+                let event = ActionEvent::Cancelled {
+                    reason: resolution.reason.clone(),
+                };
+                let by = &resolution.decided_by;
+                effects::record(c, fx, &action_id, by, version, event, &now)?;
             }
             Ok(true)
         })
