@@ -13,12 +13,13 @@
 //! 1. `hds init --json` in a fresh temporary data dir; `hds serve` once to
 //!    create one real Action through the API (its row is the template), stop.
 //! 2. Seeds N Actions by direct SQL inserts into that database (100,000 per
-//!    transaction; the migration's triggers index every title), created over
+//!    transaction, each ending as hds's writer ends one: new titles indexed,
+//!    new Actions counted in the analytics rollup), created over
 //!    the last 90 days: 8 % open (1 in 10 of those snoozed), 80 % resolved
 //!    (by a person after 10 s to a day, log-uniform; 70 % approve; 70 % of
 //!    them with an outcome, 1 in 12 failed, 1 in 40 rolled back), 8 %
 //!    cancelled, 4 % expired; each closed by an UPDATE of its status, as hds
-//!    does, so the analytics triggers keep the daily rollup as in use;
+//!    does, so the analytics triggers add to the daily rollup as in use;
 //!    75 % live; priorities 10/50/30/10 % low/normal/high/urgent; 5 Sources;
 //!    60 % unassigned, the rest spread over 25 people by user id or e-mail
 //!    (the signed-in admin is one of them); titles of 4–7 words drawn from a

@@ -32,10 +32,14 @@ WHEN OLD.status = 'open' AND NEW.status <> 'open' BEGIN
         timed_out = timed_out + excluded.timed_out;
 END;
 
--- A decision (resolved, not by the expiry pass): its time and whether it approved.
+-- A decision (resolved by a person, a quorum or the Source; not by the
+-- expiry pass): its time and whether it approved. A quorum's resolution is
+-- decided by the system too (`{"type":"system","id":"approval_policy"}`),
+-- which 0014 left out of `decided`; the expiry pass's has no id.
 CREATE TRIGGER analytics_action_decided AFTER UPDATE OF status ON actions
 WHEN OLD.status = 'open' AND NEW.status = 'resolved'
- AND coalesce(json_extract(NEW.resolution, '$.decided_by.type'), '') <> 'system' BEGIN
+ AND (coalesce(json_extract(NEW.resolution, '$.decided_by.type'), '') <> 'system'
+      OR json_extract(NEW.resolution, '$.decided_by.id') = 'approval_policy') BEGIN
     INSERT INTO analytics_daily(workspace_id, environment, source_id, day, decided, approved,
                                 h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14)
     SELECT NEW.workspace_id, NEW.environment, NEW.source_id, substr(NEW.created_at, 1, 10), 1,

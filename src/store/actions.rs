@@ -189,11 +189,7 @@ pub fn close_open_of_source(
     status: Status,
     resolution: &Resolution,
 ) -> Result<Vec<(String, i64)>> {
-    let mut st = c.prepare_cached(
-        "UPDATE actions SET status = ?2, resolution = ?3, closed_at = ?4, updated_at = ?4
-         WHERE source_id = ?1 AND environment IN ('live', 'test') AND status = 'open'
-         RETURNING id, action_version",
-    )?;
+    let mut st = c.prepare_cached(CLOSE_OPEN_OF_SOURCE)?;
     let rows = st.query_map(
         params![
             source_id,
@@ -205,6 +201,11 @@ pub fn close_open_of_source(
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+const CLOSE_OPEN_OF_SOURCE: &str =
+    "UPDATE actions SET status = ?2, resolution = ?3, closed_at = ?4, updated_at = ?4
+     WHERE source_id = ?1 AND environment IN ('live', 'test') AND status = 'open'
+     RETURNING id, action_version";
 
 pub fn set_receipt(c: &Connection, id: &str, receipt_id: &str) -> Result<()> {
     c.prepare_cached("UPDATE actions SET receipt_id = ?1 WHERE id = ?2")?
@@ -750,7 +751,8 @@ mod tests {
     }
 
     /// What a write transaction adds for its new Actions reads only them:
-    /// a rowid range, whatever indexes start with the GROUP BY's columns.
+    /// a rowid range, whatever indexes start with the GROUP BY's columns;
+    /// a revoked Source's open Actions are two seeks.
     #[test]
     fn new_rows_are_read_by_rowid() {
         let mut c = Connection::open_in_memory().unwrap();
@@ -759,6 +761,11 @@ mod tests {
             "CREATE INDEX by_ws_env ON actions(workspace_id, environment, source_id, created_at)",
         )
         .unwrap();
+        let text = crate::store::query_plan(&c, CLOSE_OPEN_OF_SOURCE).join("\n");
+        assert!(
+            text.contains("actions_source_inbox (source_id=? AND environment=? AND status=?)"),
+            "{text}"
+        );
         for sql in [NEW_TITLES, NEW_IN_ROLLUP] {
             let text = crate::store::query_plan(&c, sql).join("\n");
             assert!(

@@ -134,7 +134,7 @@ mod tests {
 
     /// The triggers and the writer's count of new rows keep the rollup: a
     /// create, a decision with a primary option after 4 minutes, an expiry,
-    /// an outcome with a rollback.
+    /// an outcome with a rollback, a quorum's rejection after 5 seconds.
     #[test]
     fn triggers_keep_the_rollup_in_step_with_actions() {
         let mut c = Connection::open_in_memory().unwrap();
@@ -147,12 +147,15 @@ mod tests {
             INSERT INTO sources(id, workspace_id, name, webhook_secret, created_at, updated_at) VALUES ('src_1', 'ws_1', 'deploy', 'x', '2026-11-01', '2026-11-01');
             INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title, action_version, fingerprint, spec, visibility, created_at, updated_at)
               VALUES ('a1', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"options":[{"id":"yes","style":"primary"},{"id":"no"}]}', 'workspace', '2026-11-01T10:00:00.000Z', '2026-11-01T10:00:00.000Z'),
-                     ('a2', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{}', 'workspace', '2026-11-01T11:00:00.000Z', '2026-11-01T11:00:00.000Z');
+                     ('a2', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{}', 'workspace', '2026-11-01T11:00:00.000Z', '2026-11-01T11:00:00.000Z'),
+                     ('a3', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{}', 'workspace', '2026-11-01T12:00:00.000Z', '2026-11-01T12:00:00.000Z');
             UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T10:04:00.000Z',
                    resolution = '{"option_id":"yes","decided_by":{"type":"user","id":"usr_1"}}' WHERE id = 'a1';
             UPDATE actions SET status = 'expired', closed_at = '2026-11-02T11:00:00.000Z',
                    resolution = '{"option_id":null,"reason":"expired","decided_by":{"type":"system","id":null}}' WHERE id = 'a2';
             UPDATE actions SET outcome = '{"status":"failed","rollback":true}' WHERE id = 'a1';
+            UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T12:00:05.000Z',
+                   resolution = '{"option_id":"reject","decided_by":{"type":"system","id":"approval_policy"}}' WHERE id = 'a3';
         "#).unwrap();
         crate::store::actions::index_new_rows(&c, before).unwrap();
         let rows = daily(&c, "ws_1", "live", "2026-10-01", None).unwrap();
@@ -162,8 +165,10 @@ mod tests {
             (r.day.as_str(), r.source_name.as_deref()),
             ("2026-11-01", Some("deploy"))
         );
-        assert_eq!((r.created, r.open, r.resolved, r.expired), (2, 0, 1, 1));
-        assert_eq!((r.decided, r.approved, r.timed_out), (1, 1, 1));
+        assert_eq!((r.created, r.open, r.resolved, r.expired), (3, 0, 2, 1));
+        // The quorum's decision counts as decided; the expiry does not.
+        assert_eq!((r.decided, r.approved, r.timed_out), (2, 1, 1));
+        assert_eq!(r.hist[0], 1, "5 s falls in [0, 10]");
         assert_eq!(
             (r.outcome_success, r.outcome_failed, r.outcome_rollback),
             (0, 1, 1)

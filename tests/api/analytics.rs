@@ -1,5 +1,5 @@
-//! GET /v1/analytics/summary reads the daily rollup the triggers keep in step
-//! with every create, close and outcome; POST /v1/analytics/events stores
+//! GET /v1/analytics/summary reads the daily rollup kept in step with every
+//! create, close and outcome in the same transaction; POST /v1/analytics/events stores
 //! usage events locally, checked, and housekeeping forgets them after 90 days.
 
 use serde_json::{Value, json};
