@@ -734,6 +734,14 @@ mod tests {
         q
     }
 
+    /// `query` in both environments (environment=all).
+    fn both(f: impl FnOnce(&mut InboxQuery)) -> InboxQuery {
+        query(|q| {
+            f(q);
+            q.environment = None;
+        })
+    }
+
     /// A step that reads every row of actions (an FTS step must use MATCH).
     fn scans(step: &str) -> bool {
         let full = |t: &str| step == t || step.starts_with(&format!("{t} "));
@@ -786,21 +794,15 @@ mod tests {
         crate::store::migrate::apply(&mut c).unwrap();
         let cases: Vec<(&str, InboxQuery, &str)> = vec![
             ("default", query(|_| {}), "actions_inbox "),
-            ("environment=all", query(|q| q.environment = None), "MERGE"),
+            ("environment=all", both(|_| {}), "MERGE"),
             (
                 "scope=unassigned+all",
-                query(|q| {
-                    q.scope = "unassigned".into();
-                    q.environment = None
-                }),
+                both(|q| q.scope = "unassigned".into()),
                 "actions_unassigned",
             ),
             (
                 "source_id+all",
-                query(|q| {
-                    q.source_id = Some("src".into());
-                    q.environment = None
-                }),
+                both(|q| q.source_id = Some("src".into())),
                 "actions_source_inbox",
             ),
             (
@@ -810,10 +812,7 @@ mod tests {
             ),
             (
                 "search+all",
-                query(|q| {
-                    q.search = Some("x".into());
-                    q.environment = None
-                }),
+                both(|q| q.search = Some("x".into())),
                 "actions_fts",
             ),
             (
@@ -823,10 +822,7 @@ mod tests {
             ),
             (
                 "scope=mine+all",
-                query(|q| {
-                    q.scope = "mine".into();
-                    q.environment = None
-                }),
+                both(|q| q.scope = "mine".into()),
                 "actions_assignee_user",
             ),
             (
@@ -841,10 +837,7 @@ mod tests {
             ),
             (
                 "priority+all",
-                query(|q| {
-                    q.priority = Some("high".into());
-                    q.environment = None
-                }),
+                both(|q| q.priority = Some("high".into())),
                 "priority_rank=?",
             ),
             (
@@ -859,10 +852,7 @@ mod tests {
             ),
             (
                 "status=snoozed+all",
-                query(|q| {
-                    q.status = "snoozed".into();
-                    q.environment = None
-                }),
+                both(|q| q.status = "snoozed".into()),
                 "snoozed_until>?",
             ),
             (
@@ -877,10 +867,7 @@ mod tests {
             ),
             (
                 "status=expired+all",
-                query(|q| {
-                    q.status = "expired".into();
-                    q.environment = None
-                }),
+                both(|q| q.status = "expired".into()),
                 "actions_closed",
             ),
             (
@@ -890,10 +877,7 @@ mod tests {
             ),
             (
                 "status=all+all",
-                query(|q| {
-                    q.status = "all".into();
-                    q.environment = None
-                }),
+                both(|q| q.status = "all".into()),
                 "actions_by_age",
             ),
         ];
