@@ -477,6 +477,31 @@ pub struct Resolution {
     pub votes: Option<Value>,
 }
 
+impl Resolution {
+    /// A decision: the option chosen (or the typed response), by whom, when.
+    pub fn chosen(
+        option_id: Option<String>,
+        response: Option<Value>,
+        reason: Option<String>,
+        decided_by: Actor,
+        decided_at: String,
+    ) -> Self {
+        Self {
+            option_id,
+            response,
+            reason,
+            decided_by,
+            decided_at,
+            votes: None,
+        }
+    }
+
+    /// An end without a choice (cancelled, expired, revoked).
+    pub fn without_choice(reason: Option<String>, decided_by: Actor, decided_at: String) -> Self {
+        Self::chosen(None, None, reason, decided_by, decided_at)
+    }
+}
+
 /// The execution outcome a Source reported (guide: "Outcome"); immutable.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Outcome {

@@ -201,14 +201,13 @@ pub(crate) fn decide_in(
     decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
     let (option_id, response) =
         decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
-    let resolution = Resolution {
+    let resolution = Resolution::chosen(
         option_id,
         response,
-        reason: req.reason,
-        decided_by: Actor::user(&user.user_id),
-        decided_at: time::format(now),
-        votes: None,
-    };
+        req.reason,
+        Actor::user(&user.user_id),
+        time::format(now),
+    );
     resolve_with_receipt(c, fx, svc, &a, resolution, now)
 }
 
@@ -232,14 +231,13 @@ pub async fn resolve(
         decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
         let (option_id, response) =
             decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
-        let resolution = Resolution {
+        let resolution = Resolution::chosen(
             option_id,
             response,
-            reason: req.reason,
-            decided_by: Actor::source(&src.source_id),
-            decided_at: time::format(now),
-            votes: None,
-        };
+            req.reason,
+            Actor::source(&src.source_id),
+            time::format(now),
+        );
         let closed = resolve_with_receipt(c, fx, &svc, &a, resolution, now)?;
         Ok((200, envelope(&closed, false)))
     })
@@ -264,14 +262,7 @@ pub async fn cancel(
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a)?;
         let actor = Actor::source(&src.source_id);
-        let resolution = Resolution {
-            option_id: None,
-            response: None,
-            reason: req.reason.clone(),
-            decided_by: actor.clone(),
-            decided_at: now,
-            votes: None,
-        };
+        let resolution = Resolution::without_choice(req.reason.clone(), actor.clone(), now);
         if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
             return Err(Error::new(
                 Code::ActionNotOpen,
@@ -394,14 +385,8 @@ pub fn expire_due(
     let mut closed = Vec::new();
     for a in store::due_for_expiry(c, &now_s, 200)? {
         let on_expire = a.spec.on_expire.clone();
-        let mut resolution = Resolution {
-            option_id: None,
-            response: None,
-            reason: Some("expired".into()),
-            decided_by: Actor::system(),
-            decided_at: now_s.clone(),
-            votes: None,
-        };
+        let mut resolution =
+            Resolution::without_choice(Some("expired".into()), Actor::system(), now_s.clone());
         match on_expire.as_ref().map(|o| o.action.as_str()) {
             Some("resolve") => {
                 resolution.option_id = on_expire.and_then(|o| o.option_id);

@@ -206,14 +206,11 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
             if !store::revoke(c, &ws, &id, &now)? {
                 return Ok(false);
             }
-            let resolution = Resolution {
-                option_id: None,
-                response: None,
-                reason: Some(REVOKED_REASON.into()),
-                decided_by: Actor::system(),
-                decided_at: now.clone(),
-                votes: None,
-            };
+            let resolution = Resolution::without_choice(
+                Some(REVOKED_REASON.into()),
+                Actor::system(),
+                now.clone(),
+            );
             for (action_id, version) in
                 actions::close_open_of_source(c, &id, Status::Cancelled, &resolution)?
             {

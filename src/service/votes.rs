@@ -164,17 +164,20 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                     .iter()
                     .map(|(u, v)| json!({ "user_id": u, "vote": v }))
                     .collect();
+                let reason = format!(
+                    "{}, {}",
+                    words::count(approvals as i64, "approval", "approvals"),
+                    words::count(rejections as i64, "rejection", "rejections")
+                );
                 let resolution = Resolution {
-                    option_id,
-                    response,
-                    reason: Some(format!(
-                        "{}, {}",
-                        words::count(approvals as i64, "approval", "approvals"),
-                        words::count(rejections as i64, "rejection", "rejections")
-                    )),
-                    decided_by: Actor::approval_policy(),
-                    decided_at: now,
                     votes: Some(Value::Array(voted)),
+                    ..Resolution::chosen(
+                        option_id,
+                        response,
+                        Some(reason),
+                        Actor::approval_policy(),
+                        now,
+                    )
                 };
                 resolve_with_receipt(c, fx, &svc, &a, resolution, clock_now)?
             }
