@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::action::ActionSpec;
+use crate::domain::jcs;
 
 /// The material fields, each present (`null` when absent). Priority, expiry,
 /// metadata and routing are deliberately left out: changing them does not change
@@ -25,10 +26,9 @@ pub fn material(s: &ActionSpec) -> Value {
 }
 
 pub fn fingerprint(s: &ActionSpec) -> String {
-    // JCS of a serde_json::Value cannot fail: every key is a string and every
-    // number is finite.
-    let canonical = serde_json_canonicalizer::to_vec(&material(s)).unwrap_or_default();
-    format!("sha256:{}", hex::encode(Sha256::digest(&canonical)))
+    let mut h = Sha256::new();
+    jcs::hash_into(&material(s), &mut h);
+    format!("sha256:{}", hex::encode(h.finalize()))
 }
 
 #[cfg(test)]
@@ -69,5 +69,29 @@ mod tests {
         assert_eq!(fingerprint(&a), fingerprint(&b));
         b.title = "Deploy now".into();
         assert_ne!(fingerprint(&a), fingerprint(&b));
+    }
+
+    /// The streamed hash is the one fingerprints were computed with before
+    /// (`serde_json_canonicalizer::to_vec`), so receipts already issued and
+    /// bindings of open Actions still match.
+    #[test]
+    fn the_fingerprint_is_the_one_computed_before() {
+        let rich: ActionSpec = serde_json::from_value(serde_json::json!({
+            "title": "Deploy é 😀",
+            "description": "line \u{2028} \" \\ end",
+            "options": [{"id": "ok", "label": "OK", "style": "primary", "sort_order": 0},
+                        {"id": "no", "label": "No"}],
+            "context": [{"type": "markdown", "markdown": "**why**"}, {"type": "code", "code": "x", "language": "sh"}],
+            "decision_class": "deploy",
+            "decision_context": {"\u{e000}": 1, "😀": [1.5, -0.0, 1e21, null], "a": {"z": 1, "y": true}},
+            "open_url": "https://example.com/x",
+            "metadata": {"ignored": 1}
+        }))
+        .unwrap();
+        for s in [spec(), rich] {
+            let canonical = serde_json_canonicalizer::to_vec(&material(&s)).unwrap();
+            let before = format!("sha256:{}", hex::encode(Sha256::digest(&canonical)));
+            assert_eq!(fingerprint(&s), before);
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod decision;
 pub mod event;
 pub mod fingerprint;
 pub mod ids;
+pub mod jcs;
 pub mod notification;
 pub mod receipt;
 pub mod requests;

@@ -48,6 +48,20 @@ pub(crate) fn envelope(a: &ActionRecord, replay: bool) -> Value {
     json!({ "data": ActionOut::from(a), "idempotent_replay": replay })
 }
 
+/// `envelope` as JSON text, serialised straight from the record (a create
+/// sends and stores this text): no `Value` map built and dropped between.
+fn envelope_json(a: &ActionRecord, replay: bool) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Envelope {
+        data: ActionOut,
+        idempotent_replay: bool,
+    }
+    Ok(serde_json::to_string(&Envelope {
+        data: ActionOut::from(a),
+        idempotent_replay: replay,
+    })?)
+}
+
 /// Reads an Action the Source owns, in the key's environment; 404 otherwise.
 pub(crate) fn owned(c: &Connection, src: &SourceCaller, id: &str) -> Result<ActionRecord> {
     match store::get(c, id)? {
@@ -194,7 +208,7 @@ pub async fn create(
     let names_people = a.work.assignee.is_some() || a.work.requested_by.is_some();
     let created = match names_people {
         true => None,
-        false => Some(serde_json::to_string(&envelope(&a, false))?),
+        false => Some(envelope_json(&a, false)?),
     };
     let id = a.id.clone();
     let writer_src = src.clone();
@@ -212,7 +226,7 @@ pub async fn create(
                     && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
                     if open.fingerprint == a.fingerprint {
-                        let json = serde_json::to_string(&envelope(&open, true))?;
+                        let json = envelope_json(&open, true)?;
                         return Ok(Serialised { status: 200, json });
                     }
                     return Err(Error::new(Code::DedupeConflict, "an open Action with this dedupe_key has different content; cancel or resolve it first, or use another dedupe_key")
@@ -234,7 +248,7 @@ pub async fn create(
                     None => {
                         let mut shown = a.clone();
                         crate::store::work::annotate(c, std::slice::from_mut(&mut shown))?;
-                        serde_json::to_string(&envelope(&shown, false))?
+                        envelope_json(&shown, false)?
                     }
                     Some(json) => json,
                 };

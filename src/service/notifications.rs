@@ -209,9 +209,12 @@ pub fn action_created(
                     .collect();
                 store::broadcast(c, &n.new_row(&id, now), &hidden)?;
                 fx.changed();
-                let mailed = policy.mandatory.contains(&Kind::New)
-                    || !store::wanting_new_by_email(c, &a.workspace_id)?.is_empty();
-                if ctx.smtp && policy.email_enabled && mailed {
+                // Who wants it by e-mail is asked only when mail can go.
+                if ctx.smtp
+                    && policy.email_enabled
+                    && (policy.mandatory.contains(&Kind::New)
+                        || !store::wanting_new_by_email(c, &a.workspace_id)?.is_empty())
+                {
                     // Its e-mails are written by the next timer pass.
                     store::set_timer(c, TimerKind::Broadcast, &id, now, None)?;
                 }
@@ -227,7 +230,23 @@ pub fn action_created(
             }
         }
     }
-    set_expiry_warning(c, a, &policy, now)
+    // A new Action has no warning to clear.
+    match expiry_warning_due(a, &policy, now) {
+        Some(due) => store::set_timer(c, TimerKind::Expiring, &a.id, &time::format(due), None),
+        None => Ok(()),
+    }
+}
+
+/// When the Action's expiry warning is due: none without `expires_at`, with
+/// warnings off, or when the window has already begun.
+fn expiry_warning_due(a: &ActionRecord, policy: &Policy, now: &str) -> Option<time::Timestamp> {
+    a.spec
+        .expires_at
+        .as_deref()
+        .and_then(time::parse)
+        .filter(|_| policy.expiry_warning_minutes > 0)
+        .map(|t| t - ::time::Duration::minutes(policy.expiry_warning_minutes))
+        .filter(|due| time::parse(now).is_some_and(|n| *due > n))
 }
 
 /// Sets, moves or clears the Action's expiry warning (create, and a PATCH
@@ -238,15 +257,7 @@ pub fn set_expiry_warning(
     policy: &Policy,
     now: &str,
 ) -> Result<()> {
-    let due = a
-        .spec
-        .expires_at
-        .as_deref()
-        .and_then(time::parse)
-        .filter(|_| policy.expiry_warning_minutes > 0)
-        .map(|t| t - ::time::Duration::minutes(policy.expiry_warning_minutes))
-        .filter(|due| time::parse(now).is_some_and(|n| *due > n));
-    match due {
+    match expiry_warning_due(a, policy, now) {
         Some(due) => store::set_timer(c, TimerKind::Expiring, &a.id, &time::format(due), None),
         None => store::clear_timer(c, TimerKind::Expiring, &a.id),
     }

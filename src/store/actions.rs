@@ -6,7 +6,9 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use serde_json::Value;
 
-use crate::domain::action::{ActionRecord, Environment, Outcome, Priority, Resolution, Status};
+use crate::domain::action::{
+    ActionRecord, ActionSpec, Environment, Outcome, Priority, Resolution, Status,
+};
 use crate::domain::receipt;
 use crate::error::Result;
 
@@ -92,19 +94,26 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<ActionRecord> {
     })
 }
 
+/// The `assignee_email` column: the spec's, lower-cased as SQLite's
+/// `lower()` does (ASCII letters only), so the inbox's `scope` filters,
+/// which compare it with `lower(?)`, find it (migration 0018).
+pub fn assignee_email(spec: &ActionSpec) -> Option<String> {
+    spec.assignee_email.as_deref().map(str::to_ascii_lowercase)
+}
+
 /// Inserts a new Action; `spec_json` is `a.spec` serialised by the caller, off
 /// the writer thread.
 pub fn insert(c: &Connection, a: &ActionRecord, spec_json: &str) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
-            action_version, fingerprint, spec, dedupe_key, assignee_user_id, visibility, expires_at, created_at, updated_at, run_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)",
+            action_version, fingerprint, spec, dedupe_key, assignee_user_id, assignee_email, visibility, expires_at, created_at, updated_at, run_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18)",
     )?
     .execute(params![
         a.id, a.workspace_id, a.source_id, a.environment.as_str(), a.status.as_str(),
         a.spec.priority.as_str(), a.spec.priority.rank(), a.spec.title, a.action_version, a.fingerprint,
-        spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, a.spec.visibility().as_str(),
-        a.spec.expires_at, a.created_at, a.spec.run_id,
+        spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, assignee_email(&a.spec),
+        a.spec.visibility().as_str(), a.spec.expires_at, a.created_at, a.spec.run_id,
     ])?;
     Ok(())
 }
@@ -159,11 +168,11 @@ pub fn open_by_dedupe_key(
 pub fn update_spec(c: &Connection, a: &ActionRecord) -> Result<()> {
     c.prepare_cached(
         "UPDATE actions SET spec = ?1, title = ?2, priority = ?3, priority_rank = ?4, action_version = ?5,
-            fingerprint = ?6, expires_at = ?7, updated_at = ?8 WHERE id = ?9 AND status = 'open'",
+            fingerprint = ?6, expires_at = ?7, updated_at = ?8, assignee_email = ?10 WHERE id = ?9 AND status = 'open'",
     )?
     .execute(params![
         serde_json::to_string(&a.spec)?, a.spec.title, a.spec.priority.as_str(), a.spec.priority.rank(),
-        a.action_version, a.fingerprint, a.spec.expires_at, a.updated_at, a.id,
+        a.action_version, a.fingerprint, a.spec.expires_at, a.updated_at, a.id, assignee_email(&a.spec),
     ])?;
     Ok(())
 }
@@ -390,7 +399,7 @@ enum Search {
 /// - source_id: `actions_source_inbox` (source_id, environment, status, …).
 /// - scope=mine: a UNION ALL of `assignee_user_id = me` (partial index
 ///   `actions_assignee_user`) and `assignee_email = my e-mail` not already
-///   mine by id (`actions_assignee_email`, on the generated lower-case column),
+///   mine by id (`actions_assignee_email`, on the lower-cased `assignee_email` column),
 ///   merged in order; an OR of the two would walk the whole open inbox.
 /// - scope=unassigned: the partial index `actions_unassigned`.
 /// - status=resolved|cancelled|expired: the partial index `actions_closed`
@@ -438,8 +447,8 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
     let mut arms: Vec<(&'static str, Vec<SqlValue>)> = vec![("", Vec::new())];
     match q.scope.as_str() {
         "mine" => {
-            // assignee_email is lower(json_extract(spec, '$.assignee_email'))
-            // (migration 0006): lower() folds ASCII as COLLATE NOCASE did. The
+            // assignee_email is the spec's, lower-cased as lower() does
+            // (migration 0018): lower() folds ASCII as COLLATE NOCASE did. The
             // e-mail counts only while no user id holds the Action, as for
             // `assignee` in the Action's JSON.
             arms = vec![

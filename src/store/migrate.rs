@@ -25,6 +25,9 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0016_source_keys_by_source.sql"
         )),
         M::up(include_str!("../../migrations/0017_lighter_creates.sql")),
+        M::up(include_str!(
+            "../../migrations/0018_assignee_email_column.sql"
+        )),
     ])
 }
 

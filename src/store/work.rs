@@ -164,7 +164,7 @@ pub fn set_assignee(
     let n = match to {
         Some(m) => c
             .prepare_cached(
-                "UPDATE actions SET assignee_user_id = ?1,
+                "UPDATE actions SET assignee_user_id = ?1, assignee_email = lower(?2),
                     spec = json_set(spec, '$.assignee_user_id', ?1, '$.assignee_email', ?2),
                     updated_at = ?3
                  WHERE id = ?4 AND status = 'open'",
@@ -172,7 +172,7 @@ pub fn set_assignee(
             .execute(params![m.user_id, m.email, now, action_id])?,
         None => c
             .prepare_cached(
-                "UPDATE actions SET assignee_user_id = NULL,
+                "UPDATE actions SET assignee_user_id = NULL, assignee_email = NULL,
                     spec = json_remove(spec, '$.assignee_user_id', '$.assignee_email'),
                     updated_at = ?1
                  WHERE id = ?2 AND status = 'open'",

@@ -1,0 +1,109 @@
+//! RFC 8785 (JSON Canonicalization Scheme) hashed as it is written: the
+//! request hash of an idempotent retry and the fingerprint of an Action's
+//! material fields (guide: "Binding: action_version and fingerprint",
+//! "Idempotency") both hash the canonical form, and neither needs it built.
+
+use std::cmp::Ordering;
+use std::io;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Feeds the canonical form of `v` into `h`.
+pub fn hash_into(v: &Value, h: &mut Sha256) {
+    write_canonical(v, &mut HashWriter(h));
+}
+
+/// Feeds what is written into SHA-256: the canonical form is never built.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl io::Write for HashWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.update(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes `v` in RFC 8785 form: members sorted by the UTF-16 code units of
+/// their names, no whitespace, names and leaves formatted by
+/// `serde_json_canonicalizer`. The same bytes as `serde_json_canonicalizer::to_vec`
+/// (a test holds them equal, so hashes and fingerprints stored by earlier
+/// versions still match) without its buffer, sort key and re-parse per
+/// member: for the bench's 1 KB create body, 6.5 µs instead of 15 µs
+/// (release build, one core).
+fn write_canonical(v: &Value, out: &mut HashWriter) {
+    match v {
+        Value::Object(m) => {
+            let mut members: Vec<(&String, &Value)> = m.iter().collect();
+            // serde_json's map is usually already in this order (byte order
+            // differs only beyond the BMP vs U+E000..U+FFFF).
+            if !members.is_sorted_by(|a, b| utf16_cmp(a.0, b.0).is_le()) {
+                members.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+            }
+            out.0.update(b"{");
+            for (i, (name, value)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.0.update(b",");
+                }
+                write_leaf(name, out);
+                out.0.update(b":");
+                write_canonical(value, out);
+            }
+            out.0.update(b"}");
+        }
+        Value::Array(items) => {
+            out.0.update(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.0.update(b",");
+                }
+                write_canonical(item, out);
+            }
+            out.0.update(b"]");
+        }
+        leaf => write_leaf(leaf, out),
+    }
+}
+
+/// A string, number, boolean or null: it cannot fail (no map keys, no I/O).
+fn write_leaf<T: serde::Serialize>(leaf: &T, out: &mut HashWriter) {
+    let _ = serde_json_canonicalizer::to_writer(leaf, out);
+}
+
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.cmp(b)
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Byte for byte what `serde_json_canonicalizer` hashes.
+    #[test]
+    fn the_streamed_hash_is_the_hash_of_serde_json_canonicalizer() {
+        let values = [
+            json!({}),
+            json!([]),
+            json!(null),
+            json!({"b": 1, "a": [true, false, null, {}, []], "c": {"z": "x", "y": -0.0}}),
+            json!({"n": [0, -1, 1.5, 1e21, 1e-7, 123456789012345678u64, -9007199254740993i64, 12e1, 0.1]}),
+            json!({"s": "quote \" backslash \\ slash / tab \t nl \n ctl \u{1} \u{7f} é \u{2028} 😀"}),
+            // Names whose UTF-16 order differs from their UTF-8 byte order.
+            json!({"\u{e000}": 1, "😀": 2, "a": 3, "\u{ffff}": 4, "é": 5, "": 6}),
+        ];
+        for v in &values {
+            let mut h = Sha256::new();
+            hash_into(v, &mut h);
+            let reference = Sha256::digest(serde_json_canonicalizer::to_vec(v).unwrap());
+            assert_eq!(h.finalize(), reference, "{v}");
+        }
+    }
+}
