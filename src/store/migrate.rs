@@ -25,9 +25,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0016_source_keys_by_source.sql"
         )),
         M::up(include_str!("../../migrations/0017_lighter_creates.sql")),
-        M::up(include_str!(
-            "../../migrations/0018_assignee_email_column.sql"
-        )),
+        M::up(include_str!("../../migrations/0018_plainer_writes.sql")),
     ])
 }
 
@@ -39,8 +37,70 @@ pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::Connection;
+
     #[test]
     fn migrations_are_valid() {
         super::migrations().validate().unwrap();
+    }
+
+    /// 0018 on a database of schema 17: the e-mail assignee moves to the
+    /// plain column, lower-cased as the generated one was; the history keeps
+    /// its rows and ids, and new ids follow them.
+    #[test]
+    fn migration_18_keeps_assignees_and_history() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 17).unwrap();
+        // Rows alone, without the workspace and Source they name.
+        c.execute_batch(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank,
+                   title, action_version, fingerprint, spec, visibility, created_at, updated_at)
+               VALUES ('act_1', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f',
+                       '{"title":"t","assignee_email":"Ann@Example.COM"}', 'workspace', '2026', '2026'),
+                      ('act_2', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f',
+                       '{"title":"t"}', 'workspace', '2026', '2026');
+               INSERT INTO action_events(action_id, kind, actor_type, action_version, created_at)
+               VALUES ('act_1', 'created', 'source', 1, '2026'), ('act_2', 'created', 'source', 1, '2026');"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let emails: Vec<Option<String>> = c
+            .prepare("SELECT assignee_email FROM actions ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(emails, [Some("ann@example.com".to_string()), None]);
+        c.execute(
+            "INSERT INTO action_events(action_id, kind, actor_type, action_version, created_at)
+             VALUES ('act_1', 'commented', 'user', 1, '2026')",
+            [],
+        )
+        .unwrap();
+        let ids: Vec<(i64, String)> = c
+            .prepare("SELECT id, action_id FROM action_events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            ids,
+            [
+                (1, "act_1".into()),
+                (2, "act_2".into()),
+                (3, "act_1".into())
+            ]
+        );
+        let sequenced: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_sequence WHERE name = 'action_events'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(sequenced, 0);
     }
 }

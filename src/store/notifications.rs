@@ -86,8 +86,12 @@ pub const UNREAD_COUNTS: &str =
 /// Broadcasts above a watermark the person read one by one (or never sees).
 pub const BROADCAST_MARKED: &str = "SELECT count(*) FROM notification_broadcast_reads
      WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3";
-/// A workspace's last broadcast ordinal.
-pub const LAST_BROADCAST: &str = "SELECT ntf_last_n FROM workspaces WHERE id = ?1";
+/// A workspace's last broadcast ordinal: the newest broadcast's, or
+/// `ntf_last_n` when housekeeping removed it (migration 0018: a create no
+/// longer updates the workspace's row, only a prune does).
+pub const LAST_BROADCAST: &str = "SELECT max(w.ntf_last_n, coalesce(
+         (SELECT max(b.n) FROM notification_broadcasts b WHERE b.workspace_id = w.id), 0))
+     FROM workspaces w WHERE w.id = ?1";
 
 /// Writes one person's notification (the triggers count it unread).
 pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
@@ -113,11 +117,7 @@ pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
 /// are people it must not reach (they hear of it otherwise, or asked for
 /// it). Answers its ordinal.
 pub fn broadcast(c: &Connection, n: &New, hidden: &[&str]) -> Result<i64> {
-    let ord: i64 = c
-        .prepare_cached(
-            "UPDATE workspaces SET ntf_last_n = ntf_last_n + 1 WHERE id = ?1 RETURNING ntf_last_n",
-        )?
-        .query_row([n.workspace_id], |r| r.get(0))?;
+    let ord = last_broadcast(c, n.workspace_id)? + 1;
     c.prepare_cached(
         "INSERT INTO notification_broadcasts(id, workspace_id, n, kind, title, body, action_id, path, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -352,7 +352,9 @@ pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &s
     .execute(params![user_id, now])?;
     c.prepare_cached(
         "UPDATE memberships SET ntf_read_at = ?2,
-                ntf_read_through = (SELECT ntf_last_n FROM workspaces w WHERE w.id = memberships.workspace_id)
+                ntf_read_through = (SELECT max(w.ntf_last_n, coalesce(
+                    (SELECT max(b.n) FROM notification_broadcasts b WHERE b.workspace_id = w.id), 0))
+                    FROM workspaces w WHERE w.id = memberships.workspace_id)
          WHERE user_id = ?1",
     )?
     .execute(params![user_id, now])?;
@@ -575,6 +577,11 @@ pub fn prune(c: &Connection, before: &str) -> Result<usize> {
             .prepare_cached("DELETE FROM notification_broadcasts WHERE seq <= ?1")?
             .execute([last])?;
         for (ws, ord) in upto {
+            // The ordinal counts on from here should these be the newest.
+            c.prepare_cached(
+                "UPDATE workspaces SET ntf_last_n = max(ntf_last_n, ?2) WHERE id = ?1",
+            )?
+            .execute(params![ws, ord])?;
             c.prepare_cached(
                 "UPDATE memberships SET ntf_from = max(ntf_from, ?2) WHERE workspace_id = ?1",
             )?
@@ -752,6 +759,20 @@ mod tests {
         // Everything pruned, then a new one: numbered on, heard of.
         assert_eq!(prune(&c, "2026-07-01").unwrap(), 1);
         assert!(unread(&c, "usr_1", &marks()).unwrap().is_empty());
+        // A member who joins now starts after the pruned ones.
+        c.execute_batch(
+            "INSERT INTO users(id, email, created_at) VALUES ('usr_2', 'b@example.com', '2026-07-01');
+             INSERT INTO memberships(workspace_id, user_id, role, created_at) VALUES ('ws_1', 'usr_2', 'reviewer', '2026-07-01');",
+        )
+        .unwrap();
+        let from: (i64, i64) = c
+            .query_row(
+                "SELECT ntf_from, ntf_read_through FROM memberships WHERE user_id = 'usr_2'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(from, (3, 3));
         let n = New {
             id: "ntf_3",
             workspace_id: "ws_1",
@@ -770,6 +791,11 @@ mod tests {
         assert_eq!(
             list(&c, "usr_1", &marks(), true, None, 10).unwrap()[0].id,
             "ntf_3"
+        );
+        let theirs = watermarks(&c, "usr_2", &["ws_1".to_owned()]).unwrap();
+        assert_eq!(
+            unread(&c, "usr_2", &theirs).unwrap(),
+            [("action.new".to_owned(), 1)]
         );
     }
 
@@ -806,7 +832,7 @@ mod tests {
             ),
             (
                 LAST_BROADCAST,
-                "SEARCH workspaces USING INDEX sqlite_autoindex_workspaces_1 (id=?)",
+                "SEARCH b USING COVERING INDEX sqlite_autoindex_notification_broadcasts_2 (workspace_id=?)",
             ),
         ] {
             let plan = crate::store::query_plan(&c, sql);
