@@ -254,7 +254,7 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
 fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;")?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 1073741824;")?;
     let sync = match durability {
         Durability::Full => "FULL",
         Durability::Normal => "NORMAL",
