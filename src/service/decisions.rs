@@ -148,9 +148,9 @@ pub(crate) fn resolve_with_receipt(
         receipt_id: receipt_id.clone(),
         reason: resolution.reason.clone(),
     };
-    let (actor, at) = (&resolution.decided_by, &resolution.decided_at);
-    effects::record(c, fx, &a.id, actor, a.action_version, event, at)?;
     closed.receipt = Some(receipt::receipt_object(&receipt_id, &kid, &jws, &claims));
+    let (actor, at) = (&resolution.decided_by, &resolution.decided_at);
+    effects::record_closed(c, fx, &closed, actor, a.action_version, event, at)?;
     Ok(closed)
 }
 

@@ -8,7 +8,7 @@
 
 use rusqlite::Connection;
 
-use crate::domain::action::Actor;
+use crate::domain::action::{ActionRecord, Actor};
 use crate::domain::event::ActionEvent;
 use crate::error::Result;
 use crate::store::events;
@@ -80,5 +80,25 @@ pub fn record(
         crate::service::webhooks::enqueue_for_event(c, fx, action_id, &event, at)?;
     }
     fx.note(action_id, &event);
+    Ok(())
+}
+
+/// `record` for a closing event whose caller holds the Action as it now is
+/// (status, resolution and receipt): its webhook is built from `closed`
+/// rather than from a fresh read of the row.
+pub fn record_closed(
+    c: &Connection,
+    fx: &mut Effects,
+    closed: &ActionRecord,
+    actor: &Actor,
+    version: i64,
+    event: ActionEvent,
+    at: &str,
+) -> Result<()> {
+    events::insert(c, &closed.id, actor, version, &event, at)?;
+    if let Some(kind) = crate::service::webhooks::event_type_of(&event) {
+        crate::service::webhooks::enqueue(c, fx, closed, kind, Default::default(), at)?;
+    }
+    fx.note(&closed.id, &event);
     Ok(())
 }

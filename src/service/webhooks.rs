@@ -3,7 +3,8 @@
 //! managers read and resend from. Sending is the worker's (`workers::jobs`).
 
 use rusqlite::Connection;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::domain::action::{ActionOut, ActionRecord};
 use crate::domain::event::ActionEvent;
@@ -28,6 +29,24 @@ pub fn event_type_of(event: &ActionEvent) -> Option<EventType> {
     }
 }
 
+/// A webhook's body, serialised straight from the Action (no `Value` tree
+/// built first).
+#[derive(Serialize)]
+struct Message<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    timestamp: &'a str,
+    data: Data,
+}
+
+#[derive(Serialize)]
+struct Data {
+    action: ActionOut,
+    /// The control, control request or context request, by name.
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
 /// Queues `event` for the Action's `callback_url`, in the caller's
 /// transaction: the body is `{type, timestamp, data}` with `data.action` the
 /// Action as `GET /v1/source/actions/{id}` shows it now, plus `extra` (the
@@ -44,10 +63,14 @@ pub fn enqueue(
     let Some(url) = a.spec.callback_url.as_deref() else {
         return Ok(None);
     };
-    let mut data = Map::new();
-    data.insert("action".into(), serde_json::to_value(ActionOut::from(a))?);
-    data.extend(extra);
-    let body = json!({ "type": event.as_str(), "timestamp": now, "data": data }).to_string();
+    let body = serde_json::to_string(&Message {
+        kind: event.as_str(),
+        timestamp: now,
+        data: Data {
+            action: ActionOut::from(a),
+            extra,
+        },
+    })?;
     let id = ids::new_id(ids::DELIVERY);
     deliveries::insert(
         c,

@@ -73,7 +73,12 @@ impl Db {
         crate::store::migrate::apply(&mut conn)?;
 
         let manager = SqliteConnectionManager::file(path).with_init(configure_reader);
-        let readers = Pool::builder().max_size(READ_POOL_SIZE).build(manager)?;
+        // No health check per checkout: a connection to a local file does
+        // not go stale, and r2d2's check ran a statement before every read.
+        let readers = Pool::builder()
+            .max_size(READ_POOL_SIZE)
+            .test_on_check_out(false)
+            .build(manager)?;
 
         let (tx, rx) = mpsc::channel::<Job>(QUEUE_DEPTH);
         let writer_metrics = Arc::new(WriterMetrics::default());
