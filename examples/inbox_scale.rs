@@ -160,10 +160,10 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
         {
             let mut ins = tx.prepare(
                 "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
-                    action_version, fingerprint, spec, dedupe_key, assignee_user_id, visibility, expires_at, snoozed_until,
-                    resolution, created_at, updated_at, closed_at)
-                 VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7, 1, 'sha256:bench', ?8, NULL, ?9, 'workspace', NULL, ?10,
-                    NULL, ?11, ?11, NULL)",
+                    action_version, fingerprint, spec, dedupe_key, assignee_user_id, assignee_email, visibility,
+                    expires_at, snoozed_until, resolution, created_at, updated_at, closed_at)
+                 VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7, 1, 'sha256:bench', ?8, NULL, ?9, ?12, 'workspace',
+                    NULL, ?10, NULL, ?11, ?11, NULL)",
             )?;
             let mut close = tx.prepare(
                 "UPDATE actions SET status = ?2, resolution = ?3, closed_at = ?4, updated_at = ?4 WHERE rowid = ?1",
@@ -192,7 +192,7 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                 let mut sp = spec.clone();
                 sp["title"] = json!(title);
                 sp["priority"] = json!(prio);
-                let mut assignee_user = None;
+                let (mut assignee_user, mut assignee_email) = (None, None);
                 if rng.below(10) >= 6 {
                     let p = &people[rng.below(25) as usize];
                     if rng.below(2) == 0 {
@@ -200,6 +200,9 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                         sp["assignee_user_id"] = json!(p.0);
                     } else {
                         sp["assignee_email"] = json!(p.1);
+                        // The column the inbox filters read (as the server
+                        // writes it: store::actions::assignee_email).
+                        assignee_email = Some(p.1.to_ascii_lowercase());
                     }
                 }
                 // Created over the last 90 days, in order; the newest an
@@ -220,6 +223,7 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                     assignee_user,
                     snoozed,
                     ts,
+                    assignee_email,
                 ])?;
                 if status == "open" {
                     continue;

@@ -42,15 +42,15 @@ INSERT INTO action_events_v18(id, action_id, kind, actor_type, actor_id, action_
 DROP TABLE action_events;
 ALTER TABLE action_events_v18 RENAME TO action_events;
 CREATE INDEX action_events_by_action ON action_events(action_id, id);
-DELETE FROM sqlite_sequence WHERE name = 'action_events';
 
 -- 3. A broadcast's ordinal is the workspace's newest plus one, read from
 --    notification_broadcasts (workspace_id, n) instead of a counter on the
 --    workspace's row: a create no longer updates that row (one more page
---    each job copied to its savepoint journal). `ntf_last_n` now holds the
---    newest ordinal housekeeping has removed, so pruning every broadcast of
---    a workspace still never reuses one; the last ordinal is the greater of
---    the two (store::notifications::LAST_BROADCAST), here too.
+--    each job copied to its savepoint journal). `ntf_last_n` is now raised
+--    only by housekeeping, to at least the newest ordinal it removed, so
+--    pruning every broadcast of a workspace still never reuses one; the last
+--    ordinal is the greater of the two (store::notifications::LAST_BROADCAST),
+--    here too.
 DROP TRIGGER memberships_ntf_start;
 DROP TRIGGER memberships_ntf_promoted;
 CREATE TRIGGER memberships_ntf_start AFTER INSERT ON memberships BEGIN

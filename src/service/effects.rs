@@ -1,5 +1,5 @@
 //! One path after a commit. A write job records its Action events through
-//! `record`, which writes the history row and declares what the commit must
+//! `record` (or `record_closed`, when it holds the closed Action), which writes the history row and declares what the commit must
 //! trigger; `Services::write` applies those effects only once the writer has
 //! committed, so no call site can forget one and a rolled-back job triggers
 //! nothing. Work for later (webhooks now; e-mail and reminders next) is a row

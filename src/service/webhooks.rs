@@ -63,6 +63,7 @@ pub fn enqueue(
     let Some(url) = a.spec.callback_url.as_deref() else {
         return Ok(None);
     };
+    debug_assert!(!extra.contains_key("action"), "data.action is the Action");
     let body = serde_json::to_string(&Message {
         kind: event.as_str(),
         timestamp: now,

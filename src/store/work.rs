@@ -153,8 +153,9 @@ pub fn annotate(c: &Connection, actions: &mut [ActionRecord]) -> Result<()> {
 
 /// Sets (or with None clears) the assignee of an open Action. The spec's
 /// `assignee_user_id` and `assignee_email` are rewritten to name the same
-/// person (or removed), so the inbox's `scope=mine|unassigned` filter, which
-/// reads them, agrees with the column. Returns false when it is not open.
+/// person (or removed), and so are the columns of the same names that the
+/// inbox's `scope=mine|unassigned` filters read. Returns false when it is
+/// not open.
 pub fn set_assignee(
     c: &Connection,
     action_id: &str,
