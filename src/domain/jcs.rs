@@ -81,25 +81,31 @@ fn utf16_cmp(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// JSON values whose canonical form is easy to get wrong: numbers, escapes,
+/// and member names whose UTF-16 order differs from their byte order.
+#[cfg(test)]
+pub(crate) fn tricky_values() -> Vec<Value> {
+    use serde_json::json;
+    vec![
+        json!({}),
+        json!([]),
+        json!(null),
+        json!({"b": 1, "a": [true, false, null, {}, []], "c": {"z": "x", "y": -0.0}}),
+        json!({"n": [0, -1, 1.5, 1e21, 1e-7, 123456789012345678u64, -9007199254740993i64, 12e1, 0.1]}),
+        json!({"s": "quote \" backslash \\ slash / tab \t nl \n ctl \u{1} \u{7f} é \u{2028} 😀"}),
+        json!({"\u{e000}": 1, "😀": 2, "a": 3, "\u{ffff}": 4, "é": 5, "": 6}),
+        serde_json::from_str(r#"{"title":"a","options":[{"id":"x","label":"X"}],"metadata":{"k":{"deep":[1,{"b":2,"a":1}]}}}"#).unwrap(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     /// Byte for byte what `serde_json_canonicalizer` hashes.
     #[test]
     fn the_streamed_hash_is_the_hash_of_serde_json_canonicalizer() {
-        let values = [
-            json!({}),
-            json!([]),
-            json!(null),
-            json!({"b": 1, "a": [true, false, null, {}, []], "c": {"z": "x", "y": -0.0}}),
-            json!({"n": [0, -1, 1.5, 1e21, 1e-7, 123456789012345678u64, -9007199254740993i64, 12e1, 0.1]}),
-            json!({"s": "quote \" backslash \\ slash / tab \t nl \n ctl \u{1} \u{7f} é \u{2028} 😀"}),
-            // Names whose UTF-16 order differs from their UTF-8 byte order.
-            json!({"\u{e000}": 1, "😀": 2, "a": 3, "\u{ffff}": 4, "é": 5, "": 6}),
-        ];
-        for v in &values {
+        for v in &tricky_values() {
             let mut h = Sha256::new();
             hash_into(v, &mut h);
             let reference = Sha256::digest(serde_json_canonicalizer::to_vec(v).unwrap());
