@@ -86,12 +86,22 @@ pub const UNREAD_COUNTS: &str =
 /// Broadcasts above a watermark the person read one by one (or never sees).
 pub const BROADCAST_MARKED: &str = "SELECT count(*) FROM notification_broadcast_reads
      WHERE user_id = ?1 AND workspace_id = ?2 AND n > ?3";
-/// A workspace's last broadcast ordinal: the newest broadcast's, or
-/// `ntf_last_n` when housekeeping removed it (migration 0018: a create no
-/// longer updates the workspace's row, only a prune does).
-pub const LAST_BROADCAST: &str = "SELECT max(w.ntf_last_n, coalesce(
-         (SELECT max(b.n) FROM notification_broadcasts b WHERE b.workspace_id = w.id), 0))
-     FROM workspaces w WHERE w.id = ?1";
+/// The last broadcast ordinal of the workspace whose id is the SQL
+/// expression `$ws`: the newest broadcast's, or `ntf_last_n` when
+/// housekeeping removed it (migration 0018: a create no longer updates the
+/// workspace's row, only a prune does; its membership triggers say the same).
+macro_rules! last_broadcast_of {
+    ($ws:literal) => {
+        concat!(
+            "SELECT max(w.ntf_last_n, coalesce(
+                 (SELECT max(b.n) FROM notification_broadcasts b WHERE b.workspace_id = w.id), 0))
+             FROM workspaces w WHERE w.id = ",
+            $ws
+        )
+    };
+}
+/// A workspace's last broadcast ordinal.
+pub const LAST_BROADCAST: &str = last_broadcast_of!("?1");
 
 /// Writes one person's notification (the triggers count it unread).
 pub fn insert(c: &Connection, user_id: &str, n: &New) -> Result<()> {
@@ -350,13 +360,11 @@ pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &s
         "UPDATE notifications SET read_at = ?2 WHERE user_id = ?1 AND read_at IS NULL",
     )?
     .execute(params![user_id, now])?;
-    c.prepare_cached(
-        "UPDATE memberships SET ntf_read_at = ?2,
-                ntf_read_through = (SELECT max(w.ntf_last_n, coalesce(
-                    (SELECT max(b.n) FROM notification_broadcasts b WHERE b.workspace_id = w.id), 0))
-                    FROM workspaces w WHERE w.id = memberships.workspace_id)
-         WHERE user_id = ?1",
-    )?
+    c.prepare_cached(concat!(
+        "UPDATE memberships SET ntf_read_at = ?2, ntf_read_through = (",
+        last_broadcast_of!("memberships.workspace_id"),
+        ") WHERE user_id = ?1"
+    ))?
     .execute(params![user_id, now])?;
     // Marks of single reads the watermark now covers mean nothing; the
     // `hidden` ones still hide.
