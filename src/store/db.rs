@@ -275,7 +275,8 @@ fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Resu
 fn configure_reader(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 1073741824;")
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA query_only = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 1073741824;")?;
+    crate::store::actions::register_functions(conn)
 }
 
 /// A standalone connection for CLI commands that run beside or without the server.

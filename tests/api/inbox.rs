@@ -473,6 +473,26 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
     assert_eq!(tab_count(&page, "Open"), None);
     assert_eq!(tab_count(&page, "Resolved"), None);
     assert!(page.contains(r#"id="nav-open-count" title="Open Actions">1,000+<"#));
+    // Both environments merged; and newest first, where the one Action that
+    // does not match ("Rotate…", in the last batch of 18 creates) comes
+    // among the first 18 of the walk and is passed over.
+    let found: serde_json::Value = admin
+        .get("/v1/me/actions?search=deploy&environment=all&limit=50", 200)
+        .await;
+    assert_eq!(titles(&found).len(), 50);
+    assert_eq!(titles(&found)[0], "Deploy build 7", "the urgent one first");
+    let found: serde_json::Value = admin
+        .get("/v1/me/actions?search=deploy&status=all&limit=20", 200)
+        .await;
+    assert_eq!(titles(&found).len(), 20);
+    assert!(
+        titles(&found)
+            .iter()
+            .all(|t| t.starts_with("Deploy build "))
+    );
+    assert_eq!(found["has_more"], true);
+    let all: serde_json::Value = admin.get("/v1/me/actions?status=all&limit=18", 200).await;
+    assert!(titles(&all).contains(&"Rotate the signing keys".to_owned()));
 
     // A narrow one is read match by match, in the same order, and counted.
     // "build 7" matches build 7, 70-79 and 700-799 (each word a prefix).
