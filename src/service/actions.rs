@@ -214,8 +214,10 @@ pub async fn create(
     let writer_src = src.clone();
     let nctx = notifications::Ctx::of(s);
     let config = s.config.clone();
+    // Every check comes before the first write (a replay, a reused key,
+    // people, run, dedupe, plan): no savepoint.
     let outcome = s
-        .write(move |c, fx| {
+        .write_checks_first(move |c, fx| {
             let src = writer_src;
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;

@@ -90,14 +90,19 @@ impl Services {
         T: Send + 'static,
         F: FnOnce(&Connection, &mut Effects) -> Result<T> + Send + 'static,
     {
-        let (out, fx) = self
-            .db
-            .write(move |c| {
-                let mut fx = Effects::default();
-                let out = job(c, &mut fx)?;
-                Ok((out, fx))
-            })
-            .await?;
+        let (out, fx) = self.db.write(with_effects(job)).await?;
+        self.apply(&fx);
+        Ok(out)
+    }
+
+    /// `write` for a job that returns `Err` only before its first change
+    /// (`Db::write_checks_first`): no savepoint.
+    pub async fn write_checks_first<T, F>(&self, job: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Effects) -> Result<T> + Send + 'static,
+    {
+        let (out, fx) = self.db.write_checks_first(with_effects(job)).await?;
         self.apply(&fx);
         Ok(out)
     }
@@ -114,5 +119,16 @@ impl Services {
         if fx.inbox_changed() {
             self.changes.send_modify(|n| *n = n.wrapping_add(1));
         }
+    }
+}
+
+/// A job with the effects it declares, as a writer closure.
+fn with_effects<T>(
+    job: impl FnOnce(&Connection, &mut Effects) -> Result<T>,
+) -> impl FnOnce(&Connection) -> Result<(T, Effects)> {
+    move |c| {
+        let mut fx = Effects::default();
+        let out = job(c, &mut fx)?;
+        Ok((out, fx))
     }
 }
