@@ -103,6 +103,17 @@ pub(crate) fn resolve_with_receipt(
     resolution: Resolution,
     now: time::Timestamp,
 ) -> Result<ActionRecord> {
+    // What can fail without a fault of the database (the signing key's file)
+    // is read before the first write, so a decision changes nothing when it
+    // fails (`Services::write_checks_first`).
+    let (kid, key) = s.keyring.active(c)?;
+    let link = match receipt_store::chain_head(c)? {
+        Some((seq, jws)) => ChainLink {
+            seq: seq + 1,
+            prev: Some(receipt::chain_hash(&jws)),
+        },
+        None => ChainLink { seq: 1, prev: None },
+    };
     if !store::close(c, &a.id, Status::Resolved, &resolution)? {
         return Err(decision::ensure_open(
             &store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
@@ -114,14 +125,6 @@ pub(crate) fn resolve_with_receipt(
     // (people completed from the members), whoever closed it: a person, a
     // quorum or the expiry pass. `a` is only the caller's earlier copy.
     let mut closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
-    let (kid, key) = s.keyring.active(c)?;
-    let link = match receipt_store::chain_head(c)? {
-        Some((seq, jws)) => ChainLink {
-            seq: seq + 1,
-            prev: Some(receipt::chain_hash(&jws)),
-        },
-        None => ChainLink { seq: 1, prev: None },
-    };
     let receipt_id = ids::new_id(ids::RECEIPT);
     let claims = receipt::claims(
         &s.config.base_url,
@@ -164,7 +167,8 @@ pub async fn decide(
     check_reason(&req.reason)?;
     let svc = s.clone();
     let now = s.clock.now();
-    s.write(move |c, fx| decide_in(c, fx, &svc, &user, &id, req, now))
+    // Every check comes before the first write (`resolve_with_receipt`).
+    s.write_checks_first(move |c, fx| decide_in(c, fx, &svc, &user, &id, req, now))
         .await
 }
 
