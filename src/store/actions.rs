@@ -322,8 +322,10 @@ pub fn fts_query(search: &str) -> Option<String> {
 /// A search matching at most this many Actions (in every workspace, as the
 /// FTS index counts them) is driven by its matches: each is read and tested,
 /// and the page sorted; a broader one walks the ordered inbox index and tests
-/// each entry against the set of matches, which then fills a page quickly. Measured at 1M
-/// Actions (docs/benchmarks.md): both ways cost about the same near 2,000.
+/// each entry against the set of matches, which then fills a page quickly.
+/// Measured at 1M Actions (docs/benchmarks.md) when the broad way still
+/// copied its matches into a temporary index: both cost about the same near
+/// 2,000.
 pub const SEARCH_DRIVE_LIMIT: i64 = 2000;
 
 /// Tab counts stop here: a count of COUNT_CAP means "at least that many".
@@ -341,14 +343,24 @@ pub enum Matches {
     /// At most SEARCH_DRIVE_LIMIT matching rowids, as a JSON array: the
     /// queries read them one by one (json_each drives).
     Narrow(String),
-    /// More: every matching rowid, ascending, as 8-byte little-endian
-    /// integers. The list walks its ordered inbox index and tests each entry
-    /// with `hds_matched(?, a.rowid)`, a binary search in this set, and stops
-    /// at the page's end. (`rowid IN (SELECT … MATCH …)` copied every match
-    /// into a temporary index first: 5 of the 7 ms of a word in 2.5 % of a
-    /// million titles.)
+    /// More, up to BROAD_SET_LIMIT: every matching rowid, ascending, as
+    /// 8-byte little-endian integers. The list walks its ordered inbox index
+    /// and tests each entry with `hds_matched(?, a.rowid)`, a binary search
+    /// in this set that needs no table row (keep it testable from the index),
+    /// and stops at the page's end. (`rowid IN (SELECT … MATCH …)` copied
+    /// every match into a temporary index first: 5 of the 7 ms of a word in
+    /// 2.5 % of a million titles.)
     Broad(Vec<u8>),
+    /// More than BROAD_SET_LIMIT: the list query runs the FTS query itself,
+    /// as `rowid IN (SELECT … MATCH …)`, so no request holds megabytes of
+    /// rowids (and each of its copies: one per arm, one per binding).
+    Vast,
 }
+
+/// The most matches a request holds as a `Matches::Broad` set: 2 MiB of
+/// rowids. A part so short that it begins most words (`r`) can match most
+/// titles of the instance.
+pub const BROAD_SET_LIMIT: usize = 1 << 18;
 
 /// Reads the matches of `q`'s search from actions_fts, once per request (the
 /// doclist alone, no row is read).
@@ -356,18 +368,28 @@ pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
     let Search::Fts(m) = inbox_filter(q).search else {
         return Ok(Matches::NotSearched);
     };
-    let mut rowids: Vec<i64> = c
-        .prepare_cached("SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?1")?
-        .query_map([m], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if rowids.len() as i64 > SEARCH_DRIVE_LIMIT {
-        // FTS5 yields them in rowid order already; the sort only checks it.
-        rowids.sort_unstable();
-        rowids.dedup();
-        return Ok(Matches::Broad(
-            rowids.iter().flat_map(|r| r.to_le_bytes()).collect(),
-        ));
+    // FTS5 yields its matches in ascending rowid order (asked for, so that
+    // the planner keeps it); `hds_matched` relies on it.
+    let mut st = c.prepare_cached(
+        "SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?1 ORDER BY rowid LIMIT ?2",
+    )?;
+    let mut rows = st.query(rusqlite::params![m, BROAD_SET_LIMIT as i64 + 1])?;
+    let mut set: Vec<u8> = Vec::new();
+    let mut n = 0usize;
+    while let Some(r) = rows.next()? {
+        set.extend_from_slice(&r.get::<_, i64>(0)?.to_le_bytes());
+        n += 1;
     }
+    if n > BROAD_SET_LIMIT {
+        return Ok(Matches::Vast);
+    }
+    if n as i64 > SEARCH_DRIVE_LIMIT {
+        return Ok(Matches::Broad(set));
+    }
+    let rowids: Vec<i64> = set
+        .chunks_exact(8)
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
+        .collect();
     Ok(Matches::Narrow(serde_json::to_string(&rowids).map_err(
         |e| crate::error::Error::internal(anyhow::anyhow!("rowids as JSON: {e}")),
     )?))
@@ -557,8 +579,8 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
             f.sql.push_str(" AND hds_matched(?, a.rowid)");
             f.args.push(SqlValue::Blob(set.clone()));
         }
-        // Not read yet (`matches`): the FTS set, probed.
-        (Search::Fts(m), Matches::NotSearched) => {
+        // Too many to hold, or not read yet (`matches`): the FTS set, probed.
+        (Search::Fts(m), Matches::Vast | Matches::NotSearched) => {
             f.sql.push_str(
                 " AND a.rowid IN (SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?)",
             );
@@ -738,7 +760,9 @@ pub fn inbox_counts(
     q: &InboxQuery,
     matches: &Matches,
 ) -> Result<Option<InboxCounts>> {
-    if matches!(matches, Matches::Broad(_)) && matches!(inbox_filter(q).search, Search::Fts(_)) {
+    if matches!(matches, Matches::Broad(_) | Matches::Vast)
+        && matches!(inbox_filter(q).search, Search::Fts(_))
+    {
         return Ok(None);
     }
     let mut n = InboxCounts::default();
@@ -871,6 +895,14 @@ mod tests {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
         register_functions(&c).unwrap();
+        // The matches come from the FTS index in rowid order, unsorted.
+        let text = plan(
+            &c,
+            "SELECT rowid FROM actions_fts WHERE actions_fts MATCH ?1 ORDER BY rowid LIMIT ?2",
+            &["x".to_owned().into(), 5.into()],
+        )
+        .join("\n");
+        assert!(!text.contains("TEMP B-TREE"), "{text}");
         let cases: Vec<(&str, InboxQuery, &str)> = vec![
             ("default", query(|_| {}), "actions_inbox "),
             ("environment=all", both(|_| {}), "MERGE"),
@@ -890,6 +922,14 @@ mod tests {
                 "actions_inbox ",
             ),
             ("search+all", both(|q| q.search = Some("x".into())), "MERGE"),
+            (
+                "search+mine",
+                query(|q| {
+                    q.search = Some("x".into());
+                    q.scope = "mine".into();
+                }),
+                "actions_assignee_user",
+            ),
             (
                 "scope=mine",
                 query(|q| q.scope = "mine".into()),
@@ -988,6 +1028,20 @@ mod tests {
             if q.search.is_none() {
                 continue;
             }
+            // Too many matches to hold: the FTS set, probed while the same
+            // index is walked.
+            let (sql, args) = inbox_sql(&q, &Matches::Vast);
+            let vast = plan(&c, &sql, &args);
+            let text = vast.join("\n");
+            assert!(
+                vast.iter().any(|s| s.contains(index)),
+                "{name} vast:\n{text}"
+            );
+            assert!(
+                vast.iter().any(|s| s.contains(":M")),
+                "{name} vast:\n{text}"
+            );
+            assert!(!vast.iter().any(|s| scans(s)), "{name} vast scans:\n{text}");
             // A narrow search: its rowids drive, each match read by rowid.
             let rowids = Matches::Narrow("[1, 2]".into());
             let (sql, args) = inbox_sql(&q, &rowids);

@@ -53,7 +53,14 @@ const STATEMENT_CACHE: usize = 512;
 /// Runs after the batch's COMMIT (None) or its failure (Some).
 type Completion = Box<dyn FnOnce(Option<String>) + Send>;
 /// A write closure; gets None when the transaction could not even begin.
-type Job = Box<dyn FnOnce(Option<&Connection>) -> Completion + Send>;
+type Job = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
+
+/// What a job left: its completion, and whether it spoiled the transaction
+/// (failed after writing, with no savepoint to roll back to).
+struct Ran {
+    done: Completion,
+    spoiled: bool,
+}
 
 #[derive(Clone)]
 pub struct Db {
@@ -160,25 +167,33 @@ impl Db {
         let span = Span::current();
         let job: Job = Box::new(move |conn| {
             let Some(conn) = conn else {
-                return Box::new(move |_| {
-                    let _ = reply.send(Err(Error::internal(anyhow::anyhow!(
-                        "write transaction could not begin"
-                    ))));
-                });
+                return Ran {
+                    done: Box::new(move |_| {
+                        let _ = reply.send(Err(Error::internal(anyhow::anyhow!(
+                            "write transaction could not begin"
+                        ))));
+                    }),
+                    spoiled: false,
+                };
             };
             let _g = span.enter();
-            let result = match undo {
-                Undo::Savepoint => in_savepoint(conn, f),
+            let (result, spoiled) = match undo {
+                Undo::Savepoint => (in_savepoint(conn, f), false),
                 Undo::NothingWritten => checks_first(conn, f),
             };
-            Box::new(move |commit_error: Option<String>| {
-                let out = match (result, commit_error) {
-                    (Ok(v), None) => Ok(v),
-                    (Ok(_), Some(e)) => Err(Error::internal(anyhow::anyhow!("commit failed: {e}"))),
-                    (Err(e), _) => Err(e),
-                };
-                let _ = reply.send(out);
-            })
+            Ran {
+                done: Box::new(move |commit_error: Option<String>| {
+                    let out = match (result, commit_error) {
+                        (Ok(v), None) => Ok(v),
+                        (Ok(_), Some(e)) => {
+                            Err(Error::internal(anyhow::anyhow!("commit failed: {e}")))
+                        }
+                        (Err(e), _) => Err(e),
+                    };
+                    let _ = reply.send(out);
+                }),
+                spoiled,
+            }
         });
         self.writer.send(job).await.map_err(|_| {
             Error::new(
@@ -212,21 +227,28 @@ fn guarded<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Re
     }
 }
 
-/// Runs `f` without a savepoint (`Undo::NothingWritten`). When it fails
-/// after changing a row, the transaction is rolled back here, and the
-/// writer loop, finding the connection in autocommit, fails the batch.
-fn checks_first<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    // Rows changed by INSERT, UPDATE and DELETE, triggers included; a
-    // statement that fails changes none (SQLite undoes it whole).
+/// Runs `f` without a savepoint (`Undo::NothingWritten`); true alongside
+/// its `Err` when it may have changed rows first: the writer loop then rolls
+/// the batch back and fails it.
+///
+/// `total_changes` counts the rows of INSERT, UPDATE and DELETE, triggers
+/// and FTS5 included, so no change goes unseen. It may also count what was
+/// undone (a trigger's rows under a statement that failed, FTS5 flushing
+/// pending terms), which fails a batch that had nothing to undo: so a
+/// closure given to `write_checks_first` refuses before any statement that
+/// fires triggers, writes many rows or opens a savepoint, not only before
+/// its first change.
+fn checks_first<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> (Result<T>, bool) {
     let before = conn.total_changes();
     let result = guarded(conn, f);
-    if let Err(e) = &result
-        && conn.total_changes() != before
-    {
+    let spoiled = result.is_err() && conn.total_changes() != before;
+    if let (Err(e), true) = (&result, spoiled) {
         tracing::error!(error = %e, "a write failed after changing rows; rolling the batch back");
-        let _ = conn.execute_batch("ROLLBACK");
     }
-    result
+    (result, spoiled)
 }
 
 fn in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
@@ -254,7 +276,7 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
             tracing::error!(error = %e, "BEGIN IMMEDIATE failed; failing the batch");
             metrics.batch_done(size, began.elapsed(), false);
             for job in batch {
-                job(None)(Some(e.to_string()));
+                (job(None).done)(Some(e.to_string()));
             }
             continue;
         }
@@ -267,7 +289,7 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
                 let _ = conn.execute_batch("ROLLBACK");
                 metrics.batch_done(size, began.elapsed(), false);
                 for job in batch {
-                    job(None)(Some(e.to_string()));
+                    (job(None).done)(Some(e.to_string()));
                 }
                 continue;
             }
@@ -276,15 +298,20 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
         let mut aborted = None;
         for job in batch {
             if aborted.is_some() {
-                completions.push(job(None));
+                completions.push(job(None).done);
                 continue;
             }
-            completions.push(job(Some(&conn)));
+            let ran = job(Some(&conn));
+            completions.push(ran.done);
             // After SQLITE_FULL, IOERR or NOMEM SQLite may roll the whole
-            // transaction back by itself (and `checks_first` does, after a
-            // failure it cannot undo alone); running later jobs would then
-            // commit each on its own. Stop and fail the batch instead.
-            if conn.is_autocommit() {
+            // transaction back by itself; running later jobs would then
+            // commit each on its own. A job that failed after writing
+            // without a savepoint (`checks_first`) is rolled back here.
+            // Either way, stop and fail the batch.
+            if ran.spoiled || conn.is_autocommit() {
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
                 tracing::error!("the write transaction was rolled back; failing the batch");
                 aborted = Some("the write transaction was rolled back".to_owned());
             }
@@ -441,5 +468,59 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count(db.clone()).await, 42, "the writer goes on");
+
+        // In one batch of three, the one that fails after writing fails the
+        // other two as well, and none of the three is committed. A first
+        // write holds the writer until the three are queued behind it.
+        let (started, running) = tokio::sync::oneshot::channel::<()>();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let hold = tokio::spawn({
+            let db = db.clone();
+            async move {
+                db.write(move |_| {
+                    let _ = started.send(());
+                    let _ = held.recv();
+                    Ok(())
+                })
+                .await
+            }
+        });
+        running.await.unwrap();
+        let three: Vec<_> = (200..203i64)
+            .map(|x| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    db.write_checks_first(move |c| {
+                        c.execute("INSERT INTO t(x, y) VALUES (?1, ?1)", [x])?;
+                        if x == 201 {
+                            return Err(Error::field("x", "rejected after writing"));
+                        }
+                        Ok(())
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for _ in 0..5000 {
+            if db.queue_depth() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(db.queue_depth(), 3, "the three are queued in one batch");
+        release.send(()).unwrap();
+        hold.await.unwrap().unwrap();
+        for t in three {
+            assert!(t.await.unwrap().is_err());
+        }
+        assert_eq!(
+            count(db.clone()).await,
+            42,
+            "nothing of the batch was committed"
+        );
+        db.write_checks_first(|c| Ok(c.execute("INSERT INTO t(x, y) VALUES (300, 300)", [])?))
+            .await
+            .unwrap();
+        assert_eq!(count(db.clone()).await, 43);
     }
 }

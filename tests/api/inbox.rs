@@ -473,14 +473,38 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
     assert_eq!(tab_count(&page, "Open"), None);
     assert_eq!(tab_count(&page, "Resolved"), None);
     assert!(page.contains(r#"id="nav-open-count" title="Open Actions">1,000+<"#));
-    // Both environments merged; and newest first, where the one Action that
-    // does not match ("Rotate…", in the last batch of 18 creates) comes
-    // among the first 18 of the walk and is passed over.
+    // Both environments merged (three test Actions, the newest); and newest
+    // first, where the one Action that does not match ("Rotate…", in the
+    // last batch of 18 live creates) comes among the first 18 of the walk
+    // and is passed over.
+    for i in 0..3 {
+        app.create_action_with(
+            &app.test_key(),
+            two_options(&format!("Deploy test build {i}")),
+        )
+        .await;
+    }
     let found: serde_json::Value = admin
         .get("/v1/me/actions?search=deploy&environment=all&limit=50", 200)
         .await;
     assert_eq!(titles(&found).len(), 50);
     assert_eq!(titles(&found)[0], "Deploy build 7", "the urgent one first");
+    let found: serde_json::Value = admin
+        .get(
+            "/v1/me/actions?search=deploy&environment=all&status=all&limit=3",
+            200,
+        )
+        .await;
+    let mut newest = titles(&found);
+    newest.sort();
+    assert_eq!(
+        newest,
+        [
+            "Deploy test build 0",
+            "Deploy test build 1",
+            "Deploy test build 2"
+        ]
+    );
     let found: serde_json::Value = admin
         .get("/v1/me/actions?search=deploy&status=all&limit=20", 200)
         .await;
@@ -531,5 +555,5 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(indexed, 2002, "each title indexed exactly once");
+    assert_eq!(indexed, 2005, "each title indexed exactly once");
 }
