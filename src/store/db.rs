@@ -377,6 +377,17 @@ pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
 mod tests {
     use super::*;
 
+    /// Awaits every write; how many answered Ok.
+    async fn oks(tasks: Vec<tokio::task::JoinHandle<Result<()>>>) -> usize {
+        let mut ok = 0;
+        for t in tasks {
+            if t.await.unwrap().is_ok() {
+                ok += 1;
+            }
+        }
+        ok
+    }
+
     #[tokio::test(flavor = "multi_thread")]
     async fn a_failing_write_does_not_spoil_its_batch() {
         let dir = tempfile::tempdir().unwrap();
@@ -399,12 +410,7 @@ mod tests {
                 .await
             }));
         }
-        let mut ok = 0;
-        for t in tasks {
-            if t.await.unwrap().is_ok() {
-                ok += 1;
-            }
-        }
+        let ok = oks(tasks).await;
         let n: i64 = db
             .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
             .await
@@ -444,13 +450,7 @@ mod tests {
                 .await
             }));
         }
-        let mut ok = 0;
-        for t in tasks {
-            if t.await.unwrap().is_ok() {
-                ok += 1;
-            }
-        }
-        assert_eq!((ok, count(db.clone()).await), (40, 41));
+        assert_eq!((oks(tasks).await, count(db.clone()).await), (40, 41));
 
         let broken = db
             .write_checks_first(|c| {
