@@ -169,9 +169,11 @@ impl Db {
             let Some(conn) = conn else {
                 return Ran {
                     done: Box::new(move |_| {
-                        let _ = reply.send(Err(Error::internal(anyhow::anyhow!(
-                            "write transaction could not begin"
-                        ))));
+                        let _ = reply.send(Err(Error::new(
+                            Code::Unavailable,
+                            "the write was not run: its transaction failed; retry shortly",
+                        )
+                        .retry_after(1)));
                     }),
                     spoiled: false,
                 };
@@ -185,8 +187,15 @@ impl Db {
                 done: Box::new(move |commit_error: Option<String>| {
                     let out = match (result, commit_error) {
                         (Ok(v), None) => Ok(v),
+                        // Nothing of it was committed (a full disk, or a
+                        // job beside it that spoiled the batch): worth a retry.
                         (Ok(_), Some(e)) => {
-                            Err(Error::internal(anyhow::anyhow!("commit failed: {e}")))
+                            tracing::warn!(error = %e, "a write was not committed");
+                            Err(Error::new(
+                                Code::Unavailable,
+                                "the write was not committed, and nothing of it was kept; retry shortly",
+                            )
+                            .retry_after(1))
                         }
                         (Err(e), _) => Err(e),
                     };
@@ -510,9 +519,16 @@ mod tests {
         assert_eq!(db.queue_depth(), 3, "the three are queued in one batch");
         release.send(()).unwrap();
         hold.await.unwrap().unwrap();
+        let mut codes = Vec::new();
         for t in three {
-            assert!(t.await.unwrap().is_err());
+            codes.push(t.await.unwrap().unwrap_err().code);
         }
+        codes.sort_by_key(|c| c.as_str());
+        assert_eq!(
+            codes,
+            [Code::Unavailable, Code::Unavailable, Code::ValidationError],
+            "the other two may retry"
+        );
         assert_eq!(
             count(db.clone()).await,
             42,
