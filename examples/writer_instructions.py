@@ -21,6 +21,7 @@ Needs valgrind (Debian package `valgrind`).
 import glob
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -30,8 +31,12 @@ BENCH = os.path.join(HERE, "..", "target", "release", "examples", "bench")
 
 
 def profile_counts(path, func):
-    """(calls to functions whose name contains `func`, total Ir, runs the writer loop)."""
-    names, calls, total, cfn, writer = {}, 0, 0, None, False
+    """(calls to the function named `func`, total Ir, runs the writer loop).
+
+    Parses callgrind's format with compressed names (`fn=(id) name` once,
+    then `fn=(id)`); `calls=` lines follow their `cfn=`. A profile cut short
+    (no `totals:` line at its end) counts as nothing."""
+    names, calls, total, cfn, writer = {}, 0, None, None, False
     with open(path, errors="replace") as f:
         for line in f:
             m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
@@ -43,11 +48,13 @@ def profile_counts(path, func):
                 cfn = names.get(i, "") if kind == "cfn" else None
                 continue
             if line.startswith("calls=") and cfn is not None:
-                if func in cfn:
+                if cfn == func:
                     calls += int(line.split()[0][len("calls="):])
                 cfn = None
-            elif line.startswith("summary:"):
+            elif line.startswith("totals:"):
                 total = int(line.split()[1])
+    if total is None:
+        return 0, 0, False
     return calls, total, writer
 
 
@@ -57,7 +64,8 @@ def measure(hds, out_dir):
     with open(wrapper, "w") as f:
         f.write(
             "#!/bin/sh\nexec valgrind --tool=callgrind --separate-threads=yes "
-            f"--dump-instr=no --callgrind-out-file={tag}.%p {os.path.abspath(hds)} \"$@\"\n"
+            f"--dump-instr=no --callgrind-out-file={shlex.quote(tag)}.%p "
+            f"{shlex.quote(os.path.abspath(hds))} \"$@\"\n"
         )
     os.chmod(wrapper, 0o755)
     run = subprocess.run(
@@ -72,7 +80,7 @@ def measure(hds, out_dir):
         calls, total, writer = profile_counts(path, "hds::store::actions::insert")
         if writer and calls:
             return calls, total
-    sys.exit(f"no writer thread profile with creates for {hds} in {out_dir}")
+    sys.exit(f"no complete writer thread profile with creates for {hds}")
 
 
 def main():

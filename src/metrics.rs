@@ -197,7 +197,7 @@ impl Metrics {
         );
         registry.register(
             "writer_failed_batches",
-            "Write transactions that failed to begin or commit (every job in them failed)",
+            "Write transactions that failed to begin or commit, or were rolled back whole (every job in them failed)",
             writer.failed_batches.clone(),
         );
         let queue_depth = Gauge::default();

@@ -51,7 +51,17 @@ const READ_POOL_SIZE: u32 = 4;
 const STATEMENT_CACHE: usize = 512;
 
 /// Runs after the batch's COMMIT (None) or its failure (Some).
-type Completion = Box<dyn FnOnce(Option<String>) + Send>;
+type Completion = Box<dyn FnOnce(Option<&Failed>) + Send>;
+
+/// Why a batch was not committed.
+#[derive(Debug)]
+enum Failed {
+    /// Rolled back for certain (or never begun): nothing of it was kept.
+    RolledBack,
+    /// COMMIT itself failed. In WAL mode its frames may still have reached
+    /// the log and come back after a crash: the outcome is unknown.
+    Commit(String),
+}
 /// A write closure; gets None when the transaction could not even begin.
 type Job = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
 
@@ -180,22 +190,22 @@ impl Db {
             };
             let _g = span.enter();
             let (result, spoiled) = match undo {
-                Undo::Savepoint => (in_savepoint(conn, f), false),
+                Undo::Savepoint => in_savepoint(conn, f),
                 Undo::NothingWritten => checks_first(conn, f),
             };
             Ran {
-                done: Box::new(move |commit_error: Option<String>| {
-                    let out = match (result, commit_error) {
+                done: Box::new(move |failed: Option<&Failed>| {
+                    let out = match (result, failed) {
                         (Ok(v), None) => Ok(v),
-                        // Nothing of it was committed (a full disk, or a
-                        // job beside it that spoiled the batch): worth a retry.
-                        (Ok(_), Some(e)) => {
-                            tracing::warn!(error = %e, "a write was not committed");
-                            Err(Error::new(
-                                Code::Unavailable,
-                                "the write was not committed, and nothing of it was kept; retry shortly",
-                            )
-                            .retry_after(1))
+                        // Nothing of it was kept (a full disk, or a job beside
+                        // it that spoiled the batch): worth a retry.
+                        (Ok(_), Some(Failed::RolledBack)) => Err(Error::new(
+                            Code::Unavailable,
+                            "the write was not committed, and nothing of it was kept; retry shortly",
+                        )
+                        .retry_after(1)),
+                        (Ok(_), Some(Failed::Commit(e))) => {
+                            Err(Error::internal(anyhow::anyhow!("commit failed: {e}")))
                         }
                         (Err(e), _) => Err(e),
                     };
@@ -260,15 +270,43 @@ fn checks_first<T>(
     (result, spoiled)
 }
 
-fn in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+/// Runs `f` in its own savepoint; true alongside the result when the
+/// savepoint could not be rolled back to or released, which leaves the
+/// transaction holding what `f` did: the writer loop then fails the batch.
+fn in_savepoint<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> (Result<T>, bool) {
     // Cached statements: parsing these three on every job showed in profiles.
-    conn.prepare_cached("SAVEPOINT job")?.execute([])?;
-    let result = guarded(conn, f);
-    if result.is_err() {
-        conn.prepare_cached("ROLLBACK TO job")?.execute([])?;
+    let run = |sql: &str| -> Result<()> {
+        conn.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    };
+    if let Err(e) = run("SAVEPOINT job") {
+        return (Err(e), false);
     }
-    conn.prepare_cached("RELEASE job")?.execute([])?;
-    result
+    let result = guarded(conn, f);
+    if result.is_err()
+        && let Err(e) = run("ROLLBACK TO job")
+    {
+        tracing::error!(error = %e, "ROLLBACK TO a job's savepoint failed; failing the batch");
+        return (result, true);
+    }
+    if let Err(e) = run("RELEASE job") {
+        tracing::error!(error = %e, "RELEASE of a job's savepoint failed; failing the batch");
+        return (result.and(Err(e)), true);
+    }
+    (result, false)
+}
+
+/// Rolls the open transaction back, if there is one. A ROLLBACK that fails
+/// is logged; the next batch tries again before it begins.
+fn rollback(conn: &Connection) {
+    if !conn.is_autocommit()
+        && let Err(e) = conn.execute_batch("ROLLBACK")
+    {
+        tracing::error!(error = %e, "ROLLBACK failed");
+    }
 }
 
 fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMetrics) {
@@ -281,11 +319,13 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
             }
         }
         let (size, began) = (batch.len(), Instant::now());
+        // A transaction left open by a ROLLBACK that failed.
+        rollback(&conn);
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             tracing::error!(error = %e, "BEGIN IMMEDIATE failed; failing the batch");
             metrics.batch_done(size, began.elapsed(), false);
             for job in batch {
-                (job(None).done)(Some(e.to_string()));
+                (job(None).done)(Some(&Failed::RolledBack));
             }
             continue;
         }
@@ -295,18 +335,18 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
             Ok(n) => n,
             Err(e) => {
                 tracing::error!(error = %e, "reading the last Action failed; failing the batch");
-                let _ = conn.execute_batch("ROLLBACK");
+                rollback(&conn);
                 metrics.batch_done(size, began.elapsed(), false);
                 for job in batch {
-                    (job(None).done)(Some(e.to_string()));
+                    (job(None).done)(Some(&Failed::RolledBack));
                 }
                 continue;
             }
         };
         let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
-        let mut aborted = None;
+        let mut aborted = false;
         for job in batch {
-            if aborted.is_some() {
+            if aborted {
                 completions.push(job(None).done);
                 continue;
             }
@@ -314,35 +354,31 @@ fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<Job>, metrics: &WriterMe
             completions.push(ran.done);
             // After SQLITE_FULL, IOERR or NOMEM SQLite may roll the whole
             // transaction back by itself; running later jobs would then
-            // commit each on its own. A job that failed after writing
-            // without a savepoint (`checks_first`) is rolled back here.
-            // Either way, stop and fail the batch.
+            // commit each on its own. A job that left its writes in the
+            // transaction after failing (`checks_first`, `in_savepoint`) is
+            // rolled back here. Either way, stop and fail the batch.
             if ran.spoiled || conn.is_autocommit() {
-                if !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
+                rollback(&conn);
                 tracing::error!("the write transaction was rolled back; failing the batch");
-                aborted = Some("the write transaction was rolled back".to_owned());
+                aborted = true;
             }
         }
-        if aborted.is_none()
-            && let Err(e) = crate::store::actions::index_new_rows(&conn, indexed)
-        {
+        if !aborted && let Err(e) = crate::store::actions::index_new_rows(&conn, indexed) {
             tracing::error!(error = %e, "indexing new Actions failed; rolling the batch back");
-            let _ = conn.execute_batch("ROLLBACK");
-            aborted = Some(e.to_string());
+            rollback(&conn);
+            aborted = true;
         }
-        let commit_error = match aborted {
-            Some(e) => Some(e),
-            None => conn.execute_batch("COMMIT").err().map(|e| {
+        let failed = match aborted {
+            true => Some(Failed::RolledBack),
+            false => conn.execute_batch("COMMIT").err().map(|e| {
                 tracing::error!(error = %e, "COMMIT failed; rolling the batch back");
-                let _ = conn.execute_batch("ROLLBACK");
-                e.to_string()
+                rollback(&conn);
+                Failed::Commit(e.to_string())
             }),
         };
-        metrics.batch_done(size, began.elapsed(), commit_error.is_none());
+        metrics.batch_done(size, began.elapsed(), failed.is_none());
         for done in completions {
-            done(commit_error.clone());
+            done(failed.as_ref());
         }
     }
 }
