@@ -6,7 +6,9 @@ next; instruction counts do not. This runs `examples/bench` (creates, 16
 clients, 10 s) against each given `hds` binary started under
 `valgrind --tool=callgrind --separate-threads=yes`, finds the writer
 thread's profile (the thread that runs `hds::store::db::writer_loop`), and
-divides its instructions by the calls to `hds::store::actions::insert`.
+divides its instructions by the Actions in the database afterwards (the
+bench's data dir is kept for that; a count of calls to a function would
+depend on what the compiler inlined).
 Counts cover user space only (SQLite, the job, serialisation), not the
 kernel's write and fsync. Under valgrind the server runs ~100x slower, so
 batches are larger than at full speed; compare binaries with each other,
@@ -14,6 +16,10 @@ not with the bench's µs figures.
 
     cargo build --release --bins --examples
     python3 examples/writer_instructions.py /path/to/old/hds target/release/hds
+    python3 examples/writer_instructions.py --keyed target/release/hds
+
+`--keyed` sends every create with its own `Idempotency-Key` (the bench's
+keyed phase).
 
 Needs valgrind (Debian package `valgrind`).
 """
@@ -22,6 +28,7 @@ import glob
 import os
 import re
 import shlex
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -30,35 +37,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "target", "release", "examples", "bench")
 
 
-def profile_counts(path, func):
-    """(calls to the function named `func`, total Ir, runs the writer loop).
+def profile_total(path):
+    """(total Ir, runs the writer loop) of one thread's profile.
 
     Parses callgrind's format with compressed names (`fn=(id) name` once,
-    then `fn=(id)`); `calls=` lines follow their `cfn=`. A profile cut short
-    (no `totals:` line at its end) counts as nothing."""
-    names, calls, total, cfn, writer = {}, 0, None, None, False
+    then `fn=(id)`). A profile cut short (no `totals:` line at its end)
+    counts as nothing."""
+    total, writer = None, False
     with open(path, errors="replace") as f:
         for line in f:
-            m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+            m = re.match(r"^c?fn=\(\d+\) (.*)$", line.rstrip("\n"))
             if m:
-                kind, i, name = m.groups()
-                if name:
-                    names[i] = name
-                    writer = writer or "hds::store::db::writer_loop" in name
-                cfn = names.get(i, "") if kind == "cfn" else None
-                continue
-            if line.startswith("calls=") and cfn is not None:
-                if cfn == func:
-                    calls += int(line.split()[0][len("calls="):])
-                cfn = None
+                # The writer loop itself may be inlined into its thread.
+                writer = writer or re.search(r"hds::store::db::(writer_loop|guarded)\b", m.group(1)) is not None
             elif line.startswith("totals:"):
                 total = int(line.split()[1])
     if total is None:
-        return 0, 0, False
-    return calls, total, writer
+        return 0, False
+    return total, writer
 
 
-def measure(hds, out_dir):
+def measure(hds, out_dir, phase):
     tag = os.path.join(out_dir, "cg")
     wrapper = os.path.join(out_dir, "hds-under-callgrind")
     with open(wrapper, "w") as f:
@@ -68,28 +67,39 @@ def measure(hds, out_dir):
             f"{shlex.quote(os.path.abspath(hds))} \"$@\"\n"
         )
     os.chmod(wrapper, 0o755)
+    data = os.path.join(out_dir, "data")
+    os.mkdir(data)
     run = subprocess.run(
-        [BENCH, "--hds", wrapper, "--phases", "creates", "--concurrency", "16", "--duration", "10"],
+        [BENCH, "--hds", wrapper, "--phases", phase, "--concurrency", "16", "--duration", "10",
+         "--keep-data", "--data-parent", data],
         capture_output=True,
         text=True,
         timeout=600,
     )
     if run.returncode != 0:
         sys.exit(f"bench failed for {hds}:\n{run.stderr[-2000:]}")
+    dbs = glob.glob(os.path.join(data, "*", "hds.db"))
+    if len(dbs) != 1:
+        sys.exit(f"expected one kept database under {data}, found {dbs}")
+    with sqlite3.connect(dbs[0]) as c:
+        creates = c.execute("SELECT count(*) FROM actions").fetchone()[0]
     for path in glob.glob(tag + ".*-*"):
-        calls, total, writer = profile_counts(path, "hds::store::actions::insert")
-        if writer and calls:
-            return calls, total
-    sys.exit(f"no complete writer thread profile with creates for {hds}")
+        total, writer = profile_total(path)
+        if writer and total:
+            return creates, total
+    sys.exit(f"no complete writer thread profile for {hds}")
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    phase = "keyed" if args[:1] == ["--keyed"] else "creates"
+    binaries = args[1:] if phase == "keyed" else args
+    if not binaries:
         sys.exit(__doc__)
-    print(f"{'binary':<40} {'creates':>8} {'writer Ir':>14} {'Ir per create':>14}")
-    for hds in sys.argv[1:]:
+    print(f"{'binary':<40} {'creates':>8} {'writer Ir':>14} {'Ir per create':>14}  ({phase})")
+    for hds in binaries:
         with tempfile.TemporaryDirectory(prefix="hds-cg-") as d:
-            calls, total = measure(hds, d)
+            calls, total = measure(hds, d, phase)
         print(f"{hds:<40} {calls:>8} {total:>14,} {total // calls:>14,}")
 
 

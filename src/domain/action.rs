@@ -612,10 +612,47 @@ pub struct ActionRecord {
     pub work: Work,
 }
 
+impl ActionRecord {
+    /// The Action as its create answered it, rebuilt from the stored one:
+    /// open, never decided, snoozed, commented on or asked for context,
+    /// `updated_at` its creation time. Exact only while the spec (and so the
+    /// version and fingerprint) is still as created, and only for an Action
+    /// created without naming people (the answer completes them from the
+    /// members): the idempotency store rebuilds a create's answer with it
+    /// only then, and every write to the spec keeps the answer's text first
+    /// (`store::idempotency::keep_answer`).
+    pub fn as_created(&self) -> ActionRecord {
+        ActionRecord {
+            status: Status::Open,
+            resolution: None,
+            receipt: None,
+            outcome: None,
+            snoozed_until: None,
+            updated_at: self.created_at.clone(),
+            closed_at: None,
+            work: Work::from_spec(&self.spec),
+            ..self.clone()
+        }
+    }
+}
+
+/// The JSON text of a single-Action answer, `{"data": …, "idempotent_replay": …}`.
+pub fn envelope_json(a: &ActionRecord, replay: bool) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct Envelope {
+        data: ActionOut,
+        idempotent_replay: bool,
+    }
+    serde_json::to_string(&Envelope {
+        data: ActionOut::from(a),
+        idempotent_replay: replay,
+    })
+}
+
 /// The Action as the API shows it (guide: "The Action object"): every field always present,
 /// `null` when unset. It lives beside the record rather than in
 /// `http::api::wire` because use cases build replies that the idempotency
-/// store keeps and replays (`service::actions::envelope`).
+/// store keeps and replays (`envelope_json`).
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct ActionOut {
     pub id: String,

@@ -51,15 +51,7 @@ pub(crate) fn envelope(a: &ActionRecord, replay: bool) -> Value {
 /// `envelope` as JSON text, serialised straight from the record (a create
 /// sends and stores this text): no `Value` map built and dropped between.
 fn envelope_json(a: &ActionRecord, replay: bool) -> Result<String> {
-    #[derive(serde::Serialize)]
-    struct Envelope {
-        data: ActionOut,
-        idempotent_replay: bool,
-    }
-    Ok(serde_json::to_string(&Envelope {
-        data: ActionOut::from(a),
-        idempotent_replay: replay,
-    })?)
+    Ok(crate::domain::action::envelope_json(a, replay)?)
 }
 
 /// Reads an Action the Source owns, in the key's environment; 404 otherwise.
@@ -229,7 +221,7 @@ pub async fn create(
                 {
                     if open.fingerprint == a.fingerprint {
                         let json = envelope_json(&open, true)?;
-                        return Ok(Serialised { status: 200, json });
+                        return Ok(Serialised { status: 200, json, rebuilt_from: None });
                     }
                     return Err(Error::new(Code::DedupeConflict, "an open Action with this dedupe_key has different content; cancel or resolve it first, or use another dedupe_key")
                         .with_detail("action_id", open.id.clone())
@@ -246,15 +238,17 @@ pub async fn create(
                 // People named by id or e-mail are shown as GET shows them
                 // (completed from the members); only then is the answer
                 // serialised here, in the writer.
-                let json = match created {
+                // A replay rebuilds the answer from the Action (only
+                // its id is stored) unless people were completed into it.
+                let (json, rebuilt_from) = match created {
                     None => {
                         let mut shown = a.clone();
                         crate::store::work::annotate(c, std::slice::from_mut(&mut shown))?;
-                        envelope_json(&shown, false)?
+                        (envelope_json(&shown, false)?, None)
                     }
-                    Some(json) => json,
+                    Some(json) => (json, Some(a.id.clone())),
                 };
-                Ok(Serialised { status: 201, json })
+                Ok(Serialised { status: 201, json, rebuilt_from })
             })
         })
         .await?;

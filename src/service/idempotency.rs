@@ -160,7 +160,7 @@ pub fn run(
     let stored = store::New {
         request_hash,
         status_code: status,
-        response: &body.to_string(),
+        response: store::Answer::Text(&body.to_string()),
         created_at: now,
     };
     store::put(c, &src.source_id, src.environment, key, &stored)?;
@@ -176,6 +176,10 @@ pub fn run(
 pub struct Serialised {
     pub status: u16,
     pub json: String,
+    /// The Action this answer shows as it was just created, when a replay
+    /// can rebuild the answer from it (`ActionRecord::as_created`): then
+    /// only the id is stored, not the text.
+    pub rebuilt_from: Option<String>,
 }
 
 /// What `run_serialised` gives: the work's own answer, or a stored one.
@@ -206,7 +210,10 @@ pub fn run_serialised(
     let stored = store::New {
         request_hash,
         status_code: fresh.status,
-        response: &fresh.json,
+        response: match &fresh.rebuilt_from {
+            Some(id) => store::Answer::Created(id),
+            None => store::Answer::Text(&fresh.json),
+        },
         created_at,
     };
     store::put(c, &src.source_id, src.environment, key, &stored)?;

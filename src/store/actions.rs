@@ -164,8 +164,10 @@ pub fn open_by_dedupe_key(
 /// `actions_fts_update` trigger, which removes the old title's terms first:
 /// never call this in the transaction that created the Action, whose title
 /// `index_new_rows` indexes only before COMMIT (PATCH cannot: the id
-/// reaches the Source after the create committed).
+/// reaches the Source after the create committed). A keyed create's answer
+/// that a replay would rebuild from the Action is kept as text first.
 pub fn update_spec(c: &Connection, a: &ActionRecord) -> Result<()> {
+    crate::store::idempotency::keep_answer(c, &a.id)?;
     c.prepare_cached(
         "UPDATE actions SET spec = ?1, title = ?2, priority = ?3, priority_rank = ?4, action_version = ?5,
             fingerprint = ?6, expires_at = ?7, updated_at = ?8, assignee_email = ?10 WHERE id = ?9 AND status = 'open'",

@@ -1,12 +1,19 @@
 //! Stored responses of idempotent requests (guide: "Idempotency"). The response row is
 //! written in the same transaction as the side effect, so a replay can never
 //! disagree with what happened.
+//!
+//! Most keyed requests are creates whose answer is the new Action itself
+//! (about 2 KB of JSON, a whole page of its own per row). Their row keeps
+//! only the Action's id, and a replay rebuilds the answer from the Action
+//! (`ActionRecord::as_created`); the text is kept (`keep_answer`) before
+//! the first write that could make the rebuilt answer differ: a PATCH of
+//! the spec, or a claim or assignment, which write the assignee into it.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use crate::domain::action::Environment;
-use crate::error::Result;
+use crate::domain::action::{Environment, envelope_json};
+use crate::error::{Error, Result};
 
 pub struct Stored {
     pub request_hash: String,
@@ -16,33 +23,87 @@ pub struct Stored {
 
 pub fn get(c: &Connection, source_id: &str, env: Environment, key: &str) -> Result<Option<Stored>> {
     let row = c
-        .prepare_cached("SELECT request_hash, status_code, response FROM idempotency_keys WHERE source_id = ?1 AND environment = ?2 AND key = ?3")?
-        .query_row(params![source_id, env.as_str(), key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u16>(1)?, r.get::<_, String>(2)?)))
-        .optional()?;
-    row.map(|(request_hash, status_code, body)| {
-        Ok(Stored {
-            request_hash,
-            status_code,
-            response: serde_json::from_str(&body)?,
+        .prepare_cached("SELECT request_hash, status_code, response, action_id FROM idempotency_keys WHERE source_id = ?1 AND environment = ?2 AND key = ?3")?
+        .query_row(params![source_id, env.as_str(), key], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, u16>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, Option<String>>(3)?))
         })
-    })
-    .transpose()
+        .optional()?;
+    let Some((request_hash, status_code, text, action_id)) = row else {
+        return Ok(None);
+    };
+    let text = match (text, action_id) {
+        (Some(text), _) => text,
+        (None, Some(id)) => created_answer(c, &id)?,
+        (None, None) => {
+            return Err(Error::internal(anyhow::anyhow!(
+                "a stored response has neither text nor Action"
+            )));
+        }
+    };
+    Ok(Some(Stored {
+        request_hash,
+        status_code,
+        response: serde_json::from_str(&text)?,
+    }))
 }
 
-/// A new stored response. `response` is the JSON text as sent, so the writer
-/// thread stores what the caller already serialised instead of serialising again.
+/// The answer the create of Action `id` sent.
+fn created_answer(c: &Connection, id: &str) -> Result<String> {
+    let a = crate::store::actions::get(c, id)?.ok_or_else(|| {
+        Error::internal(anyhow::anyhow!(
+            "the Action of a stored create answer is missing"
+        ))
+    })?;
+    Ok(envelope_json(&a.as_created(), false)?)
+}
+
+/// What a new row keeps to answer a replay with.
+pub enum Answer<'a> {
+    /// The JSON text as sent, so the writer thread stores what the caller
+    /// already serialised instead of serialising again.
+    Text(&'a str),
+    /// The answer of a create that named no people, rebuilt from this
+    /// Action on replay.
+    Created(&'a str),
+}
+
+/// A new stored response.
 pub struct New<'a> {
     pub request_hash: &'a str,
     pub status_code: u16,
-    pub response: &'a str,
+    pub response: Answer<'a>,
     pub created_at: &'a str,
 }
 
 pub fn put(c: &Connection, source_id: &str, env: Environment, key: &str, s: &New) -> Result<()> {
+    let (text, action_id) = match s.response {
+        Answer::Text(t) => (Some(t), None),
+        Answer::Created(id) => (None, Some(id)),
+    };
     c.prepare_cached(
-        "INSERT INTO idempotency_keys(source_id, environment, key, request_hash, status_code, response, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO idempotency_keys(source_id, environment, key, request_hash, status_code, response, action_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
-    .execute(params![source_id, env.as_str(), key, s.request_hash, s.status_code, s.response, s.created_at])?;
+    .execute(params![source_id, env.as_str(), key, s.request_hash, s.status_code, text, action_id, s.created_at])?;
+    Ok(())
+}
+
+/// Stores the text of the create answer of Action `id` if a replay would
+/// rebuild it: call before any write that changes the Action's spec (PATCH,
+/// claim, assign), while the Action is still as it was created. Costs one
+/// probe of a partial index when there is none (every Action created
+/// without a key, and every one whose answer is already kept).
+pub fn keep_answer(c: &Connection, id: &str) -> Result<()> {
+    let row: Option<i64> = c
+        .prepare_cached("SELECT rowid FROM idempotency_keys WHERE action_id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    if let Some(rowid) = row {
+        let text = created_answer(c, id)?;
+        c.prepare_cached(
+            "UPDATE idempotency_keys SET response = ?1, action_id = NULL WHERE rowid = ?2",
+        )?
+        .execute(params![text, rowid])?;
+    }
     Ok(())
 }
 

@@ -26,6 +26,7 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0017_lighter_creates.sql")),
         M::up(include_str!("../../migrations/0018_plainer_writes.sql")),
+        M::up(include_str!("../../migrations/0019_rebuilt_answers.sql")),
     ])
 }
 
@@ -102,5 +103,36 @@ mod tests {
             )
             .unwrap();
         assert_eq!(sequenced, 0);
+    }
+
+    /// 0019 on a database of schema 18: stored responses keep their text;
+    /// a new row has its text or an Action's id, exactly one of them.
+    #[test]
+    fn migration_19_keeps_stored_responses() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 18).unwrap();
+        c.execute_batch(
+            r#"INSERT INTO idempotency_keys(source_id, environment, key, request_hash, status_code, response, created_at)
+               VALUES ('src_1', 'live', 'k1', 'h', 201, '{"data":{}}', '2026');"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let row: (String, Option<String>, Option<String>) = c
+            .query_row(
+                "SELECT key, response, action_id FROM idempotency_keys",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(row, ("k1".into(), Some(r#"{"data":{}}"#.into()), None));
+        c.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
+        for (response, action_id) in [(None, None), (Some("{}"), Some("act_1"))] {
+            let refused = c.execute(
+                "INSERT INTO idempotency_keys(source_id, environment, key, request_hash, status_code, response, action_id, created_at)
+                 VALUES ('src_1', 'live', 'k2', 'h', 201, ?1, ?2, '2026')",
+                rusqlite::params![response, action_id],
+            );
+            assert!(refused.is_err(), "{response:?} {action_id:?}");
+        }
     }
 }

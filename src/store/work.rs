@@ -162,6 +162,9 @@ pub fn set_assignee(
     to: Option<&Member>,
     now: &str,
 ) -> Result<bool> {
+    // The assignee goes into the spec, from which a replay of a keyed create
+    // would rebuild its answer: that answer is kept as text first.
+    crate::store::idempotency::keep_answer(c, action_id)?;
     let n = match to {
         Some(m) => c
             .prepare_cached(

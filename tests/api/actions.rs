@@ -742,3 +742,136 @@ async fn odd_headers_paths_and_numbers_get_precise_errors() {
     let list: Value = admin.get("/v1/me/actions?status=all", 200).await;
     assert_eq!(list["data"], json!([]));
 }
+
+/// A keyed create stores only the Action's id, and a replay rebuilds the
+/// first answer from it: the replay equals that answer however the Action
+/// changed since (decided, commented on, asked for context, snoozed,
+/// claimed, PATCHed), because the answer's text is kept before the first
+/// write that could make a rebuilt one differ.
+#[tokio::test]
+async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
+    use hds::domain::access::Role;
+    let app = TestApp::spawn().await;
+    let key = app.live_key();
+    let reviewer = app.member(Role::Reviewer);
+    let stored = |k: &'static str| {
+        let db = app.state.services.db.clone();
+        async move {
+            db.read(move |c| {
+                Ok(c.query_row(
+                    "SELECT response IS NOT NULL, action_id IS NOT NULL FROM idempotency_keys WHERE key = ?1",
+                    [k],
+                    |r| Ok((r.get::<_, bool>(0)?, r.get::<_, bool>(1)?)),
+                )?)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let rich = |title: &str| {
+        json!({
+            "title": title, "description": "Rolls out **v42** — ünïcödé ✓", "priority": "high",
+            "options": [{"label": "Ship it"}, {"id": "hold", "label": "Hold", "style": "destructive"}],
+            "context": [{"type": "diff", "diff": "-a\n+b"}, {"type": "kv", "items": [{"key": "env", "value": "prod"}]}],
+            "decision_class": "deploy",
+            "decision_context": {"z": 1, "a": [1.5, 1e-7, 9007199254740991i64, -0.25, null, true], "m": {"é": "\u{1F600}"}},
+            "metadata": {"run": 7, "ratio": 0.1, "nested": {"b": [], "a": {}}},
+            "open_url": "https://ci.example.com/run/7", "context_request_mode": "poll",
+            "callback_url": "https://hooks.example.com/hds",
+            "controls": [{"key": "rerun", "label": "Re-run", "kind": "callback", "mutating": true, "confirm": "Re-run?"}],
+        })
+    };
+    let create = |k: &'static str, body: Value| {
+        let key = key.clone();
+        let app = &app;
+        async move {
+            app.call(
+                Method::POST,
+                "/v1/actions",
+                Some(&key),
+                Some(&body),
+                &[("idempotency-key", k)],
+            )
+            .await
+        }
+    };
+    // What a replay of key `k` must answer: the first answer, flagged.
+    let replays = |k: &'static str, body: Value, first: Value| {
+        let create = &create;
+        async move {
+            let again = create(k, body).await;
+            again.ok(201);
+            assert_eq!(again.headers["idempotent-replayed"], "true");
+            assert_eq!(again.body["idempotent_replay"], true);
+            assert_eq!(again.body["data"], first, "replay of {k}");
+        }
+    };
+
+    // 1. Rebuilt while the Action changes in ways the spec does not show.
+    let body = rich("Deploy api v42");
+    let first = create("rebuilt-1", body.clone()).await;
+    let first = first.ok(201)["data"].clone();
+    assert_eq!(stored("rebuilt-1").await, (false, true));
+    replays("rebuilt-1", body.clone(), first.clone()).await;
+    let id = first["id"].as_str().unwrap().to_owned();
+    let at = |what: &str| format!("/v1/actions/{id}/{what}");
+    reviewer
+        .post::<Value>(&at("comments"), json!({"body": "Looks fine."}), 201)
+        .await;
+    reviewer
+        .post::<Value>(
+            &at("context-requests"),
+            json!({"question": "Which region?"}),
+            201,
+        )
+        .await;
+    let in_an_hour =
+        hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+    reviewer
+        .post::<Value>(&at("snooze"), json!({"until": in_an_hour}), 200)
+        .await;
+    let now: Value = reviewer.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(now["data"]["comment_count"], 1);
+    assert_eq!(now["data"]["context_requests"].as_array().unwrap().len(), 1);
+    replays("rebuilt-1", body.clone(), first.clone()).await;
+    app.decide(&first, json!({"option_id": "ship_it"}))
+        .await
+        .ok(200);
+    replays("rebuilt-1", body.clone(), first.clone()).await;
+    assert_eq!(stored("rebuilt-1").await, (false, true));
+
+    // 2. A claim writes the assignee into the spec: the text is kept first.
+    let body = rich("Deploy api v43");
+    let first = create("claimed-1", body.clone()).await.ok(201)["data"].clone();
+    let id = first["id"].as_str().unwrap();
+    reviewer
+        .post::<Value>(&format!("/v1/actions/{id}/claim"), json!(null), 200)
+        .await;
+    assert_eq!(stored("claimed-1").await, (true, false));
+    replays("claimed-1", body.clone(), first.clone()).await;
+    assert_eq!(first["assignee"], Value::Null);
+
+    // 3. So does a PATCH, material or not; later ones find it kept.
+    for (k, patches) in [
+        ("patched-1", vec![json!({"metadata": {"run": 8}})]),
+        (
+            "patched-2",
+            vec![
+                json!({"title": "Deploy api v45"}),
+                json!({"priority": "low"}),
+            ],
+        ),
+    ] {
+        let body = rich(k);
+        let first = create(k, body.clone()).await.ok(201)["data"].clone();
+        let path = format!("/v1/actions/{}", first["id"].as_str().unwrap());
+        for p in patches {
+            app.patch(&path, &key, p).await.ok(200);
+        }
+        assert_eq!(stored(k).await, (true, false));
+        replays(k, body.clone(), first.clone()).await;
+    }
+    // The same key with another body is still refused.
+    let other = create("patched-1", rich("another")).await;
+    other.error(409, "IDEMPOTENCY_KEY_REUSED");
+}
