@@ -10,7 +10,8 @@ divides its instructions by the Actions in the database afterwards (the
 bench's data dir is kept for that; a count of calls to a function would
 depend on what the compiler inlined).
 Counts cover user space only (SQLite, the job, serialisation), not the
-kernel's write and fsync. Under valgrind the server runs ~100x slower, so
+kernel's write and fsync. The last column divides the instructions of every
+thread of the server (HTTP, parsing, hashing, the writer) by the creates. Under valgrind the server runs ~100x slower, so
 batches are larger than at full speed; compare binaries with each other,
 not with the bench's µs figures.
 
@@ -83,11 +84,15 @@ def measure(hds, out_dir, phase):
         sys.exit(f"expected one kept database under {data}, found {dbs}")
     with sqlite3.connect(dbs[0]) as c:
         creates = c.execute("SELECT count(*) FROM actions").fetchone()[0]
+    writer_total, all_total = None, 0
     for path in glob.glob(tag + ".*-*"):
         total, writer = profile_total(path)
+        all_total += total
         if writer and total:
-            return creates, total
-    sys.exit(f"no complete writer thread profile for {hds}")
+            writer_total = total
+    if writer_total is None:
+        sys.exit(f"no complete writer thread profile for {hds}")
+    return creates, writer_total, all_total
 
 
 def main():
@@ -96,11 +101,11 @@ def main():
     binaries = args[1:] if phase == "keyed" else args
     if not binaries:
         sys.exit(__doc__)
-    print(f"{'binary':<40} {'creates':>8} {'writer Ir':>14} {'Ir per create':>14}  ({phase})")
+    print(f"{'binary':<40} {'creates':>8} {'writer Ir':>14} {'Ir per create':>14} {'all threads':>12}  ({phase})")
     for hds in binaries:
         with tempfile.TemporaryDirectory(prefix="hds-cg-") as d:
-            calls, total = measure(hds, d, phase)
-        print(f"{hds:<40} {calls:>8} {total:>14,} {total // calls:>14,}")
+            creates, writer, every = measure(hds, d, phase)
+        print(f"{hds:<40} {creates:>8} {writer:>14,} {writer // creates:>14,} {every // creates:>12,}")
 
 
 if __name__ == "__main__":

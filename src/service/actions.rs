@@ -131,6 +131,9 @@ pub enum Created {
     Reply(Reply),
 }
 
+/// The route a create's request hash covers.
+const ROUTE: &str = "POST /v1/actions";
+
 /// POST /v1/actions. With `hold` (X-Service-Blocking), waits up to that long for
 /// a decision; the idempotency key stays in flight meanwhile, so a retry gets
 /// IDEMPOTENCY_CONFLICT rather than a second answer.
@@ -146,31 +149,32 @@ pub async fn create(
         .as_deref()
         .map(|k| s.inflight.acquire(&src, k))
         .transpose()?;
-    // The canonical request hash is only needed with a key: the body is then
-    // parsed a second time, as a plain JSON value.
-    let request_hash = match &key {
-        Some(_) => {
-            let v: Value = serde_json::from_slice(body)
-                .map_err(|e| Error::field("body", format!("the body is not valid JSON: {e}")))?;
-            idempotency::request_hash("POST /v1/actions", &v)
-        }
-        None => String::new(),
-    };
     // A stored answer is looked up inside the write (below), so a keyed create
     // costs no extra read. Only a body that fails validation looks first: an
     // exact retry then still gets the original response even when
     // re-validating it now fails (e.g. an `expires_at` that has passed since).
+    // With a key, the request is identified by the hash of what was parsed.
     let clock_now = s.clock.now();
     let ctx = validation_ctx(s, clock_now, src.team_workspace, None);
-    let spec = match parse_create_bytes(body).and_then(|spec| validate_spec(spec, &ctx)) {
+    let parsed = parse_create_bytes(body);
+    let request_hash = match (&key, &parsed) {
+        (Some(_), Ok(request)) => Some(idempotency::typed_request_hash(ROUTE, request)?),
+        _ => None,
+    };
+    let spec = match parsed.and_then(|spec| validate_spec(spec, &ctx)) {
         Ok(spec) => spec,
         Err(invalid) => {
-            return match idempotency::lookup(&s.db, &src, key.as_deref(), &request_hash).await? {
-                Some(earlier) => held(s, src, earlier, hold).await,
+            return match idempotency::lookup(&s.db, &src, key.as_deref()).await? {
+                Some(earlier) => {
+                    let reply =
+                        idempotency::replay_typed(earlier, request_hash.as_deref(), ROUTE, body)?;
+                    held(s, src, reply, hold).await
+                }
                 None => Err(invalid),
             };
         }
     };
+    let request_hash = request_hash.unwrap_or_default();
     // Everything that needs no database is prepared here, so the single writer
     // thread only runs SQL: id, fingerprint, stored JSON and the response text
     // (sent as the HTTP body and, with a key, stored as is).
@@ -204,6 +208,7 @@ pub async fn create(
     };
     let id = a.id.clone();
     let writer_src = src.clone();
+    let writer_hash = request_hash.clone();
     let nctx = notifications::Ctx::of(s);
     let config = s.config.clone();
     // Every check comes before the first write (a replay, a reused key,
@@ -211,7 +216,7 @@ pub async fn create(
     let outcome = s
         .write_checks_first(move |c, fx| {
             let src = writer_src;
-            idempotency::run_serialised(c, fx, &src, key.as_deref(), &request_hash, &a.created_at, |c, fx| {
+            idempotency::run_serialised(c, fx, &src, key.as_deref(), &writer_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(run_id) = &a.spec.run_id {
                     crate::service::runs::check_attachable(c, &src, run_id)?;
@@ -269,6 +274,10 @@ pub async fn create(
             held(s, src, reply, hold).await
         }
         Outcome::Replayed(earlier) => held(s, src, earlier, hold).await,
+        Outcome::Mismatch(earlier) => {
+            let reply = idempotency::replay_typed(earlier, Some(&request_hash), ROUTE, body)?;
+            held(s, src, reply, hold).await
+        }
     }
 }
 

@@ -84,6 +84,43 @@ pub fn request_hash(route: &str, body: &Value) -> String {
     hex::encode(h.finalize())
 }
 
+/// Marks a typed request hash: never equal to a canonical-body hash stored
+/// before typed hashes (64 hex digits, schema v18 and older).
+const TYPED: &str = "t1:";
+
+/// Hash of a parsed create request (`jcs::hash_typed_into`): the same for
+/// bodies that differ only in key order, whitespace, escapes, the spelling
+/// of numbers, or in leaving out a field rather than sending its default,
+/// which all parse to the same request. It costs a serialisation of the
+/// parsed request instead of a second parse into a `Value` and its
+/// canonical form (guide: "Idempotency and retries").
+pub fn typed_request_hash<T: serde::Serialize>(route: &str, request: &T) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(route.as_bytes());
+    h.update([0]);
+    jcs::hash_typed_into(request, &mut h)?;
+    Ok(format!("{TYPED}{}", hex::encode(h.finalize())))
+}
+
+/// The stored answer for a retry of a request identified by its typed hash
+/// (`None` when the body does not parse): a row stored before typed hashes
+/// is compared by the canonical hash of `body`, as it was stored.
+pub fn replay_typed(
+    stored: store::Stored,
+    typed: Option<&str>,
+    route: &str,
+    body: &[u8],
+) -> Result<Reply> {
+    if typed == Some(stored.request_hash.as_str()) || stored.request_hash.starts_with(TYPED) {
+        let hash = typed.unwrap_or_default().to_owned();
+        return replay(stored, &hash);
+    }
+    let canonical = serde_json::from_slice::<Value>(body)
+        .map(|v| request_hash(route, &v))
+        .unwrap_or_default();
+    replay(stored, &canonical)
+}
+
 /// A response that may have been replayed.
 pub struct Reply {
     pub status: u16,
@@ -110,28 +147,18 @@ pub fn replay(stored: store::Stored, request_hash: &str) -> Result<Reply> {
     })
 }
 
-/// A stored answer for `key`, read before any validation: an exact retry gets
-/// the original response even when re-validating it now would fail (e.g. an
-/// `expires_at` that has passed since).
+/// The stored answer for `key`, read before any validation: an exact retry
+/// gets the original response even when re-validating it now would fail
+/// (e.g. an `expires_at` that has passed since). Compare it with
+/// `replay_typed`.
 pub async fn lookup(
     db: &crate::store::Db,
     src: &SourceCaller,
     key: Option<&str>,
-    request_hash: &str,
-) -> Result<Option<Reply>> {
+) -> Result<Option<store::Stored>> {
     let Some(key) = key else { return Ok(None) };
-    let (source_id, env, key, hash) = (
-        src.source_id.clone(),
-        src.environment,
-        key.to_owned(),
-        request_hash.to_owned(),
-    );
-    db.read(move |c| {
-        store::get(c, &source_id, env, &key)?
-            .map(|s| replay(s, &hash))
-            .transpose()
-    })
-    .await
+    let (source_id, env, key) = (src.source_id.clone(), src.environment, key.to_owned());
+    db.read(move |c| store::get(c, &source_id, env, &key)).await
 }
 
 /// Inside a write transaction: replays a stored response for `key`, or runs
@@ -182,10 +209,14 @@ pub struct Serialised {
     pub rebuilt_from: Option<String>,
 }
 
-/// What `run_serialised` gives: the work's own answer, or a stored one.
+/// What `run_serialised` gives: the work's own answer, a stored one, or a
+/// stored one whose request hash differs (compare it with `replay_typed`
+/// outside the writer: a row stored before typed hashes needs the body's
+/// canonical hash).
 pub enum Outcome {
     Fresh(Serialised),
     Replayed(Reply),
+    Mismatch(store::Stored),
 }
 
 /// `run` for work whose response is serialised by the caller: the writer
@@ -204,7 +235,10 @@ pub fn run_serialised(
         return work(c, fx).map(Outcome::Fresh);
     };
     if let Some(stored) = store::get(c, &src.source_id, src.environment, key)? {
-        return replay(stored, request_hash).map(Outcome::Replayed);
+        return match stored.request_hash == request_hash {
+            true => replay(stored, request_hash).map(Outcome::Replayed),
+            false => Ok(Outcome::Mismatch(stored)),
+        };
     }
     let fresh = work(c, fx)?;
     let stored = store::New {

@@ -875,3 +875,103 @@ async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
     let other = create("patched-1", rich("another")).await;
     other.error(409, "IDEMPOTENCY_KEY_REUSED");
 }
+
+/// A create is identified by what it parses to: key order, whitespace,
+/// escapes, how a number is written, or sending a field's default instead of
+/// leaving it out do not make it another request; any other difference does.
+/// A key stored before this rule (its hash over the canonical body) still
+/// replays an exact retry, even one that no longer validates.
+#[tokio::test]
+async fn a_create_is_the_same_request_however_it_is_spelt() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let send = |k: &'static str, text: String| {
+        let source = &source;
+        async move {
+            let r = source
+                .http()
+                .post(source.url("/v1/actions"))
+                .bearer_auth(source.token())
+                .header("idempotency-key", k)
+                .header("content-type", "application/json")
+                .body(text)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    let first = r#"{"title":"Rotate é","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[0.5,true]}}"#;
+    let (status, created) = send("spelt-1", first.into()).await;
+    assert_eq!(status, 201, "{created}");
+    for same in [
+        r#"{ "metadata": {"x": [5e-1, true], "n": 1e2}, "title": "Rotate \u00e9",
+             "options": [{"label": "Go", "id": "go"}] }"#,
+        r#"{"title":"Rotate é","priority":"normal","description":null,"options":[{"id":"go","label":"Go"}],"metadata":{"n":100.0,"x":[0.50,true]}}"#,
+    ] {
+        let (status, again) = send("spelt-1", same.into()).await;
+        assert_eq!(status, 201, "{same}: {again}");
+        assert_eq!(again["idempotent_replay"], true);
+        assert_eq!(again["data"], created["data"]);
+    }
+    for other in [
+        r#"{"title":"Rotate e","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[0.5,true]}}"#,
+        r#"{"title":"Rotate é","options":[{"id":"go","label":"Go"}],"metadata":{"n":"100","x":[0.5,true]}}"#,
+        r#"{"title":"Rotate é","priority":"high","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[0.5,true]}}"#,
+        r#"{"title":"Rotate é","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[true,0.5]}}"#,
+        r#"{"title": 5}"#,
+        "not json",
+    ] {
+        let (status, e) = send("spelt-1", other.into()).await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (409, Some("IDEMPOTENCY_KEY_REUSED")),
+            "{other}: {e}"
+        );
+    }
+
+    // A row as hds stored it before: the canonical body's hash, the text.
+    let expired = json!({"title": "Old", "options": [{"id": "go", "label": "Go"}], "expires_at": "2020-01-01T00:00:00Z"});
+    let legacy_hash = hds::service::idempotency::request_hash("POST /v1/actions", &expired);
+    let stored = json!({"data": {"id": "act_legacy", "title": "Old"}, "idempotent_replay": false});
+    let source_id = app.creds["source_id"].as_str().unwrap().to_owned();
+    app.state
+        .services
+        .db
+        .write(move |c| {
+            hds::store::idempotency::put(
+                c,
+                &source_id,
+                hds::domain::action::Environment::Live,
+                "legacy-1",
+                &hds::store::idempotency::New {
+                    request_hash: &legacy_hash,
+                    status_code: 201,
+                    response: hds::store::idempotency::Answer::Text(&stored.to_string()),
+                    created_at: "2026-01-01T00:00:00.000Z",
+                },
+            )
+        })
+        .await
+        .unwrap();
+    // The exact retry replays although its expires_at has passed since;
+    // with its keys in another order too; another body is refused.
+    for same in [
+        expired.to_string(),
+        r#"{"expires_at":"2020-01-01T00:00:00Z","options":[{"label":"Go","id":"go"}],"title":"Old"}"#.to_owned(),
+    ] {
+        let (status, again) = send("legacy-1", same.clone()).await;
+        assert_eq!(status, 201, "{same}: {again}");
+        assert_eq!(again["data"]["id"], "act_legacy");
+        assert_eq!(again["idempotent_replay"], true);
+    }
+    let mut valid = expired.clone();
+    valid["expires_at"] = Value::Null;
+    let (status, e) = send("legacy-1", valid.to_string()).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (409, Some("IDEMPOTENCY_KEY_REUSED")),
+        "{e}"
+    );
+}
