@@ -12,7 +12,8 @@ CREATE TABLE idempotency_keys_v19 (
     source_id    TEXT NOT NULL,
     environment  TEXT NOT NULL,
     key          TEXT NOT NULL,
-    -- SHA-256 of method, path and body: same key + different request = reuse
+    -- SHA-256 of the route and the request (service::idempotency): same key +
+    -- different request = reuse
     request_hash TEXT NOT NULL,
     status_code  INTEGER NOT NULL,
     -- the JSON text answered, or NULL when rebuilt from `action_id`

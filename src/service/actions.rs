@@ -164,7 +164,15 @@ pub async fn create(
     let spec = match parsed.and_then(|spec| validate_spec(spec, &ctx)) {
         Ok(spec) => spec,
         Err(invalid) => {
-            return match idempotency::lookup(&s.db, &src, key.as_deref()).await? {
+            // A body that is not JSON at all cannot be a retry of anything.
+            if request_hash.is_none()
+                && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
+            {
+                return Err(invalid);
+            }
+            return match idempotency::lookup(&s.db, &src, key.as_deref(), request_hash.as_deref())
+                .await?
+            {
                 Some(earlier) => {
                     let reply =
                         idempotency::replay_typed(earlier, request_hash.as_deref(), ROUTE, body)?;

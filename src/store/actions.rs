@@ -131,6 +131,14 @@ pub fn get(c: &Connection, id: &str) -> Result<Option<ActionRecord>> {
     Ok(a)
 }
 
+/// The Action as stored, without what `annotate` completes (people's names,
+/// comment count, context requests).
+pub fn get_plain(c: &Connection, id: &str) -> Result<Option<ActionRecord>> {
+    Ok(c.prepare_cached(&format!("{SELECT} WHERE a.id = ?1"))?
+        .query_row([id], map_row)
+        .optional()?)
+}
+
 /// Whether the Action has a callback_url (read from its spec alone).
 pub fn has_callback(c: &Connection, id: &str) -> Result<bool> {
     Ok(

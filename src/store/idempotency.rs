@@ -21,19 +21,33 @@ pub struct Stored {
     pub response: Value,
 }
 
-pub fn get(c: &Connection, source_id: &str, env: Environment, key: &str) -> Result<Option<Stored>> {
+/// The stored response for `key`. A create's answer that is rebuilt from its
+/// Action is rebuilt only for a request with the same `request_hash`:
+/// another request is refused without it (its `response` is then null).
+/// Text is always read: rows stored before rebuilt answers have text and an
+/// older kind of hash, which the caller may compare differently.
+pub fn get(
+    c: &Connection,
+    source_id: &str,
+    env: Environment,
+    key: &str,
+    request_hash: &str,
+) -> Result<Option<Stored>> {
     let row = c
         .prepare_cached("SELECT request_hash, status_code, response, action_id FROM idempotency_keys WHERE source_id = ?1 AND environment = ?2 AND key = ?3")?
         .query_row(params![source_id, env.as_str(), key], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, u16>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, Option<String>>(3)?))
         })
         .optional()?;
-    let Some((request_hash, status_code, text, action_id)) = row else {
+    let Some((stored_hash, status_code, text, action_id)) = row else {
         return Ok(None);
     };
-    let text = match (text, action_id) {
-        (Some(text), _) => text,
-        (None, Some(id)) => created_answer(c, &id)?,
+    let response = match (text, action_id) {
+        (Some(text), _) => serde_json::from_str(&text)?,
+        (None, Some(id)) if stored_hash == request_hash => {
+            serde_json::from_str(&created_answer(c, &id)?)?
+        }
+        (None, Some(_)) => Value::Null,
         (None, None) => {
             return Err(Error::internal(anyhow::anyhow!(
                 "a stored response has neither text nor Action"
@@ -41,15 +55,15 @@ pub fn get(c: &Connection, source_id: &str, env: Environment, key: &str) -> Resu
         }
     };
     Ok(Some(Stored {
-        request_hash,
+        request_hash: stored_hash,
         status_code,
-        response: serde_json::from_str(&text)?,
+        response,
     }))
 }
 
 /// The answer the create of Action `id` sent.
 fn created_answer(c: &Connection, id: &str) -> Result<String> {
-    let a = crate::store::actions::get(c, id)?.ok_or_else(|| {
+    let a = crate::store::actions::get_plain(c, id)?.ok_or_else(|| {
         Error::internal(anyhow::anyhow!(
             "the Action of a stored create answer is missing"
         ))
@@ -93,16 +107,15 @@ pub fn put(c: &Connection, source_id: &str, env: Environment, key: &str, s: &New
 /// probe of a partial index when there is none (every Action created
 /// without a key, and every one whose answer is already kept).
 pub fn keep_answer(c: &Connection, id: &str) -> Result<()> {
-    let row: Option<i64> = c
-        .prepare_cached("SELECT rowid FROM idempotency_keys WHERE action_id = ?1")?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
-    if let Some(rowid) = row {
+    let rebuilt: bool = c
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE action_id = ?1)")?
+        .query_row([id], |r| r.get(0))?;
+    if rebuilt {
         let text = created_answer(c, id)?;
         c.prepare_cached(
-            "UPDATE idempotency_keys SET response = ?1, action_id = NULL WHERE rowid = ?2",
+            "UPDATE idempotency_keys SET response = ?1, action_id = NULL WHERE action_id = ?2",
         )?
-        .execute(params![text, rowid])?;
+        .execute(params![text, id])?;
     }
     Ok(())
 }

@@ -775,7 +775,8 @@ async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
             "context": [{"type": "diff", "diff": "-a\n+b"}, {"type": "kv", "items": [{"key": "env", "value": "prod"}]}],
             "decision_class": "deploy",
             "decision_context": {"z": 1, "a": [1.5, 1e-7, 9007199254740991i64, -0.25, null, true], "m": {"é": "\u{1F600}"}},
-            "metadata": {"run": 7, "ratio": 0.1, "nested": {"b": [], "a": {}}},
+            "metadata": {"run": 7, "ratio": 0.1, "sum": 0.30000000000000004, "tiny": 2.2250738585072014e-308,
+                         "long": 123.45678901234568, "nested": {"b": [], "a": {}}},
             "open_url": "https://ci.example.com/run/7", "context_request_mode": "poll",
             "callback_url": "https://hooks.example.com/hds",
             "controls": [{"key": "rerun", "label": "Re-run", "kind": "callback", "mutating": true, "confirm": "Re-run?"}],
@@ -921,7 +922,6 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
         r#"{"title":"Rotate é","priority":"high","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[0.5,true]}}"#,
         r#"{"title":"Rotate é","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[true,0.5]}}"#,
         r#"{"title": 5}"#,
-        "not json",
     ] {
         let (status, e) = send("spelt-1", other.into()).await;
         assert_eq!(
@@ -930,6 +930,28 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
             "{other}: {e}"
         );
     }
+    // A body that is not JSON is no retry of anything: refused as such.
+    let (status, e) = send("spelt-1", "not json".into()).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (422, Some("VALIDATION_ERROR")),
+        "{e}"
+    );
+    assert_eq!(e["error"]["details"]["errors"][0]["field"], "body", "{e}");
+    // The key of a create used on another route is refused there.
+    let cancel = format!(
+        "/v1/actions/{}/cancel",
+        created["data"]["id"].as_str().unwrap()
+    );
+    let r = source
+        .call(
+            Method::POST,
+            &cancel,
+            Some(&json!({})),
+            &[("idempotency-key", "spelt-1")],
+        )
+        .await;
+    r.error(409, "IDEMPOTENCY_KEY_REUSED");
 
     // A row as hds stored it before: the canonical body's hash, the text.
     let expired = json!({"title": "Old", "options": [{"id": "go", "label": "Go"}], "expires_at": "2020-01-01T00:00:00Z"});
@@ -969,6 +991,45 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
     let mut valid = expired.clone();
     valid["expires_at"] = Value::Null;
     let (status, e) = send("legacy-1", valid.to_string()).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (409, Some("IDEMPOTENCY_KEY_REUSED")),
+        "{e}"
+    );
+
+    // An older row whose request still validates: its exact retry reaches
+    // the writer, which hands the row back to be compared by the old hash.
+    let fine =
+        json!({"title": "Older", "options": [{"id": "go", "label": "Go"}], "metadata": {"n": 1.5}});
+    let legacy_hash = hds::service::idempotency::request_hash("POST /v1/actions", &fine);
+    let stored = json!({"data": {"id": "act_older", "title": "Older"}, "idempotent_replay": false});
+    let source_id = app.creds["source_id"].as_str().unwrap().to_owned();
+    app.state
+        .services
+        .db
+        .write(move |c| {
+            hds::store::idempotency::put(
+                c,
+                &source_id,
+                hds::domain::action::Environment::Live,
+                "legacy-2",
+                &hds::store::idempotency::New {
+                    request_hash: &legacy_hash,
+                    status_code: 201,
+                    response: hds::store::idempotency::Answer::Text(&stored.to_string()),
+                    created_at: "2026-01-01T00:00:00.000Z",
+                },
+            )
+        })
+        .await
+        .unwrap();
+    let (status, again) = send("legacy-2", fine.to_string()).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["data"]["id"], "act_older");
+    assert_eq!(again["idempotent_replay"], true);
+    let mut other = fine.clone();
+    other["metadata"]["n"] = json!(2.5);
+    let (status, e) = send("legacy-2", other.to_string()).await;
     assert_eq!(
         (status, e["error"]["code"].as_str()),
         (409, Some("IDEMPOTENCY_KEY_REUSED")),
