@@ -839,6 +839,9 @@ async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
         .await
         .ok(200);
     replays("rebuilt-1", body.clone(), first.clone()).await;
+    let outcome = json!({"status": "success", "duration_ms": 5, "rollback": false, "action_version": 1, "fingerprint": first["fingerprint"]});
+    app.post(&at("outcome"), &key, outcome).await.ok(201);
+    replays("rebuilt-1", body.clone(), first.clone()).await;
     assert_eq!(stored("rebuilt-1").await, (false, true));
 
     // 2. A claim writes the assignee into the spec: the text is kept first.
