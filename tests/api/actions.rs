@@ -958,28 +958,7 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
 
     // A row as hds stored it before: the canonical body's hash, the text.
     let expired = json!({"title": "Old", "options": [{"id": "go", "label": "Go"}], "expires_at": "2020-01-01T00:00:00Z"});
-    let legacy_hash = hds::service::idempotency::request_hash("POST /v1/actions", &expired);
-    let stored = json!({"data": {"id": "act_legacy", "title": "Old"}, "idempotent_replay": false});
-    let source_id = app.creds["source_id"].as_str().unwrap().to_owned();
-    app.state
-        .services
-        .db
-        .write(move |c| {
-            hds::store::idempotency::put(
-                c,
-                &source_id,
-                hds::domain::action::Environment::Live,
-                "legacy-1",
-                &hds::store::idempotency::New {
-                    request_hash: &legacy_hash,
-                    status_code: 201,
-                    response: hds::store::idempotency::Answer::Text(&stored.to_string()),
-                    created_at: "2026-01-01T00:00:00.000Z",
-                },
-            )
-        })
-        .await
-        .unwrap();
+    store_older_row(&app, "legacy-1", &expired, "act_legacy").await;
     // The exact retry replays although its expires_at has passed since;
     // with its keys in another order too; another body is refused.
     for same in [
@@ -1004,28 +983,7 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
     // the writer, which hands the row back to be compared by the old hash.
     let fine =
         json!({"title": "Older", "options": [{"id": "go", "label": "Go"}], "metadata": {"n": 1.5}});
-    let legacy_hash = hds::service::idempotency::request_hash("POST /v1/actions", &fine);
-    let stored = json!({"data": {"id": "act_older", "title": "Older"}, "idempotent_replay": false});
-    let source_id = app.creds["source_id"].as_str().unwrap().to_owned();
-    app.state
-        .services
-        .db
-        .write(move |c| {
-            hds::store::idempotency::put(
-                c,
-                &source_id,
-                hds::domain::action::Environment::Live,
-                "legacy-2",
-                &hds::store::idempotency::New {
-                    request_hash: &legacy_hash,
-                    status_code: 201,
-                    response: hds::store::idempotency::Answer::Text(&stored.to_string()),
-                    created_at: "2026-01-01T00:00:00.000Z",
-                },
-            )
-        })
-        .await
-        .unwrap();
+    store_older_row(&app, "legacy-2", &fine, "act_older").await;
     let (status, again) = send("legacy-2", fine.to_string()).await;
     assert_eq!(status, 201, "{again}");
     assert_eq!(again["data"]["id"], "act_older");
@@ -1038,4 +996,32 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
         (409, Some("IDEMPOTENCY_KEY_REUSED")),
         "{e}"
     );
+}
+
+/// Stores a create's answer under `key` as hds did before typed request
+/// hashes: the hash of the canonical body, and the answer's text.
+async fn store_older_row(app: &TestApp, key: &'static str, body: &Value, id: &str) {
+    let hash = hds::service::idempotency::request_hash("POST /v1/actions", body);
+    let text =
+        json!({"data": {"id": id, "title": body["title"]}, "idempotent_replay": false}).to_string();
+    let source_id = app.creds["source_id"].as_str().unwrap().to_owned();
+    app.state
+        .services
+        .db
+        .write(move |c| {
+            hds::store::idempotency::put(
+                c,
+                &source_id,
+                hds::domain::action::Environment::Live,
+                key,
+                &hds::store::idempotency::New {
+                    request_hash: &hash,
+                    status_code: 201,
+                    response: hds::store::idempotency::Answer::Text(&text),
+                    created_at: "2026-01-01T00:00:00.000Z",
+                },
+            )
+        })
+        .await
+        .unwrap();
 }
