@@ -164,9 +164,11 @@ pub async fn create(
     let spec = match parsed.and_then(|spec| validate_spec(spec, &ctx)) {
         Ok(spec) => spec,
         Err(invalid) => {
-            // A body that is not JSON at all cannot be a retry of anything.
-            if request_hash.is_none()
-                && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
+            // Without a key there is nothing to replay; a body that is not
+            // JSON at all cannot be a retry of anything.
+            if key.is_none()
+                || request_hash.is_none()
+                    && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
             {
                 return Err(invalid);
             }

@@ -85,8 +85,8 @@ pub fn request_hash(route: &str, body: &Value) -> String {
 }
 
 /// Marks a typed request hash: never equal to a canonical-body hash stored
-/// before typed hashes (64 hex digits, schema v18 and older).
-const TYPED: &str = "t1:";
+/// before typed hashes (64 hex digits).
+const TYPED: &str = store::TYPED_HASH;
 
 /// Hash of a parsed create request (`jcs::hash_typed_into`): the same for
 /// bodies that differ only in key order, whitespace, escapes, the spelling
@@ -137,6 +137,11 @@ pub fn replay(stored: store::Stored, request_hash: &str) -> Result<Reply> {
         ));
     }
     let mut body = stored.response;
+    if body.is_null() {
+        return Err(Error::internal(anyhow::anyhow!(
+            "a matching stored response was not read"
+        )));
+    }
     if let Some(o) = body.as_object_mut() {
         o.insert("idempotent_replay".into(), Value::Bool(true));
     }
@@ -149,8 +154,9 @@ pub fn replay(stored: store::Stored, request_hash: &str) -> Result<Reply> {
 
 /// The stored answer for `key`, read before any validation: an exact retry
 /// gets the original response even when re-validating it now would fail
-/// (e.g. an `expires_at` that has passed since). Compare it with
-/// `replay_typed`.
+/// (e.g. an `expires_at` that has passed since). `request_hash` is the typed
+/// hash, None when the body does not parse (an answer rebuilt from an
+/// Action is then not built). Compare it with `replay_typed`.
 pub async fn lookup(
     db: &crate::store::Db,
     src: &SourceCaller,
@@ -317,12 +323,18 @@ mod tests {
     #[test]
     fn the_typed_hash_of_a_create_is_pinned() {
         let spec = crate::domain::validate::parse_create_bytes(
-            br#"{"title":"Deploy","priority":"high","options":[{"id":"go","label":"Go"}],"metadata":{"n":1.5,"a":[1,"x"]}}"#,
+            br#"{"title":"Deploy","description":"d","priority":"high","options":[{"id":"go","label":"Go","style":"primary"}],
+                "context":[{"type":"text","text":"t"},{"type":"kv","items":[{"key":"k","value":"v"}]}],
+                "controls":[{"key":"logs","label":"Logs","kind":"link","url":"https://ci.example.com/l"}],
+                "decision_class":"deploy","decision_context":{"s":"api"},"open_url":"https://ci.example.com/7",
+                "expires_at":"2030-01-01T00:00:00Z","on_expire":{"action":"cancel"},"dedupe_key":"d-1",
+                "visibility":"restricted","reviewer_emails":["a@example.com"],"requested_by_email":"r@example.com",
+                "metadata":{"n":1.5,"a":[1,"x"]}}"#,
         )
         .unwrap();
         assert_eq!(
             typed_request_hash("POST /v1/actions", &spec).unwrap(),
-            "t1:5e63f39aabb0f971828b5f2fe4cf4adcc2fb184bf60a0836b55308f8d4ba0aad"
+            "t1:cca8564fa0aaeb2fc176ad92b9d51c89280eba1d35d1925d68b44c51523e40f1"
         );
     }
 

@@ -958,7 +958,7 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
 
     // A row as hds stored it before: the canonical body's hash, the text.
     let expired = json!({"title": "Old", "options": [{"id": "go", "label": "Go"}], "expires_at": "2020-01-01T00:00:00Z"});
-    store_older_row(&app, "legacy-1", &expired, "act_legacy").await;
+    store_older_row(&app, "legacy-1", &expired, Older::Text("act_legacy")).await;
     // The exact retry replays although its expires_at has passed since;
     // with its keys in another order too; another body is refused.
     for same in [
@@ -983,11 +983,23 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
     // the writer, which hands the row back to be compared by the old hash.
     let fine =
         json!({"title": "Older", "options": [{"id": "go", "label": "Go"}], "metadata": {"n": 1.5}});
-    store_older_row(&app, "legacy-2", &fine, "act_older").await;
+    store_older_row(&app, "legacy-2", &fine, Older::Text("act_older")).await;
     let (status, again) = send("legacy-2", fine.to_string()).await;
     assert_eq!(status, 201, "{again}");
     assert_eq!(again["data"]["id"], "act_older");
     assert_eq!(again["idempotent_replay"], true);
+    // A row that keeps an Action's id under the canonical-body hash (as the
+    // first build with rebuilt answers stored them): an exact retry gets the
+    // rebuilt answer, not an empty one.
+    let body = json!({"title": "Rebuilt", "options": [{"id": "go", "label": "Go"}]});
+    let made = app.create_action(body.clone()).await;
+    let id = made["id"].as_str().unwrap();
+    store_older_row(&app, "legacy-3", &body, Older::Created(id)).await;
+    let (status, again) = send("legacy-3", body.to_string()).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["data"], made);
+    assert_eq!(again["idempotent_replay"], true);
+
     let mut other = fine.clone();
     other["metadata"]["n"] = json!(2.5);
     let (status, e) = send("legacy-2", other.to_string()).await;
@@ -998,17 +1010,39 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
     );
 }
 
+/// What an older idempotency row keeps.
+enum Older<'a> {
+    /// An answer's text, naming this (made-up) Action id.
+    Text(&'a str),
+    /// The id of the Action the answer is rebuilt from.
+    Created(&'a str),
+}
+
 /// Stores a create's answer under `key` as hds did before typed request
-/// hashes: the hash of the canonical body, and the answer's text.
-async fn store_older_row(app: &TestApp, key: &'static str, body: &Value, id: &str) {
+/// hashes: the hash of the canonical body.
+async fn store_older_row(app: &TestApp, key: &'static str, body: &Value, older: Older<'_>) {
     let hash = hds::service::idempotency::request_hash("POST /v1/actions", body);
-    let text =
-        json!({"data": {"id": id, "title": body["title"]}, "idempotent_replay": false}).to_string();
+    let (text, action_id) = match older {
+        Older::Text(id) => (
+            Some(
+                json!({"data": {"id": id, "title": body["title"]}, "idempotent_replay": false})
+                    .to_string(),
+            ),
+            None,
+        ),
+        Older::Created(id) => (None, Some(id.to_owned())),
+    };
     let source_id = app.creds["source_id"].as_str().unwrap().to_owned();
     app.state
         .services
         .db
         .write(move |c| {
+            let response = match (&text, &action_id) {
+                (Some(t), _) => hds::store::idempotency::Answer::Text(t),
+                (None, id) => {
+                    hds::store::idempotency::Answer::Created(id.as_deref().unwrap_or_default())
+                }
+            };
             hds::store::idempotency::put(
                 c,
                 &source_id,
@@ -1017,7 +1051,7 @@ async fn store_older_row(app: &TestApp, key: &'static str, body: &Value, id: &st
                 &hds::store::idempotency::New {
                     request_hash: &hash,
                     status_code: 201,
-                    response: hds::store::idempotency::Answer::Text(&text),
+                    response,
                     created_at: "2026-01-01T00:00:00.000Z",
                 },
             )
