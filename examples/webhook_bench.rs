@@ -69,6 +69,12 @@ struct Args {
     /// Actions in the kill -9 phase.
     #[arg(long, default_value_t = 4_000)]
     kill_actions: usize,
+    /// Run only the arms with (`on`) or without (`off`) webhooks, e.g. to
+    /// profile one kind: the ratios are then not reported, and the kill -9
+    /// phase is left out (the server stops with TERM, so a profiler under
+    /// it can write its profile).
+    #[arg(long, value_parser = ["on", "off"])]
+    only: Option<String>,
 }
 
 /// What the receiver saw.
@@ -140,6 +146,8 @@ struct Bench {
     dir: tempfile::TempDir,
     http: reqwest::Client,
     base: String,
+    /// `--metrics-listen` of the server: writer jobs and commits per arm.
+    metrics: std::net::SocketAddr,
     user: String,
     hook: String,
     seen: Arc<Seen>,
@@ -166,12 +174,33 @@ impl Bench {
             "--allow-private-callbacks",
         ])
         .args(["--durability", &self.args.durability])
+        .args(["--metrics-listen", &self.metrics.to_string()])
         .arg("--data-dir")
         .arg(self.dir.path())
         .env("RUST_LOG", "off")
         .stderr(Stdio::null());
         let (server, addr) = start_server(cmd)?;
         Ok((server, format!("http://{addr}")))
+    }
+
+    /// The writer's counters: (write jobs, transactions) committed so far.
+    async fn writer_counts(&self) -> Result<(f64, f64)> {
+        let text = self
+            .http
+            .get(format!("http://{}/metrics", self.metrics))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+                .with_context(|| format!("{name} in /metrics"))
+        };
+        Ok((
+            value("hds_writer_batch_size_sum ")?,
+            value("hds_writer_commits_total ")?,
+        ))
     }
 
     /// A new Source: (id, live key, webhook secret); its secret is told to the receiver.
@@ -347,6 +376,11 @@ async fn run(args: Args) -> Result<()> {
         dir,
         http,
         base: String::new(),
+        metrics: {
+            // A free port now; the server binds it a moment later.
+            let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+            l.local_addr()?
+        },
         user: creds["user_token"].as_str().context("token")?.to_owned(),
         hook,
         seen: seen.clone(),
@@ -441,10 +475,18 @@ async fn run(args: Args) -> Result<()> {
         (5, true),
     ];
     for (n, callback) in order {
+        if b.args
+            .only
+            .as_deref()
+            .is_some_and(|o| (o == "on") != callback)
+        {
+            continue;
+        }
         let (_, k) = b.source(&format!("arm{n}")).await?;
         let (made, creates) = b.create_many(&k, b.args.per_arm, callback).await?;
         let ids: Vec<String> = made.iter().map(|m| m.id.clone()).collect();
         let cpu0 = cpu_secs(pid);
+        let writer0 = b.writer_counts().await?;
         let (decided, decisions) = b.decide_many(Arc::new(made)).await;
         let mut arm = json!({"webhooks": callback, "creates_per_s": creates.round(), "decisions_per_s": decisions.round(), "decided": decided.len()});
         if callback {
@@ -459,6 +501,11 @@ async fn run(args: Args) -> Result<()> {
         // The server's CPU per decision, its webhook (sent and recorded) included.
         let cpu = cpu_secs(pid) - cpu0;
         arm["server_cpu_us_per_decision"] = json!((cpu / decided.len() as f64 * 1e6).round());
+        // Write jobs and transactions per decision, its webhook's included.
+        let writer1 = b.writer_counts().await?;
+        let per = |x: f64| (x / decided.len() as f64 * 100.0).round() / 100.0;
+        arm["writer_jobs_per_decision"] = json!(per(writer1.0 - writer0.0));
+        arm["commits_per_decision"] = json!(per(writer1.1 - writer0.1));
         eprintln!("arm: {arm}");
         arms.push(arm);
     }
@@ -476,6 +523,12 @@ async fn run(args: Args) -> Result<()> {
         "decisions_ratio_on_off": (mean(true, "decisions_per_s") / mean(false, "decisions_per_s") * 1e3).round() / 1e3,
         "server_cpu_us_per_decision": {"off": mean(false, "server_cpu_us_per_decision").round(), "on": mean(true, "server_cpu_us_per_decision").round()},
     });
+
+    if b.args.only.is_some() {
+        server.stop();
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
 
     // 4. kill -9 under load.
     let (_, k) = b.source("crash").await?;

@@ -59,9 +59,14 @@ pub struct NewDelivery<'a> {
 }
 
 pub fn insert(c: &Connection, d: &NewDelivery) -> Result<()> {
+    // The body apart (schema v20): attempts update the delivery's row, never
+    // the body.
+    c.prepare_cached("INSERT INTO webhook_bodies(body) VALUES (?1)")?
+        .execute([d.body])?;
+    let body_id = c.last_insert_rowid();
     c.prepare_cached(
         "INSERT INTO webhook_deliveries(id, workspace_id, source_id, action_id, environment,
-            event_type, url, body, status, next_attempt_at, created_at, updated_at)
+            event_type, url, body_id, status, next_attempt_at, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?9, ?9)",
     )?
     .execute(params![
@@ -72,13 +77,12 @@ pub fn insert(c: &Connection, d: &NewDelivery) -> Result<()> {
         d.environment,
         d.event_type,
         d.url,
-        d.body,
+        body_id,
         d.now
     ])?;
     Ok(())
 }
 
-/// What the worker needs to send one attempt. No `Debug`: it holds secrets.
 #[derive(Clone)]
 pub struct Outgoing {
     pub id: String,
@@ -95,10 +99,11 @@ pub struct Outgoing {
 /// when it is no longer pending (delivered or failed meanwhile).
 pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Option<Outgoing>> {
     Ok(c.prepare_cached(
-        "SELECT d.id, d.url, d.body, d.attempts, d.round_start, s.webhook_secret,
+        "SELECT d.id, d.url, b.body, d.attempts, d.round_start, s.webhook_secret,
                 CASE WHEN s.previous_webhook_secret_expires_at > ?2
                      THEN s.previous_webhook_secret END
-         FROM webhook_deliveries d JOIN sources s ON s.id = d.source_id
+         FROM webhook_deliveries d JOIN webhook_bodies b ON b.id = d.body_id
+              JOIN sources s ON s.id = d.source_id
          WHERE d.id = ?1 AND d.status = 'pending'",
     )?
     .query_row(params![id, now], |r| {
@@ -255,14 +260,22 @@ pub fn restart(c: &Connection, id: &str, now: &str) -> Result<()> {
 /// Days a delivered or failed delivery stays in the log.
 pub const KEEP_DAYS: i64 = 30;
 
-/// Forgets deliveries settled before `before`, with their attempts; at most
-/// 10,000 a call (the oldest, by `webhook_deliveries_settled`), so the
-/// writer is never held long. Both deletes pick the same rows.
+/// Forgets deliveries settled before `before`, with their attempts and
+/// bodies; at most 10,000 a call (the oldest, by
+/// `webhook_deliveries_settled`), so the writer is never held long. The
+/// three deletes pick the same rows.
 pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     const OLDEST: &str = "SELECT id FROM webhook_deliveries
         WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at, id LIMIT 10000";
     c.execute(
         &format!("DELETE FROM webhook_attempts WHERE delivery_id IN ({OLDEST})"),
+        [before],
+    )?;
+    c.execute(
+        &format!(
+            "DELETE FROM webhook_bodies WHERE id IN
+                (SELECT body_id FROM webhook_deliveries WHERE id IN ({OLDEST}))"
+        ),
         [before],
     )?;
     Ok(c.execute(
@@ -298,5 +311,64 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// The prune forgets a settled delivery with its attempts and body, and
+    /// keeps a pending one and a newer one whole.
+    #[test]
+    fn the_prune_takes_the_body_and_attempts_along() {
+        use super::*;
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        c.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
+        for (id, now) in [
+            ("msg_1", "2026-01-01"),
+            ("msg_2", "2026-01-01"),
+            ("msg_3", "2026-03-01"),
+        ] {
+            insert(
+                &c,
+                &NewDelivery {
+                    id,
+                    workspace_id: "ws_1",
+                    source_id: "src_1",
+                    action_id: "act_1",
+                    environment: "live",
+                    event_type: "action.resolved",
+                    url: "https://a.example/",
+                    body: &format!(r#"{{"id":"{id}"}}"#),
+                    now,
+                },
+            )
+            .unwrap();
+        }
+        for (id, at) in [("msg_1", "2026-01-01"), ("msg_3", "2026-03-01")] {
+            let a = Attempt {
+                attempt: 1,
+                started_at: at.into(),
+                status_code: Some(200),
+                duration_ms: 1,
+                error: None,
+            };
+            record_attempt(&c, id, &a, Next::Delivered, None).unwrap();
+        }
+        assert_eq!(prune(&c, "2026-02-01").unwrap(), 1);
+        let left = |sql: &str| -> Vec<String> {
+            c.prepare(sql)
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(
+            left("SELECT id FROM webhook_deliveries ORDER BY id"),
+            ["msg_2", "msg_3"]
+        );
+        assert_eq!(
+            left("SELECT body FROM webhook_bodies ORDER BY id"),
+            [r#"{"id":"msg_2"}"#, r#"{"id":"msg_3"}"#]
+        );
+        assert_eq!(left("SELECT delivery_id FROM webhook_attempts"), ["msg_3"]);
     }
 }

@@ -27,6 +27,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0017_lighter_creates.sql")),
         M::up(include_str!("../../migrations/0018_plainer_writes.sql")),
         M::up(include_str!("../../migrations/0019_rebuilt_answers.sql")),
+        M::up(include_str!("../../migrations/0020_delivery_bodies.sql")),
     ])
 }
 
@@ -134,5 +135,51 @@ mod tests {
             );
             assert!(refused.is_err(), "{response:?} {action_id:?}");
         }
+    }
+
+    /// 0020 on a database of schema 19: each delivery keeps its body, now in
+    /// `webhook_bodies`, and its attempts; the body column is gone.
+    #[test]
+    fn migration_20_keeps_bodies() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 19).unwrap();
+        c.execute_batch(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO webhook_deliveries(id, workspace_id, source_id, action_id, environment,
+                   event_type, url, body, status, created_at, updated_at)
+               VALUES ('msg_1', 'ws_1', 'src_1', 'act_1', 'live', 'action.resolved', 'https://a.example/',
+                       '{"type":"action.resolved"}', 'delivered', '2026', '2026'),
+                      ('msg_2', 'ws_1', 'src_1', 'act_2', 'live', 'action.expired', 'https://a.example/',
+                       '{"type":"action.expired"}', 'pending', '2026', '2026');
+               INSERT INTO webhook_attempts(delivery_id, attempt, started_at, status_code, duration_ms)
+               VALUES ('msg_1', 1, '2026', 200, 3);"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let rows: Vec<(String, String)> = c
+            .prepare(
+                "SELECT d.id, b.body FROM webhook_deliveries d
+                 JOIN webhook_bodies b ON b.id = d.body_id ORDER BY d.id",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("msg_1".into(), r#"{"type":"action.resolved"}"#.into()),
+                ("msg_2".into(), r#"{"type":"action.expired"}"#.into())
+            ]
+        );
+        let attempts: i64 = c
+            .query_row("SELECT count(*) FROM webhook_attempts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(attempts, 1);
+        assert!(
+            c.prepare("SELECT body FROM webhook_deliveries").is_err(),
+            "the body column is dropped"
+        );
     }
 }

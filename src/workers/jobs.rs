@@ -136,11 +136,22 @@ pub async fn run(s: Services) {
             let ids: Vec<i64> = busy.values().map(|(id, _)| *id).collect();
             serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
         });
-        let b = batch.clone();
-        let stale = stale_before.zip(running_ids);
-        let turn =
-            s.db.write(move |c| turn(c, &b, now, &free, stale.as_ref()))
-                .await;
+        let stale = Arc::new(stale_before.zip(running_ids));
+        let run = |isolate: Isolate| {
+            let (b, stale) = (batch.clone(), stale.clone());
+            s.db.write(move |c| turn(c, &b, now, &free, stale.as_ref().as_ref(), isolate))
+        };
+        // A turn runs in one savepoint, the writer's: when a step fails, the
+        // whole turn is undone and taken again with each job in a savepoint
+        // of its own, so the failing job alone is left behind. A savepoint
+        // per job on every turn cost the writer about as much as the steps.
+        let turn = match run(Isolate::Turn).await {
+            Ok(x) => Ok(x),
+            Err(e) => {
+                tracing::warn!(error = %e, "a job queue turn failed; taking it again job by job");
+                run(Isolate::EachJob).await
+            }
+        };
         let next_due = match turn {
             Ok((work, next_due)) => {
                 for w in work {
@@ -258,6 +269,30 @@ fn collect(
     }
 }
 
+/// How far a failing step of a turn is undone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Isolate {
+    /// The whole turn (the writer's savepoint): the fast way, taken first.
+    Turn,
+    /// Each job's step alone (`isolated`): after a turn failed.
+    EachJob,
+}
+
+/// Runs one job's step: as it is in `Isolate::Turn` (an error fails the
+/// turn), or in a savepoint of its own in `Isolate::EachJob`.
+fn step(
+    c: &Connection,
+    isolate: Isolate,
+    what: &str,
+    id: i64,
+    f: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    match isolate {
+        Isolate::Turn => f(),
+        Isolate::EachJob => isolated(c, what, id, f),
+    }
+}
+
 /// Runs `f` in its own savepoint: when it fails, only its own writes are
 /// undone, the error is logged, and the turn goes on, so one bad job never
 /// stops the queue (its claim stays; the stale sweep frees it).
@@ -281,12 +316,15 @@ fn turn(
     now: Timestamp,
     free: &[(Kind, usize)],
     stale: Option<&(String, String)>,
+    isolate: Isolate,
 ) -> Result<(Vec<Work>, Option<Timestamp>)> {
     let now_s = time::format(now);
     for d in finished {
-        isolated(c, "recording an attempt", d.job.id, || match &d.finished {
-            Finished::Webhook { out, sent } => settle(c, d, out, sent),
-            Finished::Email { id, outcome } => settle_mail(c, d, id, outcome),
+        step(c, isolate, "recording an attempt", d.job.id, || {
+            match &d.finished {
+                Finished::Webhook { out, sent } => settle(c, d, out, sent),
+                Finished::Email { id, outcome } => settle_mail(c, d, id, outcome),
+            }
         })?;
     }
     if let Some((before, running)) = stale {
@@ -308,7 +346,7 @@ fn turn(
         }
         for job in jobs::claim(c, kind, &now_s, n)? {
             let id = job.id;
-            isolated(c, "preparing a job", id, || {
+            step(c, isolate, "preparing a job", id, || {
                 prepare(c, job, &now_s, &mut work)
             })?;
         }

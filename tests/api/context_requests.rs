@@ -29,7 +29,7 @@ async fn webhook_types(app: &TestApp) -> Vec<(String, Value)> {
         .db
         .read(|c| {
             let mut st = c.prepare(
-                "SELECT event_type, body FROM webhook_deliveries ORDER BY created_at, id",
+                "SELECT d.event_type, b.body FROM webhook_deliveries d JOIN webhook_bodies b ON b.id = d.body_id ORDER BY d.created_at, d.id",
             )?;
             let rows =
                 st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;

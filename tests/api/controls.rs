@@ -54,7 +54,7 @@ async fn deliveries(app: &TestApp) -> Vec<(String, String, Value)> {
         .services
         .db
         .read(|c| {
-            let mut st = c.prepare("SELECT event_type, action_id, body FROM webhook_deliveries ORDER BY created_at, id")?;
+            let mut st = c.prepare("SELECT d.event_type, d.action_id, b.body FROM webhook_deliveries d JOIN webhook_bodies b ON b.id = d.body_id ORDER BY d.created_at, d.id")?;
             let rows = st.query_map([], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
             })?;

@@ -505,3 +505,70 @@ async fn control_and_context_requests_arrive_signed_with_what_was_asked() {
         q["data"]["id"]
     );
 }
+
+/// A turn of the queue runs in one savepoint; when recording one attempt
+/// fails, the turn is taken again job by job: the other deliveries are
+/// recorded, the failing one stays claimed (the stale sweep frees it), and
+/// the queue goes on.
+#[tokio::test]
+async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
+    let (app, rx) = setup().await;
+    let bad = app
+        .create_action(with_callback("Cannot be recorded", &rx.url("bad")))
+        .await;
+    let good = app
+        .create_action(with_callback("Recorded", &rx.url("good")))
+        .await;
+    let bad_id = bad["id"].as_str().unwrap().to_owned();
+    // On the writer's own connection only: recording an attempt of `bad`
+    // fails as a full disk or a broken row would.
+    app.state
+        .services
+        .db
+        .write(move |c| {
+            c.execute_batch(&format!(
+                "CREATE TEMP TRIGGER refuse_attempt BEFORE INSERT ON main.webhook_attempts
+                 WHEN (SELECT action_id FROM main.webhook_deliveries WHERE id = NEW.delivery_id) = '{bad_id}'
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;"
+            ))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // Decided together, so that both attempts are likely settled in one turn.
+    let (b, g) = tokio::join!(
+        app.decide(&bad, json!({"option_id": "approve"})),
+        app.decide(&good, json!({"option_id": "approve"}))
+    );
+    b.ok(200);
+    g.ok(200);
+    rx.wait_for("bad", 1).await;
+    rx.wait_for("good", 1).await;
+    let gid = good["id"].as_str().unwrap();
+    let d = delivery_where(&app, |d| {
+        d["action_id"] == gid && d["status"] == "delivered"
+    })
+    .await;
+    assert_eq!(d["attempts"], 1);
+    // The queue goes on after it.
+    let later = app
+        .create_action(with_callback("After", &rx.url("after")))
+        .await;
+    app.decide(&later, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    rx.wait_for("after", 1).await;
+    let lid = later["id"].as_str().unwrap();
+    delivery_where(&app, |d| {
+        d["action_id"] == lid && d["status"] == "delivered"
+    })
+    .await;
+    // The failing attempt was sent but not recorded: still pending, with no
+    // attempt, and its job still claimed.
+    let bid = bad["id"].as_str().unwrap();
+    let d = delivery_where(&app, |d| d["action_id"] == bid).await;
+    assert_eq!(d["status"], "pending");
+    assert_eq!(d["attempts"], 0);
+    assert_eq!(app.count_rows("jobs"), 1);
+    assert_eq!(app.count_rows("jobs WHERE claimed_at IS NOT NULL"), 1);
+}
