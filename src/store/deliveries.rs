@@ -83,6 +83,7 @@ pub fn insert(c: &Connection, d: &NewDelivery) -> Result<()> {
     Ok(())
 }
 
+/// What the worker needs to send one attempt. No `Debug`: it holds secrets.
 #[derive(Clone)]
 pub struct Outgoing {
     pub id: String,
@@ -96,31 +97,44 @@ pub struct Outgoing {
 }
 
 /// The delivery to attempt, with the secrets that sign it at `now`; None
-/// when it is no longer pending (delivered or failed meanwhile).
+/// when it is no longer pending (delivered or failed meanwhile). A pending
+/// delivery without its body is an error, never a silent skip: the job
+/// stays claimed and the error is logged (workers::jobs).
 pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Option<Outgoing>> {
-    Ok(c.prepare_cached(
-        "SELECT d.id, d.url, b.body, d.attempts, d.round_start, s.webhook_secret,
-                CASE WHEN s.previous_webhook_secret_expires_at > ?2
-                     THEN s.previous_webhook_secret END
-         FROM webhook_deliveries d JOIN webhook_bodies b ON b.id = d.body_id
-              JOIN sources s ON s.id = d.source_id
-         WHERE d.id = ?1 AND d.status = 'pending'",
-    )?
-    .query_row(params![id, now], |r| {
-        let mut secrets = vec![r.get::<_, String>(5)?];
-        if let Some(old) = r.get::<_, Option<String>>(6)? {
-            secrets.push(old);
-        }
-        Ok(Outgoing {
-            id: r.get(0)?,
-            url: r.get(1)?,
-            body: r.get(2)?,
-            attempts: r.get(3)?,
-            round_start: r.get(4)?,
-            secrets,
+    let found = c
+        .prepare_cached(
+            "SELECT d.url, b.body, d.attempts, d.round_start, s.webhook_secret,
+                    CASE WHEN s.previous_webhook_secret_expires_at > ?2
+                         THEN s.previous_webhook_secret END
+             FROM webhook_deliveries d LEFT JOIN webhook_bodies b ON b.id = d.body_id
+                  JOIN sources s ON s.id = d.source_id
+             WHERE d.id = ?1 AND d.status = 'pending'",
+        )?
+        .query_row(params![id, now], |r| {
+            let mut secrets = vec![r.get::<_, String>(4)?];
+            if let Some(old) = r.get::<_, Option<String>>(5)? {
+                secrets.push(old);
+            }
+            let body: Option<String> = r.get(1)?;
+            Ok((r.get(0)?, body, r.get(2)?, r.get(3)?, secrets))
         })
-    })
-    .optional()?)
+        .optional()?;
+    let Some((url, body, attempts, round_start, secrets)) = found else {
+        return Ok(None);
+    };
+    let Some(body) = body else {
+        return Err(crate::error::Error::internal(anyhow::anyhow!(
+            "webhook delivery {id} has no body in webhook_bodies; it is not sent"
+        )));
+    };
+    Ok(Some(Outgoing {
+        id: id.to_owned(),
+        url,
+        body,
+        attempts,
+        round_start,
+        secrets,
+    }))
 }
 
 /// A delivery's attempts so far and where its current round started.
@@ -301,13 +315,18 @@ mod tests {
                 "SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < '2026' ORDER BY updated_at, id LIMIT 10000",
                 "webhook_deliveries_settled",
             ),
+            (
+                "DELETE FROM webhook_bodies WHERE id IN (SELECT body_id FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < '2026' ORDER BY updated_at, id LIMIT 10000))",
+                "webhook_deliveries_settled",
+            ),
         ] {
             let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");
             assert!(text.contains(index), "{sql}:\n{text}");
             assert!(
                 !text.contains("SCAN webhook_deliveries\n")
-                    && !text.ends_with("SCAN webhook_deliveries"),
+                    && !text.ends_with("SCAN webhook_deliveries")
+                    && !text.contains("SCAN webhook_bodies"),
                 "{text}"
             );
         }

@@ -39,7 +39,17 @@ pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use rusqlite::Connection;
+    use rusqlite::{Connection, Row};
+
+    /// Every row `sql` answers, mapped by `f`.
+    fn all<T>(c: &Connection, sql: &str, f: impl FnMut(&Row) -> rusqlite::Result<T>) -> Vec<T> {
+        c.prepare(sql)
+            .unwrap()
+            .query_map([], f)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
 
     #[test]
     fn migrations_are_valid() {
@@ -67,13 +77,10 @@ mod tests {
         )
         .unwrap();
         super::apply(&mut c).unwrap();
-        let emails: Vec<Option<String>> = c
-            .prepare("SELECT assignee_email FROM actions ORDER BY id")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let emails: Vec<Option<String>> =
+            all(&c, "SELECT assignee_email FROM actions ORDER BY id", |r| {
+                r.get(0)
+            });
         assert_eq!(emails, [Some("ann@example.com".to_string()), None]);
         c.execute(
             "INSERT INTO action_events(action_id, kind, actor_type, action_version, created_at)
@@ -81,13 +88,11 @@ mod tests {
             [],
         )
         .unwrap();
-        let ids: Vec<(i64, String)> = c
-            .prepare("SELECT id, action_id FROM action_events ORDER BY id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let ids: Vec<(i64, String)> = all(
+            &c,
+            "SELECT id, action_id FROM action_events ORDER BY id",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
         assert_eq!(
             ids,
             [
@@ -152,20 +157,18 @@ mod tests {
                       ('msg_2', 'ws_1', 'src_1', 'act_2', 'live', 'action.expired', 'https://a.example/',
                        '{"type":"action.expired"}', 'pending', '2026', '2026');
                INSERT INTO webhook_attempts(delivery_id, attempt, started_at, status_code, duration_ms)
-               VALUES ('msg_1', 1, '2026', 200, 3);"#,
+               VALUES ('msg_1', 1, '2026', 200, 3);
+               PRAGMA foreign_keys = ON;"#,
         )
         .unwrap();
+        // As the server runs it: foreign keys on.
         super::apply(&mut c).unwrap();
-        let rows: Vec<(String, String)> = c
-            .prepare(
-                "SELECT d.id, b.body FROM webhook_deliveries d
-                 JOIN webhook_bodies b ON b.id = d.body_id ORDER BY d.id",
-            )
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let rows: Vec<(String, String)> = all(
+            &c,
+            "SELECT d.id, b.body FROM webhook_deliveries d
+             JOIN webhook_bodies b ON b.id = d.body_id ORDER BY d.id",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
         assert_eq!(
             rows,
             [

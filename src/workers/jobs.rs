@@ -141,10 +141,11 @@ pub async fn run(s: Services) {
             let (b, stale) = (batch.clone(), stale.clone());
             s.db.write(move |c| turn(c, &b, now, &free, stale.as_ref().as_ref(), isolate))
         };
-        // A turn runs in one savepoint, the writer's: when a step fails, the
-        // whole turn is undone and taken again with each job in a savepoint
-        // of its own, so the failing job alone is left behind. A savepoint
-        // per job on every turn cost the writer about as much as the steps.
+        // A turn runs in one savepoint, the writer's. When it fails (a step's
+        // error, or its batch not committed), the whole turn is undone and
+        // taken again with each job in a savepoint of its own, so a failing
+        // job alone is left behind. A savepoint per job on every turn cost
+        // the writer about a sixth of the turn (docs/benchmarks.md).
         let turn = match run(Isolate::Turn).await {
             Ok(x) => Ok(x),
             Err(e) => {

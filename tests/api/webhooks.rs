@@ -508,8 +508,8 @@ async fn control_and_context_requests_arrive_signed_with_what_was_asked() {
 
 /// A turn of the queue runs in one savepoint; when recording one attempt
 /// fails, the turn is taken again job by job: the other deliveries are
-/// recorded, the failing one stays claimed (the stale sweep frees it), and
-/// the queue goes on.
+/// recorded (in that turn or the next), the failing one stays claimed (the
+/// stale sweep frees it), and the queue goes on.
 #[tokio::test]
 async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
     let (app, rx) = setup().await;
@@ -571,4 +571,57 @@ async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
     assert_eq!(d["attempts"], 0);
     assert_eq!(app.count_rows("jobs"), 1);
     assert_eq!(app.count_rows("jobs WHERE claimed_at IS NOT NULL"), 1);
+}
+
+/// Two retries fall due together and one turn claims both; preparing one of
+/// them fails (its body is gone): the turn is taken again job by job, the
+/// other is sent and recorded, and the failing one is neither sent nor
+/// dropped: it stays pending and claimed, and the error is logged.
+#[tokio::test]
+async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
+    let (app, rx) = setup().await;
+    rx.script(&[500, 500], 0.0).await;
+    let bad = app
+        .create_action(with_callback("Loses its body", &rx.url("bad")))
+        .await;
+    let good = app
+        .create_action(with_callback("Keeps its body", &rx.url("good")))
+        .await;
+    for a in [&bad, &good] {
+        app.decide(a, json!({"option_id": "approve"})).await.ok(200);
+    }
+    let (bid, gid) = (bad["id"].as_str().unwrap(), good["id"].as_str().unwrap());
+    for id in [bid, gid] {
+        let d = delivery_where(&app, |d| d["action_id"] == id && d["attempts"] == 1).await;
+        assert_eq!(d["status"], "pending", "{d}");
+    }
+    let gone = bid.to_owned();
+    app.state
+        .services
+        .db
+        .write(move |c| {
+            let n = c.execute(
+                "DELETE FROM webhook_bodies WHERE id =
+                    (SELECT body_id FROM webhook_deliveries WHERE action_id = ?1)",
+                [&gone],
+            )?;
+            assert_eq!(n, 1);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // Both retries are due 5 s after their first attempt: one wake, one turn.
+    app.state.services.clock.advance(time::Duration::seconds(6));
+    rx.wait_for("good", 2).await;
+    let d = delivery_where(&app, |d| {
+        d["action_id"] == gid && d["status"] == "delivered"
+    })
+    .await;
+    assert_eq!(d["attempts"], 2);
+    let d = delivery_where(&app, |d| d["action_id"] == bid).await;
+    assert_eq!(d["status"], "pending");
+    assert_eq!(d["attempts"], 1);
+    assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "not sent again");
+    assert_eq!(app.count_rows("jobs WHERE claimed_at IS NOT NULL"), 1);
+    assert_eq!(app.count_rows("jobs"), 1);
 }
