@@ -154,7 +154,15 @@ pub async fn run(s: Services) {
             }
         };
         let next_due = match turn {
-            Ok((work, next_due)) => {
+            Ok(Turned {
+                work,
+                next_due,
+                released,
+            }) => {
+                // Logged once committed: a failed first run released nothing.
+                if released > 0 {
+                    tracing::warn!(count = released, "stale job claims released");
+                }
                 for w in work {
                     start(&s, w, &sender, mailer.as_ref(), &mut inflight, &mut busy);
                 }
@@ -308,9 +316,18 @@ fn isolated(c: &Connection, what: &str, id: i64, f: impl FnOnce() -> Result<()>)
     Ok(())
 }
 
-/// One turn in the writer: record finished attempts, claim up to the free
-/// slots of each kind; returns the claimed work and when the next unclaimed
-/// job of a kind with free slots falls due.
+/// What a turn came to.
+struct Turned {
+    /// The jobs claimed, to start.
+    work: Vec<Work>,
+    /// When the next unclaimed job of a kind with free slots falls due.
+    next_due: Option<Timestamp>,
+    /// Stale claims the sweep released.
+    released: usize,
+}
+
+/// One turn in the writer: record finished attempts, release stale claims
+/// (when `stale` is given), claim up to the free slots of each kind.
 fn turn(
     c: &Connection,
     finished: &[Done],
@@ -318,7 +335,7 @@ fn turn(
     free: &[(Kind, usize)],
     stale: Option<&(String, String)>,
     isolate: Isolate,
-) -> Result<(Vec<Work>, Option<Timestamp>)> {
+) -> Result<Turned> {
     let now_s = time::format(now);
     for d in finished {
         step(c, isolate, "recording an attempt", d.job.id, || {
@@ -328,11 +345,9 @@ fn turn(
             }
         })?;
     }
+    let mut released = 0;
     if let Some((before, running)) = stale {
-        let n = jobs::release_stale(c, before, running)?;
-        if n > 0 {
-            tracing::warn!(count = n, "stale job claims released");
-        }
+        released = jobs::release_stale(c, before, running)?;
         // Written by a newer hds: left for it, looked at again in an hour.
         let later = time::format(now + ::time::Duration::hours(1));
         for job in jobs::claim_unknown(c, &now_s, 1000)? {
@@ -355,7 +370,11 @@ fn turn(
             next = Some(next.map_or(t, |n| n.min(t)));
         }
     }
-    Ok((work, next))
+    Ok(Turned {
+        work,
+        next_due: next,
+        released,
+    })
 }
 
 /// What a claimed job needs to run, or its row gone when there is nothing
