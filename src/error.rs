@@ -377,6 +377,18 @@ fn code_as_str<S: serde::Serializer>(code: &Code, s: S) -> std::result::Result<S
     s.serialize_str(code.as_str())
 }
 
+impl Error {
+    /// The error as a log line outside a request (workers): its code and
+    /// message, then the cause chain, which an internal error's message
+    /// ("internal error; the request was not applied") leaves out.
+    pub fn for_log(&self) -> String {
+        match self.0.cause() {
+            Some(cause) => format!("{self}; cause: {cause:#}"),
+            None => self.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code.as_str(), self.message)

@@ -570,7 +570,7 @@ pub(crate) fn isolated(c: &Connection, what: &str, f: impl FnOnce() -> Result<()
         .execute([])?;
     let r = f();
     if let Err(e) = &r {
-        tracing::error!(error = %e, "notification work ({what}) failed; skipped");
+        tracing::error!(error = %e.for_log(), "notification work ({what}) failed; skipped");
         c.prepare_cached("ROLLBACK TO notification_step")?
             .execute([])?;
     }

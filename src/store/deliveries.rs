@@ -96,11 +96,23 @@ pub struct Outgoing {
     pub secrets: Vec<String>,
 }
 
-/// The delivery to attempt, with the secrets that sign it at `now`; None
-/// when it is no longer pending (delivered or failed meanwhile). A pending
-/// delivery without its body is an error, never a silent skip: the job
-/// stays claimed and the error is logged (workers::jobs).
-pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Option<Outgoing>> {
+/// What a claimed webhook job finds of its delivery.
+pub enum Pending {
+    /// Still pending: this attempt, signed with the secrets of `now`.
+    Send(Outgoing),
+    /// No longer pending (delivered, failed or forgotten meanwhile).
+    Settled,
+    /// Pending without its body: the database was edited or damaged
+    /// (`give_up` ends it with `NO_BODY`).
+    NoBody,
+}
+
+/// The last error of a delivery whose body is missing.
+pub const NO_BODY: &str = "not sent: its body is missing from the database (table webhook_bodies), \
+    which was edited or damaged; it cannot be sent or resent";
+
+/// The delivery `id` as a claimed job finds it (see `Pending`).
+pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Pending> {
     let found = c
         .prepare_cached(
             "SELECT d.url, b.body, d.attempts, d.round_start, s.webhook_secret,
@@ -116,25 +128,34 @@ pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Option<Outgoing>>
                 secrets.push(old);
             }
             let body: Option<String> = r.get(1)?;
-            Ok((r.get(0)?, body, r.get(2)?, r.get(3)?, secrets))
+            Ok(body.map(|body| -> rusqlite::Result<Outgoing> {
+                Ok(Outgoing {
+                    id: id.to_owned(),
+                    url: r.get(0)?,
+                    body,
+                    attempts: r.get(2)?,
+                    round_start: r.get(3)?,
+                    secrets,
+                })
+            }))
         })
         .optional()?;
-    let Some((url, body, attempts, round_start, secrets)) = found else {
-        return Ok(None);
-    };
-    let Some(body) = body else {
-        return Err(crate::error::Error::internal(anyhow::anyhow!(
-            "webhook delivery {id} has no body in webhook_bodies; it is not sent"
-        )));
-    };
-    Ok(Some(Outgoing {
-        id: id.to_owned(),
-        url,
-        body,
-        attempts,
-        round_start,
-        secrets,
-    }))
+    Ok(match found {
+        None => Pending::Settled,
+        Some(None) => Pending::NoBody,
+        Some(Some(out)) => Pending::Send(out?),
+    })
+}
+
+/// Ends a pending delivery that cannot be sent: failed, with `error`.
+pub fn give_up(c: &Connection, id: &str, error: &str, now: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE webhook_deliveries SET status = 'failed', last_error = ?2,
+            next_attempt_at = NULL, updated_at = ?3
+         WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, error, now])?;
+    Ok(())
 }
 
 /// A delivery's attempts so far and where its current round started.
@@ -274,13 +295,15 @@ pub fn restart(c: &Connection, id: &str, now: &str) -> Result<()> {
 /// Days a delivered or failed delivery stays in the log.
 pub const KEEP_DAYS: i64 = 30;
 
+/// The deliveries one prune forgets: settled before ?1, oldest first.
+const OLDEST: &str = "SELECT id FROM webhook_deliveries
+    WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at, id LIMIT 10000";
+
 /// Forgets deliveries settled before `before`, with their attempts and
 /// bodies; at most 10,000 a call (the oldest, by
 /// `webhook_deliveries_settled`), so the writer is never held long. The
 /// three deletes pick the same rows.
 pub fn prune(c: &Connection, before: &str) -> Result<usize> {
-    const OLDEST: &str = "SELECT id FROM webhook_deliveries
-        WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at, id LIMIT 10000";
     c.execute(
         &format!("DELETE FROM webhook_attempts WHERE delivery_id IN ({OLDEST})"),
         [before],
@@ -316,7 +339,12 @@ mod tests {
                 "webhook_deliveries_settled",
             ),
             (
-                "DELETE FROM webhook_bodies WHERE id IN (SELECT body_id FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < '2026' ORDER BY updated_at, id LIMIT 10000))",
+                format!(
+                    "DELETE FROM webhook_bodies WHERE id IN
+                        (SELECT body_id FROM webhook_deliveries WHERE id IN ({}))",
+                    super::OLDEST
+                )
+                .as_str(),
                 "webhook_deliveries_settled",
             ),
         ] {

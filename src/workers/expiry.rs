@@ -26,7 +26,7 @@ pub async fn run(s: Services) {
             .write(move |c, fx| notifications::run_due(c, fx, &nctx, &at))
             .await
         {
-            tracing::error!(error = %e, "notification timers failed");
+            tracing::error!(error = %e.for_log(), "notification timers failed");
         }
         match s
             .write(move |c, fx| decisions::expire_due(c, fx, &svc, now))
@@ -36,7 +36,7 @@ pub async fn run(s: Services) {
                 tracing::info!(count = ids.len(), "expired Actions closed")
             }
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "expiry pass failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "expiry pass failed"),
         }
     }
 }

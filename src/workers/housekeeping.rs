@@ -20,7 +20,7 @@ pub async fn run(s: Services) {
         match s.db.write(move |c| idempotency::prune(c, &before)).await {
             Ok(n) if n > 0 => tracing::info!(count = n, "expired idempotency keys removed"),
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "idempotency pruning failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "idempotency pruning failed"),
         }
         let pruned =
             s.db.write(move |c| {
@@ -33,7 +33,7 @@ pub async fn run(s: Services) {
                 tracing::info!(count = n, "expired sessions, links and nonces removed")
             }
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "session pruning failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "session pruning failed"),
         }
         let settled_before = time::format(now - ::time::Duration::days(deliveries::KEEP_DAYS));
         match s
@@ -43,24 +43,24 @@ pub async fn run(s: Services) {
         {
             Ok(n) if n > 0 => tracing::info!(count = n, "old webhook deliveries removed"),
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "delivery pruning failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "delivery pruning failed"),
         }
         let old = time::format(now - ::time::Duration::days(notifications::KEEP_DAYS));
         match s.db.write(move |c| notifications::prune(c, &old)).await {
             Ok(n) if n > 0 => tracing::info!(count = n, "old notifications removed"),
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "notification pruning failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "notification pruning failed"),
         }
         let mail_before = time::format(now - ::time::Duration::days(mail::KEEP_DAYS));
         match s.db.write(move |c| mail::prune(c, &mail_before)).await {
             Ok(n) if n > 0 => tracing::info!(count = n, "old e-mails removed from the outbox"),
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "e-mail pruning failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "e-mail pruning failed"),
         }
         match crate::service::analytics::prune_events(&s).await {
             Ok(n) if n > 0 => tracing::info!(count = n, "old analytics events removed"),
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "analytics event pruning failed"),
+            Err(e) => tracing::error!(error = %e.for_log(), "analytics event pruning failed"),
         }
     }
 }

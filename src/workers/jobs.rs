@@ -20,7 +20,7 @@ use crate::domain::time::{self, Timestamp};
 use crate::domain::webhook;
 use crate::error::Result;
 use crate::service::Services;
-use crate::store::deliveries::{self, Attempt, Next, Outgoing};
+use crate::store::deliveries::{self, Attempt, Next, Outgoing, Pending};
 use crate::store::jobs::{self, Job, Kind};
 use crate::store::mail::{self as mail_store, Settled};
 use crate::workers::mail::{self as mailer, Mailer, Outcome};
@@ -95,7 +95,7 @@ pub async fn run(s: Services) {
     match s.db.write(jobs::release_claims).await {
         Ok(n) if n > 0 => tracing::info!(count = n, "jobs of a previous run released"),
         Ok(_) => {}
-        Err(e) => tracing::error!(error = %e, "releasing job claims failed"),
+        Err(e) => tracing::error!(error = %e.for_log(), "releasing job claims failed"),
     }
     let webhook_slots = usize::try_from(s.config.webhook_concurrency).unwrap_or(64);
     let mut inflight: JoinSet<Done> = JoinSet::new();
@@ -149,7 +149,7 @@ pub async fn run(s: Services) {
         let turn = match run(Isolate::Turn).await {
             Ok(x) => Ok(x),
             Err(e) => {
-                tracing::warn!(error = %e, "a job queue turn failed; taking it again job by job");
+                tracing::warn!(error = %e.for_log(), "a job queue turn failed; taking it again job by job");
                 run(Isolate::EachJob).await
             }
         };
@@ -171,7 +171,7 @@ pub async fn run(s: Services) {
             Err(e) => {
                 // Rolled back: the attempts are recorded by the next turn,
                 // a second from now.
-                tracing::error!(error = %e, "job queue turn failed");
+                tracing::error!(error = %e.for_log(), "job queue turn failed");
                 finished = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
                 Some(now + ::time::Duration::seconds(1))
             }
@@ -260,7 +260,8 @@ fn start(
 }
 
 /// Takes a finished task out of `busy`; a panicked one leaves its job
-/// claimed, and the stale sweep frees it a minute or so later.
+/// claimed, and the stale sweep frees it once no attempt can still be
+/// running (two to three minutes with the default timeout).
 fn collect(
     done: std::result::Result<(tokio::task::Id, Done), tokio::task::JoinError>,
     into: &mut Vec<Done>,
@@ -304,12 +305,13 @@ fn step(
 
 /// Runs `f` in its own savepoint: when it fails, only its own writes are
 /// undone, the error is logged, and the turn goes on, so one bad job never
-/// stops the queue (its claim stays; the stale sweep frees it).
+/// stops the queue (its claim stays; the stale sweep frees it, and the
+/// job is tried again).
 fn isolated(c: &Connection, what: &str, id: i64, f: impl FnOnce() -> Result<()>) -> Result<()> {
     c.prepare_cached("SAVEPOINT job_step")?.execute([])?;
     let r = f();
     if let Err(e) = &r {
-        tracing::error!(error = %e, job.id = id, "{what} failed; left for the stale sweep");
+        tracing::error!(error = %e.for_log(), job.id = id, "{what} failed; left for the stale sweep");
         c.prepare_cached("ROLLBACK TO job_step")?.execute([])?;
     }
     c.prepare_cached("RELEASE job_step")?.execute([])?;
@@ -378,12 +380,18 @@ fn turn(
 }
 
 /// What a claimed job needs to run, or its row gone when there is nothing
-/// left to do (delivered, sent or failed meanwhile).
+/// left to do (delivered, sent or failed meanwhile, or a webhook whose body
+/// is missing: failed, with a last error that says so).
 fn prepare(c: &Connection, job: Job, now: &str, work: &mut Vec<Work>) -> Result<()> {
     match job.kind {
         Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, now)? {
-            Some(out) => work.push(Work::Webhook { job, out }),
-            None => jobs::delete(c, job.id)?,
+            Pending::Send(out) => work.push(Work::Webhook { job, out }),
+            Pending::Settled => jobs::delete(c, job.id)?,
+            Pending::NoBody => {
+                tracing::error!(delivery.id = %job.subject, "a webhook's body is missing from the database; the delivery is failed");
+                deliveries::give_up(c, &job.subject, deliveries::NO_BODY, now)?;
+                jobs::delete(c, job.id)?;
+            }
         },
         Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
             Some(mail) => work.push(Work::Email { job, mail }),

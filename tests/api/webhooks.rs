@@ -574,18 +574,19 @@ async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
 }
 
 /// Two retries fall due together and one turn claims both; preparing one of
-/// them fails (its body is gone): the turn is taken again job by job, the
-/// other is sent and recorded, and the failing one is neither sent nor
-/// dropped: it stays pending and claimed, and the error is logged.
+/// them fails (a trigger refuses to delete its job, and its delivery was
+/// settled meanwhile, so preparing it deletes the job): the turn is taken
+/// again job by job, the other is sent and recorded, and the failing one
+/// is not sent and stays claimed.
 #[tokio::test]
 async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
     let (app, rx) = setup().await;
     rx.script(&[500, 500], 0.0).await;
     let bad = app
-        .create_action(with_callback("Loses its body", &rx.url("bad")))
+        .create_action(with_callback("Cannot be prepared", &rx.url("bad")))
         .await;
     let good = app
-        .create_action(with_callback("Keeps its body", &rx.url("good")))
+        .create_action(with_callback("Prepared", &rx.url("good")))
         .await;
     for a in [&bad, &good] {
         app.decide(a, json!({"option_id": "approve"})).await.ok(200);
@@ -595,33 +596,95 @@ async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
         let d = delivery_where(&app, |d| d["action_id"] == id && d["attempts"] == 1).await;
         assert_eq!(d["status"], "pending", "{d}");
     }
-    let gone = bid.to_owned();
-    app.state
+    // Both retries an hour away (so no timer brings one alone), the bad one
+    // settled meanwhile, and its job undeletable on the writer's connection.
+    let clock = &app.state.services.clock;
+    let later = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+    let bad_id = bid.to_owned();
+    let (moved, settled) = app
+        .state
         .services
         .db
         .write(move |c| {
-            let n = c.execute(
-                "DELETE FROM webhook_bodies WHERE id =
-                    (SELECT body_id FROM webhook_deliveries WHERE action_id = ?1)",
-                [&gone],
+            let moved = c.execute("UPDATE jobs SET run_at = ?1", [&later])?;
+            let settled = c.execute(
+                "UPDATE webhook_deliveries SET status = 'failed' WHERE action_id = ?1",
+                [&bad_id],
             )?;
-            assert_eq!(n, 1);
-            Ok(())
+            c.execute_batch(&format!(
+                "CREATE TEMP TRIGGER keep_job BEFORE DELETE ON main.jobs
+                 WHEN OLD.subject = (SELECT id FROM main.webhook_deliveries WHERE action_id = '{bad_id}')
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;"
+            ))?;
+            Ok((moved, settled))
         })
         .await
         .unwrap();
-    // Both retries are due 5 s after their first attempt: one wake, one turn.
-    app.state.services.clock.advance(time::Duration::seconds(6));
+    assert_eq!((moved, settled), (2, 1));
+    // One move of the clock: both are due at the same turn.
+    clock.advance(time::Duration::hours(1) + time::Duration::seconds(1));
     rx.wait_for("good", 2).await;
     let d = delivery_where(&app, |d| {
         d["action_id"] == gid && d["status"] == "delivered"
     })
     .await;
     assert_eq!(d["attempts"], 2);
-    let d = delivery_where(&app, |d| d["action_id"] == bid).await;
-    assert_eq!(d["status"], "pending");
-    assert_eq!(d["attempts"], 1);
     assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "not sent again");
     assert_eq!(app.count_rows("jobs WHERE claimed_at IS NOT NULL"), 1);
     assert_eq!(app.count_rows("jobs"), 1);
+}
+
+/// A pending delivery whose body is gone (the database edited or damaged)
+/// is never sent without it: it fails, says why, and leaves the queue, and
+/// a resend ends the same way.
+#[tokio::test]
+async fn a_delivery_whose_body_is_gone_fails_and_says_why() {
+    let (app, rx) = setup().await;
+    rx.script(&[500], 0.0).await;
+    let a = app
+        .create_action(with_callback("Loses its body", &rx.url("nobody")))
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let id = a["id"].as_str().unwrap().to_owned();
+    let d = delivery_where(&app, |d| d["action_id"] == id && d["attempts"] == 1).await;
+    let did = d["id"].as_str().unwrap().to_owned();
+    let gone = did.clone();
+    let n = app
+        .state
+        .services
+        .db
+        .write(move |c| {
+            Ok(c.execute(
+                "DELETE FROM webhook_bodies WHERE id =
+                    (SELECT body_id FROM webhook_deliveries WHERE id = ?1)",
+                [&gone],
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let clock = &app.state.services.clock;
+    clock.advance(time::Duration::seconds(6));
+    let d = delivery_where(&app, |d| d["id"] == did && d["status"] == "failed").await;
+    assert_eq!(d["last_error"], hds::store::deliveries::NO_BODY);
+    assert_eq!(d["attempts"], 1, "no attempt was made");
+    assert!(d["next_attempt_at"].is_null());
+    assert_eq!(app.count_rows("jobs"), 0);
+    // A resend is accepted and ends the same way; nothing is sent.
+    let src = app.creds["source_id"].as_str().unwrap();
+    let r: Value = app
+        .admin()
+        .post(
+            &format!("/v1/sources/{src}/deliveries/{did}/resend"),
+            json!({}),
+            202,
+        )
+        .await;
+    assert_eq!(r["data"]["status"], "pending");
+    let d = delivery_where(&app, |d| d["id"] == did && d["status"] == "failed").await;
+    assert_eq!(d["last_error"], hds::store::deliveries::NO_BODY);
+    assert_eq!(app.count_rows("jobs"), 0);
+    assert_eq!(rx.received().await.len(), 1);
 }
