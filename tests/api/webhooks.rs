@@ -24,6 +24,16 @@ fn with_callback(title: &str, url: &str) -> Value {
     body
 }
 
+/// An Action with a callback_url, created and then approved: its
+/// `action.resolved` webhook is queued.
+async fn decided(app: &TestApp, title: &str, url: &str) -> Value {
+    let a = app.create_action(with_callback(title, url)).await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    a
+}
+
 /// Waits (bounded) until the delivery log of the init Source, read over the
 /// API by its owner, shows `pred`.
 pub async fn delivery_where(app: &TestApp, pred: impl Fn(&Value) -> bool) -> Value {
@@ -116,12 +126,7 @@ async fn each_closing_event_arrives_signed_with_the_action_as_the_source_reads_i
 async fn a_500_is_retried_on_schedule_with_the_same_webhook_id() {
     let (app, rx) = setup().await;
     rx.script(&[500], 0.0).await;
-    let a = app
-        .create_action(with_callback("Retry me", &rx.url("retry")))
-        .await;
-    app.decide(&a, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    decided(&app, "Retry me", &rx.url("retry")).await;
     let first = rx.wait_for("retry", 1).await;
     assert_eq!(first[0]["answered"], 500);
     let d = delivery_where(&app, |d| d["attempts"] == 1).await;
@@ -230,12 +235,7 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
     let new = r["secrets"]["webhook_secret"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
     rx.secrets(&[&old, &new]).await;
-    let a = app
-        .create_action(with_callback("During", &rx.url("during")))
-        .await;
-    app.decide(&a, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    decided(&app, "During", &rx.url("during")).await;
     let d = &rx.wait_for("during", 1).await[0];
     assert_eq!(d["signature"].as_str().unwrap().split(' ').count(), 2);
     assert_eq!(
@@ -252,12 +252,7 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
         .services
         .clock
         .advance(time::Duration::seconds(31));
-    let a = app
-        .create_action(with_callback("After", &rx.url("after")))
-        .await;
-    app.decide(&a, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    decided(&app, "After", &rx.url("after")).await;
     let d = &rx.wait_for("after", 1).await[0];
     assert_eq!(d["signature"].as_str().unwrap().split(' ').count(), 1);
     assert_eq!(d["verified"][&old], false);
@@ -282,12 +277,7 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
 #[tokio::test]
 async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
     let (app, rx) = setup().await;
-    let a = app
-        .create_action(with_callback("Log", &rx.url("log")))
-        .await;
-    app.decide(&a, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    decided(&app, "Log", &rx.url("log")).await;
     let src = app.creds["source_id"].as_str().unwrap();
     let d = delivery_where(&app, |d| d["status"] == "delivered").await;
     let did = d["id"].as_str().unwrap();
@@ -417,12 +407,7 @@ async fn deliveries_to_names_that_resolve_to_private_addresses_are_refused_and_l
 async fn after_eight_failed_attempts_the_delivery_fails_and_leaves_the_queue() {
     let (app, rx) = setup().await;
     rx.script(&[500; 8], 0.0).await;
-    let a = app
-        .create_action(with_callback("Never", &rx.url("never")))
-        .await;
-    app.decide(&a, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    decided(&app, "Never", &rx.url("never")).await;
     rx.wait_for("never", 1).await;
     let clock = &app.state.services.clock;
     for (n, wait) in hds::domain::webhook::RETRY_SCHEDULE_SECS.iter().enumerate() {
@@ -551,12 +536,7 @@ async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
     .await;
     assert_eq!(d["attempts"], 1);
     // The queue goes on after it.
-    let later = app
-        .create_action(with_callback("After", &rx.url("after")))
-        .await;
-    app.decide(&later, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    let later = decided(&app, "After", &rx.url("after")).await;
     rx.wait_for("after", 1).await;
     let lid = later["id"].as_str().unwrap();
     delivery_where(&app, |d| {
@@ -641,12 +621,7 @@ async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
 async fn a_delivery_whose_body_is_gone_fails_and_says_why() {
     let (app, rx) = setup().await;
     rx.script(&[500], 0.0).await;
-    let a = app
-        .create_action(with_callback("Loses its body", &rx.url("nobody")))
-        .await;
-    app.decide(&a, json!({"option_id": "approve"}))
-        .await
-        .ok(200);
+    let a = decided(&app, "Loses its body", &rx.url("nobody")).await;
     let id = a["id"].as_str().unwrap().to_owned();
     let d = delivery_where(&app, |d| d["action_id"] == id && d["attempts"] == 1).await;
     let did = d["id"].as_str().unwrap().to_owned();
