@@ -43,8 +43,72 @@ pub struct Metrics {
     durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
     queue_depth: Gauge,
     long_polls: Gauge,
-    // Outbox depth (webhook deliveries waiting) is registered here, read at
-    // scrape like the queue depth, once the outbox lands (issue 8).
+    /// The job queue (webhooks, e-mail), read from the database at scrape.
+    jobs: JobGauges,
+}
+
+/// The job queue by kind (`store::jobs::depth`).
+#[derive(Default)]
+struct JobGauges {
+    due: Family<KindLabels, Gauge>,
+    scheduled: Family<KindLabels, Gauge>,
+    running: Family<KindLabels, Gauge>,
+    oldest_due: Family<KindLabels, Gauge<f64, AtomicU64>>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+impl JobGauges {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "jobs_due",
+            "Queued jobs that are due and wait for the worker, by kind (webhook, email)",
+            self.due.clone(),
+        );
+        registry.register(
+            "jobs_scheduled",
+            "Queued jobs due later (a retry waiting out its backoff), by kind",
+            self.scheduled.clone(),
+        );
+        registry.register(
+            "jobs_running",
+            "Jobs the worker has claimed and not finished, by kind",
+            self.running.clone(),
+        );
+        registry.register(
+            "jobs_oldest_due_seconds",
+            "How long the longest-due job of a kind has waited past its due time (0 when none is due)",
+            self.oldest_due.clone(),
+        );
+    }
+
+    /// Every known kind is shown, at 0 when none of it is queued.
+    fn set(&self, depths: &[crate::store::jobs::Depth], now: crate::domain::time::Timestamp) {
+        for kind in crate::store::jobs::Kind::ALL {
+            self.set_one(kind.as_str(), 0, 0, 0, 0.0);
+        }
+        for d in depths {
+            let waited = d
+                .oldest_due
+                .as_deref()
+                .and_then(crate::domain::time::parse)
+                .map_or(0.0, |due| (now - due).as_seconds_f64().max(0.0));
+            self.set_one(&d.kind, d.due, d.scheduled, d.running, waited);
+        }
+    }
+
+    fn set_one(&self, kind: &str, due: i64, scheduled: i64, running: i64, waited: f64) {
+        let labels = KindLabels {
+            kind: kind.to_owned(),
+        };
+        self.due.get_or_create(&labels).set(due);
+        self.scheduled.get_or_create(&labels).set(scheduled);
+        self.running.get_or_create(&labels).set(running);
+        self.oldest_due.get_or_create(&labels).set(waited);
+    }
 }
 
 /// What the writer thread records; owned by `store::Db`, which has no other
@@ -58,6 +122,13 @@ pub struct WriterMetrics {
     pub commits: Counter,
     /// Batches whose BEGIN or COMMIT failed, or that SQLite rolled back.
     pub failed_batches: Counter,
+    /// One PASSIVE checkpoint of the checkpointer thread (store::db).
+    pub checkpoint_seconds: Histogram,
+    pub failed_checkpoints: Counter,
+    /// Pages in the write-ahead log, and how many of them are not yet in
+    /// the database file, after the last checkpoint.
+    pub wal_pages: Gauge,
+    pub wal_pages_behind: Gauge,
 }
 
 impl Default for WriterMetrics {
@@ -69,6 +140,11 @@ impl Default for WriterMetrics {
             batch_seconds: Histogram::new(exponential_buckets(0.00025, 2.0, 13)),
             commits: Counter::default(),
             failed_batches: Counter::default(),
+            // 0.25 ms … ~1 s, as the batches.
+            checkpoint_seconds: Histogram::new(exponential_buckets(0.00025, 2.0, 13)),
+            failed_checkpoints: Counter::default(),
+            wal_pages: Gauge::default(),
+            wal_pages_behind: Gauge::default(),
         }
     }
 }
@@ -82,6 +158,18 @@ impl WriterMetrics {
         } else {
             self.failed_batches.inc();
         }
+    }
+
+    /// `log` and `copied` as `PRAGMA wal_checkpoint` gives them (-1 when the
+    /// database is not in WAL mode).
+    pub fn checkpoint_done(&self, took: Duration, log: i64, copied: i64) {
+        self.checkpoint_seconds.observe(took.as_secs_f64());
+        self.wal_pages.set(log.max(0));
+        self.wal_pages_behind.set((log - copied).max(0));
+    }
+
+    pub fn checkpoint_failed(&self) {
+        self.failed_checkpoints.inc();
     }
 }
 
@@ -200,6 +288,26 @@ impl Metrics {
             "Write transactions that failed to begin or commit, or were rolled back whole (every job in them failed)",
             writer.failed_batches.clone(),
         );
+        registry.register(
+            "checkpoint_duration_seconds",
+            "Time one checkpoint took: committed pages copied from the write-ahead log into the database file, off the writer thread",
+            writer.checkpoint_seconds.clone(),
+        );
+        registry.register(
+            "checkpoint_failures",
+            "Checkpoints that failed (the next commit starts another)",
+            writer.failed_checkpoints.clone(),
+        );
+        registry.register(
+            "wal_pages",
+            "Pages in the write-ahead log after the last checkpoint (4 KiB each; the log starts over once every page is copied and no reader needs it)",
+            writer.wal_pages.clone(),
+        );
+        registry.register(
+            "wal_pages_behind",
+            "Pages of the write-ahead log not yet copied into the database file after the last checkpoint (pages a reader still needed)",
+            writer.wal_pages_behind.clone(),
+        );
         let queue_depth = Gauge::default();
         registry.register(
             "writer_queue_depth",
@@ -224,12 +332,15 @@ impl Metrics {
             "When this process started serving, in seconds since the Unix epoch",
             start,
         );
+        let jobs = JobGauges::default();
+        jobs.register(&mut registry);
         Self {
             registry,
             requests,
             durations,
             queue_depth,
             long_polls,
+            jobs,
         }
     }
 
@@ -258,10 +369,24 @@ impl Metrics {
             .inc();
     }
 
-    /// The exposition, with the gauges read from `services` now.
-    pub fn render(&self, services: &Services) -> String {
+    /// The exposition, with the gauges read from `services` now. The job
+    /// queue is one read of its table; when that read fails the scrape still
+    /// answers, with the job gauges as they were.
+    pub async fn render(&self, services: &Services) -> String {
         self.queue_depth.set(services.db.queue_depth() as i64);
         self.long_polls.set(services.waiters.polls() as i64);
+        let now = services.clock.now();
+        let at = crate::domain::time::format(now);
+        match services
+            .db
+            .read(move |c| crate::store::jobs::depth(c, &at))
+            .await
+        {
+            Ok(depths) => self.jobs.set(&depths, now),
+            Err(e) => {
+                tracing::warn!(error = %e.for_log(), "reading the job queue for the metrics failed")
+            }
+        }
         let mut out = String::with_capacity(16 * 1024);
         // Writing to a String cannot fail; the encoder's only errors are the writer's.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -272,6 +397,42 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_job_gauges_show_every_kind_and_how_long_the_oldest_due_has_waited() {
+        let jobs = JobGauges::default();
+        let mut registry = Registry::default();
+        jobs.register(&mut registry);
+        let now = crate::domain::time::parse("2026-11-26T08:00:00Z").unwrap();
+        let webhooks = crate::store::jobs::Depth {
+            kind: "webhook".into(),
+            due: 3,
+            scheduled: 2,
+            running: 1,
+            oldest_due: Some("2026-11-26T07:59:30.500Z".into()),
+        };
+        jobs.set(std::slice::from_ref(&webhooks), now);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        for line in [
+            r#"jobs_due{kind="webhook"} 3"#,
+            r#"jobs_scheduled{kind="webhook"} 2"#,
+            r#"jobs_running{kind="webhook"} 1"#,
+            r#"jobs_oldest_due_seconds{kind="webhook"} 29.5"#,
+            r#"jobs_due{kind="email"} 0"#,
+            r#"jobs_oldest_due_seconds{kind="email"} 0.0"#,
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} not in\n{out}");
+        }
+        // A kind whose queue emptied goes back to 0.
+        jobs.set(&[], now);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        assert!(
+            out.lines().any(|l| l == r#"jobs_due{kind="webhook"} 0"#),
+            "{out}"
+        );
+    }
 
     #[test]
     fn made_up_methods_share_one_series() {

@@ -24,6 +24,6 @@ async fn scrape(State(state): State<AppState>) -> impl IntoResponse {
             (header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        state.metrics.render(&state.services),
+        state.metrics.render(&state.services).await,
     )
 }

@@ -17,6 +17,8 @@ pub enum Kind {
 }
 
 impl Kind {
+    pub const ALL: [Self; 2] = [Self::Webhook, Self::Email];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Webhook => "webhook",
@@ -30,6 +32,43 @@ impl Kind {
             _ => None,
         }
     }
+}
+
+/// The queue by kind, for the metrics (guide: "Metrics").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Depth {
+    pub kind: String,
+    /// Unclaimed and due: waiting for the worker.
+    pub due: i64,
+    /// Unclaimed and due later (a retry's backoff).
+    pub scheduled: i64,
+    /// Claimed: being worked on.
+    pub running: i64,
+    /// `run_at` of the longest-due unclaimed job.
+    pub oldest_due: Option<String>,
+}
+
+/// Every kind with a job queued, and what of it is due at `now`. One pass
+/// over the table, which holds only work not done yet.
+pub fn depth(c: &Connection, now: &str) -> Result<Vec<Depth>> {
+    let mut st = c.prepare_cached(
+        "SELECT kind,
+                count(*) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1),
+                count(*) FILTER (WHERE claimed_at IS NULL AND run_at > ?1),
+                count(*) FILTER (WHERE claimed_at IS NOT NULL),
+                min(run_at) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1)
+         FROM jobs GROUP BY kind ORDER BY kind",
+    )?;
+    let rows = st.query_map(params![now], |r| {
+        Ok(Depth {
+            kind: r.get(0)?,
+            due: r.get(1)?,
+            scheduled: r.get(2)?,
+            running: r.get(3)?,
+            oldest_due: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// A claimed job.

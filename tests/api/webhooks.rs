@@ -137,6 +137,16 @@ async fn a_500_is_retried_on_schedule_with_the_same_webhook_id() {
     let next = hds::domain::time::parse(d["next_attempt_at"].as_str().unwrap()).unwrap();
     let last = hds::domain::time::parse(d["last_attempt_at"].as_str().unwrap()).unwrap();
     assert_eq!((next - last).whole_seconds(), 5);
+    // The retry waits in the queue, shown by the metrics (guide: "Metrics").
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_scheduled{kind="webhook"}"#), 1.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 0.0);
+    assert_eq!(
+        m.value(r#"hds_jobs_oldest_due_seconds{kind="webhook"}"#),
+        0.0
+    );
+    assert_eq!(m.value(r#"hds_jobs_scheduled{kind="email"}"#), 0.0);
     app.state.services.clock.advance(time::Duration::seconds(6));
     let both = rx.wait_for("retry", 2).await;
     assert_eq!(both[1]["id"], both[0]["id"], "a retry is the same message");
@@ -146,6 +156,9 @@ async fn a_500_is_retried_on_schedule_with_the_same_webhook_id() {
     assert_eq!(both[1]["verified"][secret], true);
     let d = delivery_where(&app, |d| d["status"] == "delivered").await;
     assert_eq!(d["attempts"], 2);
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_scheduled{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 0.0);
     // Every attempt is in the log, with its status and duration.
     let src = app.creds["source_id"].as_str().unwrap();
     let one: Value = app
