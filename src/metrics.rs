@@ -36,6 +36,10 @@ const LATENCY_BUCKETS: [f64; 15] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// How long a scrape waits for the job queue's read (Prometheus gives a
+/// scrape 10 s by default; a read that waits for a busy reader may take 30).
+const JOBS_READ_LIMIT: Duration = Duration::from_secs(1);
+
 /// The service's metrics. One per running app, in `AppState`; no globals.
 pub struct Metrics {
     registry: Registry,
@@ -54,6 +58,8 @@ struct JobGauges {
     scheduled: Family<KindLabels, Gauge>,
     running: Family<KindLabels, Gauge>,
     oldest_due: Family<KindLabels, Gauge<f64, AtomicU64>>,
+    /// Kinds shown so far: one whose queue emptied is set back to 0.
+    seen: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,18 +91,24 @@ impl JobGauges {
         );
     }
 
-    /// Every known kind is shown, at 0 when none of it is queued.
+    /// Every known kind, and every kind shown before, is set once: to 0
+    /// when none of it is queued.
     fn set(&self, depths: &[crate::store::jobs::Depth], now: crate::domain::time::Timestamp) {
-        for kind in crate::store::jobs::Kind::ALL {
-            self.set_one(kind.as_str(), 0, 0, 0, 0.0);
-        }
-        for d in depths {
-            let waited = d
-                .oldest_due
-                .as_deref()
-                .and_then(crate::domain::time::parse)
-                .map_or(0.0, |due| (now - due).as_seconds_f64().max(0.0));
-            self.set_one(&d.kind, d.due, d.scheduled, d.running, waited);
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.extend(crate::store::jobs::Kind::ALL.map(|k| k.as_str().to_owned()));
+        seen.extend(depths.iter().map(|d| d.kind.clone()));
+        for kind in seen.iter() {
+            match depths.iter().find(|d| &d.kind == kind) {
+                Some(d) => {
+                    let waited = d
+                        .oldest_due
+                        .as_deref()
+                        .and_then(crate::domain::time::parse)
+                        .map_or(0.0, |due| (now - due).as_seconds_f64().max(0.0));
+                    self.set_one(kind, d.due, d.scheduled, d.running, waited);
+                }
+                None => self.set_one(kind, 0, 0, 0, 0.0),
+            }
         }
     }
 
@@ -111,7 +123,7 @@ impl JobGauges {
     }
 }
 
-/// What the writer thread records; owned by `store::Db`, which has no other
+/// What the writer and checkpointer threads record; owned by `store::Db`, which has no other
 /// tie to the metrics, and registered with the rest by `Metrics::new`.
 #[derive(Clone)]
 pub struct WriterMetrics {
@@ -125,6 +137,8 @@ pub struct WriterMetrics {
     /// One PASSIVE checkpoint of the checkpointer thread (store::db).
     pub checkpoint_seconds: Histogram,
     pub failed_checkpoints: Counter,
+    /// Checkpoints that found another holding the lock (the writer's own).
+    pub busy_checkpoints: Counter,
     /// Pages in the write-ahead log, and how many of them are not yet in
     /// the database file, after the last checkpoint.
     pub wal_pages: Gauge,
@@ -143,6 +157,7 @@ impl Default for WriterMetrics {
             // 0.25 ms … ~1 s, as the batches.
             checkpoint_seconds: Histogram::new(exponential_buckets(0.00025, 2.0, 13)),
             failed_checkpoints: Counter::default(),
+            busy_checkpoints: Counter::default(),
             wal_pages: Gauge::default(),
             wal_pages_behind: Gauge::default(),
         }
@@ -170,6 +185,10 @@ impl WriterMetrics {
 
     pub fn checkpoint_failed(&self) {
         self.failed_checkpoints.inc();
+    }
+
+    pub fn checkpoint_busy(&self) {
+        self.busy_checkpoints.inc();
     }
 }
 
@@ -299,13 +318,18 @@ impl Metrics {
             writer.failed_checkpoints.clone(),
         );
         registry.register(
+            "checkpoint_busy",
+            "Checkpoints that found another one under way (the writer's own, once the log reaches 10,000 pages) and were taken again later",
+            writer.busy_checkpoints.clone(),
+        );
+        registry.register(
             "wal_pages",
-            "Pages in the write-ahead log after the last checkpoint (4 KiB each; the log starts over once every page is copied and no reader needs it)",
+            "Pages in the write-ahead log after the last checkpoint (4 KiB each; the writer starts it over about every 10,000 pages)",
             writer.wal_pages.clone(),
         );
         registry.register(
             "wal_pages_behind",
-            "Pages of the write-ahead log not yet copied into the database file after the last checkpoint (pages a reader still needed)",
+            "Pages of the write-ahead log not yet copied into the database file after the last checkpoint, because a read still needed older ones (taken again 50 ms later)",
             writer.wal_pages_behind.clone(),
         );
         let queue_depth = Gauge::default();
@@ -370,22 +394,23 @@ impl Metrics {
     }
 
     /// The exposition, with the gauges read from `services` now. The job
-    /// queue is one read of its table; when that read fails the scrape still
-    /// answers, with the job gauges as they were.
+    /// queue is one read of its table, given at most `JOBS_READ_LIMIT`: when
+    /// the read fails or the readers are all busy, the scrape still answers,
+    /// with the job gauges as they were.
     pub async fn render(&self, services: &Services) -> String {
         self.queue_depth.set(services.db.queue_depth() as i64);
         self.long_polls.set(services.waiters.polls() as i64);
         let now = services.clock.now();
         let at = crate::domain::time::format(now);
-        match services
-            .db
-            .read(move |c| crate::store::jobs::depth(c, &at))
-            .await
-        {
-            Ok(depths) => self.jobs.set(&depths, now),
-            Err(e) => {
+        let read = services.db.read(move |c| crate::store::jobs::depth(c, &at));
+        match tokio::time::timeout(JOBS_READ_LIMIT, read).await {
+            Ok(Ok(depths)) => self.jobs.set(&depths, now),
+            Ok(Err(e)) => {
                 tracing::warn!(error = %e.for_log(), "reading the job queue for the metrics failed")
             }
+            Err(_) => tracing::warn!(
+                "reading the job queue for the metrics took over 1 s; the job gauges are as before"
+            ),
         }
         let mut out = String::with_capacity(16 * 1024);
         // Writing to a String cannot fail; the encoder's only errors are the writer's.

@@ -52,13 +52,21 @@ const STATEMENT_CACHE: usize = 512;
 /// How long the checkpointer gathers commits before it copies them from the
 /// log into the database file: one checkpoint (and its fsync) per window,
 /// not per commit.
-/// 50 ms: in `examples/bench.rs` windows of 200 ms and 1 s raised the
-/// creates' p99 by 5–15 ms (one large copy and fsync beside the commits'
-/// own), 50 ms kept it where it was (docs/benchmarks.md).
+/// 50 ms: with windows of 200 ms and 1 s the creates' p99 at 64 clients
+/// rose by 5–15 ms in `examples/bench.rs` (one large copy and fsync beside
+/// the commits' own); see docs/benchmarks.md.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
-/// Log size (pages) at which the writer checkpoints by itself, should the
-/// checkpointer thread fall this far behind (or be gone): about 40 MB.
+/// Log length (pages) at which a COMMIT of the writer checkpoints by itself
+/// (SQLite's `wal_autocheckpoint`): about 40 MB. A passive checkpoint never
+/// starts the log over; the writer does, at a BEGIN that finds every page
+/// of it copied, which under steady writes never happens (the checkpointer
+/// is always up to 50 ms behind). So once per 10,000 pages the writer copies
+/// what the checkpointer has not yet (normally the last window's pages) and
+/// the log starts over; should the checkpointer stop, the writer copies all.
 const WRITER_CHECKPOINT_PAGES: u32 = 10_000;
+/// What the log file is cut back to when it starts over (bytes): it keeps
+/// no more disk than one cycle needs.
+const WAL_SIZE_LIMIT: u64 = 4096 * WRITER_CHECKPOINT_PAGES as u64;
 
 /// Runs after the batch's COMMIT (None) or its failure (Some).
 type Completion = Box<dyn FnOnce(Option<&Failed>) + Send>;
@@ -87,13 +95,14 @@ pub struct Db {
     readers: Pool<SqliteConnectionManager>,
     writer: mpsc::Sender<Job>,
     path: PathBuf,
-    /// Batch sizes and commits, recorded by the writer thread.
+    /// Batch sizes and commits, recorded by the writer thread, and the
+    /// checkpointer's work.
     writer_metrics: Arc<WriterMetrics>,
 }
 
 impl Db {
     /// Opens (creating if needed) the database, applies migrations and starts
-    /// the writer thread.
+    /// the writer and checkpointer threads.
     pub fn open(path: &Path, durability: Durability) -> anyhow::Result<Self> {
         let mut conn = Connection::open(path)?;
         crate::files::restrict_file(path)?;
@@ -413,12 +422,19 @@ fn writer_loop(
 /// Copies committed pages from the write-ahead log into the database file,
 /// on a thread of its own, so that the writer never does it inside a COMMIT
 /// (SQLite's automatic checkpoint would, holding up every answer of the
-/// batch). PASSIVE: it takes no lock the writer or a reader waits for. Ends
-/// when the writer thread is gone, after a last checkpoint.
+/// batch). PASSIVE: it takes no lock the writer or a reader waits for. A
+/// checkpoint that could not copy every page (a read still needed older
+/// ones, or the writer's own checkpoint held the lock) is taken again a
+/// window later without waiting for a commit. Ends when the writer thread is gone (the
+/// last connection to close checkpoints what is left).
 fn checkpointer(conn: Connection, wake: std::sync::mpsc::Receiver<()>, metrics: &WriterMetrics) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut open = true;
-    while open && wake.recv().is_ok() {
+    let mut behind = false;
+    while open {
+        if !behind && wake.recv().is_err() {
+            break;
+        }
         // The window: the commits that wake it meanwhile ride along.
         let until = Instant::now() + CHECKPOINT_EVERY;
         // Bounded by the window even while commits keep waking it.
@@ -433,17 +449,34 @@ fn checkpointer(conn: Connection, wake: std::sync::mpsc::Receiver<()>, metrics: 
             }
         }
         let began = Instant::now();
-        // (busy, pages in the log, pages of it now in the database file)
+        // (busy, pages in the log, pages of it now in the database file);
+        // busy = 1 (log and copied -1) when another checkpoint held the lock.
         let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-            Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
         });
-        match done {
-            Ok((log, copied)) => metrics.checkpoint_done(began.elapsed(), log, copied),
+        behind = match done {
+            Ok((0, log, copied)) if log >= 0 => {
+                metrics.checkpoint_done(began.elapsed(), log, copied);
+                copied < log
+            }
+            // Not in WAL mode: nothing to copy.
+            Ok((0, _, _)) => false,
+            Ok(_) => {
+                metrics.checkpoint_busy();
+                true
+            }
+            // Not taken again at once: an error that lasts (a full disk)
+            // would log every window. The next commit wakes another.
             Err(e) => {
                 metrics.checkpoint_failed();
                 tracing::warn!(error = %e, "checkpoint failed; the next commit wakes another");
+                false
             }
-        }
+        };
     }
 }
 
@@ -451,6 +484,15 @@ fn checkpointer(conn: Connection, wake: std::sync::mpsc::Receiver<()>, metrics: 
 /// chosen durability; foreign keys enforced; a busy timeout for the rare outside
 /// writer (the `hds keys rotate` CLI).
 fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
+    configure_connection(conn, durability)?;
+    conn.execute_batch(&format!(
+        "PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES}; PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
+    ))
+}
+
+/// What the writer and the CLI's connection share. The CLI has no
+/// checkpointer: it keeps SQLite's automatic checkpoint at 1,000 pages.
+fn configure_connection(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 1073741824;")?;
@@ -458,13 +500,12 @@ fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Resu
         Durability::Full => "FULL",
         Durability::Normal => "NORMAL",
     };
-    conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES};"
-    ))
+    conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))
 }
 
-/// The checkpointer's connection syncs as the writer does: a checkpoint
-/// fsyncs the log before it copies and the database file after.
+/// The checkpointer's connection: a checkpoint fsyncs the log before it
+/// copies and the database file after, under `full` and `normal` alike
+/// (only `synchronous = OFF` would skip that); it is set as the writer's.
 fn configure_checkpointer(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     let sync = match durability {
         Durability::Full => "FULL",
@@ -491,7 +532,7 @@ fn configure_reader(conn: &mut Connection) -> rusqlite::Result<()> {
 pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
     let mut conn = Connection::open(path)?;
     crate::files::restrict_file(path)?;
-    configure_writer(&conn, Durability::Full)?;
+    configure_connection(&conn, Durability::Full)?;
     crate::store::migrate::apply(&mut conn)?;
     Ok(conn)
 }
