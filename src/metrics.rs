@@ -36,9 +36,10 @@ const LATENCY_BUCKETS: [f64; 15] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
-/// How long a scrape waits for the job queue's read (Prometheus gives a
-/// scrape 10 s by default; a read that waits for a busy reader may take 30).
-const JOBS_READ_LIMIT: Duration = Duration::from_secs(1);
+/// How long a scrape waits for the job queue's read: well inside the 10 s
+/// Prometheus gives a scrape by default (a read that waits for a busy
+/// reader may take 30).
+const JOBS_READ_LIMIT: Duration = Duration::from_secs(5);
 
 /// The service's metrics. One per running app, in `AppState`; no globals.
 pub struct Metrics {
@@ -319,12 +320,12 @@ impl Metrics {
         );
         registry.register(
             "checkpoint_busy",
-            "Checkpoints that found another one under way (the writer's own, once the log reaches 10,000 pages) and were taken again later",
+            "Checkpoints that found another one under way (the writer's own, once the log reaches 10,000 pages, or a CLI command's) and were taken again 50 ms later",
             writer.busy_checkpoints.clone(),
         );
         registry.register(
             "wal_pages",
-            "Pages in the write-ahead log after the last checkpoint (4 KiB each; the writer starts it over about every 10,000 pages)",
+            "Pages in the write-ahead log after the last checkpoint (4 KiB each; under steady writes the writer starts it over at 10,000 pages)",
             writer.wal_pages.clone(),
         );
         registry.register(
@@ -358,6 +359,8 @@ impl Metrics {
         );
         let jobs = JobGauges::default();
         jobs.register(&mut registry);
+        // Shown at 0 until a scrape reads the queue.
+        jobs.set(&[], crate::domain::time::Timestamp::UNIX_EPOCH);
         Self {
             registry,
             requests,
@@ -409,7 +412,7 @@ impl Metrics {
                 tracing::warn!(error = %e.for_log(), "reading the job queue for the metrics failed")
             }
             Err(_) => tracing::warn!(
-                "reading the job queue for the metrics took over 1 s; the job gauges are as before"
+                "reading the job queue for the metrics took over 5 s; the job gauges are as before"
             ),
         }
         let mut out = String::with_capacity(16 * 1024);

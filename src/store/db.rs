@@ -59,14 +59,18 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 /// Log length (pages) at which a COMMIT of the writer checkpoints by itself
 /// (SQLite's `wal_autocheckpoint`): about 40 MB. A passive checkpoint never
 /// starts the log over; the writer does, at a BEGIN that finds every page
-/// of it copied, which under steady writes never happens (the checkpointer
-/// is always up to 50 ms behind). So once per 10,000 pages the writer copies
-/// what the checkpointer has not yet (normally the last window's pages) and
-/// the log starts over; should the checkpointer stop, the writer copies all.
+/// of it copied, which under steady writes seldom happens (the checkpointer
+/// is up to 50 ms behind). So once the log reaches 10,000 pages the writer's
+/// COMMIT copies what the checkpointer has not yet (normally the last
+/// window's pages) and the log starts over (should a read still hold a part
+/// of it, the next COMMITs try again); should the checkpointer stop, the
+/// writer copies all.
 const WRITER_CHECKPOINT_PAGES: u32 = 10_000;
-/// What the log file is cut back to when it starts over (bytes): it keeps
-/// no more disk than one cycle needs.
-const WAL_SIZE_LIMIT: u64 = 4096 * WRITER_CHECKPOINT_PAGES as u64;
+/// What the log file is cut back to when it starts over (bytes): 64 MiB, more
+/// than one cycle (10,000 frames of 4,120 bytes, about 41 MB) needs, so a
+/// cycle reuses the file as it is; a log that a long read let grow beyond it
+/// gives the rest back.
+const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// Runs after the batch's COMMIT (None) or its failure (Some).
 type Completion = Box<dyn FnOnce(Option<&Failed>) + Send>;
@@ -550,6 +554,56 @@ mod tests {
             }
         }
         ok
+    }
+
+    /// Waits (bounded) until `done` holds.
+    async fn until(done: impl Fn() -> bool) {
+        for _ in 0..500 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The checkpointer copies what was committed. Pages a read still needs
+    /// stay behind, and are copied once the read ends with no commit to wake
+    /// the checkpointer (nothing else writes here).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn pages_a_read_held_back_are_copied_once_it_ends_without_another_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let db = Db::open(&path, Durability::Full).unwrap();
+        let m = db.writer_metrics().clone();
+        db.write(|c| Ok(c.execute_batch("CREATE TABLE t(x INTEGER)")?))
+            .await
+            .unwrap();
+        until(|| m.wal_pages.get() > 0 && m.wal_pages_behind.get() == 0).await;
+        assert!(m.wal_pages.get() > 0);
+        assert_eq!(m.wal_pages_behind.get(), 0);
+
+        let reader = Connection::open(&path).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        db.write(|c| Ok(c.execute("INSERT INTO t VALUES (1)", []).map(|_| ())?))
+            .await
+            .unwrap();
+        until(|| m.wal_pages_behind.get() > 0).await;
+        assert!(
+            m.wal_pages_behind.get() > 0,
+            "the read holds the insert back"
+        );
+
+        let commits = m.commits.get();
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+        until(|| m.wal_pages_behind.get() == 0).await;
+        assert_eq!(m.wal_pages_behind.get(), 0, "copied once the read ended");
+        assert_eq!(m.commits.get(), commits, "with no commit to wake it");
+        assert_eq!(m.failed_checkpoints.get(), 0);
     }
 
     #[tokio::test(flavor = "multi_thread")]

@@ -48,17 +48,17 @@ pub struct Depth {
     pub oldest_due: Option<String>,
 }
 
+const DEPTH: &str = "SELECT kind,
+        count(*) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1),
+        count(*) FILTER (WHERE claimed_at IS NULL AND run_at > ?1),
+        count(*) FILTER (WHERE claimed_at IS NOT NULL),
+        min(run_at) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1)
+    FROM jobs GROUP BY kind ORDER BY kind";
+
 /// Every kind with a job queued, and what of it is due at `now`. One pass
 /// over the table, which holds only work not done yet.
 pub fn depth(c: &Connection, now: &str) -> Result<Vec<Depth>> {
-    let mut st = c.prepare_cached(
-        "SELECT kind,
-                count(*) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1),
-                count(*) FILTER (WHERE claimed_at IS NULL AND run_at > ?1),
-                count(*) FILTER (WHERE claimed_at IS NOT NULL),
-                min(run_at) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1)
-         FROM jobs GROUP BY kind ORDER BY kind",
-    )?;
+    let mut st = c.prepare_cached(DEPTH)?;
     let rows = st.query_map(params![now], |r| {
         Ok(Depth {
             kind: r.get(0)?,
@@ -245,5 +245,53 @@ mod tests {
             assert!(text.contains("jobs_due_by_kind"), "{sql}:\n{text}");
             assert!(!text.contains("TEMP B-TREE"), "{sql} sorts:\n{text}");
         }
+    }
+
+    /// The metrics' view of the queue: due, scheduled and running by kind,
+    /// and the longest-due run_at; one pass over the table.
+    #[test]
+    fn depth_counts_each_kind_by_state() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let (t0, t1, now, later) = (
+            "2026-11-23T10:00:00.000Z",
+            "2026-11-23T10:00:30.000Z",
+            "2026-11-23T10:01:00.000Z",
+            "2026-11-23T11:00:00.000Z",
+        );
+        assert_eq!(depth(&c, now).unwrap(), []);
+        insert(&c, Kind::Webhook, "msg_a", t0, t0).unwrap();
+        insert(&c, Kind::Webhook, "msg_b", t1, t0).unwrap();
+        insert(&c, Kind::Webhook, "msg_c", later, t0).unwrap();
+        insert(&c, Kind::Email, "mail_a", t1, t0).unwrap();
+        // msg_a is claimed: running, no longer due; msg_b is the oldest due.
+        assert_eq!(
+            claim(&c, Kind::Webhook, now, 1).unwrap()[0].subject,
+            "msg_a"
+        );
+        let got = depth(&c, now).unwrap();
+        let want = [
+            Depth {
+                kind: "email".into(),
+                due: 1,
+                scheduled: 0,
+                running: 0,
+                oldest_due: Some(t1.into()),
+            },
+            Depth {
+                kind: "webhook".into(),
+                due: 1,
+                scheduled: 1,
+                running: 1,
+                oldest_due: Some(t1.into()),
+            },
+        ];
+        assert_eq!(got, want);
+        // Due exactly now counts as due, as `claim` takes it.
+        let at_t1 = depth(&c, t1).unwrap();
+        assert_eq!((at_t1[1].due, at_t1[1].scheduled), (1, 1));
+        // One pass: the whole table (only work not done yet), no index.
+        let plan = crate::store::query_plan(&c, DEPTH).join("\n");
+        assert!(plan.starts_with("SCAN jobs"), "{plan}");
     }
 }
