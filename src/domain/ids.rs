@@ -23,8 +23,10 @@ pub const RUN: &str = "run";
 
 /// A new id that sorts after every id this process made before with this
 /// function (a monotonic ULID), so a list ordered by id is in creation
-/// order even within one millisecond. Notifications use it: their pages
-/// merge two tables by id.
+/// order even within one millisecond. Every record listed newest first by
+/// id uses it: Actions (a Run's Actions), Runs, webhook deliveries, mails and
+/// notifications (whose pages merge two tables by id). Not for an id that
+/// must be hard to guess: within a millisecond the next one is the last + 1.
 pub fn new_ordered_id(prefix: &str) -> String {
     static GENERATOR: std::sync::Mutex<Option<ulid::Generator>> = std::sync::Mutex::new(None);
     let mut g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
@@ -34,4 +36,21 @@ pub fn new_ordered_id(prefix: &str) -> String {
         // 2^80 ids in one millisecond: not reachable; a fresh ULID then.
         .unwrap_or_else(|_| ulid::Ulid::new());
     format!("{prefix}_{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Made one after another, many within one millisecond, across
+    /// prefixes: each sorts after the one before (Runs listed newest first
+    /// came out of order when two were made in the same millisecond).
+    #[test]
+    fn ordered_ids_sort_in_the_order_they_were_made() {
+        let ids: Vec<String> = (0..2000)
+            .map(|i| new_ordered_id(if i % 2 == 0 { RUN } else { ACTION }))
+            .collect();
+        let tails: Vec<&str> = ids.iter().map(|id| id.split_once('_').unwrap().1).collect();
+        assert!(tails.windows(2).all(|w| w[0] < w[1]), "{tails:?}");
+    }
 }

@@ -191,7 +191,7 @@ pub async fn create(
     let now = time::format(clock_now);
     let work = Work::from_spec(&spec);
     let a = ActionRecord {
-        id: ids::new_id(ids::ACTION),
+        id: ids::new_ordered_id(ids::ACTION),
         workspace_id: src.workspace_id.clone(),
         source_id: src.source_id.clone(),
         environment: src.environment,

@@ -154,7 +154,7 @@ pub fn enqueue(c: &Connection, fx: &mut Effects, letter: &Letter, now: &str) -> 
     }
     let subject = one_line(&letter.subject);
     let to = letter.to.trim();
-    let id = ids::new_id(ids::MAIL);
+    let id = ids::new_ordered_id(ids::MAIL);
     let text = render_text(letter);
     let html = render_html(letter, &subject)?;
     store::insert(

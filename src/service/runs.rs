@@ -183,7 +183,7 @@ pub async fn create(
         move |c, fx| {
             let started = status == "running";
             let r = Run {
-                id: ids::new_id(ids::RUN),
+                id: ids::new_ordered_id(ids::RUN),
                 object: "run",
                 workspace_id: src.workspace_id.clone(),
                 source_id: src.source_id.clone(),

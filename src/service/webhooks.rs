@@ -72,7 +72,7 @@ pub fn enqueue(
             extra,
         },
     })?;
-    let id = ids::new_id(ids::DELIVERY);
+    let id = ids::new_ordered_id(ids::DELIVERY);
     deliveries::insert(
         c,
         &NewDelivery {
