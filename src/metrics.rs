@@ -405,7 +405,16 @@ impl Metrics {
         self.long_polls.set(services.waiters.polls() as i64);
         let now = services.clock.now();
         let at = crate::domain::time::format(now);
-        let read = services.db.read(move |c| crate::store::jobs::depth(c, &at));
+        let running = {
+            let ids = services
+                .jobs_running
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            serde_json::to_string(&*ids).unwrap_or_else(|_| "[]".into())
+        };
+        let read = services
+            .db
+            .read(move |c| crate::store::jobs::depth(c, &at, &running));
         match tokio::time::timeout(JOBS_READ_LIMIT, read).await {
             Ok(Ok(depths)) => self.jobs.set(&depths, now),
             Ok(Err(e)) => {

@@ -61,6 +61,9 @@ pub struct Services {
     pub oidc: Arc<oidc::Providers>,
     /// Wakes the job worker after a commit that queued a job.
     pub jobs_wake: Arc<tokio::sync::Notify>,
+    /// The ids of the jobs the worker is running, for the metrics (which
+    /// jobs run is kept by the worker, not in their rows).
+    pub jobs_running: Arc<std::sync::Mutex<Vec<i64>>>,
     /// New keys and secrets between a dashboard POST and the GET that shows them.
     pub shown_once: Arc<shown_once::ShownOnce>,
 }
@@ -79,6 +82,7 @@ impl Services {
             changes: Arc::new(tokio::sync::watch::Sender::new(0)),
             oidc: Arc::default(),
             jobs_wake: Arc::default(),
+            jobs_running: Arc::default(),
             shown_once: Arc::default(),
         }
     }

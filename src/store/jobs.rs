@@ -1,5 +1,6 @@
-//! The job queue's table (migration 0010): rows written in the transaction of
-//! the change that causes them, claimed by the one worker, deleted when done.
+//! The job queue's table (migrations 0010, 0021): rows written in the
+//! transaction of the change that causes them, read by the one worker
+//! (which keeps in memory which of them it is running), deleted when done.
 //! What a job does lives with its kind (`store::deliveries` for `webhook`,
 //! `store::mail` for `email`).
 
@@ -38,28 +39,29 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Depth {
     pub kind: String,
-    /// Unclaimed and due: waiting for the worker.
+    /// Due and not running: waiting for the worker.
     pub due: i64,
-    /// Unclaimed and due later (a retry's backoff).
+    /// Due later (a retry's backoff).
     pub scheduled: i64,
-    /// Claimed: being worked on.
+    /// Being worked on (the worker's own list, `running`).
     pub running: i64,
-    /// `run_at` of the longest-due unclaimed job.
+    /// `run_at` of the longest-due job not running.
     pub oldest_due: Option<String>,
 }
 
 const DEPTH: &str = "SELECT kind,
-        count(*) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1),
-        count(*) FILTER (WHERE claimed_at IS NULL AND run_at > ?1),
-        count(*) FILTER (WHERE claimed_at IS NOT NULL),
-        min(run_at) FILTER (WHERE claimed_at IS NULL AND run_at <= ?1)
+        count(*) FILTER (WHERE run_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2))),
+        count(*) FILTER (WHERE run_at > ?1 AND id NOT IN (SELECT value FROM json_each(?2))),
+        count(*) FILTER (WHERE id IN (SELECT value FROM json_each(?2))),
+        min(run_at) FILTER (WHERE run_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2)))
     FROM jobs GROUP BY kind ORDER BY kind";
 
-/// Every kind with a job queued, and what of it is due at `now`. One pass
-/// over the table, which holds only work not done yet.
-pub fn depth(c: &Connection, now: &str) -> Result<Vec<Depth>> {
+/// Every kind with a job queued, and what of it is due at `now`; `running`
+/// is a JSON array of the ids the worker is running. One pass over the
+/// table, which holds only work not done yet.
+pub fn depth(c: &Connection, now: &str, running: &str) -> Result<Vec<Depth>> {
     let mut st = c.prepare_cached(DEPTH)?;
-    let rows = st.query_map(params![now], |r| {
+    let rows = st.query_map(params![now, running], |r| {
         Ok(Depth {
             kind: r.get(0)?,
             due: r.get(1)?,
@@ -71,7 +73,7 @@ pub fn depth(c: &Connection, now: &str) -> Result<Vec<Depth>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// A claimed job.
+/// A due job, as the worker takes it.
 #[derive(Clone, Debug)]
 pub struct Job {
     pub id: i64,
@@ -89,35 +91,36 @@ pub fn insert(c: &Connection, kind: Kind, subject: &str, run_at: &str, now: &str
     Ok(())
 }
 
-/// Claims up to `limit` due jobs of `kind`, oldest due first (`jobs_due_by_kind`).
-pub fn claim(c: &Connection, kind: Kind, now: &str, limit: usize) -> Result<Vec<Job>> {
+/// Up to `limit` jobs of `kind` due at `now`, oldest due first
+/// (`jobs_due_by_kind`), but those in `skip`, a JSON array of job ids (the
+/// ones the worker is running or holding back). A read: the worker is the
+/// only one to take jobs, and it knows what it runs.
+pub fn due(c: &Connection, kind: Kind, now: &str, limit: usize, skip: &str) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut st = c.prepare_cached(
-        "UPDATE jobs SET claimed_at = ?1 WHERE id IN (
-             SELECT id FROM jobs WHERE kind = ?3 AND claimed_at IS NULL AND run_at <= ?1
-             ORDER BY run_at, id LIMIT ?2)
-         RETURNING id, kind, subject",
+        "SELECT id, subject FROM jobs
+         WHERE kind = ?1 AND run_at <= ?2 AND id NOT IN (SELECT value FROM json_each(?4))
+         ORDER BY run_at, id LIMIT ?3",
     )?;
-    let rows = st.query_map(params![now, limit, kind.as_str()], |r| {
+    let rows = st.query_map(params![kind.as_str(), now, limit, skip], |r| {
         Ok(Job {
             id: r.get(0)?,
-            kind: Kind::parse(&r.get::<_, String>(1)?),
-            subject: r.get(2)?,
+            kind: Some(kind),
+            subject: r.get(1)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Claims up to `limit` due jobs of kinds this build does not know (a newer
-/// hds wrote them), by the index's ranges around the known kinds.
-pub fn claim_unknown(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
+/// Up to `limit` due jobs of kinds this build does not know (a newer hds
+/// wrote them), by the index's ranges around the known kinds.
+pub fn due_unknown(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut st = c.prepare_cached(
-        "UPDATE jobs SET claimed_at = ?1 WHERE id IN (
-             SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= ?1
-               AND (kind < 'email' OR (kind > 'email' AND kind < 'webhook') OR kind > 'webhook')
-             LIMIT ?2)
-         RETURNING id, subject",
+        "SELECT id, subject FROM jobs WHERE kind < 'email' AND run_at <= ?1
+         UNION ALL SELECT id, subject FROM jobs WHERE kind > 'email' AND kind < 'webhook' AND run_at <= ?1
+         UNION ALL SELECT id, subject FROM jobs WHERE kind > 'webhook' AND run_at <= ?1
+         LIMIT ?2",
     )?;
     let rows = st.query_map(params![now, limit], |r| {
         Ok(Job {
@@ -129,12 +132,13 @@ pub fn claim_unknown(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// When the next unclaimed job of `kind` is due, if any.
-pub fn next_due(c: &Connection, kind: Kind) -> Result<Option<String>> {
+/// When the next job of `kind` not in `skip` (as for `due`) is due, if any.
+pub fn next_due(c: &Connection, kind: Kind, skip: &str) -> Result<Option<String>> {
     Ok(c.prepare_cached(
-        "SELECT run_at FROM jobs WHERE kind = ?1 AND claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
+        "SELECT run_at FROM jobs WHERE kind = ?1 AND id NOT IN (SELECT value FROM json_each(?2))
+             ORDER BY run_at, id LIMIT 1",
     )?
-    .query_row([kind.as_str()], |r| r.get(0))
+    .query_row(params![kind.as_str(), skip], |r| r.get(0))
     .optional()?)
 }
 
@@ -147,18 +151,17 @@ pub fn delete(c: &Connection, id: i64) -> Result<()> {
 
 /// Runs again at `run_at`.
 pub fn reschedule(c: &Connection, id: i64, run_at: &str) -> Result<()> {
-    c.prepare_cached("UPDATE jobs SET run_at = ?2, claimed_at = NULL WHERE id = ?1")?
+    c.prepare_cached("UPDATE jobs SET run_at = ?2 WHERE id = ?1")?
         .execute(params![id, run_at])?;
     Ok(())
 }
 
-/// The pending job of a subject is due now (a resend of a waiting delivery);
-/// false when there is none to hurry.
+/// The pending job of a subject is due now (a resend of a waiting
+/// delivery); false when there is none. A job being run keeps running: what
+/// its attempt comes to sets when it runs next.
 pub fn hurry(c: &Connection, kind: Kind, subject: &str, now: &str) -> Result<bool> {
     let n = c
-        .prepare_cached(
-            "UPDATE jobs SET run_at = ?3 WHERE kind = ?1 AND subject = ?2 AND claimed_at IS NULL",
-        )?
+        .prepare_cached("UPDATE jobs SET run_at = ?3 WHERE kind = ?1 AND subject = ?2")?
         .execute(params![kind.as_str(), subject, now])?;
     Ok(n > 0)
 }
@@ -171,78 +174,83 @@ pub fn exists(c: &Connection, kind: Kind, subject: &str) -> Result<bool> {
     )
 }
 
-/// Frees every claim: at start, the jobs a crashed or stopped process held
-/// run again (delivery is at least once; receivers drop repeats by id).
-pub fn release_claims(c: &Connection) -> Result<usize> {
-    Ok(c.execute(
-        "UPDATE jobs SET claimed_at = NULL WHERE claimed_at IS NOT NULL",
-        [],
-    )?)
-}
-
-/// Frees claims taken before `before` (longer ago than any attempt can
-/// last) except those of `running`, a JSON array of the job ids in flight:
-/// whatever held them is gone (an attempt that panicked).
-pub fn release_stale(c: &Connection, before: &str, running: &str) -> Result<usize> {
-    Ok(c.prepare_cached(
-        "UPDATE jobs SET claimed_at = NULL WHERE claimed_at < ?1
-             AND id NOT IN (SELECT value FROM json_each(?2))",
-    )?
-    .execute(params![before, running])?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Claims, then the stale sweep: it frees old claims but never one in flight,
-    /// and the worker's queries read their indexes.
+    /// Due jobs by kind, oldest due first, skipping the ones given (those
+    /// the worker runs); the worker's queries read their indexes.
     #[test]
-    fn the_stale_sweep_spares_running_jobs_and_the_queries_use_their_indexes() {
+    fn due_jobs_skip_those_the_worker_runs_and_the_queries_use_their_indexes() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
-        let t0 = "2026-11-23T10:00:00.000Z";
+        let (t0, t1) = ("2026-11-23T10:00:00.000Z", "2026-11-23T10:00:01.000Z");
         for s in ["msg_a", "msg_b", "msg_c"] {
             insert(&c, Kind::Webhook, s, t0, t0).unwrap();
         }
+        insert(
+            &c,
+            Kind::Webhook,
+            "msg_later",
+            "2026-11-23T11:00:00.000Z",
+            t0,
+        )
+        .unwrap();
         insert(&c, Kind::Email, "mail_a", t0, t0).unwrap();
         c.execute(
             "INSERT INTO jobs(kind, subject, run_at, created_at) VALUES ('fax', 'x', ?1, ?1)",
             [t0],
         )
         .unwrap();
-        let claimed = claim(&c, Kind::Webhook, "2026-11-23T10:00:01.000Z", 2).unwrap();
-        assert_eq!(claimed.len(), 2);
-        assert_eq!(claimed[0].subject, "msg_a");
+        let subjects = |jobs: &[Job]| jobs.iter().map(|j| j.subject.clone()).collect::<Vec<_>>();
+        let first = due(&c, Kind::Webhook, t1, 2, "[]").unwrap();
+        assert_eq!(subjects(&first), ["msg_a", "msg_b"]);
+        // msg_a is running: skipped by the next read and by the next due time.
+        let running = format!("[{}]", first[0].id);
+        let again = due(&c, Kind::Webhook, t1, 10, &running).unwrap();
+        assert_eq!(subjects(&again), ["msg_b", "msg_c"]);
         assert_eq!(
-            next_due(&c, Kind::Webhook).unwrap().as_deref(),
-            Some(t0),
-            "msg_c is still due"
+            next_due(&c, Kind::Webhook, "[]").unwrap().as_deref(),
+            Some(t0)
         );
-        // msg_a is still being sent; msg_b's attempt is gone.
-        let running = format!("[{}]", claimed[0].id);
-        let freed = release_stale(&c, "2026-11-23T10:05:00.000Z", &running).unwrap();
-        assert_eq!(freed, 1);
-        let again = claim(&c, Kind::Webhook, "2026-11-23T10:05:00.000Z", 10).unwrap();
-        let subjects: Vec<_> = again.iter().map(|j| j.subject.as_str()).collect();
-        assert_eq!(subjects, ["msg_b", "msg_c"]);
+        let all_due = format!("[{},{},{}]", first[0].id, again[0].id, again[1].id);
+        assert_eq!(
+            next_due(&c, Kind::Webhook, &all_due).unwrap().as_deref(),
+            Some("2026-11-23T11:00:00.000Z"),
+            "only msg_later is left"
+        );
+        // Reading takes nothing: the same jobs are due until done.
+        assert_eq!(due(&c, Kind::Webhook, t1, 10, "[]").unwrap().len(), 3);
         // Each kind within its own budget; a kind from a newer hds alone.
-        let mail = claim(&c, Kind::Email, "2026-11-23T10:05:00.000Z", 10).unwrap();
-        assert_eq!(mail.len(), 1);
+        let mail = due(&c, Kind::Email, t1, 10, "[]").unwrap();
+        assert_eq!(subjects(&mail), ["mail_a"]);
         assert_eq!(mail[0].kind, Some(Kind::Email));
-        let unknown = claim_unknown(&c, "2026-11-23T10:05:00.000Z", 10).unwrap();
-        assert_eq!(unknown.len(), 1);
-        assert_eq!(unknown[0].subject, "x");
-        // Only what `release_claims` frees at start is left claimed.
-        assert_eq!(release_claims(&c).unwrap(), 5);
+        let unknown = due_unknown(&c, t1, 10).unwrap();
+        assert_eq!(subjects(&unknown), ["x"]);
+        assert_eq!(unknown[0].kind, None);
+        // Rescheduled, a job is not due until then; hurried, it is due now.
+        reschedule(&c, again[1].id, "2026-11-23T12:00:00.000Z").unwrap();
+        assert_eq!(
+            subjects(&due(&c, Kind::Webhook, t1, 10, "[]").unwrap()),
+            ["msg_a", "msg_b"]
+        );
+        assert!(hurry(&c, Kind::Webhook, "msg_c", t1).unwrap());
+        assert!(!hurry(&c, Kind::Webhook, "msg_none", t1).unwrap());
+        assert_eq!(due(&c, Kind::Webhook, t1, 10, "[]").unwrap().len(), 3);
+        delete(&c, first[0].id).unwrap();
+        assert!(!exists(&c, Kind::Webhook, "msg_a").unwrap());
+        assert!(exists(&c, Kind::Webhook, "msg_b").unwrap());
         for sql in [
-            "SELECT id FROM jobs WHERE kind = 'email' AND claimed_at IS NULL AND run_at <= '2026' ORDER BY run_at, id LIMIT 5",
-            "SELECT run_at FROM jobs WHERE kind = 'webhook' AND claimed_at IS NULL ORDER BY run_at, id LIMIT 1",
-            "SELECT id FROM jobs WHERE claimed_at IS NULL AND run_at <= '2026' AND (kind < 'email' OR (kind > 'email' AND kind < 'webhook') OR kind > 'webhook') LIMIT 5",
+            "SELECT id, subject FROM jobs WHERE kind = 'email' AND run_at <= '2026' AND id NOT IN (SELECT value FROM json_each('[1,2]')) ORDER BY run_at, id LIMIT 5",
+            "SELECT run_at FROM jobs WHERE kind = 'webhook' AND id NOT IN (SELECT value FROM json_each('[1]')) ORDER BY run_at, id LIMIT 1",
+            "SELECT id, subject FROM jobs WHERE kind < 'email' AND run_at <= '2026'
+             UNION ALL SELECT id, subject FROM jobs WHERE kind > 'email' AND kind < 'webhook' AND run_at <= '2026'
+             UNION ALL SELECT id, subject FROM jobs WHERE kind > 'webhook' AND run_at <= '2026' LIMIT 5",
         ] {
             let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");
             assert!(text.contains("jobs_due_by_kind"), "{sql}:\n{text}");
+            assert!(!text.contains("SCAN jobs"), "{sql} scans:\n{text}");
             assert!(!text.contains("TEMP B-TREE"), "{sql} sorts:\n{text}");
         }
     }
@@ -259,17 +267,16 @@ mod tests {
             "2026-11-23T10:01:00.000Z",
             "2026-11-23T11:00:00.000Z",
         );
-        assert_eq!(depth(&c, now).unwrap(), []);
+        assert_eq!(depth(&c, now, "[]").unwrap(), []);
         insert(&c, Kind::Webhook, "msg_a", t0, t0).unwrap();
         insert(&c, Kind::Webhook, "msg_b", t1, t0).unwrap();
         insert(&c, Kind::Webhook, "msg_c", later, t0).unwrap();
         insert(&c, Kind::Email, "mail_a", t1, t0).unwrap();
-        // msg_a is claimed: running, no longer due; msg_b is the oldest due.
-        assert_eq!(
-            claim(&c, Kind::Webhook, now, 1).unwrap()[0].subject,
-            "msg_a"
-        );
-        let got = depth(&c, now).unwrap();
+        // msg_a is running: no longer due; msg_b is the oldest due.
+        let a = due(&c, Kind::Webhook, now, 1, "[]").unwrap();
+        assert_eq!(a[0].subject, "msg_a");
+        let running = format!("[{}]", a[0].id);
+        let got = depth(&c, now, &running).unwrap();
         let want = [
             Depth {
                 kind: "email".into(),
@@ -287,9 +294,13 @@ mod tests {
             },
         ];
         assert_eq!(got, want);
-        // Due exactly now counts as due, as `claim` takes it.
-        let at_t1 = depth(&c, t1).unwrap();
+        // Due exactly now counts as due, as `due` takes it.
+        let at_t1 = depth(&c, t1, &running).unwrap();
         assert_eq!((at_t1[1].due, at_t1[1].scheduled), (1, 1));
+        // Nothing running: msg_a is due again, and the oldest.
+        let idle = depth(&c, now, "[]").unwrap();
+        assert_eq!((idle[1].due, idle[1].running), (2, 0));
+        assert_eq!(idle[1].oldest_due.as_deref(), Some(t0));
         // One pass: the whole table (only work not done yet), no index.
         let plan = crate::store::query_plan(&c, DEPTH).join("\n");
         assert!(plan.starts_with("SCAN jobs"), "{plan}");

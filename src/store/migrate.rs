@@ -28,6 +28,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0018_plainer_writes.sql")),
         M::up(include_str!("../../migrations/0019_rebuilt_answers.sql")),
         M::up(include_str!("../../migrations/0020_delivery_bodies.sql")),
+        M::up(include_str!("../../migrations/0021_claims_in_memory.sql")),
     ])
 }
 

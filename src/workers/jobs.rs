@@ -1,12 +1,16 @@
-//! The job queue's worker (guide: "Webhooks", "E-mail"): claims due rows of
+//! The job queue's worker (guide: "Webhooks", "E-mail"): reads due rows of
 //! `jobs`, runs them concurrently, and records what came of them. It is woken
 //! by the commit that queued a job (`Services::jobs_wake`), by the test clock,
 //! or when the next retry falls due; it never polls on a fixed tick.
 //!
-//! One loop, one write per turn: the turn records every attempt that finished
-//! since the last one and claims as many due jobs as there are free slots, so
-//! under load a single transaction settles many deliveries. Each kind has its
-//! own slots (`--webhook-concurrency` webhooks, `EMAIL_SLOTS` mails): a slow
+//! One loop: a write (the turn) records every attempt that finished since
+//! the last one, so under load a single transaction settles many
+//! deliveries; then a read on a reader takes as many due jobs as there are
+//! free slots. Which jobs run is kept here, not in their rows: one process
+//! owns the data directory, and this worker is the only one to take jobs, so
+//! taking one costs the single writer nothing, and a job whose process
+//! stopped is simply due again at the next start. Each kind has its own
+//! slots (`--webhook-concurrency` webhooks, `EMAIL_SLOTS` mails): a slow
 //! mail server never holds up a webhook, nor a flood of webhooks a mail.
 
 use std::collections::HashMap;
@@ -33,7 +37,7 @@ const IDLE: Duration = Duration::from_secs(60);
 /// is never urgent to the second.
 const EMAIL_SLOTS: usize = 8;
 
-/// A claimed job and what it needs to run.
+/// A due job taken and what it needs to run.
 enum Work {
     Webhook {
         job: Job,
@@ -72,6 +76,15 @@ struct Done {
 /// is known by its id alone, and its job must stop counting as running.
 type Busy = HashMap<tokio::task::Id, (i64, Kind)>;
 
+/// Jobs not taken again before a time: one whose attempt panicked, or whose
+/// record or preparation failed and was undone. The time is later than any
+/// attempt can last; then the job is tried again (delivery is at least
+/// once; receivers drop repeats by id).
+type Held = HashMap<i64, Timestamp>;
+
+/// How often jobs of kinds this build does not know are looked for.
+const SWEEP_EVERY: ::time::Duration = ::time::Duration::minutes(1);
+
 pub async fn run(s: Services) {
     let sender = match Sender::new(&s.config) {
         Ok(x) => Arc::new(x),
@@ -91,115 +104,156 @@ pub async fn run(s: Services) {
         }
         None => None,
     };
-    // Jobs a stopped or crashed process had claimed run again.
-    match s.db.write(jobs::release_claims).await {
-        Ok(n) if n > 0 => tracing::info!(count = n, "jobs of a previous run released"),
-        Ok(_) => {}
-        Err(e) => tracing::error!(error = %e.for_log(), "releasing job claims failed"),
-    }
     let webhook_slots = usize::try_from(s.config.webhook_concurrency).unwrap_or(64);
     let mut inflight: JoinSet<Done> = JoinSet::new();
+    let mut busy: Busy = HashMap::new();
+    // Attempts to record, and jobs to settle without an attempt (found with
+    // nothing left to send) or to put off (kinds this build does not know):
+    // the next turn writes them.
     let mut finished: Vec<Done> = Vec::new();
+    let mut tidy: Vec<Job> = Vec::new();
+    let mut put_off: Vec<i64> = Vec::new();
+    let mut held: Held = HashMap::new();
     let mut moved = s.clock.moved();
     let mut swept_at: Option<Timestamp> = None;
-    let mut busy: Busy = HashMap::new();
     // Longer than any attempt of any kind can last.
-    let longest = i64::try_from(s.config.webhook_timeout.max(mailer::ATTEMPT_TIMEOUT_SECS))
-        .unwrap_or(60)
-        + 60;
+    let hold = ::time::Duration::seconds(
+        i64::try_from(s.config.webhook_timeout.max(mailer::ATTEMPT_TIMEOUT_SECS)).unwrap_or(60)
+            + 60,
+    );
     loop {
-        let running = |k: Kind| busy.values().filter(|(_, kind)| *kind == k).count();
-        let free = [
-            (
-                Kind::Webhook,
-                webhook_slots.saturating_sub(running(Kind::Webhook)),
-            ),
-            (
-                Kind::Email,
-                EMAIL_SLOTS.saturating_sub(running(Kind::Email)),
-            ),
-        ];
         let now = s.clock.now();
-        let batch = Arc::new(std::mem::take(&mut finished));
-        // Once a minute: claims older than any attempt can last are released
-        // (an attempt that panicked; a job whose records could not be
-        // written), and jobs of kinds this build does not know are put off.
-        let stale_before = match swept_at {
-            Some(t) if now - t < ::time::Duration::minutes(1) => None,
-            _ => {
-                swept_at = Some(now);
-                Some(time::format(now - ::time::Duration::seconds(longest)))
-            }
-        };
-        // The jobs this process is still running are never stale.
-        let running_ids = stale_before.as_ref().map(|_| {
-            let ids: Vec<i64> = busy.values().map(|(id, _)| *id).collect();
-            serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
-        });
-        let stale = Arc::new(stale_before.zip(running_ids));
-        let run = |isolate: Isolate| {
-            let (b, stale) = (batch.clone(), stale.clone());
-            s.db.write(move |c| turn(c, &b, now, &free, stale.as_ref().as_ref(), isolate))
-        };
-        // A turn runs in one savepoint, the writer's. When it fails (a step's
-        // error, or its batch not committed), the whole turn is undone and
-        // taken again with each job in a savepoint of its own, so a failing
-        // job alone is left behind. A savepoint per job on every turn cost
-        // the writer about a sixth of the turn (docs/benchmarks.md).
-        let turn = match run(Isolate::Turn).await {
-            Ok(x) => Ok(x),
-            Err(e) => {
-                tracing::warn!(error = %e.for_log(), "a job queue turn failed; taking it again job by job");
-                run(Isolate::EachJob).await
-            }
-        };
-        let next_due = match turn {
-            Ok(Turned {
-                work,
-                next_due,
-                released,
-            }) => {
-                // Logged once committed: a failed first run released nothing.
-                if released > 0 {
-                    tracing::warn!(count = released, "stale job claims released");
+        held.retain(|_, until| *until > now);
+        // When a write failed as a whole: its attempts are recorded by a
+        // turn a second from now.
+        let mut write_again: Option<Timestamp> = None;
+        if !finished.is_empty() || !tidy.is_empty() || !put_off.is_empty() {
+            let batch = Arc::new(Settle {
+                finished: std::mem::take(&mut finished),
+                tidy: std::mem::take(&mut tidy),
+                put_off: std::mem::take(&mut put_off),
+            });
+            let run = |isolate: Isolate| {
+                let b = batch.clone();
+                s.db.write(move |c| turn(c, &b, now, isolate))
+            };
+            // A turn runs in one savepoint, the writer's. When it fails (a
+            // step's error, or its batch not committed), the whole turn is
+            // undone and taken again with each job in a savepoint of its
+            // own, so a failing job alone is left behind (held). A savepoint
+            // per job on every turn cost the writer about a sixth of the
+            // turn (docs/benchmarks.md).
+            let turned = match run(Isolate::Turn).await {
+                Ok(x) => Ok(x),
+                Err(e) => {
+                    tracing::warn!(error = %e.for_log(), "a job queue turn failed; taking it again job by job");
+                    run(Isolate::EachJob).await
                 }
-                for w in work {
+            };
+            match turned {
+                Ok(failed) => {
+                    for id in failed {
+                        held.insert(id, now + hold);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e.for_log(), "a job queue turn failed; taking it again in a second");
+                    let b = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
+                    (finished, tidy, put_off) = (b.finished, b.tidy, b.put_off);
+                    write_again = Some(now + ::time::Duration::seconds(1));
+                }
+            }
+        }
+        // Then, on a reader, the due jobs for the free slots, but those
+        // running, held back, or still to be recorded (a turn that failed).
+        // Taking a job costs the single writer nothing; a reader's work
+        // grows with the machine's cores, the writer's does not.
+        let running = |k: Kind| busy.values().filter(|(_, kind)| *kind == k).count();
+        let ask = Ask {
+            now,
+            free: [
+                (
+                    Kind::Webhook,
+                    webhook_slots.saturating_sub(running(Kind::Webhook)),
+                ),
+                (
+                    Kind::Email,
+                    EMAIL_SLOTS.saturating_sub(running(Kind::Email)),
+                ),
+            ],
+            skip: busy
+                .values()
+                .map(|(id, _)| *id)
+                .chain(held.keys().copied())
+                .chain(finished.iter().map(|d| d.job.id))
+                .chain(tidy.iter().map(|j| j.id))
+                .collect(),
+            sweep: swept_at.is_none_or(|t| now - t >= SWEEP_EVERY),
+        };
+        let sweep = ask.sweep;
+        let picked = s.db.read(move |c| pick(c, &ask)).await;
+        let next_due = match picked {
+            Ok(p) => {
+                if sweep {
+                    swept_at = Some(now);
+                }
+                for w in p.work {
                     start(&s, w, &sender, mailer.as_ref(), &mut inflight, &mut busy);
                 }
-                next_due
+                tidy.extend(p.tidy);
+                put_off.extend(p.unknown);
+                p.next_due
             }
             Err(e) => {
-                // Rolled back: the attempts are recorded by the next turn,
-                // a second from now.
-                tracing::error!(error = %e.for_log(), "job queue turn failed");
-                finished = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
+                tracing::error!(error = %e.for_log(), "reading the job queue failed; reading it again in a second");
                 Some(now + ::time::Duration::seconds(1))
             }
         };
+        publish(&s, &busy);
         let full = busy.values().filter(|(_, k)| *k == Kind::Webhook).count() >= webhook_slots
             && busy.values().filter(|(_, k)| *k == Kind::Email).count() >= EMAIL_SLOTS;
-        let wait = match next_due {
-            Some(t) if !full => (t - s.clock.now())
-                .try_into()
-                .unwrap_or(Duration::ZERO)
-                .min(IDLE),
-            _ => IDLE,
+        // Jobs found to settle are written at once; otherwise the worker
+        // waits for the first of: a wake, a job due, a held job freed, a
+        // failed write to take again.
+        let next = [next_due, held.values().min().copied(), write_again]
+            .into_iter()
+            .flatten()
+            .min();
+        let wait = if !tidy.is_empty() || !put_off.is_empty() {
+            Duration::ZERO
+        } else {
+            match next {
+                Some(t) if !full => (t - s.clock.now())
+                    .try_into()
+                    .unwrap_or(Duration::ZERO)
+                    .min(IDLE),
+                _ => IDLE,
+            }
         };
         tokio::select! {
             _ = s.jobs_wake.notified(), if !full => {}
             _ = moved.changed() => {}
-            _ = tokio::time::sleep(wait), if !full || next_due.is_none() => {}
+            _ = tokio::time::sleep(wait), if !full || next.is_none() => {}
             Some(done) = inflight.join_next_with_id(), if !inflight.is_empty() => {
-                collect(done, &mut finished, &mut busy);
+                collect(done, &mut finished, &mut busy, &mut held, s.clock.now() + hold);
                 while let Some(more) = inflight.try_join_next_with_id() {
-                    collect(more, &mut finished, &mut busy);
+                    collect(more, &mut finished, &mut busy, &mut held, s.clock.now() + hold);
                 }
+                publish(&s, &busy);
             }
         }
     }
 }
 
-/// Starts one claimed job's attempt as a task. A mail with no mail server
+/// Tells the metrics which jobs are running.
+fn publish(s: &Services, busy: &Busy) {
+    let ids = busy.values().map(|(id, _)| *id).collect();
+    *s.jobs_running
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = ids;
+}
+
+/// Starts one due job's attempt as a task. A mail with no mail server
 /// to send it (the `[smtp]` table removed, or its client failed to build)
 /// is an attempt that may pass once the server is back.
 fn start(
@@ -259,13 +313,14 @@ fn start(
     busy.insert(task.id(), (job_id, kind));
 }
 
-/// Takes a finished task out of `busy`; a panicked one leaves its job
-/// claimed, and the stale sweep frees it once no attempt can still be
-/// running (two to three minutes with the default timeout).
+/// Takes a finished task out of `busy`; a panicked one's job is held back
+/// until `until`, when no attempt of it can still be running.
 fn collect(
     done: std::result::Result<(tokio::task::Id, Done), tokio::task::JoinError>,
     into: &mut Vec<Done>,
     busy: &mut Busy,
+    held: &mut Held,
+    until: Timestamp,
 ) {
     match done {
         Ok((id, d)) => {
@@ -273,8 +328,10 @@ fn collect(
             into.push(d);
         }
         Err(e) => {
-            busy.remove(&e.id());
-            tracing::error!(error = %e, "a job's attempt panicked");
+            if let Some((job, _)) = busy.remove(&e.id()) {
+                held.insert(job, until);
+            }
+            tracing::error!(error = %e, "a job's attempt panicked; it is tried again later");
         }
     }
 }
@@ -289,118 +346,185 @@ enum Isolate {
 }
 
 /// Runs one job's step: as it is in `Isolate::Turn` (an error fails the
-/// turn), or in a savepoint of its own in `Isolate::EachJob`.
+/// turn), or in a savepoint of its own in `Isolate::EachJob`, where a
+/// failed step's job is added to `failed`.
 fn step(
     c: &Connection,
     isolate: Isolate,
     what: &str,
     id: i64,
+    failed: &mut Vec<i64>,
     f: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     match isolate {
         Isolate::Turn => f(),
-        Isolate::EachJob => isolated(c, what, id, f),
+        Isolate::EachJob => {
+            if isolated(c, what, id, f)? {
+                failed.push(id);
+            }
+            Ok(())
+        }
     }
 }
 
 /// Runs `f` in its own savepoint: when it fails, only its own writes are
 /// undone, the error is logged, and the turn goes on, so one bad job never
-/// stops the queue (its claim stays; the stale sweep frees it, and the
-/// job is tried again).
-fn isolated(c: &Connection, what: &str, id: i64, f: impl FnOnce() -> Result<()>) -> Result<()> {
+/// stops the queue (the worker holds the job back for a while, then tries
+/// it again). True when `f` failed.
+fn isolated(c: &Connection, what: &str, id: i64, f: impl FnOnce() -> Result<()>) -> Result<bool> {
     c.prepare_cached("SAVEPOINT job_step")?.execute([])?;
     let r = f();
     if let Err(e) = &r {
-        tracing::error!(error = %e.for_log(), job.id = id, "{what} failed; left for the stale sweep");
+        tracing::error!(error = %e.for_log(), job.id = id, "{what} failed; the job is tried again later");
         c.prepare_cached("ROLLBACK TO job_step")?.execute([])?;
     }
     c.prepare_cached("RELEASE job_step")?.execute([])?;
-    Ok(())
+    Ok(r.is_err())
 }
 
-/// What a turn came to.
-struct Turned {
-    /// The jobs claimed, to start.
-    work: Vec<Work>,
-    /// When the next unclaimed job of a kind with free slots falls due.
-    next_due: Option<Timestamp>,
-    /// Stale claims the sweep released.
-    released: usize,
+/// What a turn writes.
+#[derive(Clone)]
+struct Settle {
+    /// Attempts to record.
+    finished: Vec<Done>,
+    /// Jobs the read found nothing to send for.
+    tidy: Vec<Job>,
+    /// Jobs of kinds this build does not know.
+    put_off: Vec<i64>,
 }
 
-/// One turn in the writer: record finished attempts, release stale claims
-/// (when `stale` is given), claim up to the free slots of each kind.
-fn turn(
-    c: &Connection,
-    finished: &[Done],
-    now: Timestamp,
-    free: &[(Kind, usize)],
-    stale: Option<&(String, String)>,
-    isolate: Isolate,
-) -> Result<Turned> {
+/// One turn in the writer: record finished attempts, settle the jobs found
+/// with nothing to send, put off jobs of unknown kinds. Answers the jobs
+/// whose step failed (only in `Isolate::EachJob`).
+fn turn(c: &Connection, b: &Settle, now: Timestamp, isolate: Isolate) -> Result<Vec<i64>> {
     let now_s = time::format(now);
-    for d in finished {
-        step(c, isolate, "recording an attempt", d.job.id, || {
-            match &d.finished {
+    let mut failed = Vec::new();
+    for d in &b.finished {
+        step(
+            c,
+            isolate,
+            "recording an attempt",
+            d.job.id,
+            &mut failed,
+            || match &d.finished {
                 Finished::Webhook { out, sent } => settle(c, d, out, sent),
                 Finished::Email { id, outcome } => settle_mail(c, d, id, outcome),
-            }
+            },
+        )?;
+    }
+    for job in &b.tidy {
+        step(c, isolate, "settling a job", job.id, &mut failed, || {
+            tidy_job(c, job, &now_s)
         })?;
     }
-    let mut released = 0;
-    if let Some((before, running)) = stale {
-        released = jobs::release_stale(c, before, running)?;
+    if !b.put_off.is_empty() {
         // Written by a newer hds: left for it, looked at again in an hour.
         let later = time::format(now + ::time::Duration::hours(1));
-        for job in jobs::claim_unknown(c, &now_s, 1000)? {
-            jobs::reschedule(c, job.id, &later)?;
+        for &id in &b.put_off {
+            jobs::reschedule(c, id, &later)?;
         }
     }
-    let mut work = Vec::new();
-    let mut next: Option<Timestamp> = None;
-    for &(kind, n) in free {
+    Ok(failed)
+}
+
+/// What the worker asks of the queue.
+struct Ask {
+    now: Timestamp,
+    /// Free slots by kind.
+    free: [(Kind, usize); 2],
+    /// Jobs not to take: running, held back, or still to be recorded.
+    skip: Vec<i64>,
+    /// Whether to look for jobs of kinds this build does not know.
+    sweep: bool,
+}
+
+/// What a read of the queue found.
+struct Picked {
+    /// The jobs to start.
+    work: Vec<Work>,
+    /// Jobs with nothing left to send, for the next turn to settle.
+    tidy: Vec<Job>,
+    /// Due jobs of kinds this build does not know (only when asked).
+    unknown: Vec<i64>,
+    /// When the next job of a kind with free slots falls due.
+    next_due: Option<Timestamp>,
+}
+
+/// Reads up to the free slots of each kind of due jobs, but those in
+/// `ask.skip`, and what each needs to run; with `ask.sweep`, also the due
+/// jobs of kinds this build does not know.
+fn pick(c: &Connection, ask: &Ask) -> Result<Picked> {
+    let now = &time::format(ask.now);
+    let mut skip = ask.skip.clone();
+    let mut p = Picked {
+        work: Vec::new(),
+        tidy: Vec::new(),
+        unknown: Vec::new(),
+        next_due: None,
+    };
+    for &(kind, n) in &ask.free {
         if n == 0 {
             continue;
         }
-        for job in jobs::claim(c, kind, &now_s, n)? {
-            let id = job.id;
-            step(c, isolate, "preparing a job", id, || {
-                prepare(c, job, &now_s, &mut work)
-            })?;
+        let skipped = serde_json::to_string(&skip)?;
+        for job in jobs::due(c, kind, now, n, &skipped)? {
+            skip.push(job.id);
+            prepare(c, job, now, &mut p)?;
         }
-        if let Some(t) = jobs::next_due(c, kind)?.and_then(|t| time::parse(&t)) {
-            next = Some(next.map_or(t, |n| n.min(t)));
+        let skipped = serde_json::to_string(&skip)?;
+        if let Some(t) = jobs::next_due(c, kind, &skipped)?.and_then(|t| time::parse(&t)) {
+            p.next_due = Some(p.next_due.map_or(t, |n| n.min(t)));
         }
     }
-    Ok(Turned {
-        work,
-        next_due: next,
-        released,
-    })
+    if ask.sweep {
+        p.unknown = jobs::due_unknown(c, now, 1000)?
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+    }
+    Ok(p)
 }
 
-/// What a claimed job needs to run, or its row gone when there is nothing
-/// left to do (delivered, sent or failed meanwhile, or a webhook whose body
-/// is missing: failed, with a last error that says so).
-fn prepare(c: &Connection, job: Job, now: &str, work: &mut Vec<Work>) -> Result<()> {
+/// What a due job needs to run, or the job left for the next turn to
+/// settle when there is nothing to send (delivered, sent or failed
+/// meanwhile, or a webhook whose body is missing).
+fn prepare(c: &Connection, job: Job, now: &str, p: &mut Picked) -> Result<()> {
     match job.kind {
         Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, now)? {
-            Pending::Send(out) => work.push(Work::Webhook { job, out }),
-            Pending::Settled => jobs::delete(c, job.id)?,
-            Pending::NoBody => {
-                tracing::error!(delivery.id = %job.subject, "a webhook's body is missing from the database; the delivery is failed");
-                deliveries::give_up(c, &job.subject, deliveries::NO_BODY, now)?;
-                jobs::delete(c, job.id)?;
-            }
+            Pending::Send(out) => p.work.push(Work::Webhook { job, out }),
+            Pending::Settled | Pending::NoBody => p.tidy.push(job),
         },
         Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
-            Some(mail) => work.push(Work::Email { job, mail }),
-            None => jobs::delete(c, job.id)?,
+            Some(mail) => p.work.push(Work::Email { job, mail }),
+            None => p.tidy.push(job),
         },
-        // `claim` answers the kind it was asked for.
+        // `due` answers the kind it was asked for.
         None => {}
     }
     Ok(())
+}
+
+/// In the writer, a job a read found nothing to send for, looked at again
+/// (a resend may have made it pending since): its row goes when there is
+/// still nothing to send; a webhook whose body is missing is failed, with
+/// a last error that says so.
+fn tidy_job(c: &Connection, job: &Job, now: &str) -> Result<()> {
+    match job.kind {
+        Some(Kind::Webhook) => match deliveries::outgoing(c, &job.subject, now)? {
+            Pending::Send(_) => Ok(()),
+            Pending::Settled => jobs::delete(c, job.id),
+            Pending::NoBody => {
+                tracing::error!(delivery.id = %job.subject, "a webhook's body is missing from the database; the delivery is failed");
+                deliveries::give_up(c, &job.subject, deliveries::NO_BODY, now)?;
+                jobs::delete(c, job.id)
+            }
+        },
+        Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
+            Some(_) => Ok(()),
+            None => jobs::delete(c, job.id),
+        },
+        None => Ok(()),
+    }
 }
 
 /// Records a mail attempt: sent, failed (a 5xx, an unusable message, the

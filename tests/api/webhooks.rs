@@ -506,8 +506,9 @@ async fn control_and_context_requests_arrive_signed_with_what_was_asked() {
 
 /// A turn of the queue runs in one savepoint; when recording one attempt
 /// fails, the turn is taken again job by job: the other deliveries are
-/// recorded (in that turn or the next), the failing one stays claimed (the
-/// stale sweep frees it), and the queue goes on.
+/// recorded (in that turn or the next), the failing one is held back and
+/// counts as due, not running, and the queue goes on. Once no attempt of it
+/// can still be running (two minutes here), it is sent again.
 #[tokio::test]
 async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
     let (app, rx) = setup().await;
@@ -557,20 +558,29 @@ async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
     })
     .await;
     // The failing attempt was sent but not recorded: still pending, with no
-    // attempt, and its job still claimed.
+    // attempt, its job still queued, due and not running.
     let bid = bad["id"].as_str().unwrap();
     let d = delivery_where(&app, |d| d["action_id"] == bid).await;
     assert_eq!(d["status"], "pending");
     assert_eq!(d["attempts"], 0);
     assert_eq!(app.count_rows("jobs"), 1);
-    assert_eq!(app.count_rows("jobs WHERE claimed_at IS NOT NULL"), 1);
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 1.0);
+    // Held back, not sent again at once; two minutes on, it is.
+    let clock = &app.state.services.clock;
+    clock.advance(time::Duration::seconds(60));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "held back");
+    clock.advance(time::Duration::seconds(61));
+    assert_eq!(rx.wait_for("bad", 2).await.len(), 2, "tried again");
 }
 
-/// Two retries fall due together and one turn claims both; preparing one of
-/// them fails (a trigger refuses to delete its job, and its delivery was
-/// settled meanwhile, so preparing it deletes the job): the turn is taken
-/// again job by job, the other is sent and recorded, and the failing one
-/// is not sent and stays claimed.
+/// Two retries fall due together and one read takes both; settling one of
+/// them fails (its delivery was settled meanwhile, so its job is to be
+/// deleted, and a trigger refuses that): the turn is taken again job by
+/// job, the other is sent and recorded, and the failing one is not sent,
+/// held back, and counts as due.
 #[tokio::test]
 async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
     let (app, rx) = setup().await;
@@ -623,8 +633,10 @@ async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
     .await;
     assert_eq!(d["attempts"], 2);
     assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "not sent again");
-    assert_eq!(app.count_rows("jobs WHERE claimed_at IS NOT NULL"), 1);
     assert_eq!(app.count_rows("jobs"), 1);
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 1.0);
 }
 
 /// A pending delivery whose body is gone (the database edited or damaged)
