@@ -186,4 +186,37 @@ mod tests {
             "the body column is dropped"
         );
     }
+    /// 0021 on a database of schema 20: jobs a stopped process had claimed
+    /// are due again, with the rest, in the order they were due; the claim
+    /// column is gone.
+    #[test]
+    fn migration_21_frees_claimed_jobs() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 20).unwrap();
+        c.execute_batch(
+            r#"INSERT INTO jobs(kind, subject, run_at, claimed_at, created_at)
+               VALUES ('webhook', 'msg_1', '2026-11-23T10:00:01.000Z', '2026-11-23T10:00:02.000Z', '2026'),
+                      ('webhook', 'msg_2', '2026-11-23T10:00:00.000Z', NULL, '2026'),
+                      ('email', 'mail_1', '2026-11-23T10:00:00.000Z', '2026-11-23T10:00:02.000Z', '2026');"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let now = "2026-11-23T10:01:00.000Z";
+        let subjects = |kind| {
+            crate::store::jobs::due(&c, kind, now, 10, "[]")
+                .unwrap()
+                .into_iter()
+                .map(|j| j.subject)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            subjects(crate::store::jobs::Kind::Webhook),
+            ["msg_2", "msg_1"]
+        );
+        assert_eq!(subjects(crate::store::jobs::Kind::Email), ["mail_1"]);
+        let columns: Vec<String> = all(&c, "SELECT name FROM pragma_table_info('jobs')", |r| {
+            r.get(0)
+        });
+        assert!(!columns.iter().any(|n| n == "claimed_at"), "{columns:?}");
+    }
 }

@@ -122,6 +122,26 @@ async fn each_closing_event_arrives_signed_with_the_action_as_the_source_reads_i
     assert_eq!(app.count_rows("jobs"), 0, "delivered jobs leave the queue");
 }
 
+/// While an attempt is in flight its job counts as running, not due (the
+/// worker keeps which jobs run; their rows do not say), and once it is
+/// recorded, as neither.
+#[tokio::test]
+async fn a_delivery_in_flight_counts_as_running_and_not_due() {
+    let (app, rx) = setup().await;
+    rx.script(&[200], 1.5).await;
+    decided(&app, "Slow receiver", &rx.url("slow")).await;
+    rx.wait_for("slow", 1).await;
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 1.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_scheduled{kind="webhook"}"#), 0.0);
+    delivery_where(&app, |d| d["status"] == "delivered").await;
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 0.0);
+    assert_eq!(app.count_rows("jobs"), 0);
+}
+
 #[tokio::test]
 async fn a_500_is_retried_on_schedule_with_the_same_webhook_id() {
     let (app, rx) = setup().await;
