@@ -82,7 +82,7 @@ impl JobGauges {
         );
         registry.register(
             "jobs_running",
-            "Jobs the worker has claimed and not finished, by kind",
+            "Jobs whose attempt is in flight, by kind",
             self.running.clone(),
         );
         registry.register(

@@ -178,7 +178,7 @@ pub async fn resend(
         let d = deliveries::get(c, &id, &delivery_id)?.ok_or_else(Error::delivery_not_found)?;
         if d.status == "pending" {
             // Waiting for a retry: due now. Already being sent: that attempt
-            // is the resend.
+            // is the resend (what it comes to sets when the job runs next).
             jobs::hurry(c, Kind::Webhook, &d.id, &now)?;
             deliveries::restart(c, &d.id, &now)?;
         } else {

@@ -240,6 +240,17 @@ pub fn set_outcome(c: &Connection, id: &str, outcome: &Outcome, now: &str) -> Re
     Ok(n == 1)
 }
 
+/// Whether an open Action's deadline has passed by `now` (`actions_expiring`):
+/// the expiry pass reads this first, so a pass with nothing to close
+/// writes nothing.
+pub fn any_due_for_expiry(c: &Connection, now: &str) -> Result<bool> {
+    Ok(c
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM actions WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= ?1)",
+        )?
+        .query_row([now], |r| r.get(0))?)
+}
+
 /// Open Actions whose deadline has passed, oldest deadline first.
 pub fn due_for_expiry(c: &Connection, now: &str, limit: i64) -> Result<Vec<ActionRecord>> {
     let mut st = c.prepare_cached(&format!(

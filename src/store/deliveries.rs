@@ -96,7 +96,7 @@ pub struct Outgoing {
     pub secrets: Vec<String>,
 }
 
-/// What a claimed webhook job finds of its delivery.
+/// What a due webhook job finds of its delivery.
 pub enum Pending {
     /// Still pending: this attempt, signed with the secrets of `now`.
     Send(Outgoing),
@@ -111,7 +111,7 @@ pub enum Pending {
 pub const NO_BODY: &str = "not sent: its body is missing from the database (table webhook_bodies), \
     which was edited or damaged; it cannot be sent or resent";
 
-/// The delivery `id` as a claimed job finds it (see `Pending`).
+/// The delivery `id` as a due job finds it (see `Pending`).
 pub fn outgoing(c: &Connection, id: &str, now: &str) -> Result<Pending> {
     let found = c
         .prepare_cached(
@@ -184,8 +184,9 @@ pub fn record_attempt(
     next: Next,
     next_attempt_at: Option<&str>,
 ) -> Result<()> {
-    // OR REPLACE: an attempt sent twice (a claim released as stale while
-    // it was still running) keeps its last record rather than failing the turn.
+    // OR REPLACE: should an attempt's number come twice (a turn reported
+    // failed after its commit, then recorded again), the last record is
+    // kept rather than failing the turn.
     c.prepare_cached(
         "INSERT OR REPLACE INTO webhook_attempts(delivery_id, attempt, started_at, status_code, duration_ms, error)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

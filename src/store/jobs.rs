@@ -301,7 +301,8 @@ mod tests {
         let idle = depth(&c, now, "[]").unwrap();
         assert_eq!((idle[1].due, idle[1].running), (2, 0));
         assert_eq!(idle[1].oldest_due.as_deref(), Some(t0));
-        // One pass: the whole table (only work not done yet), no index.
+        // One pass over the table (only work not done yet), by its covering
+        // index; the running ids are read once per count.
         let plan = crate::store::query_plan(&c, DEPTH).join("\n");
         assert!(plan.starts_with("SCAN jobs"), "{plan}");
     }

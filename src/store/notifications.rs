@@ -674,6 +674,14 @@ pub fn clear_timer(c: &Connection, kind: TimerKind, subject: &str) -> Result<()>
     Ok(())
 }
 
+/// Whether a timer is due by `now` (`notification_timers_due`).
+pub fn any_timer_due(c: &Connection, now: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT EXISTS (SELECT 1 FROM notification_timers WHERE due_at <= ?1)")?
+            .query_row([now], |r| r.get(0))?,
+    )
+}
+
 /// Takes (deletes and answers) up to `limit` timers due by `now`, oldest first.
 pub fn take_due_timers(c: &Connection, now: &str, limit: i64) -> Result<Vec<Timer>> {
     let mut st = c.prepare_cached(

@@ -202,6 +202,9 @@ pub async fn run(s: Services) {
                 }
                 tidy.extend(p.tidy);
                 put_off.extend(p.unknown);
+                for id in p.failed {
+                    held.insert(id, now + hold);
+                }
                 p.next_due
             }
             Err(e) => {
@@ -212,14 +215,14 @@ pub async fn run(s: Services) {
         publish(&s, &busy);
         let full = busy.values().filter(|(_, k)| *k == Kind::Webhook).count() >= webhook_slots
             && busy.values().filter(|(_, k)| *k == Kind::Email).count() >= EMAIL_SLOTS;
-        // Jobs found to settle are written at once; otherwise the worker
-        // waits for the first of: a wake, a job due, a held job freed, a
-        // failed write to take again.
+        // Jobs found to settle are written at once (unless the last write
+        // failed); otherwise the worker waits for the first of: a wake, a
+        // job due, a held job freed, a failed write to take again.
         let next = [next_due, held.values().min().copied(), write_again]
             .into_iter()
             .flatten()
             .min();
-        let wait = if !tidy.is_empty() || !put_off.is_empty() {
+        let wait = if write_again.is_none() && (!tidy.is_empty() || !put_off.is_empty()) {
             Duration::ZERO
         } else {
             match next {
@@ -417,12 +420,12 @@ fn turn(c: &Connection, b: &Settle, now: Timestamp, isolate: Isolate) -> Result<
             tidy_job(c, job, &now_s)
         })?;
     }
-    if !b.put_off.is_empty() {
-        // Written by a newer hds: left for it, looked at again in an hour.
-        let later = time::format(now + ::time::Duration::hours(1));
-        for &id in &b.put_off {
-            jobs::reschedule(c, id, &later)?;
-        }
+    // Written by a newer hds: left for it, looked at again in an hour.
+    let later = time::format(now + ::time::Duration::hours(1));
+    for &id in &b.put_off {
+        step(c, isolate, "putting off a job", id, &mut failed, || {
+            jobs::reschedule(c, id, &later)
+        })?;
     }
     Ok(failed)
 }
@@ -446,6 +449,8 @@ struct Picked {
     tidy: Vec<Job>,
     /// Due jobs of kinds this build does not know (only when asked).
     unknown: Vec<i64>,
+    /// Jobs that could not be read, to hold back.
+    failed: Vec<i64>,
     /// When the next job of a kind with free slots falls due.
     next_due: Option<Timestamp>,
 }
@@ -460,6 +465,7 @@ fn pick(c: &Connection, ask: &Ask) -> Result<Picked> {
         work: Vec::new(),
         tidy: Vec::new(),
         unknown: Vec::new(),
+        failed: Vec::new(),
         next_due: None,
     };
     for &(kind, n) in &ask.free {
@@ -469,7 +475,13 @@ fn pick(c: &Connection, ask: &Ask) -> Result<Picked> {
         let skipped = serde_json::to_string(&skip)?;
         for job in jobs::due(c, kind, now, n, &skipped)? {
             skip.push(job.id);
-            prepare(c, job, now, &mut p)?;
+            let id = job.id;
+            // One job that cannot be read (a damaged row) is held back
+            // alone; the others are taken.
+            if let Err(e) = prepare(c, job, now, &mut p) {
+                tracing::error!(error = %e.for_log(), job.id = id, "reading a job failed; it is tried again later");
+                p.failed.push(id);
+            }
         }
         let skipped = serde_json::to_string(&skip)?;
         if let Some(t) = jobs::next_due(c, kind, &skipped)?.and_then(|t| time::parse(&t)) {

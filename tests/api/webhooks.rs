@@ -596,34 +596,53 @@ async fn an_attempt_that_cannot_be_recorded_holds_up_no_other() {
     assert_eq!(rx.wait_for("bad", 2).await.len(), 2, "tried again");
 }
 
-/// Two retries fall due together and one read takes both; settling one of
-/// them fails (its delivery was settled meanwhile, so its job is to be
-/// deleted, and a trigger refuses that): the turn is taken again job by
-/// job, the other is sent and recorded, and the failing one is not sent,
-/// held back, and counts as due.
-#[tokio::test]
-async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
-    let (app, rx) = setup().await;
+/// Two retries made due at once, each of the two Actions on its own path.
+/// Answers the bad and the good Action.
+async fn two_pending_retries(app: &TestApp, rx: &Receiver) -> (String, String) {
     rx.script(&[500, 500], 0.0).await;
     let bad = app
-        .create_action(with_callback("Cannot be prepared", &rx.url("bad")))
+        .create_action(with_callback("The bad one", &rx.url("bad")))
         .await;
     let good = app
-        .create_action(with_callback("Prepared", &rx.url("good")))
+        .create_action(with_callback("The good one", &rx.url("good")))
         .await;
     for a in [&bad, &good] {
         app.decide(a, json!({"option_id": "approve"})).await.ok(200);
     }
     let (bid, gid) = (bad["id"].as_str().unwrap(), good["id"].as_str().unwrap());
     for id in [bid, gid] {
-        let d = delivery_where(&app, |d| d["action_id"] == id && d["attempts"] == 1).await;
+        let d = delivery_where(app, |d| d["action_id"] == id && d["attempts"] == 1).await;
         assert_eq!(d["status"], "pending", "{d}");
     }
+    (bid.to_owned(), gid.to_owned())
+}
+
+/// Waits (bounded) until the queue holds `n` jobs.
+async fn until_jobs(app: &TestApp, n: i64) {
+    for _ in 0..500 {
+        if app.count_rows("jobs") == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the queue never held {n} jobs");
+}
+
+/// Two retries fall due together and one read takes both; settling one of
+/// them fails (its delivery was settled meanwhile, so its job is to be
+/// deleted, and a trigger refuses that): the turn is taken again job by
+/// job, the other is sent and recorded, and the failing one is not sent
+/// and is held back, counted as due. Once the cause is gone it is not
+/// taken again before the hold ends (two minutes here), and then it is.
+#[tokio::test]
+async fn a_job_that_cannot_be_settled_is_held_back_alone_then_settled() {
+    let (app, rx) = setup().await;
+    let (bid, gid) = two_pending_retries(&app, &rx).await;
     // Both retries an hour away (so no timer brings one alone), the bad one
     // settled meanwhile, and its job undeletable on the writer's connection.
     let clock = &app.state.services.clock;
     let later = hds::domain::time::format(clock.now() + time::Duration::hours(1));
-    let bad_id = bid.to_owned();
+    let bad_id = bid.clone();
     let (moved, settled) = app
         .state
         .services
@@ -644,7 +663,7 @@ async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
         .await
         .unwrap();
     assert_eq!((moved, settled), (2, 1));
-    // One move of the clock: both are due at the same turn.
+    // One move of the clock: both are due at the same read.
     clock.advance(time::Duration::hours(1) + time::Duration::seconds(1));
     rx.wait_for("good", 2).await;
     let d = delivery_where(&app, |d| {
@@ -653,10 +672,102 @@ async fn a_job_that_cannot_be_prepared_holds_up_no_other_claimed_with_it() {
     .await;
     assert_eq!(d["attempts"], 2);
     assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "not sent again");
-    assert_eq!(app.count_rows("jobs"), 1);
+    until_jobs(&app, 1).await;
     let m = app.scrape().await;
     assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 0.0);
     assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 1.0);
+    // The cause gone, the job waits out its hold, then leaves the queue.
+    app.state
+        .services
+        .db
+        .write(|c| Ok(c.execute_batch("DROP TRIGGER temp.keep_job")?))
+        .await
+        .unwrap();
+    clock.advance(time::Duration::seconds(60));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.count_rows("jobs"), 1, "held back");
+    clock.advance(time::Duration::seconds(61));
+    until_jobs(&app, 0).await;
+    assert_eq!(
+        rx.wait_for("bad", 1).await.len(),
+        1,
+        "a failed delivery is never sent"
+    );
+}
+
+/// One of two due retries cannot be read (its body's bytes are not UTF-8,
+/// as a damaged row would be): the other is sent, the damaged one is held
+/// back alone, counted as due; repaired, it is sent once the hold ends.
+#[tokio::test]
+async fn a_job_that_cannot_be_read_is_held_back_alone_then_sent() {
+    let (app, rx) = setup().await;
+    let (bid, gid) = two_pending_retries(&app, &rx).await;
+    let clock = &app.state.services.clock;
+    let later = hds::domain::time::format(clock.now() + time::Duration::hours(1));
+    let bad_id = bid.clone();
+    let body: String = app
+        .state
+        .services
+        .db
+        .write(move |c| {
+            c.execute("UPDATE jobs SET run_at = ?1", [&later])?;
+            let pick = "(SELECT body_id FROM webhook_deliveries WHERE action_id = ?1)";
+            let body: String = c.query_row(
+                &format!("SELECT body FROM webhook_bodies WHERE id = {pick}"),
+                [&bad_id],
+                |r| r.get(0),
+            )?;
+            let n = c.execute(
+                &format!(
+                    "UPDATE webhook_bodies SET body = CAST(X'7BFF7D' AS TEXT) WHERE id = {pick}"
+                ),
+                [&bad_id],
+            )?;
+            assert_eq!(n, 1);
+            Ok(body)
+        })
+        .await
+        .unwrap();
+    clock.advance(time::Duration::hours(1) + time::Duration::seconds(1));
+    rx.wait_for("good", 2).await;
+    delivery_where(&app, |d| {
+        d["action_id"] == gid && d["status"] == "delivered"
+    })
+    .await;
+    assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "not sent");
+    let d = delivery_where(&app, |d| d["action_id"] == bid).await;
+    assert_eq!(
+        (&d["status"], &d["attempts"]),
+        (&json!("pending"), &json!(1))
+    );
+    let m = app.scrape().await;
+    assert_eq!(m.value(r#"hds_jobs_running{kind="webhook"}"#), 0.0);
+    assert_eq!(m.value(r#"hds_jobs_due{kind="webhook"}"#), 1.0);
+    // Repaired, it waits out its hold, then goes.
+    let bad_id = bid.clone();
+    app.state
+        .services
+        .db
+        .write(move |c| {
+            Ok(c.execute(
+                "UPDATE webhook_bodies SET body = ?2 WHERE id =
+                    (SELECT body_id FROM webhook_deliveries WHERE action_id = ?1)",
+                [&bad_id, &body],
+            )?)
+        })
+        .await
+        .unwrap();
+    clock.advance(time::Duration::seconds(60));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rx.wait_for("bad", 1).await.len(), 1, "held back");
+    clock.advance(time::Duration::seconds(61));
+    let both = rx.wait_for("bad", 2).await;
+    assert_eq!(both[1]["id"], both[0]["id"]);
+    assert_eq!(both[1]["answered"], 200);
+    delivery_where(&app, |d| {
+        d["action_id"] == bid && d["status"] == "delivered"
+    })
+    .await;
 }
 
 /// A pending delivery whose body is gone (the database edited or damaged)
