@@ -244,12 +244,12 @@ pub fn set_outcome(c: &Connection, id: &str, outcome: &Outcome, now: &str) -> Re
 /// the expiry pass reads this first, so a pass with nothing to close
 /// writes nothing.
 pub fn any_due_for_expiry(c: &Connection, now: &str) -> Result<bool> {
-    Ok(c
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM actions WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= ?1)",
-        )?
+    Ok(c.prepare_cached(ANY_DUE_FOR_EXPIRY)?
         .query_row([now], |r| r.get(0))?)
 }
+
+const ANY_DUE_FOR_EXPIRY: &str = "SELECT EXISTS (SELECT 1 FROM actions
+    WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= ?1)";
 
 /// Open Actions whose deadline has passed, oldest deadline first.
 pub fn due_for_expiry(c: &Connection, now: &str, limit: i64) -> Result<Vec<ActionRecord>> {
@@ -905,6 +905,12 @@ mod tests {
             );
             assert!(!text.contains("by_ws_env"), "{text}");
         }
+        // The expiry pass's first read seeks the partial index of deadlines.
+        let text = crate::store::query_plan(&c, ANY_DUE_FOR_EXPIRY).join("\n");
+        assert!(
+            text.contains("SEARCH actions USING COVERING INDEX actions_expiring"),
+            "{text}"
+        );
     }
 
     /// Every inbox filter (with the default status=open order and limit) and

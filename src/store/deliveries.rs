@@ -184,9 +184,8 @@ pub fn record_attempt(
     next: Next,
     next_attempt_at: Option<&str>,
 ) -> Result<()> {
-    // OR REPLACE: should an attempt's number come twice (a turn reported
-    // failed after its commit, then recorded again), the last record is
-    // kept rather than failing the turn.
+    // OR REPLACE: should an attempt's number come twice (a database edited
+    // by hand), the last record is kept rather than failing the turn.
     c.prepare_cached(
         "INSERT OR REPLACE INTO webhook_attempts(delivery_id, attempt, started_at, status_code, duration_ms, error)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

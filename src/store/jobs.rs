@@ -113,16 +113,20 @@ pub fn due(c: &Connection, kind: Kind, now: &str, limit: usize, skip: &str) -> R
 }
 
 /// Up to `limit` due jobs of kinds this build does not know (a newer hds
-/// wrote them), by the index's ranges around the known kinds.
-pub fn due_unknown(c: &Connection, now: &str, limit: usize) -> Result<Vec<Job>> {
+/// wrote them), by the index's ranges around the known kinds, but those in
+/// `skip` (as for `due`).
+pub fn due_unknown(c: &Connection, now: &str, limit: usize, skip: &str) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut st = c.prepare_cached(
         "SELECT id, subject FROM jobs WHERE kind < 'email' AND run_at <= ?1
+           AND id NOT IN (SELECT value FROM json_each(?3))
          UNION ALL SELECT id, subject FROM jobs WHERE kind > 'email' AND kind < 'webhook' AND run_at <= ?1
+           AND id NOT IN (SELECT value FROM json_each(?3))
          UNION ALL SELECT id, subject FROM jobs WHERE kind > 'webhook' AND run_at <= ?1
+           AND id NOT IN (SELECT value FROM json_each(?3))
          LIMIT ?2",
     )?;
-    let rows = st.query_map(params![now, limit], |r| {
+    let rows = st.query_map(params![now, limit, skip], |r| {
         Ok(Job {
             id: r.get(0)?,
             kind: None,
@@ -225,9 +229,11 @@ mod tests {
         let mail = due(&c, Kind::Email, t1, 10, "[]").unwrap();
         assert_eq!(subjects(&mail), ["mail_a"]);
         assert_eq!(mail[0].kind, Some(Kind::Email));
-        let unknown = due_unknown(&c, t1, 10).unwrap();
+        let unknown = due_unknown(&c, t1, 10, "[]").unwrap();
         assert_eq!(subjects(&unknown), ["x"]);
         assert_eq!(unknown[0].kind, None);
+        let skipped = format!("[{}]", unknown[0].id);
+        assert!(due_unknown(&c, t1, 10, &skipped).unwrap().is_empty());
         // Rescheduled, a job is not due until then; hurried, it is due now.
         reschedule(&c, again[1].id, "2026-11-23T12:00:00.000Z").unwrap();
         assert_eq!(
@@ -244,8 +250,11 @@ mod tests {
             "SELECT id, subject FROM jobs WHERE kind = 'email' AND run_at <= '2026' AND id NOT IN (SELECT value FROM json_each('[1,2]')) ORDER BY run_at, id LIMIT 5",
             "SELECT run_at FROM jobs WHERE kind = 'webhook' AND id NOT IN (SELECT value FROM json_each('[1]')) ORDER BY run_at, id LIMIT 1",
             "SELECT id, subject FROM jobs WHERE kind < 'email' AND run_at <= '2026'
+               AND id NOT IN (SELECT value FROM json_each('[1]'))
              UNION ALL SELECT id, subject FROM jobs WHERE kind > 'email' AND kind < 'webhook' AND run_at <= '2026'
-             UNION ALL SELECT id, subject FROM jobs WHERE kind > 'webhook' AND run_at <= '2026' LIMIT 5",
+               AND id NOT IN (SELECT value FROM json_each('[1]'))
+             UNION ALL SELECT id, subject FROM jobs WHERE kind > 'webhook' AND run_at <= '2026'
+               AND id NOT IN (SELECT value FROM json_each('[1]')) LIMIT 5",
         ] {
             let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");

@@ -676,11 +676,11 @@ pub fn clear_timer(c: &Connection, kind: TimerKind, subject: &str) -> Result<()>
 
 /// Whether a timer is due by `now` (`notification_timers_due`).
 pub fn any_timer_due(c: &Connection, now: &str) -> Result<bool> {
-    Ok(
-        c.prepare_cached("SELECT EXISTS (SELECT 1 FROM notification_timers WHERE due_at <= ?1)")?
-            .query_row([now], |r| r.get(0))?,
-    )
+    Ok(c.prepare_cached(ANY_TIMER_DUE)?
+        .query_row([now], |r| r.get(0))?)
 }
+
+const ANY_TIMER_DUE: &str = "SELECT EXISTS (SELECT 1 FROM notification_timers WHERE due_at <= ?1)";
 
 /// Takes (deletes and answers) up to `limit` timers due by `now`, oldest first.
 pub fn take_due_timers(c: &Connection, now: &str, limit: i64) -> Result<Vec<Timer>> {
@@ -859,5 +859,14 @@ mod tests {
                 "{sql}:\n{text}"
             );
         }
+        // The expiry pass's first read: one seek of the timers by due time.
+        let text = crate::store::query_plan(&c, ANY_TIMER_DUE).join("\n");
+        assert!(
+            text.contains(
+                "SEARCH notification_timers USING COVERING INDEX notification_timers_due (due_at<?)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("SCAN notification_timers"), "{text}");
     }
 }

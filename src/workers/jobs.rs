@@ -116,6 +116,10 @@ pub async fn run(s: Services) {
     let mut held: Held = HashMap::new();
     let mut moved = s.clock.moved();
     let mut swept_at: Option<Timestamp> = None;
+    // After a write failed as a whole (the database refused it, or its
+    // batch was not committed): not before this time, whatever wakes the
+    // worker meanwhile.
+    let mut write_after: Option<Timestamp> = None;
     // Longer than any attempt of any kind can last.
     let hold = ::time::Duration::seconds(
         i64::try_from(s.config.webhook_timeout.max(mailer::ATTEMPT_TIMEOUT_SECS)).unwrap_or(60)
@@ -124,10 +128,8 @@ pub async fn run(s: Services) {
     loop {
         let now = s.clock.now();
         held.retain(|_, until| *until > now);
-        // When a write failed as a whole: its attempts are recorded by a
-        // turn a second from now.
-        let mut write_again: Option<Timestamp> = None;
-        if !finished.is_empty() || !tidy.is_empty() || !put_off.is_empty() {
+        let to_write = !finished.is_empty() || !tidy.is_empty() || !put_off.is_empty();
+        if to_write && write_after.is_none_or(|t| now >= t) {
             let batch = Arc::new(Settle {
                 finished: std::mem::take(&mut finished),
                 tidy: std::mem::take(&mut tidy),
@@ -152,15 +154,18 @@ pub async fn run(s: Services) {
             };
             match turned {
                 Ok(failed) => {
+                    write_after = None;
                     for id in failed {
                         held.insert(id, now + hold);
                     }
                 }
                 Err(e) => {
+                    // Kept to record a second from now: a failure of the
+                    // whole write (a full disk) is not one job's to hold.
                     tracing::error!(error = %e.for_log(), "a job queue turn failed; taking it again in a second");
                     let b = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
                     (finished, tidy, put_off) = (b.finished, b.tidy, b.put_off);
-                    write_again = Some(now + ::time::Duration::seconds(1));
+                    write_after = Some(now + ::time::Duration::seconds(1));
                 }
             }
         }
@@ -187,6 +192,7 @@ pub async fn run(s: Services) {
                 .chain(held.keys().copied())
                 .chain(finished.iter().map(|d| d.job.id))
                 .chain(tidy.iter().map(|j| j.id))
+                .chain(put_off.iter().copied())
                 .collect(),
             sweep: swept_at.is_none_or(|t| now - t >= SWEEP_EVERY),
         };
@@ -218,6 +224,8 @@ pub async fn run(s: Services) {
         // Jobs found to settle are written at once (unless the last write
         // failed); otherwise the worker waits for the first of: a wake, a
         // job due, a held job freed, a failed write to take again.
+        let write_again =
+            write_after.filter(|_| !finished.is_empty() || !tidy.is_empty() || !put_off.is_empty());
         let next = [next_due, held.values().min().copied(), write_again]
             .into_iter()
             .flatten()
@@ -489,7 +497,8 @@ fn pick(c: &Connection, ask: &Ask) -> Result<Picked> {
         }
     }
     if ask.sweep {
-        p.unknown = jobs::due_unknown(c, now, 1000)?
+        let skipped = serde_json::to_string(&ask.skip)?;
+        p.unknown = jobs::due_unknown(c, now, 1000, &skipped)?
             .into_iter()
             .map(|j| j.id)
             .collect();

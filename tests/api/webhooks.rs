@@ -695,6 +695,60 @@ async fn a_job_that_cannot_be_settled_is_held_back_alone_then_settled() {
     );
 }
 
+/// When the whole write of a turn fails (a trigger rolls the transaction
+/// back, as a full disk would), the finished attempt is kept in memory and
+/// recorded a second later; wakes in between (here twenty moves of the
+/// clock) do not make the worker try again at once. Once the write can
+/// pass, the attempt is recorded, and the message is not sent again.
+#[tokio::test]
+async fn a_turn_whose_whole_write_fails_is_taken_again_a_second_later() {
+    let (app, rx) = setup().await;
+    let db = &app.state.services.db;
+    db.write(|c| {
+        Ok(c.execute_batch(
+            "CREATE TEMP TRIGGER refuse_all BEFORE DELETE ON main.jobs
+             BEGIN SELECT RAISE(ROLLBACK, 'refused by the test'); END;",
+        )?)
+    })
+    .await
+    .unwrap();
+    let a = decided(&app, "Recorded late", &rx.url("late")).await;
+    rx.wait_for("late", 1).await;
+    // The first record fails whole: as one turn, then job by job.
+    let failed = |m: &crate::helpers::Metrics| m.value("hds_writer_failed_batches_total");
+    let mut first = 0.0;
+    for _ in 0..500 {
+        first = failed(&app.scrape().await);
+        if first >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(first >= 2.0, "the record never failed");
+    let clock = &app.state.services.clock;
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        clock.advance(time::Duration::milliseconds(1));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let more = failed(&app.scrape().await) - first;
+    // At most one more try (two writes) for each real second that passed.
+    let seconds = started.elapsed().as_secs_f64().ceil();
+    assert!(
+        more <= 2.0 * seconds,
+        "{more} failed writes in {seconds} s of wakes"
+    );
+    db.write(|c| Ok(c.execute_batch("DROP TRIGGER temp.refuse_all")?))
+        .await
+        .unwrap();
+    clock.advance(time::Duration::seconds(2));
+    let id = a["id"].as_str().unwrap();
+    let d = delivery_where(&app, |d| d["action_id"] == id && d["status"] == "delivered").await;
+    assert_eq!(d["attempts"], 1);
+    assert_eq!(rx.wait_for("late", 1).await.len(), 1, "not sent again");
+    until_jobs(&app, 0).await;
+}
+
 /// One of two due retries cannot be read (its body's bytes are not UTF-8,
 /// as a damaged row would be): the other is sent, the damaged one is held
 /// back alone, counted as due; repaired, it is sent once the hold ends.
