@@ -245,7 +245,11 @@ pub async fn create(
                 // Inside the writer, so concurrent creates cannot overshoot
                 // the plan (guide: "Plans and billing").
                 billing::check(c, &config.billing, &src.workspace_id, Resource::Actions, clock_now)?;
-                store::insert(c, &a, &spec_json)?;
+                // A replay rebuilds the answer from the Action (only its
+                // id is stored) unless people are completed into it; the
+                // Action then keeps the key, to find that row by.
+                let answer_key = key.as_deref().filter(|_| created.is_some());
+                store::insert(c, &a, &spec_json, answer_key)?;
                 billing::record_use(c, &src.workspace_id, Resource::Actions, clock_now)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
                 effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;

@@ -103,17 +103,24 @@ pub fn assignee_email(spec: &ActionSpec) -> Option<String> {
 
 /// Inserts a new Action; `spec_json` is `a.spec` serialised by the caller, off
 /// the writer thread.
-pub fn insert(c: &Connection, a: &ActionRecord, spec_json: &str) -> Result<()> {
+/// `answer_key` is the Idempotency-Key of a create whose stored answer is
+/// rebuilt from this Action (store::idempotency::keep_answer finds it so).
+pub fn insert(
+    c: &Connection,
+    a: &ActionRecord,
+    spec_json: &str,
+    answer_key: Option<&str>,
+) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title,
-            action_version, fingerprint, spec, dedupe_key, assignee_user_id, assignee_email, visibility, expires_at, created_at, updated_at, run_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18)",
+            action_version, fingerprint, spec, dedupe_key, assignee_user_id, assignee_email, visibility, expires_at, created_at, updated_at, run_id, answer_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19)",
     )?
     .execute(params![
         a.id, a.workspace_id, a.source_id, a.environment.as_str(), a.status.as_str(),
         a.spec.priority.as_str(), a.spec.priority.rank(), a.spec.title, a.action_version, a.fingerprint,
         spec_json, a.spec.dedupe_key, a.spec.assignee_user_id, assignee_email(&a.spec),
-        a.spec.visibility().as_str(), a.spec.expires_at, a.created_at, a.spec.run_id,
+        a.spec.visibility().as_str(), a.spec.expires_at, a.created_at, a.spec.run_id, answer_key,
     ])?;
     Ok(())
 }

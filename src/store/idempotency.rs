@@ -111,27 +111,102 @@ pub fn put(c: &Connection, source_id: &str, env: Environment, key: &str, s: &New
 
 /// Stores the text of the create answer of Action `id` if a replay would
 /// rebuild it: call before any write that changes the Action's spec (PATCH,
-/// claim, assign), while the Action is still as it was created. Costs one
-/// probe of a partial index when there is none (every Action created
-/// without a key, and every one whose answer is already kept).
+/// claim, assign), while the Action is still as it was created. The Action
+/// keeps the key of that row (`answer_key`), cleared here: one read of the
+/// Action's row by its id when there is none.
 pub fn keep_answer(c: &Connection, id: &str) -> Result<()> {
-    let rebuilt: bool = c
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE action_id = ?1)")?
-        .query_row([id], |r| r.get(0))?;
-    if rebuilt {
-        let text = created_answer(c, id)?;
-        c.prepare_cached(
-            "UPDATE idempotency_keys SET response = ?1, action_id = NULL WHERE action_id = ?2",
+    let row: Option<(String, String, String)> = c
+        .prepare_cached(
+            "SELECT source_id, environment, answer_key FROM actions WHERE id = ?1 AND answer_key IS NOT NULL",
         )?
-        .execute(params![text, id])?;
-    }
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let Some((source_id, environment, key)) = row else {
+        return Ok(());
+    };
+    let text = created_answer(c, id)?;
+    // No row when the key was pruned; none to change when its text is kept.
+    c.prepare_cached(
+        "UPDATE idempotency_keys SET response = ?1, action_id = NULL
+         WHERE source_id = ?2 AND environment = ?3 AND key = ?4 AND action_id = ?5",
+    )?
+    .execute(params![text, source_id, environment, key, id])?;
+    c.prepare_cached("UPDATE actions SET answer_key = NULL WHERE id = ?1")?
+        .execute([id])?;
     Ok(())
 }
 
-/// Forgets keys older than `before` (retention is at least 24 h).
+/// Forgets keys older than `before` (retention is at least 24 h). Rows go
+/// in rowid order, which is the order they were written: every row before
+/// the first one not yet old enough (so a row written after the clock went
+/// back is kept longer, never forgotten early). No index on the time: a
+/// keyed create writes one index entry, its key's.
 pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     Ok(c.execute(
-        "DELETE FROM idempotency_keys WHERE created_at < ?1",
+        "DELETE FROM idempotency_keys WHERE rowid < coalesce(
+             (SELECT rowid FROM idempotency_keys WHERE created_at >= ?1 ORDER BY rowid LIMIT 1),
+             (SELECT max(rowid) + 1 FROM idempotency_keys))",
         [before],
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put_at(c: &Connection, key: &str, at: &str) {
+        let new = New {
+            request_hash: "t1:h",
+            status_code: 201,
+            response: Answer::Text("{}"),
+            created_at: at,
+        };
+        put(c, "src_1", Environment::Live, key, &new).unwrap();
+    }
+
+    fn keys(c: &Connection) -> Vec<String> {
+        c.prepare("SELECT key FROM idempotency_keys ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// The prune forgets rows in the order they were written, up to the
+    /// first one not old enough: a row written after the clock went back
+    /// is kept longer, and no row is forgotten before its time. Its plan
+    /// reads the table by rowid, with no index on the time.
+    #[test]
+    fn the_prune_goes_by_rowid_and_never_forgets_a_key_early() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        assert_eq!(prune(&c, "2026-11-24T00:00:00.000Z").unwrap(), 0, "empty");
+        put_at(&c, "a", "2026-11-23T10:00:00.000Z");
+        put_at(&c, "b", "2026-11-23T11:00:00.000Z");
+        // The clock went back an hour.
+        put_at(&c, "c", "2026-11-23T10:30:00.000Z");
+        put_at(&c, "d", "2026-11-23T12:00:00.000Z");
+        assert_eq!(prune(&c, "2026-11-23T09:00:00.000Z").unwrap(), 0);
+        // a is old enough; b is not, so c waits behind it.
+        assert_eq!(prune(&c, "2026-11-23T10:45:00.000Z").unwrap(), 1);
+        assert_eq!(keys(&c), ["b", "c", "d"]);
+        assert_eq!(prune(&c, "2026-11-23T11:30:00.000Z").unwrap(), 2);
+        assert_eq!(keys(&c), ["d"]);
+        // Every row old enough: all go.
+        assert_eq!(prune(&c, "2026-11-24T00:00:00.000Z").unwrap(), 1);
+        assert!(keys(&c).is_empty());
+        let plan = crate::store::query_plan(
+            &c,
+            "DELETE FROM idempotency_keys WHERE rowid < coalesce(
+                 (SELECT rowid FROM idempotency_keys WHERE created_at >= '2026' ORDER BY rowid LIMIT 1),
+                 (SELECT max(rowid) + 1 FROM idempotency_keys))",
+        )
+        .join("\n");
+        assert!(
+            plan.contains("USING INTEGER PRIMARY KEY (rowid<?)"),
+            "{plan}"
+        );
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    }
 }

@@ -29,6 +29,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0019_rebuilt_answers.sql")),
         M::up(include_str!("../../migrations/0020_delivery_bodies.sql")),
         M::up(include_str!("../../migrations/0021_claims_in_memory.sql")),
+        M::up(include_str!("../../migrations/0022_lighter_keys.sql")),
     ])
 }
 
@@ -218,5 +219,44 @@ mod tests {
             r.get(0)
         });
         assert!(!columns.iter().any(|n| n == "claimed_at"), "{columns:?}");
+    }
+    /// 0022 on a database of schema 21: an Action whose create answer is
+    /// rebuilt from it keeps that key; the time and Action indexes are gone.
+    #[test]
+    fn migration_22_gives_each_rebuilt_answer_its_key() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 21).unwrap();
+        c.execute_batch(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank,
+                   title, action_version, fingerprint, spec, visibility, created_at, updated_at)
+               VALUES ('act_1', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"title":"t"}', 'workspace', '2026', '2026'),
+                      ('act_2', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"title":"t"}', 'workspace', '2026', '2026'),
+                      ('act_3', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"title":"t"}', 'workspace', '2026', '2026');
+               INSERT INTO idempotency_keys(source_id, environment, key, request_hash, status_code, response, action_id, created_at)
+               VALUES ('src_1', 'live', 'k1', 'h', 201, NULL, 'act_1', '2026'),
+                      ('src_1', 'live', 'k2', 'h', 201, '{"data":{}}', NULL, '2026');
+               PRAGMA foreign_keys = ON;"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let keys: Vec<(String, Option<String>)> =
+            all(&c, "SELECT id, answer_key FROM actions ORDER BY id", |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            });
+        assert_eq!(
+            keys,
+            [
+                ("act_1".into(), Some("k1".into())),
+                ("act_2".into(), None),
+                ("act_3".into(), None)
+            ]
+        );
+        let indexes: Vec<String> = all(
+            &c,
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'idempotency_keys'",
+            |r| r.get(0),
+        );
+        assert_eq!(indexes, ["sqlite_autoindex_idempotency_keys_1"]);
     }
 }
