@@ -6,7 +6,9 @@
 -- row whose answer is rebuilt from an Action. The prune now goes by rowid,
 -- which grows with time (store::idempotency::prune); the Action keeps the
 -- key whose answer is rebuilt from it (`actions.answer_key`), so that row
--- is found by its primary key.
+-- is found by its primary key. `idempotency_keys.action_id` still
+-- REFERENCES actions(id) with no index now: hds never deletes an Action or
+-- changes its id; a future DELETE FROM actions would search this table.
 ALTER TABLE actions ADD COLUMN answer_key TEXT;
 -- Filled while the index that finds them still exists.
 UPDATE actions SET answer_key = (SELECT k.key FROM idempotency_keys k WHERE k.action_id = actions.id)

@@ -138,16 +138,41 @@ pub fn keep_answer(c: &Connection, id: &str) -> Result<()> {
 
 /// Forgets keys older than `before` (retention is at least 24 h). Rows go
 /// in rowid order, which is the order they were written: every row before
-/// the first one not yet old enough (so a row written after the clock went
-/// back is kept longer, never forgotten early). No index on the time: a
-/// keyed create writes one index entry, its key's.
-pub fn prune(c: &Connection, before: &str) -> Result<usize> {
-    Ok(c.execute(
-        "DELETE FROM idempotency_keys WHERE rowid < coalesce(
-             (SELECT rowid FROM idempotency_keys WHERE created_at >= ?1 ORDER BY rowid LIMIT 1),
-             (SELECT max(rowid) + 1 FROM idempotency_keys))",
-        [before],
-    )?)
+/// the first one not yet old enough, so no row is forgotten early. A row
+/// stamped later than `now` (written while the clock ran ahead) would hold
+/// back every row after it until it is old enough itself: such rows are
+/// stamped `now` instead, which still keeps each at least as long as its
+/// own write time says. No index on the time: a keyed create writes one
+/// index entry, its key's.
+pub fn prune(c: &Connection, before: &str, now: &str) -> Result<usize> {
+    let first_kept: Option<(i64, String)> = c
+        .prepare_cached(
+            "SELECT rowid, created_at FROM idempotency_keys WHERE created_at >= ?1 ORDER BY rowid LIMIT 1",
+        )?
+        .query_row([before], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let deleted = match &first_kept {
+        Some((rowid, _)) => c
+            .prepare_cached("DELETE FROM idempotency_keys WHERE rowid < ?1")?
+            .execute([rowid])?,
+        None => c
+            .prepare_cached("DELETE FROM idempotency_keys")?
+            .execute([])?,
+    };
+    if let Some((_, at)) = first_kept
+        && at.as_str() > now
+    {
+        // A scan, but only after the clock went back.
+        let n = c.execute(
+            "UPDATE idempotency_keys SET created_at = ?1 WHERE created_at > ?1",
+            [now],
+        )?;
+        tracing::warn!(
+            count = n,
+            "idempotency keys stamped later than now (the clock went back) are stamped now, so that the keys after them can be forgotten"
+        );
+    }
+    Ok(deleted)
 }
 
 #[cfg(test)]
@@ -175,38 +200,65 @@ mod tests {
 
     /// The prune forgets rows in the order they were written, up to the
     /// first one not old enough: a row written after the clock went back
-    /// is kept longer, and no row is forgotten before its time. Its plan
-    /// reads the table by rowid, with no index on the time.
+    /// is kept longer, and no row is forgotten before its time. A row
+    /// stamped in the future is stamped now, so that it holds back the
+    /// rows after it for no longer than the retention. Its plans read the
+    /// table by rowid, with no index on the time.
     #[test]
     fn the_prune_goes_by_rowid_and_never_forgets_a_key_early() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
-        assert_eq!(prune(&c, "2026-11-24T00:00:00.000Z").unwrap(), 0, "empty");
+        let now = "2026-11-25T00:00:00.000Z";
+        assert_eq!(
+            prune(&c, "2026-11-24T00:00:00.000Z", now).unwrap(),
+            0,
+            "empty"
+        );
         put_at(&c, "a", "2026-11-23T10:00:00.000Z");
         put_at(&c, "b", "2026-11-23T11:00:00.000Z");
         // The clock went back an hour.
         put_at(&c, "c", "2026-11-23T10:30:00.000Z");
         put_at(&c, "d", "2026-11-23T12:00:00.000Z");
-        assert_eq!(prune(&c, "2026-11-23T09:00:00.000Z").unwrap(), 0);
+        assert_eq!(prune(&c, "2026-11-23T09:00:00.000Z", now).unwrap(), 0);
         // a is old enough; b is not, so c waits behind it.
-        assert_eq!(prune(&c, "2026-11-23T10:45:00.000Z").unwrap(), 1);
+        assert_eq!(prune(&c, "2026-11-23T10:45:00.000Z", now).unwrap(), 1);
         assert_eq!(keys(&c), ["b", "c", "d"]);
-        assert_eq!(prune(&c, "2026-11-23T11:30:00.000Z").unwrap(), 2);
+        assert_eq!(prune(&c, "2026-11-23T11:30:00.000Z", now).unwrap(), 2);
         assert_eq!(keys(&c), ["d"]);
         // Every row old enough: all go.
-        assert_eq!(prune(&c, "2026-11-24T00:00:00.000Z").unwrap(), 1);
+        assert_eq!(prune(&c, "2026-11-24T00:00:00.000Z", now).unwrap(), 1);
         assert!(keys(&c).is_empty());
-        let plan = crate::store::query_plan(
-            &c,
-            "DELETE FROM idempotency_keys WHERE rowid < coalesce(
-                 (SELECT rowid FROM idempotency_keys WHERE created_at >= '2026' ORDER BY rowid LIMIT 1),
-                 (SELECT max(rowid) + 1 FROM idempotency_keys))",
-        )
-        .join("\n");
+        // Written while the clock ran a year ahead, then set right.
+        put_at(&c, "e", "2026-11-23T10:00:00.000Z");
+        put_at(&c, "ahead", "2027-11-23T10:00:00.000Z");
+        put_at(&c, "f", "2026-11-23T10:05:00.000Z");
+        assert_eq!(prune(&c, "2026-11-24T00:00:00.000Z", now).unwrap(), 1);
+        assert_eq!(keys(&c), ["ahead", "f"]);
+        let at: String = c
+            .query_row(
+                "SELECT created_at FROM idempotency_keys WHERE key = 'ahead'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(at, now, "stamped now");
+        // Once that is old enough, the rows behind it go too.
+        let later = "2026-11-27T00:00:00.000Z";
+        assert_eq!(prune(&c, "2026-11-25T00:00:01.000Z", later).unwrap(), 2);
+        assert!(keys(&c).is_empty());
+        for sql in [
+            "SELECT rowid, created_at FROM idempotency_keys WHERE created_at >= '2026' ORDER BY rowid LIMIT 1",
+            "DELETE FROM idempotency_keys WHERE rowid < 5",
+        ] {
+            let plan = crate::store::query_plan(&c, sql).join("\n");
+            assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+            assert!(!plan.contains("USING INDEX"), "{plan}");
+        }
+        let plan =
+            crate::store::query_plan(&c, "DELETE FROM idempotency_keys WHERE rowid < 5").join("\n");
         assert!(
             plan.contains("USING INTEGER PRIMARY KEY (rowid<?)"),
             "{plan}"
         );
-        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     }
 }

@@ -220,6 +220,7 @@ mod tests {
         });
         assert!(!columns.iter().any(|n| n == "claimed_at"), "{columns:?}");
     }
+
     /// 0022 on a database of schema 21: an Action whose create answer is
     /// rebuilt from it keeps that key; the time and Action indexes are gone.
     #[test]

@@ -17,7 +17,12 @@ pub async fn run(s: Services) {
         tick.tick().await;
         let now = s.clock.now();
         let before = time::format(now - ::time::Duration::hours(48));
-        match s.db.write(move |c| idempotency::prune(c, &before)).await {
+        let at = time::format(now);
+        match s
+            .db
+            .write(move |c| idempotency::prune(c, &before, &at))
+            .await
+        {
             Ok(n) if n > 0 => tracing::info!(count = n, "expired idempotency keys removed"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e.for_log(), "idempotency pruning failed"),
