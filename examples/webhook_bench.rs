@@ -75,6 +75,16 @@ struct Args {
     /// that a profiler under it can write its profile).
     #[arg(long, value_parser = ["on", "off"])]
     only: Option<String>,
+    /// Raise the receiver thread's nice value by this much (Linux): it
+    /// then takes only the CPU time that the server and the load leave, as
+    /// a receiver on another machine would. 0 (the default) runs it like
+    /// every other thread here.
+    #[arg(long, default_value_t = 0)]
+    receiver_nice: i32,
+    /// Creates (without webhooks) made at idle and again while the backlog
+    /// drains, to compare: what a drain costs the requests. 0 leaves it out.
+    #[arg(long, default_value_t = 0)]
+    load_during_drain: usize,
 }
 
 /// What the receiver saw.
@@ -119,9 +129,15 @@ async fn receive(seen: Arc<Seen>, headers: HeaderMap, body: Bytes) -> StatusCode
 
 /// The receiver runs on its own thread and runtime, as it would on its own
 /// machine: its work does not slow the load generator's thread.
-fn start_receiver(seen: Arc<Seen>) -> Result<SocketAddr> {
+fn start_receiver(seen: Arc<Seen>, nice: i32) -> Result<SocketAddr> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        if nice != 0 {
+            let me = Some(rustix::thread::gettid());
+            if let Err(e) = rustix::process::setpriority_process(me, nice) {
+                eprintln!("--receiver-nice {nice}: {e}");
+            }
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build();
@@ -367,7 +383,10 @@ async fn run(args: Args) -> Result<()> {
             .context("secret")?
             .to_owned(),
     );
-    let hook = format!("http://{}/hook", start_receiver(seen.clone())?);
+    let hook = format!(
+        "http://{}/hook",
+        start_receiver(seen.clone(), args.receiver_nice)?
+    );
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(256)
@@ -429,6 +448,15 @@ async fn run(args: Args) -> Result<()> {
         let (src, src_key) = b.source("backlog").await?;
         let (made, _) = b.create_many(&src_key, b.args.backlog, true).await?;
         let ids: Vec<String> = made.iter().map(|m| m.id.clone()).collect();
+        let load = b.args.load_during_drain;
+        let load_key = match load {
+            0 => None,
+            _ => Some(b.source("drainload").await?.1),
+        };
+        let idle_creates = match &load_key {
+            Some(k) => Some(b.create_many(k, load, false).await?.1),
+            None => None,
+        };
         let before = seen.total.load(Ordering::Relaxed);
         let t0 = Instant::now();
         let r = b
@@ -441,9 +469,17 @@ async fn run(args: Args) -> Result<()> {
             bail!("revoking the backlog Source answered {}", r.status());
         }
         let queued_in = t0.elapsed().as_secs_f64();
+        let during = load_key.map(|k| {
+            let b = b.clone();
+            tokio::spawn(async move { b.create_many(&k, load, false).await })
+        });
         let got = b
             .arrived(&ids, "action.cancelled", Duration::from_secs(300))
             .await;
+        let during_creates = match during {
+            Some(t) => Some(t.await??.1),
+            None => None,
+        };
         let first = ids
             .iter()
             .filter_map(|id| {
@@ -464,6 +500,10 @@ async fn run(args: Args) -> Result<()> {
             "drain_s": (drain * 1e3).round() / 1e3, "deliveries_per_s": (got as f64 / drain).round(),
             "total_seen": seen.total.load(Ordering::Relaxed) - before,
         });
+        if let (Some(idle), Some(during)) = (idle_creates, during_creates) {
+            report["backlog"]["creates_per_s_idle"] = json!(idle.round());
+            report["backlog"]["creates_per_s_during_drain"] = json!(during.round());
+        }
         eprintln!("backlog: {}", report["backlog"]);
     }
 

@@ -56,7 +56,8 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         .write(move |c| Ok(keyring.ensure_active(c, &now)?))
         .await
         .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
-    crate::workers::spawn(services.clone());
+    // Detached: it ends when this runtime does.
+    crate::workers::spawn(services.clone()).context("starting the background threads")?;
     tokio::spawn(prune_limiters(limiter.clone(), addresses.clone()));
     Ok(AppState {
         services,
