@@ -75,10 +75,10 @@ struct Args {
     /// that a profiler under it can write its profile).
     #[arg(long, value_parser = ["on", "off"])]
     only: Option<String>,
-    /// Raise the receiver thread's nice value by this much (Linux): it
-    /// then takes only the CPU time that the server and the load leave, as
-    /// a receiver on another machine would. 0 (the default) runs it like
-    /// every other thread here.
+    /// Set the receiver thread's nice value to this (Linux): at 10 it gets
+    /// little of the CPU while the server and the load want it, rather as
+    /// a receiver on another machine would take none. 0 (the default) runs
+    /// it like every other thread here.
     #[arg(long, default_value_t = 0)]
     receiver_nice: i32,
     /// Creates (without webhooks) made at idle and again while the backlog
@@ -133,10 +133,14 @@ fn start_receiver(seen: Arc<Seen>, nice: i32) -> Result<SocketAddr> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         if nice != 0 {
-            let me = Some(rustix::thread::gettid());
-            if let Err(e) = rustix::process::setpriority_process(me, nice) {
+            #[cfg(target_os = "linux")]
+            if let Err(e) =
+                rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice)
+            {
                 eprintln!("--receiver-nice {nice}: {e}");
             }
+            #[cfg(not(target_os = "linux"))]
+            eprintln!("--receiver-nice {nice}: only on Linux; ignored");
         }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -471,13 +475,19 @@ async fn run(args: Args) -> Result<()> {
         let queued_in = t0.elapsed().as_secs_f64();
         let during = load_key.map(|k| {
             let b = b.clone();
-            tokio::spawn(async move { b.create_many(&k, load, false).await })
+            tokio::spawn(async move {
+                let r = b.create_many(&k, load, false).await;
+                (r, Instant::now())
+            })
         });
         let got = b
             .arrived(&ids, "action.cancelled", Duration::from_secs(300))
             .await;
         let during_creates = match during {
-            Some(t) => Some(t.await??.1),
+            Some(t) => {
+                let (r, ended) = t.await?;
+                Some((r?.1, ended))
+            }
             None => None,
         };
         let first = ids
@@ -500,9 +510,13 @@ async fn run(args: Args) -> Result<()> {
             "drain_s": (drain * 1e3).round() / 1e3, "deliveries_per_s": (got as f64 / drain).round(),
             "total_seen": seen.total.load(Ordering::Relaxed) - before,
         });
-        if let (Some(idle), Some(during)) = (idle_creates, during_creates) {
+        if let (Some(idle), Some((during, ended))) = (idle_creates, during_creates) {
             report["backlog"]["creates_per_s_idle"] = json!(idle.round());
             report["backlog"]["creates_per_s_during_drain"] = json!(during.round());
+            // Whether the drain lasted as long as the load: if not, part of
+            // the load ran after it, and the rate "during" flatters.
+            report["backlog"]["load_ended_before_the_drain"] =
+                json!(last.is_some_and(|l| ended <= l));
         }
         eprintln!("backlog: {}", report["backlog"]);
     }

@@ -880,6 +880,74 @@ async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
     other.error(409, "IDEMPOTENCY_KEY_REUSED");
 }
 
+/// A key is forgotten after its retention and may then be sent again for a
+/// new Action. The first Action still names that key (`answer_key`) until
+/// it changes; when it does, the key's new row, which belongs to the new
+/// Action, is left as it is: a retry of the second create still gets the
+/// second answer.
+#[tokio::test]
+async fn a_key_sent_again_after_its_prune_keeps_its_own_answer() {
+    let app = TestApp::spawn().await;
+    let key = app.live_key();
+    let create = |title: &str| {
+        let (app, key) = (&app, key.clone());
+        let body = json!({"title": title, "options": [{"label": "Ship it"}, {"label": "Hold"}]});
+        async move {
+            app.call(
+                Method::POST,
+                "/v1/actions",
+                Some(&key),
+                Some(&body),
+                &[("idempotency-key", "nightly")],
+            )
+            .await
+        }
+    };
+    let first = create("Deploy api v42").await.ok(201)["data"].clone();
+    // Housekeeping's prune, 49 h later: the key is forgotten.
+    let later =
+        hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(49));
+    let before =
+        hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+    let pruned = app
+        .state
+        .services
+        .db
+        .write(move |c| hds::store::idempotency::prune(c, &before, &later))
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1);
+    let second = create("Deploy api v43").await;
+    let second = second.ok(201)["data"].clone();
+    assert_ne!(second["id"], first["id"], "a new Action, not a replay");
+    // The first Action changes: its create answer would be kept, but the
+    // key's row is the second Action's now.
+    let path = format!("/v1/actions/{}", first["id"].as_str().unwrap());
+    app.patch(&path, &key, json!({"title": "Deploy api v42.1"}))
+        .await
+        .ok(200);
+    let again = create("Deploy api v43").await;
+    again.ok(201);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body["data"], second);
+    let answer_key: Option<String> = {
+        let id = first["id"].as_str().unwrap().to_owned();
+        app.state
+            .services
+            .db
+            .read(move |c| {
+                Ok(
+                    c.query_row("SELECT answer_key FROM actions WHERE id = ?1", [id], |r| {
+                        r.get(0)
+                    })?,
+                )
+            })
+            .await
+            .unwrap()
+    };
+    assert_eq!(answer_key, None, "cleared by the change");
+}
+
 /// A create is identified by what it parses to: key order, whitespace,
 /// escapes, how a number is written, or sending a field's default instead of
 /// leaving it out do not make it another request; any other difference does.
