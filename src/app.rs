@@ -24,6 +24,9 @@ pub struct AppState {
     pub addresses: Arc<AddressLimiter>,
     /// Recorded by every request and the writer; served by `serve_metrics`.
     pub metrics: Arc<Metrics>,
+    /// The background loops' thread (`workers::spawn`): it ends once this
+    /// runtime has; `hds serve` waits for it before it lets the data dir go.
+    pub background: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
 /// Opens (or initialises) the data dir and starts the background workers.
@@ -56,14 +59,15 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         .write(move |c| Ok(keyring.ensure_active(c, &now)?))
         .await
         .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
-    // Detached: it ends when this runtime does.
-    crate::workers::spawn(services.clone()).context("starting the background threads")?;
+    let background =
+        crate::workers::spawn(services.clone()).context("starting the background threads")?;
     tokio::spawn(prune_limiters(limiter.clone(), addresses.clone()));
     Ok(AppState {
         services,
         limiter,
         addresses,
         metrics,
+        background: Arc::new(std::sync::Mutex::new(Some(background))),
     })
 }
 

@@ -17,7 +17,7 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         .max_blocking_threads(8)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let stopped = rt.block_on(async move {
         // Bind first: a busy port stops the start before anything is created,
         // so the secrets of a first start are never made and then lost.
         let listener = tokio::net::TcpListener::bind(config.listen)
@@ -72,11 +72,39 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
                 }
             });
         }
-        crate::app::serve(listener, state, shutdown_signal()).await?;
-        tracing::info!("hds stopped");
-        Ok(())
-    })
+        crate::app::serve(listener, state.clone(), shutdown_signal()).await?;
+        let background = state
+            .background
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        Ok::<_, anyhow::Error>(background)
+    });
+    // The background loops stop with this runtime. Only then is the data
+    // dir let go (`_lock`), so that no other server takes a job this one
+    // may still be recording; an attempt in flight is cut short and sent
+    // again at the next start (delivery is at least once).
+    drop(rt);
+    if let Some(thread) = stopped? {
+        let (ended, joined) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = thread.join();
+            let _ = ended.send(());
+        });
+        if joined.recv_timeout(BACKGROUND_STOP).is_err() {
+            tracing::warn!(
+                "the background loops did not stop within {} s (a name lookup of a webhook host?); stopping anyway",
+                BACKGROUND_STOP.as_secs()
+            );
+        }
+    }
+    tracing::info!("hds stopped");
+    Ok(())
 }
+
+/// How long a stop waits for the background loops: a read or a name
+/// lookup in progress finishes first.
+const BACKGROUND_STOP: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// An empty data dir (no users) is initialised like `hds init`, so the first
 /// `hds serve` leads straight to the dashboard.

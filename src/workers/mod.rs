@@ -19,10 +19,12 @@ pub mod webhooks;
 
 use crate::service::Services;
 
-/// How much nicer the background threads are than the server's: at +10 a
-/// thread weighs 110 against 1,024 for a thread at the server's nice value
-/// in Linux's scheduler, so when two such threads want one core the
-/// background one gets about a tenth of it, and never nothing.
+/// How much nicer the background threads are than the server's. In Linux's
+/// scheduler each step of nice weighs about 1.25 times less: at +10 a
+/// thread weighs about a tenth of one at the server's value (110 against
+/// 1,024 for a server at nice 0), so when the two want one core the
+/// background one gets about a tenth of it, and never nothing. Nice stops
+/// at 19: a server started at 15 keeps a gap of 4.
 pub const BACKGROUND_NICE: i32 = 10;
 
 /// The background threads' name, as `/proc/<pid>/task/*/comm` and `top -H`
@@ -35,6 +37,14 @@ pub const THREAD_NAME: &str = "hds-background";
 /// one per attempt in flight, which no timeout stops once started. Idle
 /// ones end after 10 s.
 const BLOCKING_THREADS: usize = 32;
+
+/// Most worker threads of the background runtime (one per core up to
+/// this): its work is bounded by the writer, not by threads.
+const WORKERS: usize = 4;
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
 
 /// Starts the background loops on a thread and runtime of their own and
 /// returns that thread. They stop when the calling runtime does (when `hds
@@ -50,6 +60,7 @@ pub fn spawn(services: Services) -> anyhow::Result<std::thread::JoinHandle<()>> 
             // Built, and so dropped, on this thread: a runtime must never
             // be dropped inside another one.
             let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(WORKERS.min(cores()))
                 .enable_all()
                 .thread_name(THREAD_NAME)
                 .on_thread_start(yield_to_requests)
@@ -162,9 +173,9 @@ mod tests {
         // its nice value.
         let caller = stat_nice(std::path::Path::new("/proc/thread-self/stat")).unwrap();
         assert_eq!(caller, main);
-        // The block_on thread and the runtime's workers. A thread is listed
-        // as soon as it exists, before it names itself and lowers its
-        // priority: wait (bounded) until every one has.
+        // The outer thread and the runtime's workers: the outer one lowers
+        // its priority first, and the workers it starts inherit it (and set
+        // it again at their start). Wait (bounded) until all are listed.
         let settled = |bg: &[i32]| bg.len() >= 2 && bg.iter().all(|n| *n == want);
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut bg = nice_of(THREAD_NAME);

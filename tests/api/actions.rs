@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, two_options};
+use crate::helpers::{Resp, TestApp, two_options};
 
 #[tokio::test]
 async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
@@ -783,18 +783,8 @@ async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
         })
     };
     let create = |k: &'static str, body: Value| {
-        let key = key.clone();
-        let app = &app;
-        async move {
-            app.call(
-                Method::POST,
-                "/v1/actions",
-                Some(&key),
-                Some(&body),
-                &[("idempotency-key", k)],
-            )
-            .await
-        }
+        let (app, key) = (&app, key.clone());
+        async move { keyed_create(app, &key, k, &body).await }
     };
     // What a replay of key `k` must answer: the first answer, flagged.
     let replays = |k: &'static str, body: Value, first: Value| {
@@ -880,6 +870,18 @@ async fn a_keyed_create_replays_its_first_answer_after_the_action_changes() {
     other.error(409, "IDEMPOTENCY_KEY_REUSED");
 }
 
+/// `POST /v1/actions` by the Source of `source_key` with Idempotency-Key `k`.
+async fn keyed_create(app: &TestApp, source_key: &str, k: &str, body: &Value) -> Resp {
+    app.call(
+        Method::POST,
+        "/v1/actions",
+        Some(source_key),
+        Some(body),
+        &[("idempotency-key", k)],
+    )
+    .await
+}
+
 /// A key is forgotten after its retention and may then be sent again for a
 /// new Action. The first Action still names that key (`answer_key`) until
 /// it changes; when it does, the key's new row, which belongs to the new
@@ -892,16 +894,7 @@ async fn a_key_sent_again_after_its_prune_keeps_its_own_answer() {
     let create = |title: &str| {
         let (app, key) = (&app, key.clone());
         let body = json!({"title": title, "options": [{"label": "Ship it"}, {"label": "Hold"}]});
-        async move {
-            app.call(
-                Method::POST,
-                "/v1/actions",
-                Some(&key),
-                Some(&body),
-                &[("idempotency-key", "nightly")],
-            )
-            .await
-        }
+        async move { keyed_create(app, &key, "nightly", &body).await }
     };
     let first = create("Deploy api v42").await.ok(201)["data"].clone();
     // Housekeeping's prune, 49 h later: the key is forgotten.
