@@ -8,10 +8,33 @@ use crate::error::{Code, Error};
 
 pub const MAX_REASON: usize = 2_000;
 
-/// The Action must still be open.
-pub fn ensure_open(a: &ActionRecord) -> Result<(), Error> {
-    if a.status == Status::Open {
-        return Ok(());
+/// The Action must still be open at `now` (the stored format, which
+/// sorts in time order): its status, and its `expires_at` not passed. An
+/// Action past its deadline is closed by the expiry pass within about a
+/// second; until then it accepts nothing either, so no decision, vote or
+/// change lands after the deadline and overrides `on_expire`.
+pub fn ensure_open(a: &ActionRecord, now: &str) -> Result<(), Error> {
+    let deadline = a.spec.expires_at.as_deref().filter(|e| *e <= now);
+    match (a.status, deadline) {
+        (Status::Open, None) => return Ok(()),
+        (Status::Open, Some(expires_at)) => {
+            let becomes = match a.spec.on_expire.as_ref().map(|o| o.action.as_str()) {
+                Some("resolve") => Status::Resolved,
+                Some("cancel") => Status::Cancelled,
+                _ => Status::Expired,
+            };
+            return Err(Error::new(
+                Code::ActionNotOpen,
+                format!(
+                    "Action {} expired at {expires_at}; it is being closed as its on_expire says ({})",
+                    a.id,
+                    becomes.as_str()
+                ),
+            )
+            .with_detail("status", becomes.as_str())
+            .with_detail("expires_at", expires_at));
+        }
+        _ => {}
     }
     Err(Error::new(
         Code::ActionNotOpen,

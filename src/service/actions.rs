@@ -470,7 +470,7 @@ pub async fn patch(
     let vctx = validation_ctx(s, now, src.team_workspace, fields);
     s.write(move |c, fx| {
         let mut a = owned(c, &src, &id)?;
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &time::format(now))?;
         let spec = validate_spec(apply_patch(&a.spec, body.clone())?, &vctx)?;
         if spec == a.spec {
             return Ok(a);

@@ -147,7 +147,7 @@ pub async fn invoke(
                 "you may read this Action but not press its controls",
             ));
         }
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &now)?;
         decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
         let control = a
             .spec
@@ -343,7 +343,7 @@ pub async fn ask(
                 "this Action's Source does not take context requests (context_request_mode is unsupported); comment instead",
             ));
         }
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &now)?;
         // Every Action read lists them: a bound keeps reads and webhooks small.
         if rq::count_contexts(c, &a.id)? >= MAX_CONTEXT_REQUESTS {
             return Err(Error::field(

@@ -76,7 +76,7 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         Ok(ActionView {
             work,
             source_name: sources::name(c, &a.workspace_id, &a.source_id)?,
-            votes: votes::all(c, &a.id)?,
+            votes: votes::all(c, &a.id, a.action_version)?,
             action: a,
             history,
             may_decide,

@@ -117,6 +117,7 @@ pub(crate) fn resolve_with_receipt(
     if !store::close(c, &a.id, Status::Resolved, &resolution)? {
         return Err(decision::ensure_open(
             &store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
+            &time::format(now),
         )
         .err()
         .unwrap_or_else(Error::action_not_found));
@@ -195,7 +196,7 @@ pub(crate) fn decide_in(
             "you may see this Action but not decide it",
         ));
     }
-    decision::ensure_open(&a)?;
+    decision::ensure_open(&a, &time::format(now))?;
     if a.spec.approval_policy.is_some() {
         return Err(Error::new(
             Code::ApprovalVoteRequired,
@@ -231,7 +232,7 @@ pub async fn resolve(
     let now = s.clock.now();
     idempotency::write(s, &owner, key, &route, request, now, move |c, fx| {
         let a = owned(c, &src, &id)?;
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &time::format(now))?;
         decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
         let (option_id, response) =
             decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
@@ -264,7 +265,7 @@ pub async fn cancel(
     let now = time::format(clock_now);
     idempotency::write(s, &owner, key, &route, request, clock_now, move |c, fx| {
         let a = owned(c, &src, &id)?;
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &now)?;
         let actor = Actor::source(&src.source_id);
         let resolution = Resolution::without_choice(req.reason.clone(), actor.clone(), now);
         if !store::close(c, &a.id, Status::Cancelled, &resolution)? {

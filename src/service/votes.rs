@@ -114,34 +114,41 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                 "only the Action's listed reviewers with a deciding role vote",
             ));
         }
-        // A retried vote answers as before, even after it closed the Action.
-        match votes::of_user(c, &a.id, &user.user_id)? {
-            Some(v) if v == req.vote => {
-                let tally = tally(&votes::all(c, &a.id)?, &a);
+        // A vote counts for the version it was cast on: a retried vote
+        // answers as before (even after it closed the Action) only while
+        // the Action is still that version; after a material change the
+        // binding is stale, and the reviewer votes again on what changed.
+        if let Some(v) = votes::of_user(c, &a.id, a.action_version, &user.user_id)? {
+            decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+            if v == req.vote {
+                let tally = tally(&votes::all(c, &a.id, a.action_version)?, &a);
                 return Ok(Voted {
                     action: a,
                     tally,
                     replayed: true,
                 });
             }
-            Some(v) => {
-                return Err(Error::new(
-                    Code::VoteAlreadyCast,
-                    format!("you already voted `{v}` on this Action; votes are final"),
-                ));
-            }
-            None => {}
+            return Err(Error::new(
+                Code::VoteAlreadyCast,
+                format!(
+                    "you already voted `{v}` on version {} of this Action; votes are final for a version",
+                    a.action_version
+                ),
+            ));
         }
-        decision::ensure_open(&a)?;
-        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
         let now = time::format(clock_now);
+        decision::ensure_open(&a, &now)?;
+        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
         votes::insert(
             c,
-            &a.id,
-            &user.user_id,
-            &req.vote,
-            req.reason.as_deref(),
-            &now,
+            &votes::NewVote {
+                action_id: &a.id,
+                action_version: a.action_version,
+                user_id: &user.user_id,
+                vote: &req.vote,
+                reason: req.reason.as_deref(),
+                created_at: &now,
+            },
         )?;
         let event = ActionEvent::VoteCast {
             vote: req.vote.clone(),
@@ -155,7 +162,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
             event,
             &now,
         )?;
-        let list = votes::all(c, &a.id)?;
+        let list = votes::all(c, &a.id, a.action_version)?;
         let (approvals, rejections) = approval::count(&list);
         let current = match approval::outcome(&policy, approvals, rejections) {
             Some(approved) => {

@@ -123,7 +123,7 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
                 Role::Reviewer,
             ));
         }
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &now)?;
         let previous = a.work.assignee.clone();
         if let Some(p) = &previous {
             if same_person(p, &user.user_id, &user.email) && p.user_id.is_some() {
@@ -146,7 +146,7 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
         }
         let me = work::member(c, &a.workspace_id, &user.user_id)?.ok_or_else(Error::action_not_found)?;
         if !work::set_assignee(c, &a.id, Some(&me), &now)? {
-            return Err(decision::ensure_open(&reread(c, &a.id)?).err().unwrap_or_else(Error::action_not_found));
+            return Err(decision::ensure_open(&reread(c, &a.id)?, &now).err().unwrap_or_else(Error::action_not_found));
         }
         let event = ActionEvent::Claimed {
             previous_user_id: previous.and_then(|p| p.user_id),
@@ -257,7 +257,7 @@ pub async fn assign(
                 forbidden("you may see this Action but not assign it", Role::Reviewer)
             });
         }
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &now)?;
         let to = assignee_of(c, &a, &req)?;
         let unchanged = match (&to, &previous) {
             (None, None) => true,
@@ -271,7 +271,7 @@ pub async fn assign(
             });
         }
         if !work::set_assignee(c, &a.id, to.as_ref(), &now)? {
-            return Err(decision::ensure_open(&reread(c, &a.id)?)
+            return Err(decision::ensure_open(&reread(c, &a.id)?, &now)
                 .err()
                 .unwrap_or_else(Error::action_not_found));
         }
@@ -394,7 +394,7 @@ pub async fn snooze(
                 Role::Reviewer,
             ));
         }
-        decision::ensure_open(&a)?;
+        decision::ensure_open(&a, &now)?;
         // Nothing to change: the same time again, or un-snoozing an Action
         // that is not snoozed (never, or its time has passed). Answered as
         // a repeated claim is: 200, `idempotent_replay`, no event, no
@@ -411,7 +411,7 @@ pub async fn snooze(
             });
         }
         if !work::set_snooze(c, &a.id, until.as_deref(), &now)? {
-            return Err(decision::ensure_open(&reread(c, &a.id)?)
+            return Err(decision::ensure_open(&reread(c, &a.id)?, &now)
                 .err()
                 .unwrap_or_else(Error::action_not_found));
         }

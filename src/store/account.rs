@@ -71,6 +71,8 @@ pub struct ExportDecision {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExportVote {
     pub action_id: String,
+    /// The version of the Action the vote was cast on.
+    pub action_version: i64,
     pub vote: String,
     pub reason: Option<String>,
     #[schema(format = DateTime)]
@@ -232,14 +234,15 @@ pub fn decisions(c: &Connection, user_id: &str) -> Result<Vec<ExportDecision>> {
 pub fn votes(c: &Connection, user_id: &str) -> Result<Vec<ExportVote>> {
     all(
         c,
-        "SELECT action_id, vote, reason, created_at FROM action_votes WHERE user_id = ?1 ORDER BY created_at",
+        "SELECT action_id, action_version, vote, reason, created_at FROM action_votes WHERE user_id = ?1 ORDER BY created_at",
         user_id,
         |r| {
             Ok(ExportVote {
                 action_id: r.get(0)?,
-                vote: r.get(1)?,
-                reason: r.get(2)?,
-                created_at: r.get(3)?,
+                action_version: r.get(1)?,
+                vote: r.get(2)?,
+                reason: r.get(3)?,
+                created_at: r.get(4)?,
             })
         },
     )

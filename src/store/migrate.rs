@@ -30,6 +30,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0020_delivery_bodies.sql")),
         M::up(include_str!("../../migrations/0021_claims_in_memory.sql")),
         M::up(include_str!("../../migrations/0022_lighter_keys.sql")),
+        M::up(include_str!("../../migrations/0023_votes_by_version.sql")),
     ])
 }
 
@@ -259,5 +260,62 @@ mod tests {
             |r| r.get(0),
         );
         assert_eq!(indexes, ["sqlite_autoindex_idempotency_keys_1"]);
+    }
+
+    /// 0023 on a database of schema 22: each vote takes the version its
+    /// `vote_cast` event was recorded with, or the Action's current one
+    /// without it; a reviewer may then vote once per version.
+    #[test]
+    fn migration_23_gives_each_vote_its_version() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 22).unwrap();
+        c.execute_batch(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank,
+                   title, action_version, fingerprint, spec, visibility, created_at, updated_at)
+               VALUES ('act_1', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 2, 'f', '{"title":"t"}', 'restricted', '2026', '2026');
+               INSERT INTO users(id, email, created_at)
+               VALUES ('usr_a', 'a@x', '2026'), ('usr_b', 'b@x', '2026'), ('usr_c', 'c@x', '2026');
+               INSERT INTO action_events(action_id, kind, actor_type, actor_id, action_version, created_at)
+               VALUES ('act_1', 'vote_cast', 'user', 'usr_a', 1, '2026'),
+                      ('act_1', 'updated', 'source', 'src_1', 2, '2026'),
+                      ('act_1', 'vote_cast', 'user', 'usr_b', 2, '2026');
+               INSERT INTO action_votes(action_id, user_id, vote, reason, created_at)
+               VALUES ('act_1', 'usr_a', 'approve', 'fine', '2026-01'),
+                      ('act_1', 'usr_b', 'approve', NULL, '2026-02'),
+                      ('act_1', 'usr_c', 'reject', NULL, '2026-03');
+               PRAGMA foreign_keys = ON;"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let votes: Vec<(String, i64, String, Option<String>)> = all(
+            &c,
+            "SELECT user_id, action_version, vote, reason FROM action_votes ORDER BY user_id",
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        );
+        assert_eq!(
+            votes,
+            [
+                ("usr_a".into(), 1, "approve".into(), Some("fine".into())),
+                ("usr_b".into(), 2, "approve".into(), None),
+                ("usr_c".into(), 2, "reject".into(), None),
+            ]
+        );
+        assert_eq!(
+            crate::store::votes::all(&c, "act_1", 2).unwrap(),
+            [
+                ("usr_b".to_owned(), "approve".to_owned()),
+                ("usr_c".to_owned(), "reject".to_owned())
+            ]
+        );
+        let indexes: Vec<String> = all(
+            &c,
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'action_votes' ORDER BY name",
+            |r| r.get(0),
+        );
+        assert_eq!(
+            indexes,
+            ["action_votes_by_user", "sqlite_autoindex_action_votes_1"]
+        );
     }
 }

@@ -128,3 +128,70 @@ async fn an_expiry_receipt_names_the_requester_as_a_decision_receipt_does() {
         by_person
     );
 }
+
+/// Past its deadline an Action takes no decision, resolve, cancel or
+/// change, even in the moment before the expiry pass closes it: each is
+/// refused with `ACTION_NOT_OPEN` naming the status `on_expire` gives it,
+/// and every Action ends as `on_expire` says. The requests are sent
+/// together with the pass (the clock moves, which starts it), so without
+/// the deadline check some decisions would land first.
+#[tokio::test]
+async fn nothing_lands_after_the_deadline_even_before_the_pass_closes_it() {
+    let app = TestApp::spawn().await;
+    let clock = &app.state.services.clock;
+    let mut actions = Vec::new();
+    for i in 0..12 {
+        let mut body = two_options(&format!("Rotate key {i}"));
+        body["expires_at"] = json!(hds::domain::time::format(
+            clock.now() + time::Duration::minutes(10)
+        ));
+        body["on_expire"] = json!({"action": "resolve", "option_id": "reject"});
+        actions.push(app.create_action(body).await);
+    }
+    clock.advance(time::Duration::minutes(11));
+    let answers = futures::future::join_all(actions.iter().enumerate().map(|(i, a)| {
+        let id = a["id"].as_str().unwrap().to_owned();
+        let binding =
+            json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"]});
+        let app = &app;
+        async move {
+            match i % 4 {
+                0 | 1 => app.decide(a, json!({"option_id": "approve"})).await,
+                2 => {
+                    let mut body = binding;
+                    body["option_id"] = json!("approve");
+                    app.post(&format!("/v1/actions/{id}/resolve"), &app.live_key(), body)
+                        .await
+                }
+                _ => {
+                    app.patch(
+                        &format!("/v1/actions/{id}"),
+                        &app.live_key(),
+                        json!({"title": "Rotate it later"}),
+                    )
+                    .await
+                }
+            }
+        }
+    }))
+    .await;
+    for r in &answers {
+        let e = r.error(409, "ACTION_NOT_OPEN");
+        assert_eq!(e["details"]["status"], "resolved", "{e}");
+    }
+    // A long poll answers once the pass has closed each (at once if it has).
+    for a in &actions {
+        let id = a["id"].as_str().unwrap();
+        let r = app
+            .get(
+                &format!("/v1/source/actions/{id}?wait_seconds=10"),
+                &app.live_key(),
+            )
+            .await;
+        let d = r.ok(200)["data"].clone();
+        assert_eq!(d["status"], "resolved", "{d}");
+        assert_eq!(d["resolution_option_id"], "reject");
+        assert_eq!(d["resolved_by"]["type"], "system");
+        assert_eq!(d["title"], a["title"], "no change landed");
+    }
+}

@@ -136,3 +136,68 @@ async fn approval_policy_requires_votes() {
         .post_err("/v1/actions", bad, 422, "VALIDATION_ERROR")
         .await;
 }
+
+/// A vote counts for the version it was cast on: after a material PATCH the
+/// earlier approvals no longer count toward the quorum, a retry of an
+/// earlier vote is refused as stale, and each reviewer votes again on what
+/// they now see; the receipt lists only the votes on the decided version.
+#[tokio::test]
+async fn a_material_change_starts_a_new_count() {
+    let app = TestApp::spawn().await;
+    let (admin, bob) = (app.admin(), app.member(Role::Reviewer));
+    let mut body = two_options("Deploy build 42");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([admin.person().id, bob.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let v1 = app.create_action(body).await;
+    let path = votes_of(&v1);
+    let first: Value = admin.post(&path, vote(&v1, "approve"), 200).await;
+    assert_eq!(first["tally"]["approvals"], 1);
+
+    let id = v1["id"].as_str().unwrap();
+    let v2: Value = app
+        .source()
+        .patch(
+            &format!("/v1/actions/{id}"),
+            json!({"title": "Deploy build 43 and drop the users table"}),
+            200,
+        )
+        .await;
+    let v2 = &v2["data"];
+    assert_eq!(v2["action_version"], 2);
+
+    // Bob approves what he sees: one approval on version 2, not two.
+    let bobs: Value = bob.post(&path, vote(v2, "approve"), 200).await;
+    assert_eq!(bobs["data"]["status"], "open");
+    assert_eq!(
+        bobs["tally"],
+        json!({"approvals": 1, "rejections": 0, "required_approvals": 2, "reject_threshold": 1})
+    );
+    // The admin's retry of the vote on version 1 is stale, not a replay.
+    let stale = admin
+        .post_err(&path, vote(&v1, "approve"), 409, "ACTION_CHANGED")
+        .await;
+    assert_eq!(stale["details"]["action_version"], 2);
+    // Votes are final per version: Bob cannot turn his around.
+    bob.post_err(&path, vote(v2, "reject"), 409, "VOTE_ALREADY_CAST")
+        .await;
+    // The admin votes again on version 2, which reaches the quorum.
+    let done: Value = admin.post(&path, vote(v2, "approve"), 200).await;
+    let d = &done["data"];
+    assert_eq!(d["status"], "resolved");
+    assert_eq!(d["resolution_reason"], "2 approvals, 0 rejections");
+    let payload = &d["receipt"]["payload"];
+    assert_eq!(payload["action_version"], 2);
+    let listed = payload["decision"]["votes"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    // Both votes of the admin stay on record (the export lists them with
+    // their versions).
+    let export: Value = admin.get("/v1/account/export", 200).await;
+    let versions: Vec<i64> = export["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["action_version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(versions, [1, 2]);
+}
