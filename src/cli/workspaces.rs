@@ -159,7 +159,7 @@ pub fn set_plan(a: &SetPlanArgs) -> anyhow::Result<()> {
         );
     }
     let conn = open(&a.dir)?;
-    let found = crate::store::billing::set_plan(&conn, &a.workspace_id, &a.plan_id, None)
+    let found = crate::store::billing::set_plan(&conn, &a.workspace_id, &a.plan_id)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if !found {
         bail!(

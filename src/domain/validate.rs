@@ -432,7 +432,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "assignee_email",
-            "assignee_email must be an e-mail address",
+            "assignee_email must be one e-mail address such as ana@example.com (no spaces)",
         ));
     }
     if let Some(e) = &s.requested_by_email
@@ -440,7 +440,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "requested_by_email",
-            "requested_by_email must be an e-mail address",
+            "requested_by_email must be one e-mail address such as ana@example.com (no spaces)",
         ));
     }
     check_visibility(&s, ctx, &mut errs);
@@ -613,7 +613,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                     if name == "reviewer_emails" && l.iter().any(|e| !looks_like_email(e)) {
                         errs.push(FieldError::new(
                             name,
-                            "every entry must be an e-mail address",
+                            "every entry must be one e-mail address such as ana@example.com (no spaces)",
                         ));
                     }
                 }
@@ -676,9 +676,22 @@ fn is_option_id(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
 }
 
-fn looks_like_email(s: &str) -> bool {
-    let mut parts = s.split('@');
-    matches!((parts.next(), parts.next(), parts.next()), (Some(l), Some(d), None) if !l.is_empty() && d.contains('.') && !d.starts_with('.') && !d.ends_with('.') && s.len() <= 254)
+/// One e-mail address: a local part, `@`, a domain of two or more labels;
+/// no whitespace or control character anywhere (a stray space would make
+/// the address match no member, so a requester named with one could decide
+/// their own request), at most 254 characters. Shared by every field that
+/// names a person by address (Actions, invitations).
+pub fn looks_like_email(s: &str) -> bool {
+    if s.chars().count() > 254 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    !local.is_empty() && {
+        let labels: Vec<&str> = domain.split('.').collect();
+        labels.len() >= 2 && labels.iter().all(|l| !l.is_empty() && !l.contains('@'))
+    }
 }
 
 /// `Ship it!` → `ship_it`; falls back to `option_N` when nothing is left.

@@ -356,8 +356,10 @@ pub fn verify_signature(secret: &str, header: &str, body: &[u8], now: Timestamp)
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct WebhookOut {
     pub received: bool,
-    /// The plan the workspace is on now, when the event changed it; null
-    /// when the event was ignored (another type, unknown customer or price).
+    /// The plan the workspace is on now, when the event set it; null when
+    /// the event was ignored (another type, an unknown customer or price, a
+    /// subscription not paid for yet, one the customer moved away from, or
+    /// an event older than the last one applied).
     pub plan_id: Option<String>,
 }
 
@@ -395,48 +397,79 @@ pub async fn stripe_webhook(
     let (Some(customer), Some(sub_id)) = (sub["customer"].as_str(), sub["id"].as_str()) else {
         return ignored();
     };
-    let ended = kind == "customer.subscription.deleted"
-        || matches!(
-            sub["status"].as_str(),
-            Some("canceled" | "incomplete_expired")
-        );
-    let plan = match kind {
-        "customer.subscription.created"
-        | "customer.subscription.updated"
-        | "customer.subscription.deleted"
-            if ended =>
-        {
-            SELF_HOSTED.to_owned()
-        }
-        "customer.subscription.created" | "customer.subscription.updated" => {
-            let price = sub["items"]["data"][0]["price"]["id"]
-                .as_str()
-                .unwrap_or_default();
-            match stripe.prices.get(price) {
-                Some(p) => p.clone(),
-                None => {
-                    tracing::warn!(price, "Stripe subscription with a price no plan maps");
-                    return ignored();
+    let status = sub["status"].as_str().unwrap_or_default();
+    let verdict = match kind {
+        "customer.subscription.deleted" => Verdict::Ended,
+        "customer.subscription.created" | "customer.subscription.updated" => match status {
+            // Paid, on trial, or paid before and being retried (Stripe's
+            // dunning ends in `unpaid` or `canceled`, below).
+            "active" | "trialing" | "past_due" => {
+                let price = sub["items"]["data"][0]["price"]["id"]
+                    .as_str()
+                    .unwrap_or_default();
+                match stripe.prices.get(price) {
+                    Some(p) => Verdict::Paid(p.clone()),
+                    None => {
+                        tracing::warn!(price, "Stripe subscription with a price no plan maps");
+                        return ignored();
+                    }
                 }
             }
-        }
+            "canceled" | "incomplete_expired" | "unpaid" | "paused" => Verdict::Ended,
+            // `incomplete`: the first payment is not made yet; the plan
+            // comes with the event that makes it `active`.
+            _ => return ignored(),
+        },
         _ => return ignored(),
     };
+    let event_at = event["created"].as_i64();
     let (customer, sub_id) = (customer.to_owned(), sub_id.to_owned());
-    let keep = (!ended).then_some(sub_id);
-    let plan2 = plan.clone();
     let applied =
         s.db.write(move |c| {
             let Some(ws) = store::by_stripe_customer(c, &customer)? else {
-                return Ok(false);
+                return Ok(None);
             };
-            store::set_plan(c, &ws, &plan2, Some(keep.as_deref()))
+            // Stripe delivers events out of order and retries old ones: an
+            // event created before the last one applied changes nothing.
+            if let (Some(at), Some(last)) = (event_at, ws.event_at)
+                && at < last
+            {
+                return Ok(None);
+            }
+            let current = ws.subscription_id.as_deref();
+            match verdict {
+                // Another subscription of the customer ended (one it moved
+                // away from): the current one stands.
+                Verdict::Ended if current.is_some_and(|cur| cur != sub_id) => Ok(None),
+                Verdict::Ended => {
+                    store::set_plan_from_stripe(c, &ws.workspace_id, SELF_HOSTED, None, event_at)?;
+                    Ok(Some(SELF_HOSTED.to_owned()))
+                }
+                Verdict::Paid(plan) => {
+                    store::set_plan_from_stripe(
+                        c,
+                        &ws.workspace_id,
+                        &plan,
+                        Some(&sub_id),
+                        event_at,
+                    )?;
+                    Ok(Some(plan))
+                }
+            }
         })
         .await?;
     Ok(WebhookOut {
         received: true,
-        plan_id: applied.then_some(plan),
+        plan_id: applied,
     })
+}
+
+/// What a subscription event means for the plan.
+enum Verdict {
+    /// Paid for (or on trial): this plan.
+    Paid(String),
+    /// Ended, or no longer paid for: back to `self_hosted`.
+    Ended,
 }
 
 #[cfg(test)]

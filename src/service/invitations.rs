@@ -96,17 +96,7 @@ pub fn check_email(raw: &str) -> Result<String> {
             "email must be one e-mail address such as ana@example.com (no spaces, at most 254 characters)",
         )
     };
-    if e.chars().count() > 254 || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad());
-    }
-    let Some((local, domain)) = e.split_once('@') else {
-        return Err(bad());
-    };
-    let labels: Vec<&str> = domain.split('.').collect();
-    if local.is_empty()
-        || labels.len() < 2
-        || labels.iter().any(|l| l.is_empty() || l.contains('@'))
-    {
+    if !crate::domain::validate::looks_like_email(e) {
         return Err(bad());
     }
     Ok(e.to_owned())

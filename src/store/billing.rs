@@ -16,7 +16,7 @@ const PENDING_INVITATIONS: &str = "SELECT count(*) FROM invitations WHERE worksp
 const SOURCES: &str = "SELECT count(*) FROM sources WHERE workspace_id = ?1 AND revoked_at IS NULL";
 const OLDEST_OWNER: &str = "SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.id = m.user_id \
      WHERE m.workspace_id = ?1 AND m.role = 'owner' ORDER BY m.created_at, m.user_id LIMIT 1";
-const BY_CUSTOMER: &str = "SELECT id FROM workspaces WHERE stripe_customer_id = ?1";
+const BY_CUSTOMER: &str = "SELECT id, stripe_subscription_id, stripe_event_at FROM workspaces WHERE stripe_customer_id = ?1";
 
 /// A count column (never negative: CHECKs and count(*)).
 fn n(r: &rusqlite::Row, i: usize) -> rusqlite::Result<u64> {
@@ -30,24 +30,32 @@ pub fn plan_of(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
         .optional()?)
 }
 
-/// Sets the plan (and, from Stripe, the subscription); false: no such workspace.
-pub fn set_plan(
+/// Sets the plan by hand (the operator); false: no such workspace.
+pub fn set_plan(c: &Connection, workspace_id: &str, plan_id: &str) -> Result<bool> {
+    let n = c.execute(
+        "UPDATE workspaces SET plan_id = ?2 WHERE id = ?1",
+        params![workspace_id, plan_id],
+    )?;
+    Ok(n == 1)
+}
+
+/// Sets the plan from a Stripe subscription event: the plan, the
+/// subscription it comes from (None once it ended), and the event's
+/// `created` time.
+pub fn set_plan_from_stripe(
     c: &Connection,
     workspace_id: &str,
     plan_id: &str,
-    subscription_id: Option<Option<&str>>,
-) -> Result<bool> {
-    let n = match subscription_id {
-        None => c.execute(
-            "UPDATE workspaces SET plan_id = ?2 WHERE id = ?1",
-            params![workspace_id, plan_id],
-        )?,
-        Some(sub) => c.execute(
-            "UPDATE workspaces SET plan_id = ?2, stripe_subscription_id = ?3 WHERE id = ?1",
-            params![workspace_id, plan_id, sub],
-        )?,
-    };
-    Ok(n == 1)
+    subscription_id: Option<&str>,
+    event_at: Option<i64>,
+) -> Result<()> {
+    c.execute(
+        "UPDATE workspaces SET plan_id = ?2, stripe_subscription_id = ?3,
+             stripe_event_at = max(coalesce(stripe_event_at, ?4), coalesce(?4, stripe_event_at))
+         WHERE id = ?1",
+        params![workspace_id, plan_id, subscription_id, event_at],
+    )?;
+    Ok(())
 }
 
 /// This month's (actions, runs): one row, or zeros.
@@ -121,10 +129,26 @@ pub fn set_stripe_customer(c: &Connection, workspace_id: &str, customer: &str) -
 }
 
 /// The workspace whose Stripe customer this is.
-pub fn by_stripe_customer(c: &Connection, customer: &str) -> Result<Option<String>> {
+pub fn by_stripe_customer(c: &Connection, customer: &str) -> Result<Option<StripeState>> {
     Ok(c.prepare_cached(BY_CUSTOMER)?
-        .query_row([customer], |r| r.get(0))
+        .query_row([customer], |r| {
+            Ok(StripeState {
+                workspace_id: r.get(0)?,
+                subscription_id: r.get(1)?,
+                event_at: r.get(2)?,
+            })
+        })
         .optional()?)
+}
+
+/// The workspace of a Stripe customer, and what its last subscription
+/// event set.
+pub struct StripeState {
+    pub workspace_id: String,
+    /// The subscription its plan comes from; None when none is active.
+    pub subscription_id: Option<String>,
+    /// `created` of the last subscription event applied (Unix seconds).
+    pub event_at: Option<i64>,
 }
 
 #[cfg(test)]

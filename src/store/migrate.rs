@@ -31,6 +31,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0021_claims_in_memory.sql")),
         M::up(include_str!("../../migrations/0022_lighter_keys.sql")),
         M::up(include_str!("../../migrations/0023_votes_by_version.sql")),
+        M::up(include_str!("../../migrations/0024_stripe_event_order.sql")),
     ])
 }
 

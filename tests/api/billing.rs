@@ -437,10 +437,23 @@ fn stripe_signature(secret: &str, t: i64, body: &str) -> String {
 }
 
 fn subscription_event(kind: &str, customer: &str, price: &str) -> String {
+    stripe_event(kind, customer, price, "sub_1", "active", 1_700_000_000)
+}
+
+/// A subscription event as Stripe sends it: `created` is when Stripe made
+/// the event (Unix seconds), which orders events that arrive out of order.
+fn stripe_event(
+    kind: &str,
+    customer: &str,
+    price: &str,
+    sub: &str,
+    status: &str,
+    created: i64,
+) -> String {
     json!({
-        "id": "evt_1", "object": "event", "type": kind,
+        "id": format!("evt_{sub}_{created}"), "object": "event", "type": kind, "created": created,
         "data": {"object": {
-            "id": "sub_1", "object": "subscription", "customer": customer, "status": "active",
+            "id": sub, "object": "subscription", "customer": customer, "status": status,
             "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": price, "object": "price"}}]}
         }}
     })
@@ -552,6 +565,166 @@ async fn signed_subscription_events_set_the_plan_and_bad_signatures_change_nothi
     )
     .await;
     assert_eq!(r.json::<Value>().await.unwrap()["plan_id"], "self_hosted");
+    assert_eq!(plan_id(&app).await, "self_hosted");
+}
+
+/// Events about a subscription the customer moved away from, events older
+/// than the last one applied, and a subscription not paid for yet change
+/// nothing; one no longer paid for ends the plan.
+#[tokio::test]
+async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
+    let (base, _calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    assert_eq!(open_portal(&app, &app.user_token()).await.status(), 303);
+    let now = app.state.services.clock.now().unix_timestamp();
+    let send = |body: String| {
+        let app = &app;
+        async move {
+            let r = send_event(
+                app,
+                &body,
+                Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+            )
+            .await;
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()["plan_id"].clone()
+        }
+    };
+    let (created, updated, deleted) = (
+        "customer.subscription.created",
+        "customer.subscription.updated",
+        "customer.subscription.deleted",
+    );
+    let cus = "cus_standin1";
+    // Not paid yet: no plan; paid: the plan.
+    assert_eq!(
+        send(stripe_event(
+            created,
+            cus,
+            "price_team",
+            "sub_a",
+            "incomplete",
+            100
+        ))
+        .await,
+        Value::Null
+    );
+    assert_eq!(plan_id(&app).await, "self_hosted");
+    assert_eq!(
+        send(stripe_event(
+            updated,
+            cus,
+            "price_team",
+            "sub_a",
+            "active",
+            110
+        ))
+        .await,
+        "team"
+    );
+    // The customer moves to a new subscription; the old one's end arrives
+    // after, and an old update of it arrives late: the new one stands.
+    assert_eq!(
+        send(stripe_event(
+            created,
+            cus,
+            "price_team",
+            "sub_b",
+            "active",
+            200
+        ))
+        .await,
+        "team"
+    );
+    assert_eq!(
+        send(stripe_event(
+            deleted,
+            cus,
+            "price_team",
+            "sub_a",
+            "canceled",
+            210
+        ))
+        .await,
+        Value::Null
+    );
+    assert_eq!(
+        send(stripe_event(
+            updated,
+            cus,
+            "price_team",
+            "sub_a",
+            "active",
+            150
+        ))
+        .await,
+        Value::Null
+    );
+    assert_eq!(plan_id(&app).await, "team");
+    // An event of the current subscription older than the last applied.
+    assert_eq!(
+        send(stripe_event(
+            updated,
+            cus,
+            "price_team",
+            "sub_b",
+            "unpaid",
+            190
+        ))
+        .await,
+        Value::Null
+    );
+    assert_eq!(plan_id(&app).await, "team");
+    // Payment retries run out: unpaid ends the plan; paid again, it returns.
+    assert_eq!(
+        send(stripe_event(
+            updated,
+            cus,
+            "price_team",
+            "sub_b",
+            "past_due",
+            300
+        ))
+        .await,
+        "team"
+    );
+    assert_eq!(
+        send(stripe_event(
+            updated,
+            cus,
+            "price_team",
+            "sub_b",
+            "unpaid",
+            400
+        ))
+        .await,
+        "self_hosted"
+    );
+    assert_eq!(plan_id(&app).await, "self_hosted");
+    assert_eq!(
+        send(stripe_event(
+            updated,
+            cus,
+            "price_team",
+            "sub_b",
+            "active",
+            500
+        ))
+        .await,
+        "team"
+    );
+    assert_eq!(
+        send(stripe_event(
+            deleted,
+            cus,
+            "price_team",
+            "sub_b",
+            "canceled",
+            600
+        ))
+        .await,
+        "self_hosted"
+    );
     assert_eq!(plan_id(&app).await, "self_hosted");
 }
 

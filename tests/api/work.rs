@@ -476,13 +476,32 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
         app.member(Role::Reviewer),
     );
 
-    // Bad requesters are refused on create, naming the field.
+    // Bad requesters are refused on create, naming the field: an address
+    // with a stray space would match no member, and so let that member
+    // decide their own request.
+    let spaced = format!(" {}", r1.person().email);
+    for (field, value) in [
+        ("requested_by_email", json!("not-an-address")),
+        ("requested_by_email", json!(spaced)),
+        ("requested_by_email", json!("r1@example.com\n")),
+        ("assignee_email", json!("r1 @example.com")),
+    ] {
+        let mut bad = two_options("x");
+        bad[field] = value.clone();
+        let r = app.post("/v1/actions", &app.live_key(), bad).await;
+        assert_eq!(
+            r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
+            field,
+            "{value}"
+        );
+    }
     let mut bad = two_options("x");
-    bad["requested_by_email"] = json!("not-an-address");
+    bad["visibility"] = json!("restricted");
+    bad["reviewer_emails"] = json!([format!("{} ", r2.person().email)]);
     let r = app.post("/v1/actions", &app.live_key(), bad).await;
     assert_eq!(
         r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
-        "requested_by_email"
+        "reviewer_emails"
     );
     let mut bad = two_options("x");
     bad["requested_by_user_id"] = json!("usr_nobody");
