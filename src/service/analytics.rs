@@ -25,7 +25,7 @@ pub struct SummaryParams {
     /// 7d, 30d (default), 90d: Actions created in the last 7, 30 or 90 UTC days, today included.
     #[param(schema_with = window_schema)]
     pub window: Option<String>,
-    /// live (default) or test
+    /// live (default), test, or all (both together)
     #[param(schema_with = environment_schema)]
     pub environment: Option<String>,
     /// Only this Source's Actions.
@@ -35,7 +35,7 @@ pub struct SummaryParams {
 fn window_schema() -> utoipa::openapi::Object {
     string_enum(rules::WINDOWS)
 }
-const ENVIRONMENTS: &[&str] = &["live", "test"];
+const ENVIRONMENTS: &[&str] = &["live", "test", "all"];
 fn environment_schema() -> utoipa::openapi::Object {
     string_enum(ENVIRONMENTS)
 }
@@ -179,7 +179,7 @@ pub async fn summary(
     }
     let environment = p.environment.unwrap_or_else(|| "live".into());
     if !ENVIRONMENTS.contains(&environment.as_str()) {
-        errors.push(FieldError::new("environment", "live or test"));
+        errors.push(FieldError::new("environment", "live, test or all"));
     }
     let Some(days) = days.filter(|_| errors.is_empty()) else {
         return Err(Error::validation(errors));
@@ -207,8 +207,18 @@ pub async fn summary(
         p.source_id.clone(),
     );
     let rows =
-        s.db.read(move |c| store::daily(c, &w, &e, &f, src.as_deref()))
-            .await?;
+        s.db.read(move |c| {
+            let envs: &[&str] = match e.as_str() {
+                "all" => &["live", "test"],
+                one => &[one],
+            };
+            let mut rows = Vec::new();
+            for env in envs {
+                rows.extend(store::daily(c, &w, env, &f, src.as_deref())?);
+            }
+            Ok(rows)
+        })
+        .await?;
 
     let mut totals = Acc::default();
     let mut by_source: BTreeMap<String, (Option<String>, Acc)> = BTreeMap::new();

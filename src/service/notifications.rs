@@ -469,9 +469,11 @@ pub fn run_failed(
         .filter(|(_, role)| Role::parse(role).is_some_and(access::hears_of_failed_runs))
         .map(|(id, _)| id)
         .collect();
-    for id in crate::store::runs::open_assignees(c, run_id)? {
-        if !people.contains(&id) && work::member(c, workspace_id, &id)?.is_some() {
-            people.push(id);
+    for p in crate::store::runs::open_assignees(c, run_id)? {
+        if let Some(m) = member_of(c, workspace_id, &p)?
+            && !people.contains(&m.user_id)
+        {
+            people.push(m.user_id);
         }
     }
     if people.is_empty() {

@@ -17,6 +17,7 @@ use crate::domain::run::{self, Progress, Run, RunEvent};
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
+use crate::service::actions::EnvFilter;
 use crate::service::caller::{SourceCaller, UserCaller};
 use crate::service::idempotency::{self, Reply};
 use crate::service::inbox::string_enum;
@@ -284,7 +285,7 @@ pub async fn page(
 pub async fn list(
     s: &Services,
     user: UserCaller,
-    environment: Environment,
+    environment: EnvFilter,
     status: Option<String>,
     starting_after: Option<String>,
     limit: i64,
@@ -295,16 +296,27 @@ pub async fn list(
     if !access::can_read_runs(m.role) {
         return Ok((Vec::new(), false));
     }
+    let environments = match environment {
+        EnvFilter::Only(e) => vec![e],
+        EnvFilter::All => vec![Environment::Live, Environment::Test],
+    };
     let mut runs =
         s.db.read(move |c| {
-            store::page(
-                c,
-                &m.workspace_id,
-                environment,
-                status.as_deref(),
-                starting_after.as_deref(),
-                limit + 1,
-            )
+            // Both environments: a page of each by its index, merged by id
+            // (ids sort by creation), newest first.
+            let mut runs = Vec::new();
+            for env in environments {
+                runs.extend(store::page(
+                    c,
+                    &m.workspace_id,
+                    env,
+                    status.as_deref(),
+                    starting_after.as_deref(),
+                    limit + 1,
+                )?);
+            }
+            runs.sort_by(|a, b| b.id.cmp(&a.id));
+            Ok(runs)
         })
         .await?;
     let more = runs.len() as i64 > limit;
@@ -357,7 +369,10 @@ pub async fn progress(
         if let Some(st) = req.status {
             r.status = st;
         }
-        let first_start = r.status == "running" && r.started_at.is_none();
+        // A run starts with its first move out of `queued`: to `running`,
+        // or straight to `waiting` (it started, and waits on a person).
+        let first_start =
+            matches!(r.status.as_str(), "running" | "waiting") && r.started_at.is_none();
         if first_start {
             r.started_at = Some(now.clone());
         }

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
-use crate::domain::action::Environment;
+use crate::domain::action::{Environment, Person};
 use crate::domain::run::{LISTED_ACTIONS, Progress, Run, RunEvent};
 use crate::error::Result;
 
@@ -232,13 +232,22 @@ pub fn members(c: &Connection, workspace_id: &str) -> Result<Vec<(String, String
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// The assignees of a run's open Actions.
-pub fn open_assignees(c: &Connection, run_id: &str) -> Result<Vec<String>> {
+/// The assignees of a run's open Actions, as each names them: by user
+/// id, or by e-mail (a Source's `assignee_email`, matched to a member by
+/// the caller).
+pub fn open_assignees(c: &Connection, run_id: &str) -> Result<Vec<Person>> {
     let mut st = c.prepare_cached(
-        "SELECT DISTINCT assignee_user_id FROM actions
-          WHERE run_id = ?1 AND status = 'open' AND assignee_user_id IS NOT NULL",
+        "SELECT DISTINCT assignee_user_id, assignee_email FROM actions
+          WHERE run_id = ?1 AND status = 'open'
+            AND (assignee_user_id IS NOT NULL OR assignee_email IS NOT NULL)",
     )?;
-    let rows = st.query_map([run_id], |r| r.get(0))?;
+    let rows = st.query_map([run_id], |r| {
+        Ok(Person {
+            user_id: r.get(0)?,
+            email: r.get(1)?,
+            name: None,
+        })
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

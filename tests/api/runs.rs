@@ -128,6 +128,33 @@ async fn a_running_create_sets_started_at_and_the_list_filters_and_pages() {
     let test: Value = admin.get("/v1/runs?environment=test", 200).await;
     assert_eq!(test["data"][0]["id"], t["id"]);
     assert_eq!(test["data"].as_array().unwrap().len(), 1);
+    // Both environments, merged newest first, paged across both.
+    let both: Value = admin.get("/v1/runs?environment=all&limit=3", 200).await;
+    let names: Vec<&str> = both["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["test run", "c", "b"]);
+    assert_eq!(both["has_more"], true);
+    let rest: Value = admin
+        .get(
+            &format!(
+                "/v1/runs?environment=all&limit=3&starting_after={}",
+                id(&both["data"][2])
+            ),
+            200,
+        )
+        .await;
+    assert_eq!(rest["data"][0]["id"], a["id"]);
+    assert_eq!(
+        (
+            rest["data"].as_array().unwrap().len(),
+            rest["has_more"].clone()
+        ),
+        (1, json!(false))
+    );
 
     let p1: Value = admin.get("/v1/runs?limit=2", 200).await;
     assert_eq!(p1["has_more"], true);
@@ -163,7 +190,7 @@ async fn list_queries_out_of_range_are_refused() {
     for (q, field) in [
         ("limit=0", "limit"),
         ("limit=201", "limit"),
-        ("environment=all", "environment"),
+        ("environment=both", "environment"),
         ("status=done", "status"),
     ] {
         let e = admin
@@ -467,12 +494,18 @@ async fn a_failed_run_notifies_owners_admins_and_its_open_actions_assignees() {
     let app = TestApp::spawn().await;
     let src = app.source();
     let reviewer = app.member(Role::Reviewer);
+    let by_email = app.member(Role::Reviewer);
     let bystander = app.member(Role::Reviewer);
     let admin2 = app.member(Role::Admin);
     let run = new_run(&src, json!({"name": "etl", "status": "running"})).await;
     let mut body = two_options("Retry the load?");
     body["run_id"] = json!(id(&run));
     body["assignee_user_id"] = json!(reviewer.person().id);
+    src.post::<Value>("/v1/actions", body, 201).await;
+    // An assignee the Source names by e-mail (in another case) hears too.
+    let mut body = two_options("Skip the bad partition?");
+    body["run_id"] = json!(id(&run));
+    body["assignee_email"] = json!(by_email.person().email.to_uppercase());
     src.post::<Value>("/v1/actions", body, 201).await;
     src.post::<Value>(
         &format!("/v1/source/runs/{}/complete", id(&run)),
@@ -481,7 +514,7 @@ async fn a_failed_run_notifies_owners_admins_and_its_open_actions_assignees() {
     )
     .await;
     let url = format!("/app/runs/{}", id(&run));
-    for who in [app.admin(), admin2, reviewer] {
+    for who in [app.admin(), admin2, reviewer, by_email] {
         let list: Value = who.get("/v1/notifications", 200).await;
         let n = list["data"]
             .as_array()
@@ -601,4 +634,24 @@ async fn a_runs_progress_bar_moves_live_in_chromium() {
     assert_eq!(r["message"], "rows 601-700");
     assert_eq!(r["error"], "disk full");
     assert_eq!(r["same_document"], true, "no reload");
+}
+
+/// A queued run may start by waiting on a person: going straight to
+/// `waiting` starts it (`started_at`), as `running` does.
+#[tokio::test]
+async fn a_queued_run_that_waits_first_has_started() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "agent task"})).await;
+    assert_eq!(run["status"], "queued");
+    let r: Value = src
+        .patch(
+            &format!("/v1/source/runs/{}/progress", id(&run)),
+            json!({"status": "waiting", "message": "asking for approval"}),
+            200,
+        )
+        .await;
+    assert_eq!(r["data"]["status"], "waiting");
+    let started = r["data"]["started_at"].as_str().expect("started_at is set");
+    assert!(started >= run["created_at"].as_str().unwrap(), "{r}");
 }

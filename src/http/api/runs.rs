@@ -17,6 +17,7 @@ use crate::http::api::wire::{Data, List};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{SourceAuth, UserAuth};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::service::actions::EnvFilter;
 use crate::service::inbox::string_enum;
 use crate::service::runs::{self, MAX_PAGE, RunComplete, RunCreate, RunProgress};
 
@@ -28,7 +29,7 @@ pub struct RunParams {
     /// Only runs in this status.
     #[param(schema_with = status_schema)]
     pub status: Option<String>,
-    /// `live` (default) or `test`.
+    /// `live` (default), `test`, or `all` (both, merged newest first).
     #[param(schema_with = environment_schema)]
     pub environment: Option<String>,
     /// 1..200, default 100.
@@ -42,7 +43,7 @@ fn status_schema() -> utoipa::openapi::Object {
     string_enum(run::STATUSES)
 }
 fn environment_schema() -> utoipa::openapi::Object {
-    string_enum(&["live", "test"])
+    string_enum(&["live", "test", "all"])
 }
 
 /// Create a run (`queued`, or `running` with started_at set).
@@ -79,14 +80,16 @@ pub async fn list_runs(
     if !(1..=MAX_PAGE).contains(&limit) {
         errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
     }
-    let env = p.environment.as_deref().unwrap_or("live");
-    let environment = Environment::parse(env);
-    if environment.is_none() {
-        errs.push(FieldError::new(
-            "environment",
-            "environment must be `live` or `test`",
-        ));
-    }
+    let environment = match EnvFilter::parse(p.environment.as_deref()) {
+        Ok(e) => Some(e),
+        Err(_) => {
+            errs.push(FieldError::new(
+                "environment",
+                "environment must be `live`, `test` or `all`",
+            ));
+            None
+        }
+    };
     if p.status
         .as_deref()
         .is_some_and(|s| !run::STATUSES.contains(&s))
@@ -99,7 +102,7 @@ pub async fn list_runs(
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
-    let env = environment.unwrap_or(Environment::Live);
+    let env = environment.unwrap_or(EnvFilter::Only(Environment::Live));
     let (runs, more) =
         runs::list(&st.services, user, env, p.status, p.starting_after, limit).await?;
     Ok(Json(List::new(runs, more)))

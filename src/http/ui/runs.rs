@@ -16,6 +16,7 @@ use crate::domain::run::{self, Run, RunEvent};
 use crate::domain::time::Timestamp;
 use crate::http::session::PageUser;
 use crate::http::ui::view::{Layout, PagePath, PageQuery, UiError, When};
+use crate::service::actions::EnvFilter;
 use crate::service::runs::{self, RunAction};
 
 /// How many runs the list shows at a time.
@@ -112,7 +113,7 @@ pub async fn runs_page(
     let (rows, has_more) = runs::list(
         &st.services,
         p.user.clone(),
-        env,
+        EnvFilter::Only(env),
         status.clone(),
         after,
         PAGE_SIZE,
