@@ -207,6 +207,9 @@ pub fn normalise_callback_url(raw: &str, allow_private: bool) -> Result<String, 
         );
     }
     let host = u.host().ok_or("callback_url needs a host")?;
+    if u.port() == Some(0) {
+        return Err("callback_url has port 0, which nothing can listen on; give the receiver's port or none (443 for https)".into());
+    }
     if !allow_private {
         check_host(host)?;
     }
@@ -397,6 +400,7 @@ mod tests {
             ("https://user@example.com/h", "credentials"),
             ("https://example.com/h#frag", "fragment"),
             ("https://example.com/h#", "fragment"),
+            ("https://1.1.1.1:0/h", "port 0"),
             ("/relative/path", "not a valid absolute URL"),
             ("https://", "not a valid absolute URL"),
         ] {

@@ -598,10 +598,14 @@ fn settle(c: &Connection, d: &Done, out: &Outgoing, sent: &Sent) -> Result<()> {
             Some("HTTP 410 Gone: the receiver asked for no more deliveries; not retried".into());
         (Next::Failed, None)
     } else {
+        // Counted from the attempt's end: after a timeout, a receiver too
+        // slow to answer gets the whole first wait, not what the timeout
+        // left of it.
+        let ended = d.started + ::time::Duration::milliseconds(sent.duration_ms.max(0));
         match webhook::retry_after(in_round) {
             Some(secs) => (
                 Next::RetryAt,
-                Some(time::format(d.started + ::time::Duration::seconds(secs))),
+                Some(time::format(ended + ::time::Duration::seconds(secs))),
             ),
             None => (Next::Failed, None),
         }

@@ -514,6 +514,14 @@ async fn create_validation_codes() {
         "INVALID_CALLBACK_URL",
     )
     .await;
+    let e = refuse(
+        with(json!({"callback_url": "https://1.1.1.1:0/hook"})),
+        400,
+        "INVALID_CALLBACK_URL",
+    )
+    .await;
+    let message = e["details"]["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("port 0"), "{message}");
     refuse(
         with(json!({"open_url": "javascript:alert(1)"})),
         400,

@@ -138,6 +138,10 @@ async fn a_running_create_sets_started_at_and_the_list_filters_and_pages() {
         .collect();
     assert_eq!(names, ["test run", "c", "b"]);
     assert_eq!(both["has_more"], true);
+    let same: Value = admin
+        .get("/v1/runs?environment=all&limit=3&starting_after=", 200)
+        .await;
+    assert_eq!(same, both, "an empty cursor is the first page");
     let rest: Value = admin
         .get(
             &format!(

@@ -190,6 +190,27 @@ async fn a_500_is_retried_on_schedule_with_the_same_webhook_id() {
         .await;
     let attempts = one["data"]["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 2);
+    // One member of each name: the list of attempts, not also their count.
+    let admin = app.admin();
+    let text = admin
+        .http()
+        .get(admin.url(&format!(
+            "/v1/sources/{src}/deliveries/{}",
+            d["id"].as_str().unwrap()
+        )))
+        .bearer_auth(admin.token())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text.matches("\"attempts\":").count(), 1, "{text}");
+    // An empty cursor is the first page.
+    let first: Value = admin
+        .get(&format!("/v1/sources/{src}/deliveries?before="), 200)
+        .await;
+    assert_eq!(first["data"][0]["id"], d["id"]);
     assert_eq!(attempts[0]["status_code"], 500);
     assert_eq!(attempts[1]["status_code"], 200);
     assert!(attempts[1]["error"].is_null());
@@ -872,4 +893,35 @@ async fn a_delivery_whose_body_is_gone_fails_and_says_why() {
     assert_eq!(d["last_error"], hds::store::deliveries::NO_BODY);
     assert_eq!(app.count_rows("jobs"), 0);
     assert_eq!(rx.received().await.len(), 1);
+}
+
+/// The wait before a retry counts from the attempt's end: after a timeout
+/// the receiver gets the whole first wait (5 s), not what the timeout left
+/// of it.
+#[tokio::test]
+async fn a_retry_after_a_timeout_waits_from_the_attempts_end() {
+    let app = TestApp::spawn_with(|c| {
+        c.allow_private_callbacks = true;
+        c.webhook_timeout = 1;
+    })
+    .await;
+    let rx = Receiver::start();
+    rx.secrets(&[app.creds["webhook_secret"].as_str().unwrap()])
+        .await;
+    // The receiver holds its answer past the 1 s timeout.
+    rx.script(&[200], 2.5).await;
+    decided(&app, "Slow receiver", &rx.url("slow")).await;
+    let d = delivery_where(&app, |d| d["attempts"] == 1).await;
+    assert_eq!(d["status"], "pending");
+    assert!(
+        d["last_error"].as_str().unwrap().contains("timed out"),
+        "{d}"
+    );
+    let next = hds::domain::time::parse(d["next_attempt_at"].as_str().unwrap()).unwrap();
+    let started = hds::domain::time::parse(d["last_attempt_at"].as_str().unwrap()).unwrap();
+    let wait = (next - started).whole_milliseconds();
+    assert!(
+        (6_000..7_000).contains(&wait),
+        "the timeout (1 s) and then 5 s: {wait} ms"
+    );
 }

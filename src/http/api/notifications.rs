@@ -88,7 +88,8 @@ pub async fn list_notifications(
         &st.services,
         user,
         p.unread_only.unwrap_or(false),
-        p.before,
+        // An empty cursor is the first page, as an absent one.
+        p.before.filter(|b| !b.is_empty()),
         limit,
     )
     .await?;

@@ -103,8 +103,9 @@ pub async fn list_runs(
         return Err(Error::validation(errs));
     }
     let env = environment.unwrap_or(EnvFilter::Only(Environment::Live));
-    let (runs, more) =
-        runs::list(&st.services, user, env, p.status, p.starting_after, limit).await?;
+    // An empty cursor is the first page, as an absent one.
+    let starting_after = p.starting_after.filter(|s| !s.is_empty());
+    let (runs, more) = runs::list(&st.services, user, env, p.status, starting_after, limit).await?;
     Ok(Json(List::new(runs, more)))
 }
 

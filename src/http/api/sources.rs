@@ -120,7 +120,10 @@ pub async fn list_deliveries(
     if !(1..=webhooks::MAX_PAGE).contains(&limit) {
         return Err(Error::field("limit", "limit must be between 1 and 100"));
     }
-    let mut rows = webhooks::list(&st.services, user, id, p.before, limit + 1).await?;
+    // An empty cursor is the first page (a client that sends
+    // `?before=${cursor}` before it has one), not a page before everything.
+    let before = p.before.filter(|b| !b.is_empty());
+    let mut rows = webhooks::list(&st.services, user, id, before, limit + 1).await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     Ok(Json(List::new(rows, has_more)))
@@ -136,7 +139,7 @@ pub async fn get_delivery(
 ) -> Result<Json<Data<DeliveryDetail>>> {
     let (delivery, attempts) = webhooks::get(&st.services, user, id, delivery_id).await?;
     Ok(Json(Data {
-        data: DeliveryDetail { delivery, attempts },
+        data: DeliveryDetail::new(delivery, attempts),
     }))
 }
 
@@ -153,10 +156,48 @@ pub async fn resend_delivery(
     Ok((StatusCode::ACCEPTED, Json(Data { data: d })))
 }
 
-/// A delivery with its attempts, first first.
+/// A delivery with its attempts, first first: the fields of the list's
+/// delivery, but `attempts` is the list of attempts instead of their count
+/// (one member of each name: a flattened delivery sent `attempts` twice).
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct DeliveryDetail {
-    #[serde(flatten)]
-    pub delivery: Delivery,
+    pub id: String,
+    /// Always `webhook_delivery`.
+    pub object: &'static str,
+    pub source_id: String,
+    pub action_id: String,
+    pub environment: String,
+    pub event_type: String,
+    pub url: String,
+    pub status: String,
+    /// Every attempt, first first.
     pub attempts: Vec<Attempt>,
+    pub last_status_code: Option<i64>,
+    pub last_error: Option<String>,
+    pub last_attempt_at: Option<String>,
+    pub next_attempt_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl DeliveryDetail {
+    fn new(d: Delivery, attempts: Vec<Attempt>) -> Self {
+        Self {
+            id: d.id,
+            object: d.object,
+            source_id: d.source_id,
+            action_id: d.action_id,
+            environment: d.environment,
+            event_type: d.event_type,
+            url: d.url,
+            status: d.status,
+            attempts,
+            last_status_code: d.last_status_code,
+            last_error: d.last_error,
+            last_attempt_at: d.last_attempt_at,
+            next_attempt_at: d.next_attempt_at,
+            created_at: d.created_at,
+            updated_at: d.updated_at,
+        }
+    }
 }
