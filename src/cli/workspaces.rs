@@ -1,10 +1,11 @@
-//! `hds workspaces create NAME --owner EMAIL` and `hds workspaces list`
-//! (README: "Other commands"; guide: "Workspaces and members").
+//! `hds workspaces create NAME --owner EMAIL`, `list`, `set-plan` and
+//! `set-owner` (README: "Other commands"; guide: "Workspaces and members").
 
 use anyhow::bail;
 
 use crate::cli::DataDir;
 use crate::clock::Clock;
+use crate::domain::access::Role;
 use crate::domain::time;
 use crate::service::workspaces::{check_name, create_team};
 use crate::store::{db::open_cli_connection, users, workspaces};
@@ -18,6 +19,31 @@ pub enum WorkspacesCommand {
     /// Put a workspace on a plan from hds.toml's `[billing.plans.<id>]`, or
     /// back on the built-in unlimited `self_hosted`.
     SetPlan(SetPlanArgs),
+    /// Make a person an owner of a workspace, adding them as a member if
+    /// they are not one: the operator's way to give a workspace an owner
+    /// again (its last owner deleted their account, or left the company).
+    SetOwner(SetOwnerArgs),
+}
+
+#[derive(clap::Args)]
+pub struct SetOwnerArgs {
+    pub workspace_id: String,
+    /// The person's e-mail. A person not known yet is created; `hds users
+    /// link EMAIL` then signs them in.
+    pub email: String,
+    #[command(flatten)]
+    pub dir: DataDir,
+}
+
+/// What `set-owner` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum OwnerSet {
+    /// The person was a member with another role, which they no longer have.
+    Promoted { from: Role },
+    /// The person was not a member, and joins as owner.
+    Added { new_person: bool },
+    /// The person owned it already; nothing changed.
+    AlreadyOwner,
 }
 
 #[derive(clap::Args)]
@@ -75,6 +101,29 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
             println!("{} is on plan {}", a.workspace_id, a.plan_id);
             Ok(())
         }
+        WorkspacesCommand::SetOwner(a) => {
+            match set_owner(&a)? {
+                OwnerSet::Promoted { from } => println!(
+                    "{} is now an owner of {} (was {})",
+                    a.email,
+                    a.workspace_id,
+                    from.as_str()
+                ),
+                OwnerSet::Added { new_person } => {
+                    println!("{} joined {} as an owner", a.email, a.workspace_id);
+                    if new_person {
+                        eprintln!(
+                            "Created {}; `hds users link {}` prints a sign-in link.",
+                            a.email, a.email
+                        );
+                    }
+                }
+                OwnerSet::AlreadyOwner => {
+                    println!("{} already owns {}", a.email, a.workspace_id)
+                }
+            }
+            Ok(())
+        }
         WorkspacesCommand::List(a) => {
             for line in list(&a)? {
                 println!("{line}");
@@ -115,6 +164,47 @@ pub fn create(a: &CreateArgs) -> anyhow::Result<Created> {
         workspace_id: w.id,
         new_owner,
     })
+}
+
+/// Makes EMAIL an owner of the workspace (guide: "Account"). Works while
+/// the server runs: one short IMMEDIATE transaction; a role change takes
+/// effect at the person's next request.
+pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
+    let err = |e: crate::error::Error| anyhow::anyhow!("{}", e.message);
+    let email = a.email.trim();
+    if !crate::domain::validate::looks_like_email(email) {
+        bail!("`{}` is not an e-mail address", a.email);
+    }
+    let mut conn = open(&a.dir)?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    if workspaces::get(&tx, &a.workspace_id)
+        .map_err(err)?
+        .is_none()
+    {
+        bail!(
+            "no workspace {}; `hds workspaces list` shows them",
+            a.workspace_id
+        );
+    }
+    let now = time::format(Clock::system().now());
+    let (person, new_person) = match users::by_email(&tx, email).map_err(err)? {
+        Some(u) => (u, false),
+        None => (users::create(&tx, email, None, &now).map_err(err)?, true),
+    };
+    let done = match workspaces::role_of(&tx, &a.workspace_id, &person.id).map_err(err)? {
+        Some(Role::Owner) => OwnerSet::AlreadyOwner,
+        Some(from) => {
+            workspaces::set_role(&tx, &a.workspace_id, &person.id, Role::Owner).map_err(err)?;
+            OwnerSet::Promoted { from }
+        }
+        None => {
+            workspaces::add_member(&tx, &a.workspace_id, &person.id, Role::Owner, &now)
+                .map_err(err)?;
+            OwnerSet::Added { new_person }
+        }
+    };
+    tx.commit()?;
+    Ok(done)
 }
 
 /// One line per workspace, oldest first: `id  kind  N members  owners  name`.

@@ -237,6 +237,64 @@ async fn the_last_owner_of_a_team_is_refused_and_a_sole_member_may_go() {
     loner
         .get_err("/v1/workspaces", 401, "INVALID_API_KEY")
         .await;
+
+    // The operator gives it an owner again (`hds workspaces set-owner`).
+    let ws: String = app
+        .db()
+        .query_row(
+            "SELECT id FROM workspaces WHERE name = 'Elsewhere'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let dir = || hds::cli::DataDir {
+        data_dir: app.data_dir(),
+    };
+    let set = |ws: &str, email: &str| {
+        hds::cli::workspaces::set_owner(&hds::cli::workspaces::SetOwnerArgs {
+            workspace_id: ws.to_owned(),
+            email: email.to_owned(),
+            dir: dir(),
+        })
+    };
+    use hds::cli::workspaces::OwnerSet;
+    assert_eq!(
+        set(&ws, "heir@example.com").unwrap(),
+        OwnerSet::Added { new_person: true }
+    );
+    assert_eq!(
+        set(&ws, "heir@example.com").unwrap(),
+        OwnerSet::AlreadyOwner
+    );
+    let listed =
+        hds::cli::workspaces::list(&hds::cli::workspaces::ListArgs { dir: dir() }).unwrap();
+    let line = listed.iter().find(|l| l.starts_with(&ws)).unwrap();
+    assert!(
+        line.contains("1 member\towners: heir@example.com"),
+        "{line}"
+    );
+    // A member of another role is promoted; an unknown workspace or a bad
+    // address is an error that says so.
+    let admins_ws: String = app
+        .db()
+        .query_row(
+            "SELECT workspace_id FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = 'admin@example.com'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        set(&admins_ws, &_reviewer.person().email).unwrap(),
+        OwnerSet::Promoted {
+            from: Role::Reviewer
+        }
+    );
+    let theirs: Value = _reviewer.get("/v1/workspaces", 200).await;
+    assert_eq!(theirs["data"][0]["role"], "owner", "{theirs}");
+    let err = set("ws_nope", "heir@example.com").unwrap_err().to_string();
+    assert!(err.contains("no workspace ws_nope"), "{err}");
+    let err = set(&ws, "heir @example.com").unwrap_err().to_string();
+    assert!(err.contains("not an e-mail address"), "{err}");
 }
 
 #[tokio::test]

@@ -426,7 +426,7 @@ impl TestApp {
             .unwrap()
     }
 
-    fn db(&self) -> rusqlite::Connection {
+    pub fn db(&self) -> rusqlite::Connection {
         hds::store::db::open_cli_connection(&self.data_dir().join("hds.db")).unwrap()
     }
 
