@@ -124,10 +124,14 @@ pub fn check_choice(
             "this Action needs a response: {\"response\": {\"value\": …}}",
         ));
     };
-    let Some(value) = response.as_object().and_then(|o| o.get("value")) else {
+    let only_value = response
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("value"));
+    let Some(value) = only_value else {
         return Err(Error::new(
             Code::ResponseTypeMismatch,
-            "response must be an object with a `value` member",
+            "response must be an object with exactly one member, `value` (nothing else is kept)",
         ));
     };
     check_value(interaction, value)?;

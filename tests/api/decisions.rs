@@ -47,6 +47,10 @@ async fn decision_codes() {
     app.decide(&n, json!({"response": {"value": 9}}))
         .await
         .error(400, "INVALID_RESPONSE");
+    // A member beside `value` would be dropped silently: refused instead.
+    app.decide(&n, json!({"response": {"value": 3, "extra": 1}}))
+        .await
+        .error(400, "RESPONSE_TYPE_MISMATCH");
     app.decide(&n, json!({"option_id": "approve"}))
         .await
         .error(400, "RESPONSE_TYPE_MISMATCH");

@@ -211,7 +211,8 @@ async fn members_of_other_workspaces_and_viewers_cannot_decide() {
     outsider.get_err(&source, 404, "SOURCE_NOT_FOUND").await;
     let viewer = app.member(Role::Viewer);
     let _: Value = viewer.get(&action, 200).await;
-    viewer.post_err(&decision, binding, 403, "FORBIDDEN").await;
+    let e = viewer.post_err(&decision, binding, 403, "FORBIDDEN").await;
+    assert_eq!(e["details"]["required_role"], "reviewer", "{e}");
     viewer
         .post_err("/v1/sources", json!({"name": "x"}), 403, "FORBIDDEN")
         .await;

@@ -221,6 +221,42 @@ async fn rate_limit_answers_429_with_retry_after() {
     assert_eq!(codes, [404, 404, 429, 429]);
 }
 
+/// Routes for people take the user token or the session cookie (guide:
+/// "Authentication"), and the document says so for every one of them, so a
+/// client generated from it may send either.
+#[tokio::test]
+async fn openapi_lists_the_cookie_wherever_a_user_token_is_taken() {
+    let app = TestApp::spawn().await;
+    let doc = app
+        .call(Method::GET, "/v1/openapi.json", None, None, &[])
+        .await;
+    let body = doc.ok(200);
+    let mut token_only = Vec::new();
+    let mut checked = 0;
+    for (path, ops) in body["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let schemes: Vec<&str> = op["security"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_object())
+                .flat_map(|s| s.keys().map(String::as_str))
+                .collect();
+            if schemes.contains(&"user_token") {
+                checked += 1;
+                if !schemes.contains(&"session_cookie") {
+                    token_only.push(format!("{method} {path}"));
+                }
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} user routes found");
+    assert!(
+        token_only.is_empty(),
+        "user routes without the cookie: {token_only:?}"
+    );
+}
+
 /// Every 2xx response in the OpenAPI document names its body's schema, so a
 /// client can be generated from it; 204 has no body and 3xx are exempt.
 #[tokio::test]

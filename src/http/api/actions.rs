@@ -123,7 +123,7 @@ pub struct EnvParams {
 /// Read an Action with its history, as its Source or a workspace member.
 #[utoipa::path(get, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path), EnvParams),
     responses((status = 200, description = "the Action with its history", body = Envelope<ActionDetail>), (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
-    security(("source_key" = []), ("user_token" = [])))]
+    security(("source_key" = []), ("user_token" = []), ("session_cookie" = [])))]
 pub async fn get_action(
     State(st): State<AppState>,
     AnyAuth(caller): AnyAuth,
@@ -161,7 +161,7 @@ pub async fn patch_action(
               (status = 400, description = "OPTION_NOT_FOUND, RESPONSE_REQUIRED, RESPONSE_TYPE_MISMATCH, INVALID_RESPONSE", body = crate::http::openapi::ErrorBody),
               (status = 403, description = "FORBIDDEN (a viewer, or a reviewer not listed on a restricted Action), SELF_APPROVAL_FORBIDDEN (the requester)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, APPROVAL_VOTE_REQUIRED", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn decide_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -177,7 +177,7 @@ pub async fn decide_action(
     request_body = crate::service::batch::BatchRequest,
     responses((status = 200, description = "one result per item, in request order: `decided` with the Action and its receipt, or `error` with the code the single decision route would answer (ACTION_CHANGED, ACTION_NOT_OPEN, ACTION_NOT_FOUND, FORBIDDEN, SELF_APPROVAL_FORBIDDEN, APPROVAL_VOTE_REQUIRED, OPTION_NOT_FOUND…); a refused item stays open and never undoes the others", body = BatchOut),
               (status = 422, description = "VALIDATION_ERROR: no decisions, more than 100, or the same Action twice", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn decide_actions(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -246,7 +246,7 @@ pub async fn report_outcome(
     responses((status = 200, description = "the Action and the tally; a repeated vote answers the same with idempotent_replay: true", body = VoteOut),
               (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: not a listed reviewer; SELF_APPROVAL_FORBIDDEN: the requester", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED, VOTE_ALREADY_CAST", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn vote_on_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

@@ -30,7 +30,7 @@ use crate::service::controls::{self, ContextRequestCreate, ControlResult, Invoke
               (status = 404, description = "ACTION_NOT_FOUND, CONTROL_NOT_FOUND", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED (details: the current binding), IDEMPOTENCY_KEY_REUSED", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: a link control (open its url instead)", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn invoke_control(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -50,7 +50,7 @@ pub async fn invoke_control(
 /// The Action's control requests, newest first.
 #[utoipa::path(get, path = "/v1/actions/{action_id}/control-requests", tag = "controls", params(("action_id" = String, Path)),
     responses((status = 200, description = "every control request of the Action, newest first", body = List<ControlRequest>)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_control_requests(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -88,7 +88,7 @@ pub async fn report_control_result(
               (status = 403, description = "FORBIDDEN (viewers; managers not listed on a restricted Action)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "CONTEXT_REQUESTS_UNSUPPORTED (context_request_mode is unsupported), ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: question empty or over 2,000 characters", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_context_request(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

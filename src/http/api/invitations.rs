@@ -23,7 +23,7 @@ fn now(st: &AppState) -> String {
 #[utoipa::path(get, path = "/v1/workspaces/invitations", tag = "workspaces",
     responses((status = 200, description = "the invitations; status is computed (expired past expires_at)", body = List<InvitationOut>),
         (status = 403, description = "FORBIDDEN: only owners and admins; details.required_role", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_invitations(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -41,7 +41,7 @@ pub async fn list_invitations(
     responses((status = 201, description = "the invitation with its accept_url; a pending invitation to the same e-mail is revoked", body = Data<InvitationOut>),
         (status = 403, description = "FORBIDDEN: only owners and admins invite, only owners invite owners; details.required_role", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "ALREADY_MEMBER: that e-mail is a member already", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_invitation(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -58,7 +58,7 @@ pub async fn create_invitation(
         (status = 403, description = "FORBIDDEN: only owners and admins; only owners revoke an invitation offering owner; details.required_role", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "INVITATION_NOT_FOUND: no invitation with that id in the active workspace", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "ALREADY_MEMBER: the invitation was accepted", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn revoke_invitation(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -77,7 +77,7 @@ pub async fn revoke_invitation(
         (status = 404, description = "INVITATION_NOT_FOUND: unknown, used, revoked or expired token, or its inviter may no longer offer its role", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "ALREADY_MEMBER: the caller is a member of that workspace already", body = crate::http::openapi::ErrorBody),
         (status = 429, description = "RATE_LIMITED: this client address or credential is over its budget; wait Retry-After seconds", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn accept_invitation(
     _: AddressBudget,
     State(st): State<AppState>,

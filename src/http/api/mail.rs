@@ -17,7 +17,7 @@ use crate::store::mail::Mail;
     responses((status = 200, description = "the mails, newest first; has_more: pass the last id as starting_after", body = List<Mail>),
         (status = 403, description = "FORBIDDEN: only owners and admins read the e-mail log; details.required_role", body = crate::http::openapi::ErrorBody),
         (status = 422, description = "VALIDATION_ERROR: a bad status, limit or starting_after (details.errors)", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_emails(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

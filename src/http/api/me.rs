@@ -14,7 +14,7 @@ use crate::service::inbox::{self, InboxParams};
 /// List Actions for the inbox of the active workspace.
 #[utoipa::path(get, path = "/v1/me/actions", tag = "actions", params(InboxParams),
     responses((status = 200, description = "the Actions, most pressing first", body = List<ActionOut>), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_my_actions(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

@@ -30,7 +30,7 @@ fn answer(w: Worked) -> Response {
     responses((status = 200, description = "the Action, assigned to you (idempotent_replay: true when it already was)", body = Envelope<ActionOut>),
               (status = 403, description = "FORBIDDEN (viewers; not listed on a restricted Action), SELF_APPROVAL_FORBIDDEN", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_ALREADY_CLAIMED (details.assignee), ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn claim_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -46,7 +46,7 @@ pub async fn claim_action(
               (status = 403, description = "FORBIDDEN (details.required_role)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: the assignee is not a member who may decide it", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn assign_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -63,7 +63,7 @@ pub async fn assign_action(
               (status = 403, description = "FORBIDDEN (details.required_role)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: until not in the next 30 days", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn snooze_action(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -76,7 +76,7 @@ pub async fn snooze_action(
 /// The comments on an Action, oldest first.
 #[utoipa::path(get, path = "/v1/actions/{action_id}/comments", tag = "actions", params(("action_id" = String, Path)),
     responses((status = 200, description = "every comment, oldest first", body = List<CommentOut>)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_comments(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -94,7 +94,7 @@ pub async fn list_comments(
     request_body = CommentCreate,
     responses((status = 201, description = "the comment, as `{data}` like the other creates", body = Data<CommentOut>),
               (status = 403, description = "FORBIDDEN (viewers read comments but do not write them)", body = crate::http::openapi::ErrorBody)),
-    security(("user_token" = [])))]
+    security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_comment(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
