@@ -253,6 +253,19 @@ pub fn grantable_roles(actor: Role, from: Role) -> Vec<Role> {
         .collect()
 }
 
+/// What the members page offers `actor` for a member who is now `from`, in
+/// a workspace with `owners` owners: the roles they may give (never `from`
+/// itself) and whether they may remove them. Exactly what the API allows,
+/// the last-owner rule included, so no button is refused.
+pub fn member_changes_offered(actor: Role, from: Role, owners: i64) -> (Vec<Role>, bool) {
+    let roles = grantable_roles(actor, from)
+        .into_iter()
+        .filter(|to| !leaves_no_owner(from, Some(*to), owners))
+        .collect();
+    let removal = can_change_member(actor, from, None) && !leaves_no_owner(from, None, owners);
+    (roles, removal)
+}
+
 /// Whether a change from `from` to `to` (None: removal) would leave the
 /// workspace without an owner, given how many owners it has now. Such a
 /// change is refused with 409 `LAST_OWNER` (guide: "Workspaces and members").
@@ -389,6 +402,18 @@ mod tests {
         assert!(grantable_roles(Admin, Owner).is_empty());
         assert!(grantable_roles(Reviewer, Viewer).is_empty());
         assert!(leaves_no_owner(Owner, Some(Admin), 1));
+        // The sole owner is offered no demotion and no removal; with two
+        // owners, both.
+        assert_eq!(member_changes_offered(Owner, Owner, 1), (vec![], false));
+        assert_eq!(
+            member_changes_offered(Owner, Owner, 2),
+            (vec![Admin, Reviewer, Viewer], true)
+        );
+        assert_eq!(member_changes_offered(Admin, Owner, 1), (vec![], false));
+        assert_eq!(
+            member_changes_offered(Admin, Viewer, 1),
+            (vec![Admin, Reviewer], true)
+        );
         assert!(leaves_no_owner(Owner, None, 1));
         assert!(!leaves_no_owner(Owner, None, 2));
         assert!(!leaves_no_owner(Owner, Some(Owner), 1));

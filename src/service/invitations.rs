@@ -294,7 +294,11 @@ pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invit
         let my_role = current_role(c, &ws, &uid)?;
         let inv = store::get(c, &ws, &id)?.ok_or_else(not_found)?;
         if !access::can_invite(my_role, inv.role) {
-            return Err(refused_role(Role::Owner));
+            return Err(Error::new(
+                Code::Forbidden,
+                "only workspace owners revoke an invitation to become owner",
+            )
+            .with_detail("required_role", Role::Owner.as_str()));
         }
         match inv.status(&now) {
             "accepted" => Err(Error::new(

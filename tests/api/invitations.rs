@@ -291,9 +291,32 @@ async fn only_owners_and_admins_invite_and_only_owners_invite_owners() {
     // An admin cannot revoke what they could not have offered.
     let path = format!("{INVITATIONS}/{}", boss["id"].as_str().unwrap());
     let r = admin.call(Method::DELETE, &path, None, &[]).await;
-    assert_eq!(
-        r.error(403, "FORBIDDEN")["details"]["required_role"],
-        "owner"
+    let e = r.error(403, "FORBIDDEN");
+    assert_eq!(e["details"]["required_role"], "owner");
+    assert!(
+        e["message"].as_str().unwrap().contains("revoke"),
+        "the refusal names the revoke: {e}"
+    );
+    // Nor does their page offer it; it offers the ones they made.
+    let page = app
+        .browser(admin.person())
+        .await
+        .page("/app/invitations")
+        .await;
+    let boss_id = boss["id"].as_str().unwrap();
+    assert!(
+        !page.contains(&format!("/app/invitations/{boss_id}/revoke")),
+        "{page}"
+    );
+    let theirs = listed(&owner).await;
+    let by_admin = theirs
+        .iter()
+        .find(|i| i["email"] == "viewer-by-admin@example.com")
+        .unwrap();
+    let their_id = by_admin["id"].as_str().unwrap();
+    assert!(
+        page.contains(&format!("/app/invitations/{their_id}/revoke")),
+        "{page}"
     );
     let reviewer = app.member(Role::Reviewer);
     let r = reviewer.call(Method::DELETE, &path, None, &[]).await;

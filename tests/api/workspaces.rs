@@ -587,6 +587,13 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
     assert!(!page.contains(&owner_form));
     assert!(!page.contains(&format!("/app/members/{}/remove", owner.person().id)));
     assert!(!page.contains(r#"<option value="owner">"#));
+    // The sole owner is offered no demotion or removal of themself: the
+    // API would refuse it (LAST_OWNER).
+    let ob = app.browser(owner.person()).await;
+    let own = ob.page("/app/members").await;
+    assert!(own.contains(&reviewer_form), "{own}");
+    assert!(!own.contains(&owner_form), "{own}");
+    assert!(!own.contains(&format!("/app/members/{}/remove", owner.person().id)));
     assert!(
         !page.contains("INVITATIONS"),
         "the marker is a template comment"

@@ -61,11 +61,14 @@ pub struct InvitationsPage {
     error: Option<String>,
 }
 
-fn vm(i: Invitation, now: time::Timestamp) -> InvitationVm {
+/// `mine`: the role of the page's viewer; they may revoke only what they
+/// may offer (an admin, not an invitation to become owner).
+fn vm(i: Invitation, now: time::Timestamp, mine: Option<Role>) -> InvitationVm {
     let now_s = time::format(now);
     let status = i.status(&now_s);
     InvitationVm {
-        revocable: matches!(status, "pending" | "expired"),
+        revocable: matches!(status, "pending" | "expired")
+            && mine.is_some_and(|r| access::can_invite(r, i.role)),
         status,
         role: i.role.as_str(),
         invited_by: i.invited_by_email.unwrap_or_else(|| "—".into()),
@@ -92,7 +95,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<InvitationsPage, UiError> {
             .filter(|r| role.is_some_and(|mine| access::can_invite(mine, *r)))
             .map(Role::as_str)
             .collect(),
-        invitations: listed.into_iter().map(|i| vm(i, now)).collect(),
+        invitations: listed.into_iter().map(|i| vm(i, now, role)).collect(),
         created: None,
         shown_before: false,
         flash: None,

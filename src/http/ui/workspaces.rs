@@ -151,17 +151,22 @@ async fn members_view(st: &AppState, p: &PageUser) -> Result<MembersPage, UiErro
     })?;
     let me = active.role;
     let now = st.services.clock.now();
+    let owners = listed.iter().filter(|m| m.role == Role::Owner).count();
+    let owners = i64::try_from(owners).unwrap_or(i64::MAX);
     let members = listed
         .into_iter()
-        .map(|m| MemberVm {
-            grantable: access::grantable_roles(me, m.role),
-            removable: access::can_change_member(me, m.role, None),
-            is_me: m.user_id == p.user.user_id,
-            joined: When::new(&m.joined_at, now),
-            user_id: m.user_id,
-            email: m.email,
-            name: m.name,
-            role: m.role,
+        .map(|m| {
+            let (grantable, removable) = access::member_changes_offered(me, m.role, owners);
+            MemberVm {
+                grantable,
+                removable,
+                is_me: m.user_id == p.user.user_id,
+                joined: When::new(&m.joined_at, now),
+                user_id: m.user_id,
+                email: m.email,
+                name: m.name,
+                role: m.role,
+            }
         })
         .collect();
     Ok(MembersPage {
