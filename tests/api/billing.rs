@@ -577,155 +577,59 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
     let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
     assert_eq!(open_portal(&app, &app.user_token()).await.status(), 303);
     let now = app.state.services.clock.now().unix_timestamp();
-    let send = |body: String| {
-        let app = &app;
-        async move {
-            let r = send_event(
-                app,
-                &body,
-                Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
-            )
-            .await;
-            assert_eq!(r.status(), 200);
-            r.json::<Value>().await.unwrap()["plan_id"].clone()
-        }
-    };
     let (created, updated, deleted) = (
         "customer.subscription.created",
         "customer.subscription.updated",
         "customer.subscription.deleted",
     );
-    let cus = "cus_standin1";
-    // Not paid yet: no plan; paid: the plan.
-    assert_eq!(
-        send(stripe_event(
-            created,
-            cus,
-            "price_team",
-            "sub_a",
-            "incomplete",
-            100
-        ))
-        .await,
-        Value::Null
-    );
-    assert_eq!(plan_id(&app).await, "self_hosted");
-    assert_eq!(
-        send(stripe_event(
+    // (event, subscription, its status, Stripe's `created`, the answer's
+    // plan_id, the workspace's plan after it), in the order they arrive.
+    let steps = [
+        // Not paid yet: no plan; paid: the plan.
+        (created, "sub_a", "incomplete", 100, None, "self_hosted"),
+        (updated, "sub_a", "active", 110, Some("team"), "team"),
+        // The customer moves to a new subscription; the old one's end
+        // arrives after, and an old update of it arrives late: the new one
+        // stands.
+        (created, "sub_b", "active", 200, Some("team"), "team"),
+        (deleted, "sub_a", "canceled", 210, None, "team"),
+        (updated, "sub_a", "active", 150, None, "team"),
+        // An event of the current subscription older than the last applied.
+        (updated, "sub_b", "unpaid", 190, None, "team"),
+        // Payment retries run out: unpaid ends the plan; paid again, it
+        // returns; deleted, it ends.
+        (updated, "sub_b", "past_due", 300, Some("team"), "team"),
+        (
             updated,
-            cus,
-            "price_team",
-            "sub_a",
-            "active",
-            110
-        ))
-        .await,
-        "team"
-    );
-    // The customer moves to a new subscription; the old one's end arrives
-    // after, and an old update of it arrives late: the new one stands.
-    assert_eq!(
-        send(stripe_event(
-            created,
-            cus,
-            "price_team",
-            "sub_b",
-            "active",
-            200
-        ))
-        .await,
-        "team"
-    );
-    assert_eq!(
-        send(stripe_event(
-            deleted,
-            cus,
-            "price_team",
-            "sub_a",
-            "canceled",
-            210
-        ))
-        .await,
-        Value::Null
-    );
-    assert_eq!(
-        send(stripe_event(
-            updated,
-            cus,
-            "price_team",
-            "sub_a",
-            "active",
-            150
-        ))
-        .await,
-        Value::Null
-    );
-    assert_eq!(plan_id(&app).await, "team");
-    // An event of the current subscription older than the last applied.
-    assert_eq!(
-        send(stripe_event(
-            updated,
-            cus,
-            "price_team",
             "sub_b",
             "unpaid",
-            190
-        ))
-        .await,
-        Value::Null
-    );
-    assert_eq!(plan_id(&app).await, "team");
-    // Payment retries run out: unpaid ends the plan; paid again, it returns.
-    assert_eq!(
-        send(stripe_event(
-            updated,
-            cus,
-            "price_team",
-            "sub_b",
-            "past_due",
-            300
-        ))
-        .await,
-        "team"
-    );
-    assert_eq!(
-        send(stripe_event(
-            updated,
-            cus,
-            "price_team",
-            "sub_b",
-            "unpaid",
-            400
-        ))
-        .await,
-        "self_hosted"
-    );
-    assert_eq!(plan_id(&app).await, "self_hosted");
-    assert_eq!(
-        send(stripe_event(
-            updated,
-            cus,
-            "price_team",
-            "sub_b",
-            "active",
-            500
-        ))
-        .await,
-        "team"
-    );
-    assert_eq!(
-        send(stripe_event(
+            400,
+            Some("self_hosted"),
+            "self_hosted",
+        ),
+        (updated, "sub_b", "active", 500, Some("team"), "team"),
+        (
             deleted,
-            cus,
-            "price_team",
             "sub_b",
             "canceled",
-            600
-        ))
-        .await,
-        "self_hosted"
-    );
-    assert_eq!(plan_id(&app).await, "self_hosted");
+            600,
+            Some("self_hosted"),
+            "self_hosted",
+        ),
+    ];
+    for (kind, sub, status, at, answer, plan) in steps {
+        let body = stripe_event(kind, "cus_standin1", "price_team", sub, status, at);
+        let r = send_event(
+            &app,
+            &body,
+            Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+        )
+        .await;
+        assert_eq!(r.status(), 200);
+        let got = r.json::<Value>().await.unwrap()["plan_id"].clone();
+        assert_eq!(got, json!(answer), "{kind} {sub} {status} at {at}");
+        assert_eq!(plan_id(&app).await, plan, "{kind} {sub} {status} at {at}");
+    }
 }
 
 #[tokio::test]
