@@ -427,7 +427,10 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         }
     }
 
+    // Create-only fields: checked on create. A PATCH never sends them, and
+    // an Action stored under an older, looser rule must stay patchable.
     if let Some(e) = &s.assignee_email
+        && ctx.checks("assignee_email")
         && !looks_like_email(e)
     {
         errs.push(FieldError::new(
@@ -436,6 +439,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         ));
     }
     if let Some(e) = &s.requested_by_email
+        && ctx.checks("requested_by_email")
         && !looks_like_email(e)
     {
         errs.push(FieldError::new(
@@ -610,7 +614,10 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                             format!("at most {MAX_REVIEWERS} reviewers"),
                         ));
                     }
-                    if name == "reviewer_emails" && l.iter().any(|e| !looks_like_email(e)) {
+                    if name == "reviewer_emails"
+                        && ctx.checks(name)
+                        && l.iter().any(|e| !looks_like_email(e))
+                    {
                         errs.push(FieldError::new(
                             name,
                             "every entry must be one e-mail address such as ana@example.com (no spaces)",

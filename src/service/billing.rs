@@ -423,45 +423,80 @@ pub async fn stripe_webhook(
         _ => return ignored(),
     };
     let event_at = event["created"].as_i64();
+    let sub_created = sub["created"].as_i64();
     let (customer, sub_id) = (customer.to_owned(), sub_id.to_owned());
     let applied =
         s.db.write(move |c| {
             let Some(ws) = store::by_stripe_customer(c, &customer)? else {
                 return Ok(None);
             };
-            // Stripe delivers events out of order and retries old ones: an
-            // event created before the last one applied changes nothing.
-            if let (Some(at), Some(last)) = (event_at, ws.event_at)
-                && at < last
-            {
+            let event = StripeEvent {
+                subscription_id: &sub_id,
+                subscription_created: sub_created,
+                event_at,
+                paid: matches!(verdict, Verdict::Paid(_)),
+            };
+            if !follows(&ws, &event) {
                 return Ok(None);
             }
-            let current = ws.subscription_id.as_deref();
-            match verdict {
-                // Another subscription of the customer ended (one it moved
-                // away from): the current one stands.
-                Verdict::Ended if current.is_some_and(|cur| cur != sub_id) => Ok(None),
-                Verdict::Ended => {
-                    store::set_plan_from_stripe(c, &ws.workspace_id, SELF_HOSTED, None, event_at)?;
-                    Ok(Some(SELF_HOSTED.to_owned()))
-                }
-                Verdict::Paid(plan) => {
-                    store::set_plan_from_stripe(
-                        c,
-                        &ws.workspace_id,
-                        &plan,
-                        Some(&sub_id),
-                        event_at,
-                    )?;
-                    Ok(Some(plan))
-                }
-            }
+            let live = event.paid;
+            let plan = match verdict {
+                Verdict::Paid(plan) => plan,
+                Verdict::Ended => SELF_HOSTED.to_owned(),
+            };
+            let now = store::StripeState {
+                workspace_id: ws.workspace_id,
+                subscription_id: Some(sub_id),
+                subscription_created: sub_created,
+                live,
+                event_at,
+            };
+            store::set_plan_from_stripe(c, &plan, &now)?;
+            Ok(Some(plan))
         })
         .await?;
     Ok(WebhookOut {
         received: true,
         plan_id: applied,
     })
+}
+
+/// What hds reads of a subscription event to order it.
+struct StripeEvent<'a> {
+    subscription_id: &'a str,
+    /// When Stripe created the subscription.
+    subscription_created: Option<i64>,
+    /// When Stripe created the event.
+    event_at: Option<i64>,
+    /// It gives a plan (active, trialing, past_due); else it ends one.
+    paid: bool,
+}
+
+/// Whether an event sets the plan of a workspace that follows `ws`'s
+/// subscription (guide: "Plans and billing"). The workspace follows one
+/// subscription: the newest paid one.
+/// - Of the followed subscription: unless it is older than the last event
+///   applied (Stripe delivers out of order); at the same second, the end
+///   wins, so a late `updated` never revives a deleted subscription.
+/// - Of another: only a paid one takes over, and only when it is not older
+///   than the followed one or the followed one has ended; another's end,
+///   or an update of one the customer moved away from, changes nothing.
+fn follows(ws: &store::StripeState, e: &StripeEvent) -> bool {
+    let Some(current) = ws.subscription_id.as_deref() else {
+        return true;
+    };
+    if current == e.subscription_id {
+        return match (e.event_at, ws.event_at) {
+            // Same second: applied unless it would revive an ended one.
+            (Some(at), Some(last)) => at > last || (at == last && (ws.live || !e.paid)),
+            _ => true,
+        };
+    }
+    let newer = match (e.subscription_created, ws.subscription_created) {
+        (Some(theirs), Some(ours)) => theirs >= ours,
+        _ => true,
+    };
+    e.paid && (newer || !ws.live)
 }
 
 /// What a subscription event means for the plan.

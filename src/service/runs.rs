@@ -398,6 +398,10 @@ pub async fn progress(
         if let Some(kind) = kind {
             store::add_event(c, &r.id, kind, &r.status, new_message.as_deref(), &now)?;
         }
+        // A run that starts by waiting: its timeline says both.
+        if first_start && r.status == "waiting" {
+            store::add_event(c, &r.id, "waiting", &r.status, None, &now)?;
+        }
         fx.changed();
         Ok(r)
     })

@@ -16,7 +16,8 @@ const PENDING_INVITATIONS: &str = "SELECT count(*) FROM invitations WHERE worksp
 const SOURCES: &str = "SELECT count(*) FROM sources WHERE workspace_id = ?1 AND revoked_at IS NULL";
 const OLDEST_OWNER: &str = "SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.id = m.user_id \
      WHERE m.workspace_id = ?1 AND m.role = 'owner' ORDER BY m.created_at, m.user_id LIMIT 1";
-const BY_CUSTOMER: &str = "SELECT id, stripe_subscription_id, stripe_event_at FROM workspaces WHERE stripe_customer_id = ?1";
+const BY_CUSTOMER: &str = "SELECT id, stripe_subscription_id, stripe_subscription_created, \
+     stripe_subscription_live, stripe_event_at FROM workspaces WHERE stripe_customer_id = ?1";
 
 /// A count column (never negative: CHECKs and count(*)).
 fn n(r: &rusqlite::Row, i: usize) -> rusqlite::Result<u64> {
@@ -39,21 +40,21 @@ pub fn set_plan(c: &Connection, workspace_id: &str, plan_id: &str) -> Result<boo
     Ok(n == 1)
 }
 
-/// Sets the plan from a Stripe subscription event: the plan, the
-/// subscription it comes from (None once it ended), and the event's
-/// `created` time.
-pub fn set_plan_from_stripe(
-    c: &Connection,
-    workspace_id: &str,
-    plan_id: &str,
-    subscription_id: Option<&str>,
-    event_at: Option<i64>,
-) -> Result<()> {
+/// Sets the plan from an event of the Stripe subscription the workspace
+/// now follows (`s.subscription_id`), and what the workspace keeps of it.
+pub fn set_plan_from_stripe(c: &Connection, plan_id: &str, s: &StripeState) -> Result<()> {
     c.execute(
         "UPDATE workspaces SET plan_id = ?2, stripe_subscription_id = ?3,
-             stripe_event_at = max(coalesce(stripe_event_at, ?4), coalesce(?4, stripe_event_at))
+             stripe_subscription_created = ?4, stripe_subscription_live = ?5, stripe_event_at = ?6
          WHERE id = ?1",
-        params![workspace_id, plan_id, subscription_id, event_at],
+        params![
+            s.workspace_id,
+            plan_id,
+            s.subscription_id,
+            s.subscription_created,
+            s.live,
+            s.event_at
+        ],
     )?;
     Ok(())
 }
@@ -135,19 +136,26 @@ pub fn by_stripe_customer(c: &Connection, customer: &str) -> Result<Option<Strip
             Ok(StripeState {
                 workspace_id: r.get(0)?,
                 subscription_id: r.get(1)?,
-                event_at: r.get(2)?,
+                subscription_created: r.get(2)?,
+                live: r.get(3)?,
+                event_at: r.get(4)?,
             })
         })
         .optional()?)
 }
 
-/// The workspace of a Stripe customer, and what its last subscription
-/// event set.
+/// The workspace of a Stripe customer, and the subscription it follows.
+#[derive(Clone, Debug)]
 pub struct StripeState {
     pub workspace_id: String,
-    /// The subscription its plan comes from; None when none is active.
+    /// The subscription its plan follows (kept after it ended); None
+    /// before the first subscription event.
     pub subscription_id: Option<String>,
-    /// `created` of the last subscription event applied (Unix seconds).
+    /// When Stripe created that subscription (Unix seconds).
+    pub subscription_created: Option<i64>,
+    /// Paid, on trial or being retried; false once it ended.
+    pub live: bool,
+    /// `created` of the last event of it applied (Unix seconds).
     pub event_at: Option<i64>,
 }
 

@@ -319,4 +319,31 @@ mod tests {
             ["action_votes_by_user", "sqlite_autoindex_action_votes_1"]
         );
     }
+
+    /// 0024 on a database of schema 23: a workspace with a Stripe
+    /// subscription follows it, as live; one without follows none.
+    #[test]
+    fn migration_24_keeps_each_workspace_on_its_subscription() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 23).unwrap();
+        c.execute_batch(
+            r#"INSERT INTO workspaces(id, name, kind, created_at, plan_id, stripe_customer_id, stripe_subscription_id)
+               VALUES ('ws_paid', 'a', 'team', '2026', 'team', 'cus_1', 'sub_1'),
+                      ('ws_free', 'b', 'team', '2026', 'self_hosted', NULL, NULL);"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let state = crate::store::billing::by_stripe_customer(&c, "cus_1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(state.subscription_id.as_deref(), Some("sub_1"));
+        assert!(state.live);
+        assert_eq!((state.subscription_created, state.event_at), (None, None));
+        let live: Vec<(String, bool)> = all(
+            &c,
+            "SELECT id, stripe_subscription_live FROM workspaces ORDER BY id",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        assert_eq!(live, [("ws_free".into(), false), ("ws_paid".into(), true)]);
+    }
 }

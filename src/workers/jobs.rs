@@ -578,7 +578,7 @@ fn settle_mail(c: &Connection, d: &Done, id: &str, outcome: &Outcome) -> Result<
 }
 
 /// Records an attempt; the delivery is delivered (2xx), retried on the
-/// schedule counted from the attempt's start, or failed (410 Gone, a refused
+/// schedule counted from the attempt's end, or failed (410 Gone, a refused
 /// address, the round exhausted). The counts are read afresh: a resend
 /// during the attempt started a new round.
 fn settle(c: &Connection, d: &Done, out: &Outgoing, sent: &Sent) -> Result<()> {

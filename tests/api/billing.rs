@@ -314,7 +314,11 @@ fn stripe_config(api_base: &str, secret_key: &str) -> StripeConfig {
         secret_key: secret_key.into(),
         api_base: api_base.into(),
         webhook_secret: WEBHOOK_SECRET.into(),
-        prices: [("price_team".to_owned(), "team".to_owned())].into(),
+        prices: [
+            ("price_team".to_owned(), "team".to_owned()),
+            ("price_starter".to_owned(), "starter".to_owned()),
+        ]
+        .into(),
     }
 }
 
@@ -437,16 +441,24 @@ fn stripe_signature(secret: &str, t: i64, body: &str) -> String {
 }
 
 fn subscription_event(kind: &str, customer: &str, price: &str) -> String {
-    stripe_event(kind, customer, price, "sub_1", "active", 1_700_000_000)
+    stripe_event(
+        kind,
+        customer,
+        price,
+        ("sub_1", 1_600_000_000),
+        "active",
+        1_700_000_000,
+    )
 }
 
-/// A subscription event as Stripe sends it: `created` is when Stripe made
-/// the event (Unix seconds), which orders events that arrive out of order.
+/// A subscription event as Stripe sends it: the subscription `(id,
+/// created)`, its status, and `created`, when Stripe made the event (Unix
+/// seconds), which orders events that arrive out of order.
 fn stripe_event(
     kind: &str,
     customer: &str,
     price: &str,
-    sub: &str,
+    (sub, sub_created): (&str, i64),
     status: &str,
     created: i64,
 ) -> String {
@@ -454,6 +466,7 @@ fn stripe_event(
         "id": format!("evt_{sub}_{created}"), "object": "event", "type": kind, "created": created,
         "data": {"object": {
             "id": sub, "object": "subscription", "customer": customer, "status": status,
+            "created": sub_created,
             "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": price, "object": "price"}}]}
         }}
     })
@@ -582,43 +595,61 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
         "customer.subscription.updated",
         "customer.subscription.deleted",
     );
-    // (event, subscription, its status, Stripe's `created`, the answer's
-    // plan_id, the workspace's plan after it), in the order they arrive.
+    // Subscriptions (id, created, price): A then B, a starter and a team
+    // plan, so the plan shows which one the workspace follows; D and E later.
+    let a = (("sub_a", 50), "price_starter");
+    let b = (("sub_b", 190), "price_team");
+    let d = (("sub_d", 650), "price_starter");
+    let e = (("sub_e", 800), "price_team");
+    // (event, subscription, its status, the event's `created`, the
+    // answer's plan_id, the workspace's plan after it), as they arrive.
     let steps = [
         // Not paid yet: no plan; paid: the plan.
-        (created, "sub_a", "incomplete", 100, None, "self_hosted"),
-        (updated, "sub_a", "active", 110, Some("team"), "team"),
-        // The customer moves to a new subscription; the old one's end
-        // arrives after, and an old update of it arrives late: the new one
-        // stands.
-        (created, "sub_b", "active", 200, Some("team"), "team"),
-        (deleted, "sub_a", "canceled", 210, None, "team"),
-        (updated, "sub_a", "active", 150, None, "team"),
-        // An event of the current subscription older than the last applied.
-        (updated, "sub_b", "unpaid", 190, None, "team"),
-        // Payment retries run out: unpaid ends the plan; paid again, it
-        // returns; deleted, it ends.
-        (updated, "sub_b", "past_due", 300, Some("team"), "team"),
+        (created, a, "incomplete", 100, None, "self_hosted"),
+        (updated, a, "active", 110, Some("starter"), "starter"),
+        // The customer moves to B. Updates of A (say, set to cancel at the
+        // period's end, still active) and its end change nothing.
+        (created, b, "active", 200, Some("team"), "team"),
+        (updated, a, "active", 205, None, "team"),
+        (deleted, a, "canceled", 300, None, "team"),
+        // An event of B older than the last one applied.
+        (updated, b, "unpaid", 190, None, "team"),
+        // Payment retries run out: unpaid ends the plan; a late `active`
+        // of the same second does not revive it; paid again, it returns.
+        (updated, b, "past_due", 310, Some("team"), "team"),
         (
             updated,
-            "sub_b",
+            b,
             "unpaid",
             400,
             Some("self_hosted"),
             "self_hosted",
         ),
-        (updated, "sub_b", "active", 500, Some("team"), "team"),
+        (updated, b, "active", 400, None, "self_hosted"),
+        (updated, b, "active", 500, Some("team"), "team"),
         (
             deleted,
-            "sub_b",
+            b,
             "canceled",
             600,
             Some("self_hosted"),
             "self_hosted",
         ),
+        // D is paid; the customer moves to E and D's end arrives before
+        // E's creation: E still takes over.
+        (created, d, "active", 700, Some("starter"), "starter"),
+        (
+            deleted,
+            d,
+            "canceled",
+            810,
+            Some("self_hosted"),
+            "self_hosted",
+        ),
+        (created, e, "active", 800, Some("team"), "team"),
     ];
-    for (kind, sub, status, at, answer, plan) in steps {
-        let body = stripe_event(kind, "cus_standin1", "price_team", sub, status, at);
+    for (kind, (sub, price), status, at, answer, plan) in steps {
+        let body = stripe_event(kind, "cus_standin1", price, sub, status, at);
         let r = send_event(
             &app,
             &body,
@@ -627,8 +658,8 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
         .await;
         assert_eq!(r.status(), 200);
         let got = r.json::<Value>().await.unwrap()["plan_id"].clone();
-        assert_eq!(got, json!(answer), "{kind} {sub} {status} at {at}");
-        assert_eq!(plan_id(&app).await, plan, "{kind} {sub} {status} at {at}");
+        assert_eq!(got, json!(answer), "{kind} {sub:?} {status} at {at}");
+        assert_eq!(plan_id(&app).await, plan, "{kind} {sub:?} {status} at {at}");
     }
 }
 

@@ -658,4 +658,15 @@ async fn a_queued_run_that_waits_first_has_started() {
     assert_eq!(r["data"]["status"], "waiting");
     let started = r["data"]["started_at"].as_str().expect("started_at is set");
     assert!(started >= run["created_at"].as_str().unwrap(), "{r}");
+    // Its timeline says both: it started, and it waits.
+    let db = app.db();
+    let mut st = db
+        .prepare("SELECT kind FROM run_events WHERE run_id = ?1 ORDER BY seq")
+        .unwrap();
+    let kinds: Vec<String> = st
+        .query_map([id(&run)], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(kinds, ["created", "started", "waiting"]);
 }

@@ -1642,3 +1642,31 @@ async fn a_broken_mentions_column_is_an_error_not_an_empty_list() {
         r1.get_err(&comments, 500, "INTERNAL_ERROR").await;
     }
 }
+
+/// An Action stored under the looser e-mail rule of an earlier version
+/// (a requester address with a trailing space) stays patchable: the
+/// create-only e-mail fields are checked on create, not on every PATCH.
+#[tokio::test]
+async fn an_action_stored_under_the_older_email_rule_stays_patchable() {
+    let app = TestApp::spawn().await;
+    let mut body = two_options("Deploy v1");
+    body["requested_by_email"] = json!("ana@example.com");
+    let a = app.create_action(body).await;
+    let id = a["id"].as_str().unwrap();
+    let n = app
+        .db()
+        .execute(
+            "UPDATE actions SET spec = json_set(spec, '$.requested_by_email', 'ana@example.com ') WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let r = app
+        .patch(
+            &format!("/v1/actions/{id}"),
+            &app.live_key(),
+            json!({"title": "Deploy v2"}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["data"]["title"], "Deploy v2");
+}
