@@ -3,7 +3,14 @@
 //! the Action, `required_approvals` approvals approve it. Who may vote is in
 //! `access`.
 
-use crate::domain::action::ApprovalPolicy;
+use crate::domain::action::{ActionOption, ActionSpec, ApprovalPolicy};
+
+/// The option a vote stands for on an options Action: "approve" is the
+/// first option (`sort_order` 0), "reject" the second. None for a boolean
+/// Action (true and false).
+pub fn voted_option(spec: &ActionSpec, approve: bool) -> Option<&ActionOption> {
+    spec.options.as_ref()?.get(usize::from(!approve))
+}
 
 /// (approvals, rejections) among `(user id, vote)` pairs.
 pub fn count(votes: &[(String, String)]) -> (usize, usize) {

@@ -47,13 +47,8 @@ fn choice(a: &ActionRecord, approve: bool) -> (Option<String>, Option<Value>) {
     if matches!(a.spec.interaction, Some(Interaction::Boolean)) {
         return (None, Some(json!({ "value": approve })));
     }
-    let idx = usize::from(!approve);
     (
-        a.spec
-            .options
-            .as_ref()
-            .and_then(|o| o.get(idx))
-            .and_then(|o| o.id.clone()),
+        approval::voted_option(&a.spec, approve).and_then(|o| o.id.clone()),
         None,
     )
 }

@@ -576,3 +576,70 @@ async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_
     );
     assert_eq!(k["destructive_after_cancel"], "open");
 }
+
+/// A vote that stands for a destructive option asks first, as choosing
+/// that option does: one rejection closes the Action with it (the default
+/// reject_threshold). The button carries the question; without
+/// JavaScript the server asks with a confirmation page, and only a
+/// confirmed vote counts.
+#[tokio::test]
+async fn a_vote_for_a_destructive_option_asks_first() {
+    let app = TestApp::spawn().await;
+    let client = form_session(&app).await;
+    let a = app
+        .create_action(json!({
+            "title": "Clean up staging",
+            "options": [
+                {"id": "keep", "label": "Keep it", "style": "primary"},
+                {"id": "drop", "label": "Drop the database", "style": "destructive"}
+            ],
+            "visibility": "restricted",
+            "reviewer_emails": ["admin@example.com"],
+            "approval_policy": {"required_approvals": 1}
+        }))
+        .await;
+    let id = a["id"].as_str().unwrap();
+    let url = format!("/app/actions/{id}");
+    let html = client.page(&url).await;
+    let question = "Choose “Drop the database” for “Clean up staging”? This is destructive.";
+    assert!(
+        html.contains(&format!(r#"value="reject" class="btn btn-danger" data-label="Reject" data-key="r" aria-keyshortcuts="r" data-confirm="{question}""#)),
+        "{html}"
+    );
+    let version = a["action_version"].to_string();
+    let mut fields = vec![
+        ("_csrf", csrf_of(&html)),
+        ("action_version", version),
+        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
+        ("vote", "reject".to_owned()),
+    ];
+    let as_pairs = |f: &[(&'static str, String)]| -> Vec<(&'static str, String)> { f.to_vec() };
+    let send = |f: Vec<(&'static str, String)>| {
+        let client = &client;
+        let decide = format!("{url}/decide");
+        let base = app.base.clone();
+        async move {
+            let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            client.post_form(&decide, Some(&base), &pairs).await
+        }
+    };
+    let asked = send(as_pairs(&fields)).await;
+    assert_eq!(asked.status(), StatusCode::OK);
+    let page = asked.text().await.unwrap();
+    assert!(
+        page.contains("This is destructive") && page.contains(question),
+        "{page}"
+    );
+    let open = app
+        .get(&format!("/v1/actions/{id}"), &app.user_token())
+        .await;
+    assert_eq!(open.body["data"]["status"], "open", "nothing counted yet");
+    fields.push(("confirmed", "yes".to_owned()));
+    let done = send(as_pairs(&fields)).await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let now = app
+        .get(&format!("/v1/actions/{id}"), &app.user_token())
+        .await;
+    assert_eq!(now.body["data"]["status"], "resolved");
+    assert_eq!(now.body["data"]["resolution_option_id"], "drop");
+}

@@ -572,6 +572,18 @@ async fn the_runs_pages_show_progress_actions_and_timeline() {
     );
     let test_list = admin.page("/app/runs?environment=test").await;
     assert!(test_list.contains("Test-only run"));
+    let both = admin.page("/app/runs?environment=all").await;
+    assert!(both.contains("Test-only run") && both.contains("Backfill"));
+    assert!(
+        both.contains(r#"<option value="all" selected>live and test</option>"#),
+        "the filter shows what is listed"
+    );
+    assert!(
+        list.contains(r#"href="/app/guide#runs""#),
+        "the guide's page, not its JSON"
+    );
+    let guide = admin.page("/app/guide").await;
+    assert!(guide.contains(r#"id="runs""#), "the link's anchor exists");
     let none = admin.page("/app/runs?status=failed").await;
     assert!(!none.contains("Backfill"));
 

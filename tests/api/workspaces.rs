@@ -921,3 +921,32 @@ async fn a_person_removed_from_a_workspace_loses_its_actions_at_once() {
     assert_eq!(app.count_rows("action_comments"), 0);
     assert_eq!(app.count_rows("action_events WHERE kind != 'created'"), 0);
 }
+
+/// A person removed from their last workspace has no inbox: `/app` sends
+/// them to the Workspaces page, which says so and offers to create one
+/// (it was a 403 page whose only link led back to itself).
+#[tokio::test]
+async fn a_person_in_no_workspace_is_sent_to_the_workspaces_page() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(reviewer.person()).await;
+    let r = app
+        .admin()
+        .call(Method::DELETE, &member_path(&reviewer), None, &[])
+        .await;
+    assert_eq!(r.status, 204);
+    let r = browser
+        .http()
+        .get(browser.url("/app"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/app/workspaces");
+    let page = browser.page("/app/workspaces").await;
+    assert!(page.contains("You belong to no workspace yet"), "{page}");
+    assert!(
+        page.contains("Sign out") || page.contains("signout"),
+        "{page}"
+    );
+}

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
 use crate::domain::action::{ActionRecord, Interaction};
+use crate::domain::approval;
 use crate::domain::event::ActionEvent;
 use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
@@ -169,9 +170,15 @@ pub async fn decide_action(
     }
 }
 
-/// The option chosen, when it is destructive and not yet confirmed.
+/// The option chosen, when it is destructive and not yet confirmed: by
+/// `option_id`, or the option a vote stands for (one vote may close the
+/// Action with it: a single rejection, by default).
 fn unconfirmed_destructive(a: &ActionRecord, form: &FormData) -> Option<String> {
-    let o = a.spec.option(form.get("option_id")?)?;
+    let o = match (form.get("option_id"), form.get("vote")) {
+        (Some(id), _) => a.spec.option(id)?,
+        (None, Some(v)) => approval::voted_option(&a.spec, v == "approve")?,
+        (None, None) => return None,
+    };
     (o.style.as_deref() == Some("destructive") && form.get("confirmed") != Some("yes"))
         .then(|| o.label.clone())
 }

@@ -66,6 +66,10 @@ pub struct ApprovalVm {
     pub approvals: usize,
     pub rejections: usize,
     pub my_vote: Option<String>,
+    /// The question asked before a vote that stands for a destructive
+    /// option, for (approve, reject).
+    pub confirm_approve: Option<String>,
+    pub confirm_reject: Option<String>,
 }
 
 pub struct LinkVm {
@@ -266,6 +270,8 @@ impl ActionVm {
                     .iter()
                     .find(|(u, _)| *u == me.user_id)
                     .map(|(_, x)| x.clone()),
+                confirm_approve: vote_confirm(a, true),
+                confirm_reject: vote_confirm(a, false),
             }),
             may_decide: v.may_decide,
             work: work(v, me, now),
@@ -580,4 +586,11 @@ fn outcome(o: &Outcome, now: Timestamp) -> OutcomeVm {
         message: o.message.clone(),
         reported: Some(When::new(&o.reported_at, now)),
     }
+}
+
+/// The confirmation asked before a vote whose option is destructive.
+fn vote_confirm(a: &ActionRecord, approve: bool) -> Option<String> {
+    crate::domain::approval::voted_option(&a.spec, approve)
+        .filter(|o| o.style.as_deref() == Some("destructive"))
+        .map(|o| confirm_question(&a.spec.title, &o.label))
 }

@@ -22,7 +22,7 @@ use crate::error::{Code, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action_view;
 use crate::http::ui::inbox_batch::{self, BatchQuery, BatchResultVm};
-use crate::http::ui::view::{Layout, PageQuery, UiError, When};
+use crate::http::ui::view::{Layout, PageQuery, UiError, When, see_other};
 use crate::service::actions::{MAX_WAIT, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::dashboard;
@@ -408,7 +408,12 @@ pub async fn inbox_page(
     page: PageUser,
     PageQuery(filters): PageQuery<Filters>,
     PageQuery(done): PageQuery<BatchQuery>,
-) -> Result<InboxPage, UiError> {
+) -> Result<Response, UiError> {
+    // A person in no workspace (removed from their last one) has no inbox:
+    // the Workspaces page says so and offers to create one.
+    if page.user.active_workspace().is_none() {
+        return Ok(see_other("/app/workspaces"));
+    }
     let s = &st.services;
     let batch = inbox_batch::result(s, &page, &done).await?;
     let sources = source_names(s, &page.user).await?;
@@ -427,7 +432,8 @@ pub async fn inbox_page(
         filters,
         sources,
         list,
-    })
+    }
+    .into_response())
 }
 
 /// GET /app/inbox/rows: the list part of the page, for the script.

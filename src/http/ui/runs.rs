@@ -102,18 +102,23 @@ pub async fn runs_page(
     PageQuery(q): PageQuery<ListQuery>,
 ) -> Result<RunsPage, UiError> {
     let version = *st.services.changes.borrow();
-    let env = q
-        .environment
-        .as_deref()
-        .and_then(Environment::parse)
-        .unwrap_or(Environment::Live);
+    // live (default), test, or all: both, as the API lists them.
+    let (env, env_name) = match q.environment.as_deref() {
+        Some("all") => (EnvFilter::All, "all"),
+        other => {
+            let e = other
+                .and_then(Environment::parse)
+                .unwrap_or(Environment::Live);
+            (EnvFilter::Only(e), e.as_str())
+        }
+    };
     let status = q.status.filter(|s| run::STATUSES.contains(&s.as_str()));
     let after = q.starting_after.filter(|s| !s.is_empty());
     let later = after.is_some();
     let (rows, has_more) = runs::list(
         &st.services,
         p.user.clone(),
-        EnvFilter::Only(env),
+        env,
         status.clone(),
         after,
         PAGE_SIZE,
@@ -125,7 +130,7 @@ pub async fn runs_page(
             if let Some(s) = &status {
                 qs.append_pair("status", s);
             }
-            qs.append_pair("environment", env.as_str());
+            qs.append_pair("environment", env_name);
             qs.append_pair("starting_after", &last.id);
             Some(qs.finish())
         }
@@ -137,7 +142,7 @@ pub async fn runs_page(
         runs: rows.iter().map(|r| RunVm::new(r, now)).collect(),
         statuses: run::STATUSES,
         status: status.unwrap_or_default(),
-        environment: env.as_str(),
+        environment: env_name,
         more,
         later,
         changes_version: version,
