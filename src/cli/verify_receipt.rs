@@ -1,21 +1,24 @@
-//! `hds verify-receipt FILE [--keys FILE]`: offline verification. FILE (or `-`)
-//! holds a compact JWS, a receipt object, an Action or an API response.
+//! `hds verify-receipt FILE [--keys FILE_OR_URL]`: offline verification.
+//! FILE (or `-`) holds a compact JWS, a receipt object, an Action or an API
+//! response; whatever surrounds the JWS must say what it signs.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
+use crate::domain::jcs;
 use crate::domain::receipt::{self, PublicKey};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// File holding the receipt, or `-` for standard input.
     pub file: String,
-    /// JWKS file (as served at /v1/receipts/keys). Without it, the keys of --data-dir.
-    #[arg(long)]
-    pub keys: Option<PathBuf>,
+    /// JWKS file, or its http(s) URL (`<base URL>/v1/receipts/keys`).
+    /// Without it, the keys of --data-dir.
+    #[arg(long, value_name = "FILE_OR_URL")]
+    pub keys: Option<String>,
     #[command(flatten)]
     pub dir: crate::cli::DataDir,
 }
@@ -45,6 +48,10 @@ fn verify(a: &Args) -> Result<String, String> {
     let jws = extract_jws(input.trim())?;
     let keys = load_keys(a)?;
     let claims = receipt::verify(&jws, &keys)?;
+    if input.trim().starts_with('{') {
+        let around: Value = serde_json::from_str(input.trim()).map_err(|e| e.to_string())?;
+        check_surroundings(&around, &claims)?;
+    }
     Ok(format!(
         "receipt {} for {} (action_version {}, {}) signed by {}",
         claims["jti"].as_str().unwrap_or("?"),
@@ -88,12 +95,108 @@ fn extract_jws(input: &str) -> Result<String, String> {
         })
 }
 
+/// A receipt object or an Action around the JWS must show what the JWS
+/// signs: a receipt's `payload`, `id` and `kid`; an Action's id, version,
+/// fingerprint (recomputed from its material fields as shown, guide:
+/// "Binding") and answer. Otherwise a file could show one decision while
+/// carrying the valid receipt of another.
+fn check_surroundings(v: &Value, claims: &Value) -> Result<(), String> {
+    let action = [v, &v["data"]]
+        .into_iter()
+        .find(|a| a["receipt"].is_object());
+    let receipt = match action {
+        Some(a) => &a["receipt"],
+        None => v,
+    };
+    let differs = |what: &str, shown: &Value, signed: &Value| {
+        format!("the file's {what} ({shown}) is not what the receipt signs ({signed})")
+    };
+    for (field, claim) in [("payload", None), ("id", Some("jti"))] {
+        let shown = &receipt[field];
+        let signed = claim.map_or(claims, |c| &claims[c]);
+        if !shown.is_null() && shown != signed {
+            return Err(differs(&format!("receipt {field}"), shown, signed));
+        }
+    }
+    let Some(a) = action else {
+        return Ok(());
+    };
+    let decision = &claims["decision"];
+    for (shown, signed, what) in [
+        (&a["id"], &claims["sub"], "Action id"),
+        (
+            &a["action_version"],
+            &claims["action_version"],
+            "action_version",
+        ),
+        (&a["fingerprint"], &claims["fingerprint"], "fingerprint"),
+        (
+            &a["resolution_option_id"],
+            &decision["option_id"],
+            "resolution_option_id",
+        ),
+        (&a["response"], &decision["response"], "response"),
+    ] {
+        if !shown.is_null() && shown != signed {
+            return Err(differs(what, shown, signed));
+        }
+    }
+    if a["title"].is_string() {
+        let shown = shown_fingerprint(a);
+        if claims["fingerprint"] != shown.as_str() {
+            return Err(format!(
+                "the file's Action content has fingerprint {shown}, not the {} the receipt signs: its material fields were changed",
+                claims["fingerprint"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The fingerprint of an Action's material fields as the API shows them.
+fn shown_fingerprint(a: &Value) -> String {
+    let material: serde_json::Map<String, Value> = crate::domain::fingerprint::MATERIAL_FIELDS
+        .iter()
+        .map(|f| ((*f).to_owned(), a[*f].clone()))
+        .collect();
+    let mut h = Sha256::new();
+    jcs::hash_into(&Value::Object(material), &mut h);
+    format!("sha256:{}", hex::encode(h.finalize()))
+}
+
+/// The JWKS text: fetched when `--keys` is an http(s) URL.
+fn read_jwks(src: &str) -> Result<String, String> {
+    if !(src.starts_with("https://") || src.starts_with("http://")) {
+        return std::fs::read_to_string(src).map_err(|e| format!("reading {src}: {e}"));
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("fetching {src}: {e}"))?;
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()
+            .map_err(|e| format!("fetching {src}: {e}"))?;
+        let r = client
+            .get(src)
+            .send()
+            .await
+            .map_err(|e| format!("fetching {src}: {e}"))?;
+        if !r.status().is_success() {
+            return Err(format!("fetching {src}: HTTP {}", r.status()));
+        }
+        r.text().await.map_err(|e| format!("fetching {src}: {e}"))
+    })
+}
+
 fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
     if let Some(path) = &a.keys {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let jwks: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        let text = read_jwks(path)?;
+        let jwks: Value =
+            serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
         let keys = jwks["keys"]
             .as_array()
             .ok_or("the JWKS has no keys array")?;

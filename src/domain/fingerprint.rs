@@ -8,6 +8,20 @@ use sha2::{Digest, Sha256};
 use crate::domain::action::ActionSpec;
 use crate::domain::jcs;
 
+/// The names of the material fields, as the API shows them: a client
+/// recomputes the fingerprint from these members of an Action.
+pub const MATERIAL_FIELDS: [&str; 9] = [
+    "title",
+    "description",
+    "options",
+    "interaction",
+    "context",
+    "decision_class",
+    "decision_context",
+    "controls",
+    "open_url",
+];
+
 /// The material fields, each present (`null` when absent). Priority, expiry,
 /// metadata and routing are deliberately left out: changing them does not change
 /// what the reviewer decides on.
@@ -35,6 +49,17 @@ pub fn fingerprint(s: &ActionSpec) -> String {
 mod tests {
     use super::*;
     use crate::domain::action::{ActionOption, Priority};
+
+    /// The names a client reads are the members `material` hashes.
+    #[test]
+    fn the_material_field_names_are_the_hashed_members() {
+        let m = material(&ActionSpec::default());
+        let mut names: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut want = MATERIAL_FIELDS.to_vec();
+        names.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(names, want);
+    }
 
     fn spec() -> ActionSpec {
         ActionSpec {

@@ -153,6 +153,11 @@ pub fn verify(jws: &str, keys: &[PublicKey]) -> Result<Value, String> {
         ));
     };
     let header: Value = decode_json(h).map_err(|e| format!("header: {e}"))?;
+    // RFC 7515 §4.1.11: a critical extension the verifier does not know
+    // must be refused; receipts use none.
+    if header.get("crit").is_some() {
+        return Err("the header lists critical extensions (crit); receipts have none".into());
+    }
     if header["alg"] != ALG {
         return Err(format!(
             "unexpected alg {}; receipts use EdDSA",
@@ -192,7 +197,15 @@ pub fn verify(jws: &str, keys: &[PublicKey]) -> Result<Value, String> {
         .map_err(|_| {
             "signature does not match: the receipt was altered or signed by another key".to_string()
         })?;
-    decode_json(p).map_err(|e| format!("payload: {e}"))
+    let claims = decode_json(p).map_err(|e| format!("payload: {e}"))?;
+    // Signed by a receipt key, but a receipt only if it says so.
+    if claims["receipt_version"] != RECEIPT_VERSION {
+        return Err(format!(
+            "the payload is not a receipt of version {RECEIPT_VERSION} (receipt_version {})",
+            claims["receipt_version"]
+        ));
+    }
+    Ok(claims)
 }
 
 fn decode_json(seg: &str) -> Result<Value, String> {
@@ -220,11 +233,31 @@ mod tests {
     #[test]
     fn signed_receipts_verify_and_tampering_is_caught() {
         let (sk, pk) = key();
-        let jws = sign(&sk, &pk.kid, &json!({"sub": "act_1", "seq": 1}));
+        let jws = sign(
+            &sk,
+            &pk.kid,
+            &json!({"sub": "act_1", "seq": 1, "receipt_version": RECEIPT_VERSION}),
+        );
         assert_eq!(
             verify(&jws, std::slice::from_ref(&pk)).unwrap()["sub"],
             "act_1"
         );
+        // Signed by the key, but not a receipt: refused.
+        let other = sign(&sk, &pk.kid, &json!({"sub": "act_1"}));
+        let err = verify(&other, std::slice::from_ref(&pk)).unwrap_err();
+        assert!(err.contains("not a receipt"), "{err}");
+        // A critical extension nobody here knows: refused (RFC 7515).
+        let header =
+            json!({"alg": ALG, "kid": pk.kid, "typ": TYP, "crit": ["x-later"], "x-later": 1});
+        let input = format!(
+            "{}.{}",
+            B64.encode(header.to_string()),
+            B64.encode(json!({"sub": "act_1", "receipt_version": RECEIPT_VERSION}).to_string())
+        );
+        let sig = sk.sign(input.as_bytes());
+        let crit = format!("{input}.{}", B64.encode(sig.to_bytes()));
+        let err = verify(&crit, std::slice::from_ref(&pk)).unwrap_err();
+        assert!(err.contains("crit"), "{err}");
         let mut bad = jws.clone().into_bytes();
         let i = jws.find('.').unwrap() + 3;
         bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };

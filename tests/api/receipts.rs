@@ -104,6 +104,54 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     assert_eq!(out.status.code(), Some(1));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.starts_with("invalid:"), "{said}");
+
+    // An Action whose shown content or answer differs from what its valid
+    // receipt signs is invalid too: a changed title (its fingerprint no
+    // longer matches), another Action's receipt, another answer.
+    let mut retitled = new.clone();
+    retitled["title"] = json!("Something else entirely");
+    let mut swapped = old.clone();
+    swapped["receipt"] = new["receipt"].clone();
+    let mut answered = new.clone();
+    answered["resolution_option_id"] = json!("reject");
+    let mut repaid = new.clone();
+    repaid["receipt"]["payload"]["decision"]["option_id"] = json!("reject");
+    for (case, file, why) in [
+        ("retitled", &retitled, "fingerprint"),
+        ("swapped", &swapped, "Action id"),
+        ("answered", &answered, "resolution_option_id"),
+        ("repaid", &repaid, "receipt payload"),
+    ] {
+        let f = dir.path().join(format!("{case}.json"));
+        std::fs::write(&f, file.to_string()).unwrap();
+        let out = hds(&[
+            "verify-receipt",
+            f.to_str().unwrap(),
+            "--keys",
+            keys.to_str().unwrap(),
+        ]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{case}: {said}");
+        assert!(
+            said.starts_with("invalid:") && said.contains(why),
+            "{case}: {said}"
+        );
+    }
+    // The keys may be given by their URL, as the server publishes them.
+    let f = dir.path().join("action.json");
+    std::fs::write(&f, new.to_string()).unwrap();
+    let url = format!("{}/v1/receipts/keys", app.base);
+    let out = tokio::task::spawn_blocking({
+        let f = f.clone();
+        move || hds(&["verify-receipt", f.to_str().unwrap(), "--keys", &url])
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 use sha2::Digest;
