@@ -516,6 +516,96 @@ async fn online_backup_restores_into_a_new_data_dir() {
     child.wait().unwrap();
 }
 
+/// A backup taken before `hds keys rotate`, restored beside the keys
+/// directory as it is now: the newer key is published again (retired), so
+/// a receipt it signed still verifies; the restored dir gets init's modes.
+#[tokio::test]
+async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let token = creds["user_token"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let backup = dir.path().join("backup.db");
+    let out = hds(&["backup", backup.to_str().unwrap()], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = hds(&["keys", "rotate"], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a: Value = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(&key)
+        .body(body(1).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let a = &a["data"];
+    let decided: Value = http
+        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
+        .bearer_auth(&token)
+        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "yes"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let receipt = dir.path().join("receipt.jws");
+    std::fs::write(
+        &receipt,
+        decided["data"]["receipt"]["jws"].as_str().unwrap(),
+    )
+    .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let restored = dir.path().join("restored");
+    std::fs::create_dir(&restored).unwrap();
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(data.join("keys"))
+        .arg(restored.join("keys"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let out = hds(&["restore", backup.to_str().unwrap()], &restored);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("1 receipt key(s) rotated after this backup are published again"),
+        "{said}"
+    );
+    let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &restored);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&restored), 0o700);
+        assert_eq!(mode(&restored.join("hds.db")), 0o600);
+    }
+}
+
 #[test]
 fn readme_quickstart_runs_verbatim() {
     let readme =

@@ -82,9 +82,24 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             std::fs::remove_file(&p)?;
         }
     }
-    let mut dst = Connection::open(&db)?;
+    // The modes `init` gives: the database holds webhook secrets.
+    crate::files::restrict_dir(&a.dir.data_dir)
+        .with_context(|| format!("restricting {}", a.dir.data_dir.display()))?;
+    let mut dst = Connection::open(&db).with_context(|| format!("opening {}", db.display()))?;
+    crate::files::restrict_file(&db).with_context(|| format!("restricting {}", db.display()))?;
     copy(&src, &mut dst)?;
     crate::store::migrate::apply(&mut dst)?;
+    // Keys rotated after the backup was taken stay published (retired), so
+    // the receipts they signed still verify.
+    let now = crate::domain::time::format(crate::clock::Clock::system().now());
+    let tx = dst.transaction()?;
+    let again = crate::service::keyring::publish_key_files(&a.dir.keys_dir(), &tx, &now)?;
+    tx.commit()?;
     println!("restored {} into {}", a.path.display(), db.display());
+    if again > 0 {
+        println!(
+            "{again} receipt key(s) rotated after this backup are published again, as retired; the backup's active key signs"
+        );
+    }
     Ok(())
 }

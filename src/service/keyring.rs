@@ -2,7 +2,7 @@
 //! published for verification. Private keys are PKCS#8 PEM files, mode 0600, in
 //! `<data-dir>/keys/<kid>.pem`; public halves are in the database.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -47,6 +47,7 @@ impl Keyring {
     /// when the active key's private half is missing (e.g. after a restore
     /// without the keys directory). Returns the active kid.
     pub fn ensure_active(&self, c: &Connection, now: &str) -> anyhow::Result<String> {
+        publish_key_files(&self.dir, c, now)?;
         if let Some(kid) = receipts::active_kid(c)? {
             if key_path(&self.dir, &kid).exists() {
                 return Ok(kid);
@@ -55,6 +56,45 @@ impl Keyring {
         }
         rotate(&self.dir, c, now)
     }
+}
+
+/// Publishes, as retired, every key file of the keys directory whose public
+/// half the database does not list. A database restored from a backup
+/// taken before a rotation lacks the newer key, and the receipts that key
+/// signed would no longer verify against the published keys (a public key
+/// is never withdrawn). A file that is not the key its name says is left
+/// alone, with a warning.
+/// Returns how many it published.
+pub fn publish_key_files(dir: &Path, c: &Connection, now: &str) -> anyhow::Result<usize> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(0);
+    };
+    let mut published = 0;
+    let known: HashSet<String> = receipts::keys(c)?.into_iter().map(|k| k.kid).collect();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(kid) = name.to_str().and_then(|n| n.strip_suffix(".pem")) else {
+            continue;
+        };
+        if known.contains(kid) {
+            continue;
+        }
+        let x = match load(dir, kid) {
+            Ok(key) => receipt::public_x(&key.verifying_key()),
+            Err(e) => {
+                tracing::warn!(error = %e, "a file in the keys directory is not a receipt key; left alone");
+                continue;
+            }
+        };
+        if receipt::thumbprint(&x) != kid {
+            tracing::warn!(file = %name.to_string_lossy(), "a key file is not named after its key's thumbprint; left alone");
+            continue;
+        }
+        receipts::insert_retired(c, kid, &x, now)?;
+        published += 1;
+        tracing::warn!(key.kid = %kid, "a receipt key the database did not list (restored from an older backup?) is published again, as retired");
+    }
+    Ok(published)
 }
 
 fn key_path(dir: &Path, kid: &str) -> PathBuf {
@@ -102,4 +142,53 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     f.write_all(bytes)?;
     f.sync_all()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database restored from before a rotation publishes the newer key
+    /// again (retired), from its file; the restored active key still signs.
+    #[test]
+    fn key_files_the_database_lacks_are_published_as_retired() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let ring = Keyring::new(keys.clone());
+        let t0 = "2026-11-26T10:00:00.000Z";
+        let first = ring.ensure_active(&c, t0).unwrap();
+        // What a backup taken now holds.
+        let backup: Vec<(String, String, String)> = receipts::keys(&c)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.kid, k.x, k.status))
+            .collect();
+        let second = rotate(&keys, &c, "2026-11-26T11:00:00.000Z").unwrap();
+        // Restored: the table as it was, the keys directory as it is.
+        c.execute("DELETE FROM signing_keys", []).unwrap();
+        for (kid, x, status) in &backup {
+            c.execute(
+                "INSERT INTO signing_keys(kid, x, status, created_at) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![kid, x, status, t0],
+            )
+            .unwrap();
+        }
+        std::fs::write(keys.join("notes.txt"), "not a key").unwrap();
+        std::fs::write(keys.join("bogus.pem"), "not a key either").unwrap();
+        let t2 = "2026-11-26T12:00:00.000Z";
+        assert_eq!(ring.ensure_active(&c, t2).unwrap(), first);
+        let listed: Vec<(String, String)> = receipts::keys(&c)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.kid, k.status))
+            .collect();
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        assert!(listed.contains(&(first.clone(), "active".to_owned())));
+        assert!(listed.contains(&(second.clone(), "retired".to_owned())));
+        // Once listed, a later start adds nothing.
+        ring.ensure_active(&c, t2).unwrap();
+        assert_eq!(receipts::keys(&c).unwrap().len(), 2);
+    }
 }

@@ -43,6 +43,15 @@ pub fn activate(c: &Connection, kid: &str, x: &str, now: &str) -> Result<()> {
     Ok(())
 }
 
+/// Publishes a key the database did not list, as retired.
+pub fn insert_retired(c: &Connection, kid: &str, x: &str, now: &str) -> Result<()> {
+    c.execute(
+        "INSERT INTO signing_keys(kid, x, status, created_at, retired_at) VALUES (?1, ?2, 'retired', ?3, ?3)",
+        params![kid, x, now],
+    )?;
+    Ok(())
+}
+
 /// The last receipt's (seq, compact JWS), if any.
 pub fn chain_head(c: &Connection) -> Result<Option<(i64, String)>> {
     Ok(
