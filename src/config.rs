@@ -478,8 +478,10 @@ impl Config {
     }
 }
 
-/// `--base-url`: an absolute http(s) URL (links in e-mails and receipts are built on it).
-fn parse_base_url(s: &str) -> Result<String, String> {
+/// `--base-url`: an absolute http(s) URL at the root of its host (links in
+/// e-mails and receipts are built on it, and hds serves every route from
+/// `/`: a path prefix would make every link a 404).
+pub fn parse_base_url(s: &str) -> Result<String, String> {
     match url::Url::parse(s) {
         Ok(u)
             if matches!(u.scheme(), "http" | "https")
@@ -487,6 +489,12 @@ fn parse_base_url(s: &str) -> Result<String, String> {
                 && u.query().is_none()
                 && u.fragment().is_none() =>
         {
+            if u.path() != "/" {
+                return Err(format!(
+                    "`{s}` has a path ({}); hds is served at the root of its own host name (README: \"Behind a reverse proxy\"), so give scheme://host[:port] only",
+                    u.path()
+                ));
+            }
             Ok(s.to_owned())
         }
         _ => Err(format!(
@@ -495,8 +503,38 @@ fn parse_base_url(s: &str) -> Result<String, String> {
     }
 }
 
+/// A TOML error with where it is, and the line itself unless its key may
+/// name a secret (a password, a client or webhook secret, a key): the
+/// message goes to the log, which is no place for one.
+fn toml_error(text: &str, e: &toml::de::Error) -> anyhow::Error {
+    let Some(span) = e.span() else {
+        return anyhow::anyhow!("{}", e.message().trim_end());
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line_no = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let line = text.lines().nth(line_no - 1).unwrap_or_default();
+    let key = line
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let secret = ["password", "secret", "token", "key"]
+        .iter()
+        .any(|w| key.contains(w));
+    let shown = if secret {
+        "(not shown: it may hold a secret)".to_owned()
+    } else {
+        format!("`{}`", line.trim())
+    };
+    anyhow::anyhow!(
+        "{} at line {line_no}, column {col}: {shown}",
+        e.message().trim_end()
+    )
+}
+
 fn parse_file(text: &str) -> anyhow::Result<Loaded> {
-    let file: FileConfig = toml::from_str(text)?;
+    let file: FileConfig = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     anyhow::ensure!(
         matches!(file.auth.domain_role, Role::Reviewer | Role::Viewer),
         "[auth] domain_role must be \"reviewer\" or \"viewer\""
@@ -515,6 +553,12 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
         anyhow::ensure!(
             !p.issuer_url().is_empty(),
             "[auth.providers.{name}] of kind oidc needs issuer"
+        );
+        let issuer = p.issuer_url();
+        anyhow::ensure!(
+            url::Url::parse(&issuer)
+                .is_ok_and(|u| matches!(u.scheme(), "https" | "http") && u.host().is_some()),
+            "[auth.providers.{name}] issuer `{issuer}` is not an absolute URL such as https://sso.example.com (the provider's issuer, as its discovery document names it)"
         );
     }
     Ok(Loaded {
@@ -558,6 +602,34 @@ client_id = "hds"
         assert!(e.to_string().contains("needs issuer"), "{e}");
         let e = parse_file("[auth]\nallowed_domains = []\n").unwrap_err();
         assert!(e.to_string().contains("unknown field"), "{e}");
+        let e = parse_file(
+            "[auth.providers.x]\nkind = \"oidc\"\nclient_id = \"a\"\nissuer = \"sso.example.com\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("issuer `sso.example.com` is not an absolute URL"),
+            "{e}"
+        );
+        // A syntax error says where; a line that may hold a secret is not shown.
+        let e = parse_file("[smtp]\nhost = \"mail\"\npassword=s3cretpw\n").unwrap_err();
+        let said = e.to_string();
+        assert!(
+            said.contains("line 3") && !said.contains("s3cretpw"),
+            "{said}"
+        );
+        let e = parse_file("[auth]\ndomain_role = reviewer\n").unwrap_err();
+        assert!(e.to_string().contains("`domain_role = reviewer`"), "{e}");
+    }
+
+    #[test]
+    fn the_base_url_is_the_root_of_an_http_host() {
+        assert!(parse_base_url("https://hds.example.com").is_ok());
+        assert!(parse_base_url("http://127.0.0.1:8080/").is_ok());
+        let e = parse_base_url("http://127.0.0.1:8080/hds").unwrap_err();
+        assert!(e.contains("has a path (/hds)"), "{e}");
+        assert!(parse_base_url("notaurl").is_err());
+        assert!(parse_base_url("ftp://x").is_err());
     }
 
     #[test]

@@ -606,6 +606,53 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
     }
 }
 
+/// Operator mistakes are refused before anything is made, with a message
+/// that names the fix: a data dir without a database, an address or a base
+/// URL that could not work, and a config file whose bad line may hold a
+/// secret (not echoed).
+#[test]
+fn operator_mistakes_are_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let fails = |args: &[&str], data: &Path, says: &str| {
+        let out = hds(args, data);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+        err
+    };
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    fails(&["keys", "list"], &empty, "has no database; run `hds init");
+    assert!(!empty.join("hds.db").exists(), "nothing was created");
+    let fresh = dir.path().join("fresh");
+    fails(
+        &["init", "--admin-email", "not an email"],
+        &fresh,
+        "is not an e-mail address",
+    );
+    fails(&["init", "--workspace", ""], &fresh, "the workspace name");
+    fails(
+        &["init", "--base-url", "http://127.0.0.1:8080/hds"],
+        &fresh,
+        "has a path (/hds)",
+    );
+    assert!(!fresh.join("hds.db").exists(), "nothing was created");
+    let data = dir.path().join("data");
+    init(&data);
+    fails(
+        &["users", "link", "a b@example.com", "--create-as", "viewer"],
+        &data,
+        "is not an e-mail address",
+    );
+    std::fs::write(
+        data.join("hds.toml"),
+        "[smtp]\nhost = \"mail\"\npassword=s3cretpw\n",
+    )
+    .unwrap();
+    let err = fails(&["serve", "--listen", "127.0.0.1:0"], &data, "line 3");
+    assert!(!err.contains("s3cretpw"), "{err}");
+}
+
 #[test]
 fn readme_quickstart_runs_verbatim() {
     let readme =

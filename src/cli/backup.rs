@@ -39,9 +39,10 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
     if a.path.exists() {
         bail!("{} exists; choose a new path", a.path.display());
     }
-    let src = Connection::open_with_flags(a.dir.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY)
+    let src = Connection::open_with_flags(a.dir.existing_db()?, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", a.dir.db_path().display()))?;
-    let mut dst = Connection::open(&a.path)?;
+    let mut dst =
+        Connection::open(&a.path).with_context(|| format!("creating {}", a.path.display()))?;
     crate::files::restrict_file(&a.path)?;
     copy(&src, &mut dst)?;
     let n: i64 = dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?;

@@ -4,7 +4,7 @@
 use crate::clock::Clock;
 use crate::domain::access::Role;
 use crate::domain::time;
-use anyhow::bail;
+use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::cli::DataDir;
@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Public base URL the admin's sign-in link starts with.
-    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080", value_parser = crate::config::parse_base_url)]
     pub base_url: String,
 }
 
@@ -49,10 +49,20 @@ pub fn initialise_at(
     workspace: &str,
     base_url: &str,
 ) -> anyhow::Result<serde_json::Value> {
+    // The rules of `hds workspaces create`: checked before anything is made.
+    if !crate::domain::validate::looks_like_email(admin_email) {
+        bail!(
+            "the admin e-mail `{admin_email}` is not an e-mail address (such as ana@example.com, no spaces)"
+        );
+    }
+    let workspace = crate::service::workspaces::check_name(workspace)
+        .map_err(|e| anyhow::anyhow!("the workspace name: {}", e.message))?;
+    let workspace = workspace.as_str();
     let dir = DataDir {
         data_dir: data_dir.to_owned(),
     };
-    std::fs::create_dir_all(data_dir)?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     crate::files::restrict_dir(data_dir)?;
     let mut conn = open_cli_connection(&dir.db_path())?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;

@@ -18,7 +18,7 @@ pub enum KeysCommand {
 pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
     match cmd {
         KeysCommand::Rotate(dir) => {
-            let mut conn = open_cli_connection(&dir.db_path())?;
+            let mut conn = open_cli_connection(&dir.existing_db()?)?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let now = crate::domain::time::format(crate::clock::Clock::system().now());
             let kid = keyring::rotate(&dir.keys_dir(), &tx, &now)?;
@@ -26,7 +26,7 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
             println!("active receipt key is now {kid}");
         }
         KeysCommand::List(dir) => {
-            let conn = open_cli_connection(&dir.db_path())?;
+            let conn = open_cli_connection(&dir.existing_db()?)?;
             let keys = receipts::keys(&conn).map_err(|e| anyhow::anyhow!("{e}"))?;
             println!("{:<45} {:<8} {:<26} RETIRED", "KID", "STATUS", "CREATED");
             for k in keys {

@@ -81,14 +81,40 @@ impl DataDir {
     pub fn keys_dir(&self) -> std::path::PathBuf {
         self.data_dir.join("keys")
     }
+    /// The database of an initialised data dir, for the commands that use
+    /// one (`keys`, `backup`, `workspaces`): a missing one is not created.
+    pub fn existing_db(&self) -> anyhow::Result<std::path::PathBuf> {
+        let db = self.db_path();
+        anyhow::ensure!(
+            db.exists(),
+            "{} has no database; run `hds init --data-dir {}` first (or pass the right --data-dir)",
+            self.data_dir.display(),
+            self.data_dir.display()
+        );
+        Ok(db)
+    }
+
     /// Takes the data dir's lock; fails when a server holds it.
     pub fn lock(&self) -> anyhow::Result<std::fs::File> {
-        std::fs::create_dir_all(&self.data_dir)?;
+        use anyhow::Context;
+        std::fs::create_dir_all(&self.data_dir).with_context(|| {
+            format!(
+                "creating the data dir {} (is it a directory this user may write?)",
+                self.data_dir.display()
+            )
+        })?;
+        let lock = self.data_dir.join("hds.lock");
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.data_dir.join("hds.lock"))?;
+            .open(&lock)
+            .with_context(|| {
+                format!(
+                    "opening {} (does this user own the data dir? `hds init` run as another user makes it theirs)",
+                    lock.display()
+                )
+            })?;
         f.try_lock().map_err(|_| {
             anyhow::anyhow!(
                 "{} is in use by a running hds; stop it first",

@@ -26,7 +26,7 @@ pub struct LinkArgs {
     #[command(flatten)]
     pub dir: DataDir,
     /// Public base URL the link starts with.
-    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080", value_parser = crate::config::parse_base_url)]
     pub base_url: String,
 }
 
@@ -82,7 +82,7 @@ pub fn link_with_note(a: &LinkArgs) -> anyhow::Result<(String, Option<String>)> 
             u
         }
         (None, Some(role)) => {
-            if !a.email.contains('@') {
+            if !crate::domain::validate::looks_like_email(&a.email) {
                 bail!("`{}` is not an e-mail address", a.email);
             }
             let Some(ws) = workspaces::oldest(&tx).map_err(err)? else {

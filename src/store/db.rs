@@ -534,10 +534,12 @@ fn configure_reader(conn: &mut Connection) -> rusqlite::Result<()> {
 
 /// A standalone connection for CLI commands that run beside or without the server.
 pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
-    let mut conn = Connection::open(path)?;
-    crate::files::restrict_file(path)?;
-    configure_connection(&conn, Durability::Full)?;
-    crate::store::migrate::apply(&mut conn)?;
+    use anyhow::Context;
+    let at = || format!("opening the database {}", path.display());
+    let mut conn = Connection::open(path).with_context(at)?;
+    crate::files::restrict_file(path).with_context(at)?;
+    configure_connection(&conn, Durability::Full).with_context(at)?;
+    crate::store::migrate::apply(&mut conn).with_context(at)?;
     Ok(conn)
 }
 
