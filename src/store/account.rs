@@ -2,7 +2,7 @@
 //! erasure of their personal data when they delete their account (guide:
 //! "Account: export and deletion"). Never a secret or a hash.
 
-use rusqlite::{Connection, Row};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -335,6 +335,39 @@ pub fn member_count(c: &Connection, workspace_id: &str) -> Result<i64> {
 /// told and their preferences deleted, mail to them stopped and its address
 /// and bodies erased, their e-mail replaced by `placeholder` and their name
 /// cleared. Decisions, votes, comments and history keep the user id.
+/// Takes the person's e-mail address (and name, from three characters on)
+/// out of what hds keeps for other people: their notifications ("ana@…
+/// commented on …"), the workspace-wide notices and the e-mails sent to
+/// them, where it stands as `instead`. One pass over those tables: an
+/// account is deleted rarely, and these tables hold 30 to 90 days.
+pub fn scrub_mentions(c: &Connection, user_id: &str, email: &str, instead: &str) -> Result<()> {
+    let name: Option<String> = c
+        .query_row("SELECT name FROM users WHERE id = ?1", [user_id], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .flatten();
+    let mut words = vec![email.to_owned()];
+    if let Some(n) = name.filter(|n| n.trim().chars().count() >= 3) {
+        words.push(n.trim().to_owned());
+    }
+    let statements = [
+        "UPDATE notifications SET title = replace(title, ?1, ?2), body = replace(body, ?1, ?2)
+          WHERE instr(title, ?1) > 0 OR instr(body, ?1) > 0",
+        "UPDATE notification_broadcasts SET title = replace(title, ?1, ?2), body = replace(body, ?1, ?2)
+          WHERE instr(title, ?1) > 0 OR instr(body, ?1) > 0",
+        "UPDATE mail_outbox SET subject = replace(subject, ?1, ?2),
+                text_body = replace(text_body, ?1, ?2), html_body = replace(html_body, ?1, ?2)
+          WHERE instr(subject, ?1) > 0 OR instr(text_body, ?1) > 0 OR instr(html_body, ?1) > 0",
+    ];
+    for word in &words {
+        for sql in statements {
+            c.prepare_cached(sql)?.execute(params![word, instead])?;
+        }
+    }
+    Ok(())
+}
+
 pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Result<()> {
     let statements = [
         "UPDATE user_tokens SET revoked_at = ?3 WHERE user_id = ?1 AND revoked_at IS NULL",

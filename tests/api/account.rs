@@ -513,3 +513,39 @@ async fn the_account_page_shows_a_new_api_token_once_and_a_reload_creates_nothin
     assert!(r.text().await.unwrap().contains("whole number of days"));
     assert_eq!(api_tokens_of(&app, &me), before + 1);
 }
+
+/// A deleted account's address is gone from what others were told: the
+/// notification "x@… commented on …" now names a deleted account.
+#[tokio::test]
+async fn a_deleted_account_leaves_no_address_in_others_notifications() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let leaver = app.member(Role::Reviewer);
+    let email = leaver.person().email.clone();
+    let a = app.create_action(two_options("Rotate the keys")).await;
+    let path = format!("/v1/actions/{}/comments", a["id"].as_str().unwrap());
+    let _: Value = admin
+        .post(&path, json!({"body": "who takes this?"}), 201)
+        .await;
+    let _: Value = leaver
+        .post(&path, json!({"body": "done on my side"}), 201)
+        .await;
+    let before: Value = admin.get("/v1/notifications", 200).await;
+    assert!(before.to_string().contains(&email), "{before}");
+    let r = leaver
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": email})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    let after: Value = admin.get("/v1/notifications", 200).await;
+    let text = after.to_string();
+    assert!(!text.contains(&email), "{text}");
+    assert!(
+        text.contains("a deleted account commented on Rotate the keys"),
+        "{text}"
+    );
+}
