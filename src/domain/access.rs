@@ -219,6 +219,13 @@ pub fn hears_of_failed_runs(role: Role) -> bool {
     manages_workspace(role)
 }
 
+/// The role a refused decision names in `details.required_role`: a viewer
+/// needs a deciding role; an owner or admin not listed on a restricted
+/// Action needs none (only its listed reviewers decide it), so None.
+pub fn required_for_decision(role: Role) -> Option<Role> {
+    (role == Role::Viewer).then_some(Role::Reviewer)
+}
+
 /// Invite people and revoke invitations; `invited` is the role offered.
 pub fn can_invite(role: Role, invited: Role) -> bool {
     manages_workspace(role) && (invited != Role::Owner || role == Role::Owner)

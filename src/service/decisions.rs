@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::access::Role;
+use crate::domain::access;
 use crate::domain::action::{ActionRecord, Actor, Outcome, Resolution, Status};
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::ActionEvent;
@@ -193,11 +193,9 @@ pub(crate) fn decide_in(
     }
     if !access.can_decide() {
         let refused = Error::new(Code::Forbidden, "you may see this Action but not decide it");
-        // A viewer would need a deciding role; an owner or admin not listed
-        // on a restricted Action, none (only the listed reviewers decide).
-        return Err(match access.role {
-            Role::Viewer => refused.with_detail("required_role", Role::Reviewer.as_str()),
-            _ => refused,
+        return Err(match access::required_for_decision(access.role) {
+            Some(role) => refused.with_detail("required_role", role.as_str()),
+            None => refused,
         });
     }
     decision::ensure_open(&a, &time::format(now))?;

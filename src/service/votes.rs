@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::domain::action::{ActionRecord, Actor, Interaction, Resolution};
@@ -162,9 +163,18 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         let current = match approval::outcome(&policy, approvals, rejections) {
             Some(approved) => {
                 let (option_id, response) = choice(&a, approved);
-                let voted: Vec<Value> = list
-                    .iter()
-                    .map(|(u, v)| json!({ "user_id": u, "vote": v }))
+                // Each vote with the hash of its reason, as a decision's
+                // receipt binds its reason (the quorum's own reason is the
+                // tally).
+                let voted: Vec<Value> = votes::with_reasons(c, &a.id, a.action_version)?
+                    .into_iter()
+                    .map(|(u, v, reason)| {
+                        let mut one = json!({ "user_id": u, "vote": v });
+                        if let Some(r) = reason {
+                            one["reason_sha256"] = json!(hex::encode(Sha256::digest(r.as_bytes())));
+                        }
+                        one
+                    })
                     .collect();
                 let reason = format!(
                     "{}, {}",

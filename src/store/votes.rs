@@ -37,6 +37,23 @@ pub fn insert(c: &Connection, v: &NewVote) -> Result<()> {
     Ok(())
 }
 
+/// Every vote on this version of the Action with its reason, oldest
+/// first: (user id, vote, reason), for the receipt of a quorum.
+pub fn with_reasons(
+    c: &Connection,
+    action_id: &str,
+    action_version: i64,
+) -> Result<Vec<(String, String, Option<String>)>> {
+    let mut st = c.prepare_cached(
+        "SELECT user_id, vote, reason FROM action_votes WHERE action_id = ?1 AND action_version = ?2
+         ORDER BY created_at, user_id",
+    )?;
+    let rows = st.query_map(params![action_id, action_version], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Every vote on this version of the Action, oldest first: (user id, vote).
 pub fn all(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<(String, String)>> {
     let mut st = c.prepare_cached(

@@ -55,7 +55,9 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
     let maybe = json!({"vote": "maybe", "action_version": 1, "fingerprint": a["fingerprint"]});
     bob.post_err(&path, maybe, 422, "VALIDATION_ERROR").await;
 
-    let done: Value = bob.post(&path, vote(&a, "approve"), 200).await;
+    let mut with_reason = vote(&a, "approve");
+    with_reason["reason"] = json!("checked the backup");
+    let done: Value = bob.post(&path, with_reason, 200).await;
     let d = &done["data"];
     assert_eq!(d["status"], "resolved");
     assert_eq!(d["resolution_option_id"], "approve");
@@ -68,6 +70,21 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
         .as_array()
         .unwrap();
     assert_eq!(votes.len(), 2);
+    // Each vote's reason is bound by its hash; one without a reason has none.
+    use sha2::Digest;
+    let bobs = votes
+        .iter()
+        .find(|v| v["user_id"] == bob.person().id.as_str())
+        .unwrap();
+    assert_eq!(
+        bobs["reason_sha256"],
+        hex::encode(sha2::Sha256::digest(b"checked the backup"))
+    );
+    let admins = votes
+        .iter()
+        .find(|v| v["user_id"] == admin.person().id.as_str())
+        .unwrap();
+    assert!(admins.get("reason_sha256").is_none(), "{admins}");
     // Admins see restricted Actions, but only listed reviewers vote.
     app.member(Role::Admin)
         .post_err(&path, vote(&a, "approve"), 403, "FORBIDDEN")
