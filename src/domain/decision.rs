@@ -243,6 +243,57 @@ mod tests {
     use crate::domain::action::{Choice, FormField};
     use serde_json::json;
 
+    /// Past `expires_at` an open Action is not open: refused with the
+    /// status `on_expire` gives it and the deadline, before the expiry pass
+    /// closes it; at the deadline exactly too; before it, open.
+    #[test]
+    fn an_open_action_past_its_deadline_is_not_open() {
+        use crate::domain::action::{ActionRecord, Environment, OnExpire, Work};
+        let record = |on_expire: Option<&str>| ActionRecord {
+            id: "act_1".into(),
+            workspace_id: "ws_1".into(),
+            source_id: "src_1".into(),
+            environment: Environment::Live,
+            status: Status::Open,
+            action_version: 1,
+            fingerprint: "sha256:x".into(),
+            spec: ActionSpec {
+                title: "t".into(),
+                expires_at: Some("2026-11-26T10:00:00.000Z".into()),
+                on_expire: on_expire.map(|a| OnExpire {
+                    action: a.into(),
+                    option_id: None,
+                }),
+                ..Default::default()
+            },
+            resolution: None,
+            receipt: None,
+            outcome: None,
+            snoozed_until: None,
+            created_at: "2026-11-26T09:00:00.000Z".into(),
+            updated_at: "2026-11-26T09:00:00.000Z".into(),
+            closed_at: None,
+            work: Work::default(),
+        };
+        let a = record(None);
+        assert!(ensure_open(&a, "2026-11-26T09:59:59.999Z").is_ok());
+        for (on_expire, becomes) in [
+            (None, "expired"),
+            (Some("cancel"), "cancelled"),
+            (Some("resolve"), "resolved"),
+        ] {
+            let e = ensure_open(&record(on_expire), "2026-11-26T10:00:00.000Z").unwrap_err();
+            assert_eq!(e.code, Code::ActionNotOpen);
+            assert_eq!(e.details["status"], becomes);
+            assert_eq!(e.details["expires_at"], "2026-11-26T10:00:00.000Z");
+        }
+        let mut closed = record(None);
+        closed.status = Status::Resolved;
+        let e = ensure_open(&closed, "2026-11-26T09:00:00.000Z").unwrap_err();
+        assert_eq!(e.details["status"], "resolved");
+        assert!(e.details.get("expires_at").is_none());
+    }
+
     fn with(i: Interaction) -> ActionSpec {
         ActionSpec {
             title: "t".into(),

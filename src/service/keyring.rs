@@ -118,13 +118,25 @@ pub fn rotate(dir: &Path, c: &Connection, now: &str) -> anyhow::Result<String> {
     let key = SigningKey::from_bytes(&random_bytes());
     let x = receipt::public_x(&key.verifying_key());
     let kid = receipt::thumbprint(&x);
-    let pem = key
-        .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| anyhow::anyhow!("encoding key: {e}"))?;
+    let pem = private_pem(&key)?;
     write_private(&key_path(dir, &kid), pem.as_bytes())?;
     // The caller's transaction makes the two statements atomic.
     receipts::activate(c, &kid, &x, now).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(kid)
+}
+
+/// The private key as PKCS#8 v1 PEM (RFC 8410), without the public key
+/// that a v2 document (RFC 5958) adds: OpenSSL 3 and Python's
+/// `cryptography` read v1, not dalek's v2 form. Keys written before in the
+/// v2 form are still read.
+fn private_pem(key: &SigningKey) -> anyhow::Result<impl std::ops::Deref<Target = String>> {
+    let bytes = ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    };
+    bytes
+        .to_pkcs8_pem(LineEnding::LF)
+        .map_err(|e| anyhow::anyhow!("encoding key: {e}"))
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -190,5 +202,29 @@ mod tests {
         // Once listed, a later start adds nothing.
         ring.ensure_active(&c, t2).unwrap();
         assert_eq!(receipts::keys(&c).unwrap().len(), 2);
+    }
+
+    /// Key files are PKCS#8 v1 (RFC 8410, no public key), which OpenSSL 3
+    /// and Python's `cryptography` read: 48 bytes of DER, version 0; and
+    /// they load back as the same key.
+    #[test]
+    fn key_files_are_pkcs8_v1() {
+        use base64::Engine;
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let kid = rotate(dir.path(), &c, "2026-11-26T10:00:00.000Z").unwrap();
+        let pem = std::fs::read_to_string(key_path(dir.path(), &kid)).unwrap();
+        let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        assert_eq!(der.len(), 48, "{pem}");
+        assert_eq!(&der[..5], &[0x30, 0x2e, 0x02, 0x01, 0x00]);
+        let key = load(dir.path(), &kid).unwrap();
+        assert_eq!(
+            receipt::thumbprint(&receipt::public_x(&key.verifying_key())),
+            kid
+        );
     }
 }
