@@ -653,6 +653,61 @@ fn operator_mistakes_are_refused_with_what_to_do() {
     assert!(!err.contains("s3cretpw"), "{err}");
 }
 
+/// SIGTERM answers a held long poll at once with the Action as it is,
+/// instead of waiting out its 30 s hold, and the server then stops.
+#[tokio::test]
+async fn a_stop_answers_held_long_polls_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let a: Value = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(&key)
+        .body(body(1).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = a["data"]["id"].as_str().unwrap().to_owned();
+    let poll = tokio::spawn({
+        let (http, base, key) = (http.clone(), base.clone(), key.clone());
+        async move {
+            let started = std::time::Instant::now();
+            let r = http
+                .get(format!("{base}/v1/source/actions/{id}?wait_seconds=30"))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let v: Value = r.json().await.unwrap();
+            (status, v, started.elapsed())
+        }
+    });
+    // The poll is held (it has not answered) before the signal.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!poll.is_finished());
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let (status, v, took) = poll.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(v["data"]["status"], "open");
+    assert!(
+        took < Duration::from_secs(15),
+        "the poll waited out its hold: {took:?}"
+    );
+    let code = child.wait().unwrap();
+    assert!(code.success(), "{code:?}");
+}
+
 #[test]
 fn readme_quickstart_runs_verbatim() {
     let readme =

@@ -72,7 +72,21 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
                 }
             });
         }
-        crate::app::serve(listener, state.clone(), shutdown_signal()).await?;
+        let stop = state.services.stop.clone();
+        let stopping = async move {
+            shutdown_signal().await;
+            tracing::info!("stopping: held requests answer now, requests under way finish; a second signal stops at once");
+            stop.send_replace(true);
+            // Committed writes are durable whatever happens next: a second
+            // signal need not wait for the drain (as after kill -9, a job
+            // being run is run again at the next start).
+            tokio::spawn(async {
+                shutdown_signal().await;
+                tracing::warn!("second signal: stopping now");
+                std::process::exit(130);
+            });
+        };
+        crate::app::serve(listener, state.clone(), stopping).await?;
         let background = state
             .background
             .lock()

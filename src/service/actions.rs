@@ -372,8 +372,11 @@ pub async fn get_for_source(
     }
     // Not kept while waiting: a held poll should cost as little as possible.
     drop(a);
-    // Woken or timed out, the answer is the Action as it is now.
-    let _ = tokio::time::timeout(wait.min(MAX_WAIT), notified).await;
+    // Woken, timed out or stopping, the answer is the Action as it is now.
+    tokio::select! {
+        _ = tokio::time::timeout(wait.min(MAX_WAIT), notified) => {}
+        () = s.stopping() => {}
+    }
     read(src, id).await
 }
 

@@ -66,6 +66,10 @@ pub struct Services {
     pub jobs_running: Arc<std::sync::Mutex<Vec<i64>>>,
     /// New keys and secrets between a dashboard POST and the GET that shows them.
     pub shown_once: Arc<shown_once::ShownOnce>,
+    /// Set when the server begins to stop: held requests (long polls,
+    /// X-Service-Blocking, the dashboard's event stream) answer at once, so
+    /// a stop does not wait out their holds.
+    pub stop: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Services {
@@ -80,11 +84,18 @@ impl Services {
             inflight: Arc::default(),
             key_cache: Arc::default(),
             changes: Arc::new(tokio::sync::watch::Sender::new(0)),
+            stop: Arc::new(tokio::sync::watch::Sender::new(false)),
             oidc: Arc::default(),
             jobs_wake: Arc::default(),
             jobs_running: Arc::default(),
             shown_once: Arc::default(),
         }
+    }
+
+    /// Resolves once the server has begun to stop (`stop`).
+    pub async fn stopping(&self) {
+        let mut rx = self.stop.subscribe();
+        let _ = rx.wait_for(|stopping| *stopping).await;
     }
 
     /// Runs `job` in the writer's transaction, then, once it has committed,

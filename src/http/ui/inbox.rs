@@ -480,9 +480,13 @@ pub async fn inbox_events(
     let changed = if seen != Some(current) {
         Some(current)
     } else {
-        match tokio::time::timeout(MAX_WAIT, rx.changed()).await {
-            Ok(Ok(())) => Some(*rx.borrow_and_update()),
-            _ => None,
+        let stopping = st.services.stopping();
+        tokio::select! {
+            r = tokio::time::timeout(MAX_WAIT, rx.changed()) => match r {
+                Ok(Ok(())) => Some(*rx.borrow_and_update()),
+                _ => None,
+            },
+            () = stopping => None,
         }
     };
     let body = match changed {
