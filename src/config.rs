@@ -514,22 +514,21 @@ fn toml_error(text: &str, e: &toml::de::Error) -> anyhow::Error {
     let line_no = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     let line = text.lines().nth(line_no - 1).unwrap_or_default();
-    let key = line
-        .split('=')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let lower = line.to_ascii_lowercase();
     let secret = ["password", "secret", "token", "key"]
         .iter()
-        .any(|w| key.contains(w));
-    let shown = if secret {
-        "(not shown: it may hold a secret)".to_owned()
-    } else {
-        format!("`{}`", line.trim())
-    };
+        .any(|w| lower.contains(w));
+    // toml's message may quote the value (`invalid type: integer `12345``):
+    // neither it nor the line is shown where a secret may stand.
+    if secret {
+        return anyhow::anyhow!(
+            "a value at line {line_no}, column {col} is not valid TOML or not of the right type (the line is not shown: it may hold a secret)"
+        );
+    }
     anyhow::anyhow!(
-        "{} at line {line_no}, column {col}: {shown}",
-        e.message().trim_end()
+        "{} at line {line_no}, column {col}: `{}`",
+        e.message().trim_end(),
+        line.trim()
     )
 }
 
@@ -612,12 +611,17 @@ client_id = "hds"
             "{e}"
         );
         // A syntax error says where; a line that may hold a secret is not shown.
-        let e = parse_file("[smtp]\nhost = \"mail\"\npassword=s3cretpw\n").unwrap_err();
-        let said = e.to_string();
-        assert!(
-            said.contains("line 3") && !said.contains("s3cretpw"),
-            "{said}"
-        );
+        for secret in [
+            "[smtp]\nhost = \"mail\"\npassword=s3cretpw\n",
+            "smtp = { host = \"mail\", password = s3cretpw }\n",
+            "[smtp]\nhost = \"mail\"\npassword = 12345\n",
+        ] {
+            let said = parse_file(secret).unwrap_err().to_string();
+            assert!(
+                said.contains("line") && !said.contains("s3cretpw") && !said.contains("12345"),
+                "{said}"
+            );
+        }
         let e = parse_file("[auth]\ndomain_role = reviewer\n").unwrap_err();
         assert!(e.to_string().contains("`domain_role = reviewer`"), "{e}");
     }

@@ -661,7 +661,26 @@ async fn a_stop_answers_held_long_polls_at_once() {
     let data = dir.path().join("data");
     let creds = init(&data);
     let key = creds["source_key_live"].as_str().unwrap().to_owned();
-    let (mut child, base) = serve(&data);
+    let mut child = Command::new(HDS)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
+    let second = lines.next().unwrap().unwrap();
+    let metrics = second.strip_prefix("metrics on ").unwrap().to_owned();
+    std::thread::spawn(move || lines.for_each(drop));
     let http = client_builder().build().unwrap();
     let a: Value = http
         .post(format!("{base}/v1/actions"))
@@ -689,8 +708,24 @@ async fn a_stop_answers_held_long_polls_at_once() {
             (status, v, started.elapsed())
         }
     });
-    // The poll is held (it has not answered) before the signal.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Signalled once the server holds the poll (its gauge says so).
+    let mut held = false;
+    for _ in 0..200 {
+        let text = http
+            .get(&metrics)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if text.lines().any(|l| l == "hds_long_polls_held 1") {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(held, "the poll was never held");
     assert!(!poll.is_finished());
     let term = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

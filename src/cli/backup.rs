@@ -83,9 +83,15 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             std::fs::remove_file(&p)?;
         }
     }
-    // The modes `init` gives: the database holds webhook secrets.
-    crate::files::restrict_dir(&a.dir.data_dir)
-        .with_context(|| format!("restricting {}", a.dir.data_dir.display()))?;
+    // The modes `init` gives: the database holds webhook secrets. A data
+    // dir this user may write but does not own keeps its mode, with a
+    // warning (the server sets it again at start).
+    if let Err(e) = crate::files::restrict_dir(&a.dir.data_dir) {
+        eprintln!(
+            "warning: could not make {} private (0700): {e}",
+            a.dir.data_dir.display()
+        );
+    }
     let mut dst = Connection::open(&db).with_context(|| format!("opening {}", db.display()))?;
     crate::files::restrict_file(&db).with_context(|| format!("restricting {}", db.display()))?;
     copy(&src, &mut dst)?;

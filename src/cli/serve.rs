@@ -79,12 +79,25 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             stop.send_replace(true);
             // Committed writes are durable whatever happens next: a second
             // signal need not wait for the drain (as after kill -9, a job
-            // being run is run again at the next start).
-            tokio::spawn(async {
-                shutdown_signal().await;
-                tracing::warn!("second signal: stopping now");
-                std::process::exit(130);
-            });
+            // being run is run again at the next start). Watched from a
+            // thread with a runtime of its own, which outlives the server's
+            // runtime and the wait for the background loops.
+            let watcher = std::thread::Builder::new()
+                .name("hds-second-signal".into())
+                .spawn(|| {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    else {
+                        return;
+                    };
+                    rt.block_on(shutdown_signal());
+                    tracing::warn!("second signal: stopping now");
+                    std::process::exit(130);
+                });
+            if let Err(e) = watcher {
+                tracing::warn!(error = %e, "no watcher for a second signal; the stop runs to its end");
+            }
         };
         crate::app::serve(listener, state.clone(), stopping).await?;
         let background = state

@@ -48,30 +48,31 @@ fn verify(a: &Args) -> Result<String, String> {
     let jws = extract_jws(input.trim())?;
     let keys = load_keys(a)?;
     let claims = receipt::verify(&jws, &keys)?;
+    let kid = jws
+        .split('.')
+        .next()
+        .and_then(|h| {
+            use base64::Engine;
+            let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(h)
+                .ok()?;
+            serde_json::from_slice::<Value>(&b)
+                .ok()?
+                .get("kid")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
     if input.trim().starts_with('{') {
         let around: Value = serde_json::from_str(input.trim()).map_err(|e| e.to_string())?;
-        check_surroundings(&around, &claims)?;
+        check_surroundings(&around, &claims, &kid)?;
     }
     Ok(format!(
-        "receipt {} for {} (action_version {}, {}) signed by {}",
+        "receipt {} for {} (action_version {}, {}) signed by {kid}",
         claims["jti"].as_str().unwrap_or("?"),
         claims["sub"].as_str().unwrap_or("?"),
         claims["action_version"],
         claims["fingerprint"].as_str().unwrap_or("?"),
-        jws.split('.')
-            .next()
-            .and_then(|h| {
-                use base64::Engine;
-                let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .decode(h)
-                    .ok()?;
-                serde_json::from_slice::<Value>(&b)
-                    .ok()?
-                    .get("kid")?
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .unwrap_or_default()
     ))
 }
 
@@ -98,9 +99,9 @@ fn extract_jws(input: &str) -> Result<String, String> {
 /// A receipt object or an Action around the JWS must show what the JWS
 /// signs: a receipt's `payload`, `id` and `kid`; an Action's id, version,
 /// fingerprint (recomputed from its material fields as shown, guide:
-/// "Binding") and answer. Otherwise a file could show one decision while
-/// carrying the valid receipt of another.
-fn check_surroundings(v: &Value, claims: &Value) -> Result<(), String> {
+/// "Binding"), answer, reason, who decided and when. Otherwise a file could
+/// show one decision while carrying the valid receipt of another.
+fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String> {
     let action = [v, &v["data"]]
         .into_iter()
         .find(|a| a["receipt"].is_object());
@@ -118,10 +119,17 @@ fn check_surroundings(v: &Value, claims: &Value) -> Result<(), String> {
             return Err(differs(&format!("receipt {field}"), shown, signed));
         }
     }
+    if receipt["kid"].as_str().is_some_and(|k| k != kid) {
+        return Err(differs("receipt kid", &receipt["kid"], &Value::from(kid)));
+    }
     let Some(a) = action else {
         return Ok(());
     };
     let decision = &claims["decision"];
+    let reason_hash = a["resolution_reason"]
+        .as_str()
+        .map(|r| Value::from(hex::encode(Sha256::digest(r.as_bytes()))))
+        .unwrap_or(Value::Null);
     for (shown, signed, what) in [
         (&a["id"], &claims["sub"], "Action id"),
         (
@@ -136,19 +144,29 @@ fn check_surroundings(v: &Value, claims: &Value) -> Result<(), String> {
             "resolution_option_id",
         ),
         (&a["response"], &decision["response"], "response"),
+        (&a["resolved_by"], &claims["decided_by"], "resolved_by"),
+        (&a["resolved_at"], &claims["decided_at"], "resolved_at"),
+        (
+            &reason_hash,
+            &decision["reason_sha256"],
+            "resolution_reason (its SHA-256)",
+        ),
+        (&a["workspace_id"], &claims["workspace_id"], "workspace_id"),
+        (&a["source_id"], &claims["source_id"], "source_id"),
+        (&a["environment"], &claims["environment"], "environment"),
     ] {
         if !shown.is_null() && shown != signed {
             return Err(differs(what, shown, signed));
         }
     }
-    if a["title"].is_string() {
-        let shown = shown_fingerprint(a);
-        if claims["fingerprint"] != shown.as_str() {
-            return Err(format!(
-                "the file's Action content has fingerprint {shown}, not the {} the receipt signs: its material fields were changed",
-                claims["fingerprint"]
-            ));
-        }
+    // Always: material fields left out of the file count as null, so a
+    // file cannot drop the content it shows from the check.
+    let shown = shown_fingerprint(a);
+    if claims["fingerprint"] != shown.as_str() {
+        return Err(format!(
+            "the file's Action content has fingerprint {shown}, not the {} the receipt signs: its material fields were changed",
+            claims["fingerprint"]
+        ));
     }
     Ok(())
 }
@@ -168,6 +186,16 @@ fn shown_fingerprint(a: &Value) -> String {
 fn read_jwks(src: &str) -> Result<String, String> {
     if !(src.starts_with("https://") || src.starts_with("http://")) {
         return std::fs::read_to_string(src).map_err(|e| format!("reading {src}: {e}"));
+    }
+    if src.starts_with("http://")
+        && !url::Url::parse(src)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .is_some_and(|h| h == "localhost" || h == "127.0.0.1" || h == "[::1]")
+    {
+        eprintln!(
+            "warning: fetching the keys over plain http: they could be altered on the way; use https or a saved file"
+        );
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Builder::new_current_thread()

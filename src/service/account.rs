@@ -136,7 +136,8 @@ pub async fn delete(s: &Services, user: &UserCaller, req: AccountDeleteRequest) 
             invitations::revoke_offered_by(c, &ws.id, &uid, None, &now)?;
             workspaces::remove_member(c, &ws.id, &uid)?;
         }
-        store::scrub_mentions(c, &uid, &email, "a deleted account")?;
+        let shared: Vec<String> = memberships.iter().map(|(ws, _)| ws.id.clone()).collect();
+        store::scrub_mentions(c, &uid, &email, &shared, "a deleted account")?;
         store::erase(c, &uid, &placeholder_email(&uid), &now)
     })
     .await

@@ -444,12 +444,18 @@ pub async fn stripe_webhook(
                 Verdict::Paid(plan) => plan,
                 Verdict::Ended => SELF_HOSTED.to_owned(),
             };
+            // An event or subscription without `created` keeps what is known
+            // of the same subscription, so the order is never forgotten.
+            let same = ws.subscription_id.as_deref() == Some(sub_id.as_str());
+            let kept = |new: Option<i64>, old: Option<i64>| {
+                if same { new.max(old) } else { new }
+            };
             let now = store::StripeState {
+                subscription_created: kept(sub_created, ws.subscription_created),
+                event_at: kept(event_at, ws.event_at),
                 workspace_id: ws.workspace_id,
                 subscription_id: Some(sub_id),
-                subscription_created: sub_created,
                 live,
-                event_at,
             };
             store::set_plan_from_stripe(c, &plan, &now)?;
             Ok(Some(plan))
@@ -492,8 +498,10 @@ fn follows(ws: &store::StripeState, e: &StripeEvent) -> bool {
             _ => true,
         };
     }
+    // Two created in the same second: the greater id wins, whichever
+    // arrives first, so the plan does not flip with delivery order.
     let newer = match (e.subscription_created, ws.subscription_created) {
-        (Some(theirs), Some(ours)) => theirs >= ours,
+        (Some(theirs), Some(ours)) => (theirs, e.subscription_id) > (ours, current),
         _ => true,
     };
     e.paid && (newer || !ws.live)

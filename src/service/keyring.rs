@@ -82,7 +82,10 @@ pub fn publish_key_files(dir: &Path, c: &Connection, now: &str) -> anyhow::Resul
         let x = match load(dir, kid) {
             Ok(key) => receipt::public_x(&key.verifying_key()),
             Err(e) => {
-                tracing::warn!(error = %e, "a file in the keys directory is not a receipt key; left alone");
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "a file in the keys directory is not a receipt key; left alone"
+                );
                 continue;
             }
         };

@@ -330,44 +330,117 @@ pub fn member_count(c: &Connection, workspace_id: &str) -> Result<i64> {
     )?)
 }
 
-/// Erases the person's personal data once their memberships are gone: every
-/// credential revoked, identities and sign-in links deleted, what they were
-/// told and their preferences deleted, mail to them stopped and its address
-/// and bodies erased, their e-mail replaced by `placeholder` and their name
-/// cleared. Decisions, votes, comments and history keep the user id.
-/// Takes the person's e-mail address (and name, from three characters on)
-/// out of what hds keeps for other people: their notifications ("ana@…
-/// commented on …"), the workspace-wide notices and the e-mails sent to
-/// them, where it stands as `instead`. One pass over those tables: an
-/// account is deleted rarely, and these tables hold 30 to 90 days.
-pub fn scrub_mentions(c: &Connection, user_id: &str, email: &str, instead: &str) -> Result<()> {
+/// Takes the person's e-mail address and name out of what hds keeps for
+/// the people of `workspaces` (those the person belonged to): their
+/// notifications ("ana@… commented on …"), the workspace-wide notices and
+/// the e-mails sent to them, where `instead` takes its place. The address
+/// is replaced wherever it stands as a whole address (not inside a longer
+/// one); the name only where hds put it, at the start of a title, subject
+/// or body before a space. A pass over those workspaces' rows: an account
+/// is deleted rarely, and these tables hold 30 to 90 days.
+pub fn scrub_mentions(
+    c: &Connection,
+    user_id: &str,
+    email: &str,
+    workspaces: &[String],
+    instead: &str,
+) -> Result<()> {
     let name: Option<String> = c
         .query_row("SELECT name FROM users WHERE id = ?1", [user_id], |r| {
             r.get(0)
         })
         .optional()?
-        .flatten();
-    let mut words = vec![email.to_owned()];
-    if let Some(n) = name.filter(|n| n.trim().chars().count() >= 3) {
-        words.push(n.trim().to_owned());
-    }
-    let statements = [
-        "UPDATE notifications SET title = replace(title, ?1, ?2), body = replace(body, ?1, ?2)
-          WHERE instr(title, ?1) > 0 OR instr(body, ?1) > 0",
-        "UPDATE notification_broadcasts SET title = replace(title, ?1, ?2), body = replace(body, ?1, ?2)
-          WHERE instr(title, ?1) > 0 OR instr(body, ?1) > 0",
-        "UPDATE mail_outbox SET subject = replace(subject, ?1, ?2),
-                text_body = replace(text_body, ?1, ?2), html_body = replace(html_body, ?1, ?2)
-          WHERE instr(subject, ?1) > 0 OR instr(text_body, ?1) > 0 OR instr(html_body, ?1) > 0",
+        .flatten()
+        .map(|n: String| n.trim().to_owned())
+        .filter(|n| !n.is_empty());
+    let scrub = |text: &str| scrubbed(text, email, name.as_deref(), instead);
+    let ws = serde_json::to_string(workspaces)?;
+    let name_prefix = name.as_deref().map(|n| format!("{n} ")).unwrap_or_default();
+    // (select, update): rows of those workspaces that may name the person.
+    let tables = [
+        (
+            "SELECT user_id || ' ' || id, title, body, NULL FROM notifications
+              WHERE workspace_id IN (SELECT value FROM json_each(?1))
+                AND (instr(title, ?2) > 0 OR instr(body, ?2) > 0 OR (?3 <> '' AND (substr(title, 1, length(?3)) = ?3 OR substr(body, 1, length(?3)) = ?3)))",
+            "UPDATE notifications SET title = ?2, body = ?3 WHERE user_id || ' ' || id = ?1",
+        ),
+        (
+            "SELECT CAST(seq AS TEXT), title, body, NULL FROM notification_broadcasts
+              WHERE workspace_id IN (SELECT value FROM json_each(?1))
+                AND (instr(title, ?2) > 0 OR instr(body, ?2) > 0 OR (?3 <> '' AND (substr(title, 1, length(?3)) = ?3 OR substr(body, 1, length(?3)) = ?3)))",
+            "UPDATE notification_broadcasts SET title = ?2, body = ?3 WHERE seq = CAST(?1 AS INTEGER)",
+        ),
+        (
+            "SELECT id, subject, text_body, html_body FROM mail_outbox
+              WHERE workspace_id IN (SELECT value FROM json_each(?1))
+                AND (instr(subject, ?2) > 0 OR instr(text_body, ?2) > 0 OR instr(html_body, ?2) > 0
+                     OR (?3 <> '' AND (substr(subject, 1, length(?3)) = ?3 OR substr(text_body, 1, length(?3)) = ?3)))",
+            "UPDATE mail_outbox SET subject = ?2, text_body = ?3, html_body = ?4 WHERE id = ?1",
+        ),
     ];
-    for word in &words {
-        for sql in statements {
-            c.prepare_cached(sql)?.execute(params![word, instead])?;
+    for (select, update) in tables {
+        let rows: Vec<(String, String, Option<String>, Option<String>)> = {
+            let mut st = c.prepare_cached(select)?;
+            let rows = st.query_map(params![ws, email, name_prefix], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut st = c.prepare_cached(update)?;
+        for (key, first, second, third) in rows {
+            let (first, second) = (scrub(&first), second.as_deref().map(scrub));
+            if update.contains("?4") {
+                st.execute(params![key, first, second, third.as_deref().map(scrub)])?;
+            } else {
+                st.execute(params![key, first, second])?;
+            }
         }
     }
     Ok(())
 }
 
+/// `text` with each whole `email` (not part of a longer address or word)
+/// and a leading `name ` replaced by `instead`.
+fn scrubbed(text: &str, email: &str, name: Option<&str>, instead: &str) -> String {
+    let part_of_address =
+        |ch: Option<char>| ch.is_some_and(|c| c.is_alphanumeric() || "._%+-@".contains(c));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(email) {
+        let before = if at > 0 {
+            rest[..at].chars().last()
+        } else {
+            out.chars().last()
+        };
+        let tail = &rest[at + email.len()..];
+        // A sentence's full stop ends the address; `.au` would continue it.
+        let after = match tail.chars().next() {
+            Some('.') => tail[1..].chars().next().filter(|c| c.is_alphanumeric()),
+            other => other,
+        };
+        out.push_str(&rest[..at]);
+        if part_of_address(before) || part_of_address(after) {
+            out.push_str(email);
+        } else {
+            out.push_str(instead);
+        }
+        rest = &rest[at + email.len()..];
+    }
+    out.push_str(rest);
+    match name
+        .and_then(|n| out.strip_prefix(n))
+        .filter(|r| r.starts_with(' '))
+    {
+        Some(r) => format!("{instead}{r}"),
+        None => out,
+    }
+}
+
+/// Erases the person's personal data once their memberships are gone: every
+/// credential revoked, identities and sign-in links deleted, what they were
+/// told and their preferences deleted, mail to them stopped and its address
+/// and bodies erased, their e-mail replaced by `placeholder` and their name
+/// cleared. Decisions, votes, comments and history keep the user id.
 pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Result<()> {
     let statements = [
         "UPDATE user_tokens SET revoked_at = ?3 WHERE user_id = ?1 AND revoked_at IS NULL",
@@ -398,6 +471,40 @@ pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whole addresses and the leading name go; the same letters inside a
+    /// longer address, word or URL stay.
+    #[test]
+    fn only_the_person_is_scrubbed() {
+        let gone = "a deleted account";
+        let s = |t: &str, name: Option<&str>| scrubbed(t, "ana@example.com", name, gone);
+        assert_eq!(
+            s("ana@example.com commented on Deploy", None),
+            "a deleted account commented on Deploy"
+        );
+        assert_eq!(s("Ask ana@example.com.", None), "Ask a deleted account.");
+        assert_eq!(
+            s("<b>ana@example.com</b>", None),
+            "<b>a deleted account</b>"
+        );
+        for kept in [
+            "diana@example.com commented",
+            "ana@example.com.au commented",
+            "xana@example.com",
+            "ana@example.community",
+        ] {
+            assert_eq!(s(kept, None), kept);
+        }
+        assert_eq!(
+            s("Ana commented on Analytics", Some("Ana")),
+            "a deleted account commented on Analytics"
+        );
+        assert_eq!(s("Analytics by Ana", Some("Ana")), "Analytics by Ana");
+        assert_eq!(
+            s("https://x.example/y", Some("https")),
+            "https://x.example/y"
+        );
+    }
 
     /// The export reads each list through an index on the person, never a
     /// scan of the instance's Actions, votes, comments or invitations.

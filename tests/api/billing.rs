@@ -453,7 +453,8 @@ fn subscription_event(kind: &str, customer: &str, price: &str) -> String {
 
 /// A subscription event as Stripe sends it: the subscription `(id,
 /// created)`, its status, and `created`, when Stripe made the event (Unix
-/// seconds), which orders events that arrive out of order.
+/// seconds), which orders events that arrive out of order; a negative
+/// `created` leaves it out.
 fn stripe_event(
     kind: &str,
     customer: &str,
@@ -462,15 +463,18 @@ fn stripe_event(
     status: &str,
     created: i64,
 ) -> String {
-    json!({
+    let mut event = json!({
         "id": format!("evt_{sub}_{created}"), "object": "event", "type": kind, "created": created,
         "data": {"object": {
             "id": sub, "object": "subscription", "customer": customer, "status": status,
             "created": sub_created,
             "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": price, "object": "price"}}]}
         }}
-    })
-    .to_string()
+    });
+    if created < 0 {
+        event.as_object_mut().unwrap().remove("created");
+    }
+    event.to_string()
 }
 
 async fn send_event(app: &TestApp, body: &str, signature: Option<String>) -> reqwest::Response {
@@ -601,6 +605,8 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
     let b = (("sub_b", 190), "price_team");
     let d = (("sub_d", 650), "price_starter");
     let e = (("sub_e", 800), "price_team");
+    let f = (("sub_f", 900), "price_starter");
+    let g = (("sub_g", 900), "price_team");
     // (event, subscription, its status, the event's `created`, the
     // answer's plan_id, the workspace's plan after it), as they arrive.
     let steps = [
@@ -647,6 +653,15 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
             "self_hosted",
         ),
         (created, e, "active", 800, Some("team"), "team"),
+        // An event without `created` applies, and the order is kept: an
+        // older one after it still changes nothing.
+        (updated, e, "active", -1, Some("team"), "team"),
+        (updated, e, "unpaid", 790, None, "team"),
+        // Two subscriptions of the same second: the greater id is followed,
+        // whichever arrives first.
+        (created, g, "active", 910, Some("team"), "team"),
+        (created, f, "active", 905, None, "team"),
+        (updated, g, "active", 920, Some("team"), "team"),
     ];
     for (kind, (sub, price), status, at, answer, plan) in steps {
         let body = stripe_event(kind, "cus_standin1", price, sub, status, at);

@@ -116,7 +116,17 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     answered["resolution_option_id"] = json!("reject");
     let mut repaid = new.clone();
     repaid["receipt"]["payload"]["decision"]["option_id"] = json!("reject");
+    let mut rewho = new.clone();
+    rewho["resolved_by"] = json!({"type": "user", "id": "usr_someone_else"});
+    let mut untitled = new.clone();
+    untitled.as_object_mut().unwrap().remove("title");
+    untitled["decision_context"] = json!({"x": 99});
+    let mut reasoned = new.clone();
+    reasoned["resolution_reason"] = json!("approved by the board");
     for (case, file, why) in [
+        ("rewho", &rewho, "resolved_by"),
+        ("untitled", &untitled, "fingerprint"),
+        ("reasoned", &reasoned, "resolution_reason"),
         ("retitled", &retitled, "fingerprint"),
         ("swapped", &swapped, "Action id"),
         ("answered", &answered, "resolution_option_id"),
