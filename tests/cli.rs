@@ -401,26 +401,7 @@ async fn metrics_listen_serves_metrics_on_a_second_address_only() {
     assert!(!data.join("hds.db").exists(), "no database was created");
     drop(taken);
 
-    let mut child = Command::new(HDS)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(&data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
-    let second = lines.next().unwrap().unwrap();
-    let metrics = second.strip_prefix("metrics on ").unwrap().to_owned();
-    std::thread::spawn(move || lines.for_each(drop));
+    let (mut child, base, metrics) = serve_with_metrics(&data);
     let http = client_builder().build().unwrap();
     assert_eq!(
         http.get(format!("{base}/health"))
@@ -661,26 +642,7 @@ async fn a_stop_answers_held_long_polls_at_once() {
     let data = dir.path().join("data");
     let creds = init(&data);
     let key = creds["source_key_live"].as_str().unwrap().to_owned();
-    let mut child = Command::new(HDS)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(&data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
-    let second = lines.next().unwrap().unwrap();
-    let metrics = second.strip_prefix("metrics on ").unwrap().to_owned();
-    std::thread::spawn(move || lines.for_each(drop));
+    let (mut child, base, metrics) = serve_with_metrics(&data);
     let http = client_builder().build().unwrap();
     let a: Value = http
         .post(format!("{base}/v1/actions"))
@@ -792,6 +754,32 @@ fn readme_quickstart_runs_verbatim() {
 
 /// reqwest is built without a default TLS provider (hds installs ring when a
 /// server starts); these tests run the server in another process.
+/// `serve` with `--metrics-listen` on an ephemeral port too; returns the
+/// child, its base URL and its metrics URL.
+fn serve_with_metrics(data: &Path) -> (Child, String, String) {
+    let mut child = Command::new(HDS)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
+    let second = lines.next().unwrap().unwrap();
+    let metrics = second.strip_prefix("metrics on ").unwrap().to_owned();
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, base, metrics)
+}
+
 fn client_builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
