@@ -432,17 +432,8 @@ async fn online_backup_restores_into_a_new_data_dir() {
     let key = creds["source_key_live"].as_str().unwrap().to_owned();
     let (mut child, base) = serve(&data);
     let http = client_builder().build().unwrap();
-    let created: Value = http
-        .post(format!("{base}/v1/actions"))
-        .bearer_auth(&key)
-        .body(body(1).to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let created = create(&http, &base, &key).await;
+    let id = created["id"].as_str().unwrap().to_owned();
     let backup = dir.path().join("backup.db");
     let out = Command::new(HDS)
         .arg("backup")
@@ -522,17 +513,7 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let a: Value = http
-        .post(format!("{base}/v1/actions"))
-        .bearer_auth(&key)
-        .body(body(1).to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let a = &a["data"];
+    let a = &create(&http, &base, &key).await;
     let decided: Value = http
         .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
         .bearer_auth(&token)
@@ -644,17 +625,10 @@ async fn a_stop_answers_held_long_polls_at_once() {
     let key = creds["source_key_live"].as_str().unwrap().to_owned();
     let (mut child, base, metrics) = serve_with_metrics(&data);
     let http = client_builder().build().unwrap();
-    let a: Value = http
-        .post(format!("{base}/v1/actions"))
-        .bearer_auth(&key)
-        .body(body(1).to_string())
-        .send()
-        .await
+    let id = create(&http, &base, &key).await["id"]
+        .as_str()
         .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = a["data"]["id"].as_str().unwrap().to_owned();
+        .to_owned();
     let poll = tokio::spawn({
         let (http, base, key) = (http.clone(), base.clone(), key.clone());
         async move {
@@ -778,6 +752,21 @@ fn serve_with_metrics(data: &Path) -> (Child, String, String) {
     let metrics = second.strip_prefix("metrics on ").unwrap().to_owned();
     std::thread::spawn(move || lines.for_each(drop));
     (child, base, metrics)
+}
+
+/// Creates the Action `body(1)` as the Source; its data.
+async fn create(http: &reqwest::Client, base: &str, key: &str) -> Value {
+    let r: Value = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(key)
+        .body(body(1).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    r["data"].clone()
 }
 
 fn client_builder() -> reqwest::ClientBuilder {
