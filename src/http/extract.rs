@@ -44,7 +44,19 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     })?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "body".to_owned() } else { path };
+        // A missing member is named as the field at fault, not the object
+        // that lacks it (`until`, not `body`).
+        let inner = e.inner().to_string();
+        let missing = inner
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned);
+        let field = match (path == ".", missing) {
+            (true, Some(name)) => name,
+            (true, None) => "body".to_owned(),
+            (false, Some(name)) => format!("{path}.{name}"),
+            (false, None) => path,
+        };
         Error::validation(vec![FieldError::new(
             field.clone(),
             format!("{field}: {}", e.into_inner()),

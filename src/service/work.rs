@@ -69,7 +69,7 @@ pub struct CommentCreate {
     #[schema(
         min_length = 1,
         max_length = 10000,
-        pattern = "^[^\\u0000]*[^\\u0000 \\t\\n\\r\\u000b\\u000c][^\\u0000]*$"
+        pattern = "^[^\\u0000]*[^\\u0000 \\t\\n\\r\\u000b\\u000c\\u0085\\u00a0\\u1680\\u2000-\\u200d\\u2028\\u2029\\u202f\\u205f\\u2060\\u3000\\ufeff][^\\u0000]*$"
     )]
     pub body: String,
 }
@@ -471,10 +471,12 @@ pub fn mentioned_emails(body: &str) -> Vec<String> {
 pub const MAX_MENTIONS: usize = 50;
 
 fn check_comment(body: &str) -> Result<()> {
-    if body
-        .trim_matches([' ', '\t', '\n', '\r', '\u{b}', '\u{c}'])
-        .is_empty()
-    {
+    // Blank: whitespace, and the invisible format characters (zero-width
+    // space and joiners, word joiner, BOM) that render as nothing.
+    let invisible = |c: char| {
+        c.is_whitespace() || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
+    };
+    if body.chars().all(invisible) {
         return Err(Error::field(
             "body",
             "body must not be empty or only blanks",

@@ -852,6 +852,10 @@ async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
             "{body}: {e}"
         );
         assert!(e.to_string().contains(says), "{body}: {e}");
+        if body == json!({}) {
+            // The missing member is the field named, not the body.
+            assert_eq!(e["details"]["errors"][0]["field"], "until", "{e}");
+        }
     }
     let r = r1
         .raw(
@@ -868,6 +872,11 @@ async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
         (json!({"body": ""}), "must not be empty or only blanks"),
         (
             json!({"body": "\u{b}\u{c} \r\n"}),
+            "must not be empty or only blanks",
+        ),
+        // Invisible characters are blanks too (they render as nothing).
+        (
+            json!({"body": "\u{200b}\u{a0}\u{feff}\u{3000}"}),
             "must not be empty or only blanks",
         ),
         (
