@@ -694,11 +694,7 @@ fn readme_quickstart_runs_verbatim() {
     let close = rest[open..].find("\n```").unwrap();
     let script = &rest[open..open + close];
     // The text uses port 8080; run it on a port that is free here.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = smtp::free_port();
     let script = script.replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"));
     let work = tempfile::tempdir().unwrap();
     let bin_dir = Path::new(HDS).parent().unwrap();

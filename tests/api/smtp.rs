@@ -25,11 +25,34 @@ impl Drop for SmtpSink {
     }
 }
 
-/// A loopback port nothing listens on (yet): bound, then closed, so a
-/// connection to it is refused until a sink starts there.
+/// A loopback port nothing listens on (yet), so a connection to it is refused
+/// until a sink starts there. It is taken from below the kernel's ephemeral
+/// range: a port from `bind(0)` is free only until the next test's server or
+/// outgoing connection is given it, and the sink then cannot bind (seen in CI).
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // Up to 10,000 ports just below the range, none under 1024; bounded tries.
+    let from = low.saturating_sub(10_000).max(1024);
+    let span = u64::from(low.saturating_sub(from)).max(1);
+    let mut seed = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.finish()
+    };
+    for _ in 0..200 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let port = from + u16::try_from((seed >> 33) % span).unwrap();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port below {low}");
 }
 
 impl SmtpSink {

@@ -360,9 +360,7 @@ async fn native_requests_are_strict_and_name_the_provider() {
 
 #[tokio::test]
 async fn an_unreachable_issuer_is_a_gateway_error() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let issuer = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
+    let issuer = format!("http://127.0.0.1:{}", crate::smtp::free_port());
     let app = TestApp::spawn_with(move |c| {
         c.auth.providers.insert(
             "google".into(),
