@@ -18,6 +18,7 @@ use crate::domain::credentials;
 use crate::domain::session::{SESSION_LIFETIME, TOUCH_EVERY};
 use crate::domain::time;
 use crate::error::{Code, Error, FieldError, Result};
+use crate::service::Services;
 use crate::service::caller::{Membership, UserCaller};
 use crate::service::signin::SignedIn;
 use crate::store::sessions::SqliteSessionStore;
@@ -53,8 +54,13 @@ pub(crate) fn session_error(e: tower_sessions::session::Error) -> Error {
 }
 
 /// After a browser sign-in: a fresh session id (no fixation), pointing at the
-/// new session row, with its own CSRF token.
-pub async fn begin(session: &Session, signed_in: &SignedIn) -> Result<()> {
+/// new session row, with its own CSRF token. The session the browser held
+/// before, if any, is revoked: nothing can present it any more.
+pub async fn begin(s: &Services, session: &Session, signed_in: &SignedIn) -> Result<()> {
+    let before: Option<String> = session.get(TOKEN_ID).await.map_err(session_error)?;
+    if let Some(before) = before.filter(|b| *b != signed_in.token_id) {
+        crate::service::tokens::end_replaced_session(s, &before).await?;
+    }
     session.cycle_id().await.map_err(session_error)?;
     session
         .insert(TOKEN_ID, &signed_in.token_id)

@@ -94,3 +94,14 @@ pub async fn revoke(s: &Services, user: &UserCaller, id: &str) -> Result<()> {
         ))
     }
 }
+
+/// A browser signed in again while it held another session (perhaps another
+/// person's): the session it held is revoked, so that no account page lists
+/// a live session no browser can present any more.
+pub async fn end_replaced_session(s: &Services, id: &str) -> Result<()> {
+    let id = id.to_owned();
+    let now = time::format(s.clock.now());
+    s.db.write(move |c| users::revoke_session(c, &id, &now))
+        .await?;
+    Ok(())
+}

@@ -1,8 +1,8 @@
 //! Embedded, numbered migrations (`migrations/NNNN_*.sql`), applied at start in
 //! a transaction. A database from a newer hds is refused rather than guessed at.
 
-use rusqlite::Connection;
-use rusqlite_migration::{M, Migrations};
+use rusqlite::{Connection, Transaction};
+use rusqlite_migration::{HookResult, M, Migrations};
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -32,7 +32,25 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0022_lighter_keys.sql")),
         M::up(include_str!("../../migrations/0023_votes_by_version.sql")),
         M::up(include_str!("../../migrations/0024_stripe_event_order.sql")),
+        M::up_with_hook(
+            include_str!("../../migrations/0025_hashed_sessions.sql"),
+            hash_session_ids,
+        ),
     ])
+}
+
+/// 0025: each stored browser session is keyed by the hash of its cookie
+/// value from now on (store::sessions), so the rows already there are too.
+fn hash_session_ids(tx: &Transaction) -> HookResult {
+    let ids: Vec<String> = tx
+        .prepare("SELECT id FROM web_sessions")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut update = tx.prepare("UPDATE web_sessions SET id = ?1 WHERE id = ?2")?;
+    for id in ids {
+        update.execute([crate::store::sessions::stored_id(&id), id])?;
+    }
+    Ok(())
 }
 
 pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
@@ -261,6 +279,30 @@ mod tests {
             |r| r.get(0),
         );
         assert_eq!(indexes, ["sqlite_autoindex_idempotency_keys_1"]);
+    }
+
+    /// 0025: the stored session rows are keyed by the hash of their cookie.
+    #[test]
+    fn migration_25_keeps_browser_sessions_under_the_hash_of_their_cookie() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 24).unwrap();
+        c.execute_batch(
+            "INSERT INTO web_sessions(id, data, expires_at) VALUES ('cookieA', x'7b7d', 10), ('cookieB', x'7b7d', 20);",
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let rows: Vec<(String, i64)> = all(
+            &c,
+            "SELECT id, expires_at FROM web_sessions ORDER BY expires_at",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        assert_eq!(
+            rows,
+            [
+                (crate::store::sessions::stored_id("cookieA"), 10),
+                (crate::store::sessions::stored_id("cookieB"), 20)
+            ]
+        );
     }
 
     /// 0023 on a database of schema 22: each vote takes the version its

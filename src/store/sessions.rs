@@ -1,6 +1,8 @@
 //! The `SessionStore` behind the `service_session` cookie (tower-sessions).
 //! No maintained store fits tower-sessions 0.15 with our rusqlite, so this is
 //! ours: records in `web_sessions`, reads on the pool, writes on the writer.
+//! A row is keyed by the SHA-256 of the cookie value ([`stored_id`]), like every
+//! other credential, so a copy of the database or a backup opens no session.
 
 use crate::clock::Clock;
 use rusqlite::{OptionalExtension, params};
@@ -27,6 +29,12 @@ impl SqliteSessionStore {
     }
 }
 
+/// The key a session's row is stored under: the hex SHA-256 of its cookie
+/// value (the session id).
+pub fn stored_id(cookie_value: &str) -> String {
+    crate::domain::credentials::hash_secret(cookie_value)
+}
+
 fn backend(e: crate::error::Error) -> session_store::Error {
     session_store::Error::Backend(e.to_string())
 }
@@ -49,7 +57,7 @@ impl SessionStore for SqliteSessionStore {
                 for _ in 0..8 {
                     let n = c.execute(
                         "INSERT OR IGNORE INTO web_sessions(id, data, expires_at) VALUES (?1, ?2, ?3)",
-                        params![id.to_string(), data, expires],
+                        params![stored_id(&id.to_string()), data, expires],
                     )?;
                     if n == 1 {
                         return Ok(id);
@@ -68,7 +76,10 @@ impl SessionStore for SqliteSessionStore {
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
         let data = encode(record)?;
-        let (id, expires) = (record.id.to_string(), record.expiry_date.unix_timestamp());
+        let (id, expires) = (
+            stored_id(&record.id.to_string()),
+            record.expiry_date.unix_timestamp(),
+        );
         self.db
             .write(move |c| {
                 c.execute(
@@ -83,7 +94,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        let key = id.to_string();
+        let key = stored_id(&id.to_string());
         let now = self.clock.now().unix_timestamp();
         let row: Option<(Vec<u8>, i64)> = self
             .db
@@ -109,7 +120,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        let key = id.to_string();
+        let key = stored_id(&id.to_string());
         self.db
             .write(move |c| {
                 c.execute("DELETE FROM web_sessions WHERE id = ?1", [key])?;

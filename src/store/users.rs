@@ -236,6 +236,15 @@ pub fn revoke_credential(c: &Connection, user_id: &str, id: &str, now: &str) -> 
     )? == 1)
 }
 
+/// Revokes a browser session's credential whatever its user: the browser
+/// that held it has signed in again and can no longer present it.
+pub fn revoke_session(c: &Connection, id: &str, now: &str) -> Result<bool> {
+    Ok(c.execute(
+        "UPDATE user_tokens SET revoked_at = ?2 WHERE id = ?1 AND kind = 'session' AND revoked_at IS NULL",
+        params![id, now],
+    )? == 1)
+}
+
 /// Revokes every live session of a user that began by `method`; returns how
 /// many.
 pub fn revoke_sessions_by_method(

@@ -331,3 +331,83 @@ async fn auth_codes_and_boundaries() {
         .get_err("/v1/me/actions", 401, "INVALID_API_KEY")
         .await;
 }
+
+/// Opens `link` in `client` as a browser does (its page, then its form POST).
+async fn redeem(app: &TestApp, client: &reqwest::Client, link: &str) {
+    assert_eq!(client.get(link).send().await.unwrap().status(), 200);
+    let done = client
+        .post(link)
+        .header("origin", &app.base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 303);
+}
+
+/// A copy of the database (a backup) opens no browser session: the row is
+/// keyed by the hash of the cookie value, never the value itself.
+#[tokio::test]
+async fn a_browser_session_is_stored_only_as_the_hash_of_its_cookie() {
+    let app = TestApp::spawn().await;
+    let browser = app.browser(&app.admin().person().clone()).await;
+    let cookie = browser.cookie.clone().unwrap();
+    let value = cookie.strip_prefix("service_session=").unwrap();
+    let db = app.db();
+    let count = |id: &str| -> i64 {
+        db.query_row(
+            "SELECT count(*) FROM web_sessions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(count(value), 0, "the cookie value is not stored");
+    assert_eq!(count(&hds::store::sessions::stored_id(value)), 1);
+    let stored: Vec<u8> = db
+        .query_row("SELECT data FROM web_sessions", [], |r| r.get(0))
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&stored).contains(value));
+    // And the cookie still opens the session.
+    let s: Value = browser.get("/v1/auth/session", 200).await;
+    assert_eq!(s["data"]["auth"], "cookie");
+}
+
+/// Someone else signs in in the same browser: the session that browser held
+/// is revoked, not left listed as live on its owner's account page.
+#[tokio::test]
+async fn signing_in_again_in_one_browser_revokes_the_session_it_held() {
+    let app = TestApp::spawn().await;
+    let other = app.member(hds::domain::access::Role::Reviewer);
+    let client = browser_client();
+    redeem(&app, &client, &app.signin_link("admin@example.com").await).await;
+    let (status, first) = session_of(&app, &client).await;
+    assert_eq!(status, 200);
+    let first_id = first["data"]["id"].as_str().unwrap().to_owned();
+    redeem(&app, &client, &app.signin_link(&other.person().email).await).await;
+    let (_, second) = session_of(&app, &client).await;
+    assert_eq!(
+        second["data"]["user"]["email"],
+        other.person().email.as_str()
+    );
+    let revoked: Option<String> = app
+        .db()
+        .query_row(
+            "SELECT revoked_at FROM user_tokens WHERE id = ?1",
+            [&first_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(revoked.is_some(), "{first_id} is revoked");
+    // The admin's own export shows it ended too.
+    let export: Value = app.admin().get("/v1/account/export", 200).await;
+    let creds = &export["credentials"];
+    let row = creds
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == first_id.as_str())
+        .unwrap_or_else(|| panic!("{creds}"));
+    assert!(!row["revoked_at"].is_null(), "{row}");
+}

@@ -143,7 +143,7 @@ async fn finish(
     .await
     {
         Ok((signed_in, next)) => {
-            crate::http::session::begin(session, &signed_in).await?;
+            crate::http::session::begin(&st.services, session, &signed_in).await?;
             Ok(Redirect::to(&next).into_response())
         }
         Err(e) => Ok(refusal(headers, e)),

@@ -338,6 +338,6 @@ pub async fn accept_invitation(
     }
     let meta = signin::browser_meta(&headers, crate::service::signin::INVITATION_METHOD);
     let (signed_in, _) = invitations::accept_by_link(&st.services, &token, meta).await?;
-    session::begin(&session, &signed_in).await?;
+    session::begin(&st.services, &session, &signed_in).await?;
     Ok(see_other("/app"))
 }

@@ -224,7 +224,7 @@ pub async fn redeem_link(
     let meta = browser_meta(&headers, "link");
     match signin::redeem_link(&st.services, &token, meta).await {
         Ok(signed_in) => {
-            session::begin(&session, &signed_in).await?;
+            session::begin(&st.services, &session, &signed_in).await?;
             Ok(see_other(&next))
         }
         Err(e) if e.code == Code::AuthRequired => {
