@@ -283,6 +283,28 @@ async fn the_access_log_never_holds_a_signin_link_secret() {
     let http = client_builder().build().unwrap();
     let page = http.get(format!("{base}{path}")).send().await.unwrap();
     assert_eq!(page.status(), 200, "the link's confirmation page");
+    // The link as a mail client, a proxy or a person may mangle it (sent
+    // as written: an HTTP client would tidy some of these).
+    let addr = base.trim_start_matches("http://");
+    for mangled in [
+        format!("//app/signin/link/{secret}"),
+        format!("/app//signin/link/{secret}"),
+        format!("/app/signin/link//{secret}"),
+        format!("/app/./signin/link/{secret}"),
+        format!("/app/signin/%6Cink/{secret}"),
+        format!("/app/signin?next=/app/signin/link/{secret}"),
+    ] {
+        use std::io::{Read, Write};
+        let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            tcp,
+            "GET {mangled} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 "), "{mangled}: {answer}");
+    }
     // A later request: its access-log line follows the link's.
     let r = http.get(format!("{base}/health")).send().await.unwrap();
     assert_eq!(r.status(), 200);

@@ -201,33 +201,79 @@ fn is_dashboard(path: &str) -> bool {
 pub const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'";
 
-/// Path prefixes whose next segment is a secret that signs someone in (one-time
-/// sign-in links; invitation links, whose URL shape the guide fixes): whoever
-/// reads the log must not be able to use them.
-const SECRET_SEGMENTS: &[&str] = &["/app/signin/link/", "/app/invitations/"];
-
-/// Whether a local path holds one of those secrets (the invitation pages'
-/// way back from a provider, [`ui::INVITATIONS_CONTINUE`], holds none): a
-/// sign-in must not record it as where to return, since stored tokens are
-/// hashed only.
-pub fn carries_secret(next: &str) -> bool {
-    let path = next.split(['?', '#']).next().unwrap_or_default();
-    path != ui::INVITATIONS_CONTINUE
-        && SECRET_SEGMENTS.iter().any(|prefix| {
-            path.strip_prefix(prefix)
-                .is_some_and(|rest| !rest.trim_matches('/').is_empty())
-        })
+/// Where a path holds a secret that signs someone in: the segment after
+/// `/app/invitations/` (invitation links, whose URL shape the guide fixes;
+/// not `continue`, the invitation pages' way back from a provider, which
+/// holds none) and after `signin/link/` (one-time sign-in links). Given the
+/// path's segments without empty and `.` ones, so that `//app/signin//link/…`,
+/// which a mail client or a person may make of a link, is seen too. Whoever
+/// reads the log or a stored `next` must not be able to use them.
+fn secret_from(segments: &[&str]) -> Option<usize> {
+    (1..segments.len()).find(|&i| {
+        let (before, here) = (segments[i - 1], segments[i]);
+        (before.eq_ignore_ascii_case("invitations")
+            && i >= 2
+            && segments[i - 2].eq_ignore_ascii_case("app")
+            && ui::INVITATIONS_CONTINUE.rsplit('/').next() != Some(here))
+            || (before.eq_ignore_ascii_case("link")
+                && i >= 2
+                && segments[i - 2].eq_ignore_ascii_case("signin"))
+    })
 }
 
-/// The path as the access log shows it: secret segments replaced by `…`.
-fn loggable_path(path: &str) -> String {
-    for prefix in SECRET_SEGMENTS {
-        if let Some(rest) = path.strip_prefix(prefix) {
-            let after = rest.find('/').map_or("", |i| &rest[i..]);
-            return format!("{prefix}…{after}");
+/// `text` percent-decoded until nothing changes (at most a few times), so a
+/// doubly encoded `%256C` reads as the `l` a later decoder would make of it.
+fn decoded(text: &str) -> String {
+    let mut text = text.to_owned();
+    for _ in 0..4 {
+        let next = percent_encoding::percent_decode_str(&text)
+            .decode_utf8_lossy()
+            .into_owned();
+        if next == text {
+            break;
         }
+        text = next;
     }
-    path.to_owned()
+    text
+}
+
+fn path_segments(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect()
+}
+
+/// Whether a `next` (a local path, perhaps with a query that holds another
+/// path, as `/app/signin?next=…` does) holds one of those secrets: a sign-in
+/// must not record it as where to return, since stored tokens are hashed
+/// only.
+pub fn carries_secret(next: &str) -> bool {
+    decoded(next)
+        .split(['?', '#', '&', '='])
+        .any(|part| secret_from(&path_segments(part)).is_some())
+}
+
+/// The path as the access log shows it: a secret segment, and whatever
+/// follows it but `accept`, replaced by `…`. A path that needed that is
+/// shown decoded and without empty or `.` segments.
+fn loggable_path(path: &str) -> String {
+    let plain = decoded(path);
+    let segments = path_segments(&plain);
+    let Some(from) = secret_from(&segments) else {
+        return path.to_owned();
+    };
+    let shown: Vec<&str> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if i < from || *s == "accept" {
+                *s
+            } else {
+                "…"
+            }
+        })
+        .collect();
+    format!("/{}", shown.join("/"))
 }
 
 /// Every request, once: echoes a sane incoming `X-Request-ID` or assigns
@@ -319,6 +365,33 @@ mod tests {
             "/app/invitations/…/accept"
         );
         assert_eq!(loggable_path("/v1/actions/act_1"), "/v1/actions/act_1");
+        assert_eq!(
+            loggable_path("/v1/workspaces/invitations/inv_1"),
+            "/v1/workspaces/invitations/inv_1"
+        );
+        assert_eq!(
+            loggable_path("/app/invitations/continue"),
+            "/app/invitations/continue"
+        );
+        // What a mail client, a proxy or a person may make of a link.
+        for mangled in [
+            "//app/signin/link/Jd8abc",
+            "/app//signin/link/Jd8abc",
+            "/app/signin/link//Jd8abc",
+            "/app/./signin/link/Jd8abc",
+            "/app/signin/%6Cink/Jd8abc",
+            "/app/signin/%256Cink/Jd8abc",
+            "/app/signin/link%2FJd8abc",
+            "/APP/SIGNIN/LINK/Jd8abc",
+            "/app/signin/link/x/Jd8abc",
+        ] {
+            let logged = loggable_path(mangled);
+            assert!(!logged.contains("Jd8abc"), "{mangled} logged as {logged}");
+        }
+        assert_eq!(
+            loggable_path("//app/invitations/tok/accept"),
+            "/app/invitations/…/accept"
+        );
     }
 
     #[test]
@@ -330,6 +403,17 @@ mod tests {
         assert!(!carries_secret("/app/invitations"));
         assert!(!carries_secret("/app/invitations/?done=revoked"));
         assert!(!carries_secret("/app/actions/act_1"));
+        // In the sign-in page's own `next`, encoded or not, or mangled.
+        assert!(carries_secret("/app/signin?next=/app/signin/link/SECRETX"));
+        assert!(carries_secret(
+            "/app/signin?next=%2Fapp%2Fsignin%2Flink%2FSECRETY"
+        ));
+        assert!(carries_secret("/app//signin/link/abc"));
+        assert!(carries_secret("/app/x?a=1&next=/app/invitations/tok"));
+        assert!(!carries_secret(
+            "/app/signin?next=/app/invitations/continue"
+        ));
+        assert!(!carries_secret("/app/signin?next=/app/actions/act_1"));
     }
 
     /// The path checked is the path the browser opens: no dot segments, no

@@ -632,6 +632,20 @@ async fn an_invitation_accepted_through_a_provider_never_stores_its_secret() {
         )
         .await;
     assert!(e.to_string().contains("invitation"), "{e}");
+    // Nor inside the sign-in page's own `next`, or a mangled path.
+    for next in [
+        format!("/app/signin?next=/app/invitations/{token}"),
+        format!("/app/signin?next=%252Fapp%252Finvitations%252F{token}"),
+        format!("/app//invitations/{token}"),
+    ] {
+        app.anonymous()
+            .get_err(
+                &format!("/v1/auth/op/start?next={next}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+    }
     assert_eq!(app.count_rows("oidc_logins"), logins);
     let r = super::helpers::browser_client()
         .get(format!("{}/app/invitations/continue", app.base))
