@@ -226,6 +226,7 @@ pub async fn create(
     let outcome = s
         .write_checks_first(move |c, fx| {
             let src = writer_src;
+            crate::service::sources::check_not_revoked(c, &src.source_id)?;
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &writer_hash, &a.created_at, |c, fx| {
                 check_people(c, &src.workspace_id, &a.spec)?;
                 if let Some(run_id) = &a.spec.run_id {

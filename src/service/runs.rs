@@ -182,6 +182,7 @@ pub async fn create(
         request,
         clock_now,
         move |c, fx| {
+            crate::service::sources::check_not_revoked(c, &src.source_id)?;
             let started = status == "running";
             let r = Run {
                 id: ids::new_ordered_id(ids::RUN),

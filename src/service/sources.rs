@@ -194,6 +194,18 @@ pub async fn update(
 /// Why a revoked Source's open Actions were cancelled, in their history.
 pub const REVOKED_REASON: &str = "the Source was revoked";
 
+/// Refuses, inside a write, a Source revoked since its key was checked: the
+/// answer a request after the revocation gets.
+pub fn check_not_revoked(c: &rusqlite::Connection, source_id: &str) -> Result<()> {
+    if store::is_revoked(c, source_id)? {
+        return Err(Error::new(
+            Code::SourceRevoked,
+            "this Source was revoked; its keys no longer work",
+        ));
+    }
+    Ok(())
+}
+
 /// Revokes a Source and, in the same transaction, cancels its open Actions
 /// (nobody is left to act on a decision); their long polls answer at once.
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {

@@ -286,6 +286,18 @@ pub fn revoke(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result
     Ok(n > 0)
 }
 
+/// Whether the Source was revoked, read inside a write: a request whose key
+/// was checked before a revocation committed must not create anything after
+/// it (the revocation cancelled every open Action in its commit).
+pub fn is_revoked(c: &Connection, id: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT revoked_at IS NOT NULL FROM sources WHERE id = ?1")?
+            .query_row([id], |r| r.get::<_, bool>(0))
+            .optional()?
+            .unwrap_or(true),
+    )
+}
+
 /// Resolves a presented key at `now`. A key past its end finds nothing; a
 /// key of a revoked Source is found and flagged, so the caller can say
 /// SOURCE_REVOKED.

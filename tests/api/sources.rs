@@ -302,6 +302,63 @@ async fn revoking_a_source_cancels_its_open_actions() {
     assert_eq!(kept["data"]["status"], "resolved");
 }
 
+/// Creates racing a revocation, their key checked before it commits: what
+/// committed first is cancelled by the revocation, what comes after is
+/// refused inside the write, so no open Action of a revoked Source is left
+/// for a reviewer to decide.
+#[tokio::test]
+async fn creates_racing_a_revocation_leave_no_open_action() {
+    let app = TestApp::spawn().await;
+    let src = app.creds["source_id"].as_str().unwrap().to_owned();
+    app.create_action(two_options("warms the key cache")).await;
+    let (first_tx, first) = tokio::sync::oneshot::channel::<()>();
+    let first_tx = std::sync::Mutex::new(Some(first_tx));
+    let creates = (0..6).map(|t| {
+        let (app, first_tx) = (&app, &first_tx);
+        async move {
+            let mut answers = Vec::new();
+            for i in 0..15 {
+                let r = app
+                    .post(
+                        "/v1/actions",
+                        &app.live_key(),
+                        two_options(&format!("race {t}.{i}")),
+                    )
+                    .await;
+                if r.status == 201
+                    && let Some(tx) = first_tx.lock().unwrap().take()
+                {
+                    let _ = tx.send(());
+                }
+                answers.push((r.status.as_u16(), r.body["error"]["code"].clone()));
+            }
+            answers
+        }
+    });
+    let revoke = async {
+        first.await.unwrap();
+        let _: Value = app.admin().delete(&format!("/v1/sources/{src}"), 204).await;
+    };
+    let (answers, ()) = tokio::join!(futures::future::join_all(creates), revoke);
+    let answers: Vec<_> = answers.into_iter().flatten().collect();
+    assert!(answers.iter().any(|(s, _)| *s == 201));
+    for (status, code) in &answers {
+        assert!(
+            *status == 201 || (*status == 401 && code == "SOURCE_REVOKED"),
+            "{status} {code}"
+        );
+    }
+    let open: i64 = app
+        .db()
+        .query_row(
+            "SELECT count(*) FROM actions WHERE source_id = ?1 AND status = 'open'",
+            [&src],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(open, 0, "open Actions of the revoked Source: {answers:?}");
+}
+
 /// POST /v1/sources/{id}/keys/rotate as the init owner; the answer's body.
 async fn rotate(app: &TestApp, body: Value) -> Value {
     let id = app.creds["source_id"].as_str().unwrap();
