@@ -686,8 +686,12 @@ fn is_option_id(s: &str) -> bool {
 /// One e-mail address: a local part, `@`, a domain of two or more labels;
 /// no whitespace or control character anywhere (a stray space would make
 /// the address match no member, so a requester named with one could decide
-/// their own request), at most 254 characters. Shared by every field that
-/// names a person by address (Actions, invitations).
+/// their own request), at most 254 characters. The domain is a name (letters
+/// of any script, digits, `-` inside a label), not an address literal such
+/// as `[127.0.0.1]`, and the local part holds none of the characters that
+/// need quoting (`()<>[]\,;:"`): no mail relay takes either from hds, so an
+/// invitation to one could never arrive. Shared by every field that names a
+/// person by address (Actions, invitations, sign-in by a provider).
 pub fn looks_like_email(s: &str) -> bool {
     if s.chars().count() > 254 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return false;
@@ -695,9 +699,15 @@ pub fn looks_like_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };
-    !local.is_empty() && {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+    };
+    !local.is_empty() && !local.chars().any(|c| "()<>[]\\,;:\"@".contains(c)) && {
         let labels: Vec<&str> = domain.split('.').collect();
-        labels.len() >= 2 && labels.iter().all(|l| !l.is_empty() && !l.contains('@'))
+        labels.len() >= 2 && labels.iter().all(|l| label_ok(l))
     }
 }
 
@@ -734,6 +744,33 @@ mod tests {
             allow_private_callbacks: false,
             team_workspace: true,
             patched: None,
+        }
+    }
+
+    #[test]
+    fn an_email_address_is_a_name_at_a_dotted_domain() {
+        for ok in [
+            "ann@example.com",
+            "o'brien+tag@mail.example.co.uk",
+            "josé@exämple.de",
+            "a-b@xn--bcher-kva.example",
+        ] {
+            assert!(looks_like_email(ok), "{ok}");
+        }
+        for bad in [
+            "x\n@allowed.test",
+            "@allowed.test",
+            "a@b@allowed.test",
+            "dave@[127.0.0.1]",
+            "a,b@example.com",
+            "\"quoted\"@example.com",
+            "ann@localhost",
+            "ann@-example.com",
+            "ann@example.com.",
+            " ann@example.com",
+            "ann@exa mple.com",
+        ] {
+            assert!(!looks_like_email(bad), "{bad:?}");
         }
     }
 

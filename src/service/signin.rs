@@ -108,6 +108,15 @@ fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) 
         signin::link_identity(c, &id.issuer, &id.subject, &user.id, Some(email), now)?;
         return Ok(user.id);
     }
+    // A new person only: an existing one keeps the address they have.
+    if !crate::domain::validate::looks_like_email(email) {
+        return Err(refused(format!(
+            "your identity provider shared the e-mail address {:?}, which hds cannot use \
+             (it needs a name, @ and a dotted domain, with no spaces or control characters); \
+             ask the provider's administrator to correct it",
+            email.chars().take(100).collect::<String>()
+        )));
+    }
     let invited = signin::has_pending_invitation(c, email, now)?;
     let by_domain = domain_allowed(auth, email);
     if !invited && !by_domain {

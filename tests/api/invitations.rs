@@ -400,6 +400,15 @@ async fn bad_input_on_every_invitation_route_is_refused_and_writes_nothing() {
             json!({ "email": "a b@example.com", "role": "viewer" }),
             "email",
         ),
+        // Addresses no relay takes from hds: an invitation could never arrive.
+        (
+            json!({ "email": "dave@[127.0.0.1]", "role": "viewer" }),
+            "email",
+        ),
+        (
+            json!({ "email": "a,b@example.com", "role": "viewer" }),
+            "email",
+        ),
         (
             json!({ "email": "ana\u{0}@example.com", "role": "viewer" }),
             "email",

@@ -195,6 +195,11 @@ async fn who_may_sign_in_natively_follows_the_admission_rules() {
     for (claims, status) in [
         (sign_in("mallory@elsewhere.test", json!(true), "g-10"), 403),
         (sign_in("carol@example.org", json!(false), "g-11"), 403),
+        // Ending in the allowed domain is not enough: the address must be
+        // one (no newline, an empty or doubled local part).
+        (sign_in("x\n@example.org", json!(true), "g-13"), 403),
+        (sign_in("@example.org", json!(true), "g-14"), 403),
+        (sign_in("a@b@example.org", json!(true), "g-15"), 403),
         (sign_in("carol@example.org", json!(true), "g-12"), 200),
     ] {
         let nonce = challenge(&app, "google").await;
@@ -208,6 +213,20 @@ async fn who_may_sign_in_natively_follows_the_admission_rules() {
             assert_eq!(r.ok(200)["user"]["email"], "carol@example.org", "{claims}");
         }
     }
+    let members: Value = app.admin().get("/v1/workspaces/members", 200).await;
+    let emails: Vec<&str> = members["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["email"].as_str())
+        .collect();
+    assert!(emails.contains(&"carol@example.org"), "{members}");
+    assert!(
+        emails
+            .iter()
+            .all(|e| !e.contains('\n') && !e.starts_with('@') && e.matches('@').count() == 1),
+        "{emails:?}"
+    );
 }
 
 #[tokio::test]
