@@ -156,7 +156,13 @@ async fn cookie_user_from(state: &AppState, parts: &Parts) -> Result<Option<User
             .get(session::CSRF_HEADER)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        session::check_csrf(&parts.headers, &state.services.config, &csrf, presented)?;
+        session::check_csrf(
+            &parts.headers,
+            &state.services.config,
+            &csrf,
+            presented,
+            session::CsrfFrom::Api,
+        )?;
     }
     state.limiter.check(&user.user_id)?;
     Ok(Some(user))

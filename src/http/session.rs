@@ -179,10 +179,21 @@ pub fn same_origin(headers: &HeaderMap, config: &Config) -> bool {
 pub fn cross_origin(headers: &HeaderMap, config: &Config, what: &str) -> Error {
     let expected = config.origin();
     match headers.get("origin").and_then(|v| v.to_str().ok()) {
+        // An opaque origin (a sandboxed frame, a file, some privacy
+        // settings): no --base-url would match it.
+        Some("null") => Error::new(
+            Code::CsrfFailed,
+            format!(
+                "{what} was refused: the browser named no origin (Origin: null, as a sandboxed \
+                 frame or a page opened from a file does); open hds at {expected} and try again"
+            ),
+        )
+        .with_detail("origin", "null")
+        .with_detail("expected_origin", expected),
         Some(origin) => Error::new(
             Code::CsrfFailed,
             format!(
-                "{what} refused: the request came from {origin}, but this hds expects {expected} \
+                "{what} was refused: it came from {origin}, but this hds expects {expected} \
                  (its --base-url); if {origin} is this server, start it with --base-url {origin}"
             ),
         )
@@ -199,6 +210,15 @@ fn csrf_refused(why: &str) -> Error {
     )
 }
 
+/// Who sends a cookie-authenticated write, for the refusal's advice.
+#[derive(Clone, Copy)]
+pub enum CsrfFrom {
+    /// A dashboard form (`_csrf` field) or the page's script.
+    Page,
+    /// A program calling `/v1` with the cookie (`X-CSRF-Token` header).
+    Api,
+}
+
 /// CSRF check for a cookie-authenticated write: same origin and the
 /// session's token (a form's `_csrf` field or the `X-CSRF-Token` header).
 pub fn check_csrf(
@@ -206,14 +226,21 @@ pub fn check_csrf(
     config: &Config,
     expected: &str,
     presented: &str,
+    from: CsrfFrom,
 ) -> Result<()> {
     if !same_origin(headers, config) {
         return Err(cross_origin(headers, config, "the request"));
     }
     if expected.is_empty() || !bool::from(expected.as_bytes().ct_eq(presented.as_bytes())) {
-        return Err(csrf_refused(
-            "the form's security token is missing or stale",
-        ));
+        return Err(match from {
+            CsrfFrom::Page => csrf_refused("the form's security token is missing or stale"),
+            CsrfFrom::Api => Error::new(
+                Code::CsrfFailed,
+                "refused: a request authenticated by the session cookie must send the session's \
+                 `csrf_token` (from GET /v1/auth/session) in the X-CSRF-Token header; a program \
+                 can use a bearer token instead",
+            ),
+        });
     }
     Ok(())
 }
@@ -229,7 +256,7 @@ pub struct PageUser {
 impl PageUser {
     /// For UI POST handlers: the form's `_csrf` field must match.
     pub fn check_form(&self, headers: &HeaderMap, config: &Config, form_csrf: &str) -> Result<()> {
-        check_csrf(headers, config, &self.csrf, form_csrf)
+        check_csrf(headers, config, &self.csrf, form_csrf, CsrfFrom::Page)
     }
 }
 

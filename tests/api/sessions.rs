@@ -142,6 +142,10 @@ async fn logout_ends_the_cookie_and_needs_the_csrf_token() {
     assert_eq!(r.status(), 403);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "CSRF_FAILED");
+    // A program, not a form: told which header to send.
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("X-CSRF-Token"), "{message}");
+    assert!(!message.contains("form"), "{message}");
     let r = logout(vec![
         ("origin", "https://evil.example".into()),
         ("x-csrf-token", csrf.clone()),
@@ -149,6 +153,18 @@ async fn logout_ends_the_cookie_and_needs_the_csrf_token() {
     .await
     .unwrap();
     assert_eq!(r.status(), 403);
+    // An opaque origin gets no advice that cannot work.
+    let r = logout(vec![
+        ("origin", "null".into()),
+        ("x-csrf-token", csrf.clone()),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 403);
+    let body: Value = r.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("--base-url null"), "{message}");
+    assert!(message.contains(&app.base), "{message}");
     assert_eq!(session_of(&app, client).await.0, 200);
 
     let r = logout(vec![("origin", app.base.clone()), ("x-csrf-token", csrf)])

@@ -141,8 +141,10 @@ impl Unverified {
     /// a `kid`, any key of the right type), then every claim.
     pub fn verify(&self, keys: &CoreJsonWebKeySet, expect: &Expect) -> Result<Claims, Refusal> {
         self.check_signature(keys)?;
-        let claims: Claims = serde_json::from_slice(&self.payload)
-            .map_err(|e| invalid(format!("the ID token's claims are not usable: {e}")))?;
+        let claims: Claims = serde_path_to_error::deserialize(
+            &mut serde_json::Deserializer::from_slice(&self.payload),
+        )
+        .map_err(|e| invalid(unusable_claims(&e)))?;
         check_claims(&claims, expect)?;
         Ok(claims)
     }
@@ -260,9 +262,50 @@ fn bool_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Err
     })
 }
 
+/// Names the claim that could not be read and what it must be, never the
+/// parser's own words (type names, positions).
+fn unusable_claims(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let claim = e.path().to_string();
+    let expected = match claim.as_str() {
+        "iss" | "sub" | "nonce" | "email" | "name" => "a string",
+        "aud" => "a string or a list of strings",
+        "exp" | "iat" => "a number of seconds since 1970",
+        "email_verified" => "true or false (or the strings \"true\" and \"false\")",
+        _ => {
+            // The payload itself: not a JSON object, or a required claim missing.
+            let what = e.inner().to_string();
+            let what = what.split(" at line ").next().unwrap_or_default();
+            return format!("the ID token's claims are not usable: {what}");
+        }
+    };
+    format!("the ID token's `{claim}` claim must be {expected}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unusable_claim_is_named_with_what_it_must_be() {
+        let read = |json: &str| {
+            let r: Result<Claims, _> =
+                serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(json));
+            unusable_claims(&r.err().unwrap())
+        };
+        let base = r#""iss":"i","sub":"s","aud":"a""#;
+        assert_eq!(
+            read(&format!(r#"{{{base},"exp":1,"email_verified":1}}"#)),
+            "the ID token's `email_verified` claim must be true or false (or the strings \"true\" and \"false\")"
+        );
+        assert_eq!(
+            read(&format!(r#"{{{base},"exp":null}}"#)),
+            "the ID token's `exp` claim must be a number of seconds since 1970"
+        );
+        assert_eq!(
+            read(&format!("{{{base}}}")),
+            "the ID token's claims are not usable: missing field `exp`"
+        );
+    }
 
     fn claims(json: serde_json::Value) -> Claims {
         serde_json::from_value(json).unwrap()
