@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite (README: "The two commands"). Installs what the tests need
 # when it is missing, runs `cargo test --all-targets`, then schemathesis against
-# the server it built (tests/schemathesis/run.sh), and closes with
+# the server it built and the OpenAPI conformance of every response the API
+# tests received (tests/schemathesis/run.sh), and closes with
 # "tests: N passed, M failed". What it installs:
 # - .venv/: a virtualenv with tests/py/requirements.txt (PyJWT, rfc8785: the
 #   independent receipt and fingerprint checks the tests run as `python3`;
@@ -97,14 +98,19 @@ if ! command -v chromium > /dev/null; then
 fi
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Every JSON response the API tests receive, for the OpenAPI conformance
+# check (tests/py/openapi_conformance.py) run with schemathesis below.
+responses=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$responses"' EXIT
 set +e
-cargo test --all-targets --locked 2>&1 | tee "$log"
+HDS_RECORD_RESPONSES="$responses" cargo test --all-targets --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # schemathesis against the server binary the tests just built: every check,
-# with a Source key and with a user token; 0 failures is the gate.
+# with a Source key and with a user token; 0 failures is the gate. Then the
+# tests' own responses against the same server's OpenAPI document.
 if [ "$status" -eq 0 ]; then
-    SCHEMATHESIS="$PWD/$venv/bin/schemathesis" bash tests/schemathesis/run.sh target/debug/hds
+    SCHEMATHESIS="$PWD/$venv/bin/schemathesis" RESPONSES="$responses" \
+        bash tests/schemathesis/run.sh target/debug/hds
     status=$?
 fi
 set -e

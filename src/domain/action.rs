@@ -264,6 +264,7 @@ pub struct ApprovalPolicy {
 /// option. The guide lists every rule with its error.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ActionCreate)]
 pub struct ActionSpec {
     /// 1-200 characters on one line.
     #[schema(
@@ -546,6 +547,7 @@ pub struct Receipt {
 /// A person an Action names (its assignee, its requester): `user_id` when
 /// they are a known user, `email` and `name` as known.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = ActionPerson)]
 pub struct Person {
     pub user_id: Option<String>,
     pub email: Option<String>,

@@ -74,7 +74,7 @@ impl Modify for Security {
 /// - with a body, query or header parameters: 422 `VALIDATION_ERROR` (strict
 ///   JSON, unknown fields, bad values); with a body also 413;
 /// - anonymous sign-in routes: 429 (the per-address budget);
-/// - every write: 503 `UNAVAILABLE` while the database writer is stopped.
+/// - every write: 503 `SERVICE_UNAVAILABLE` while the database writer is stopped.
 pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
     // utoipa's types cannot hold every JSON Schema keyword used here
     // (propertyNames), so the document is finished and served as JSON.
@@ -114,8 +114,18 @@ pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
             strict(schema);
         }
         schemas.insert("JsonValue".to_owned(), json_value());
-        if let Some(patch) = action_patch(schemas.get("ActionSpec")) {
+        if let Some(patch) = action_patch(schemas.get("ActionCreate")) {
             schemas.insert("ActionPatch".to_owned(), patch);
+        }
+    }
+    // Bodies a request may leave out entirely (the handlers take an empty
+    // body as `{}`).
+    for optional in [
+        "/paths/~1v1~1actions~1{action_id}~1cancel/post/requestBody",
+        "/paths/~1v1~1sources~1{source_id}~1keys~1rotate/post/requestBody",
+    ] {
+        if let Some(body) = v.pointer_mut(optional).and_then(|b| b.as_object_mut()) {
+            body.insert("required".to_owned(), serde_json::Value::Bool(false));
         }
     }
     let patch_body =
@@ -136,7 +146,7 @@ fn action_patch(spec: Option<&serde_json::Value>) -> Option<serde_json::Value> {
         .collect();
     Some(serde_json::json!({
         "type": "object",
-        "description": "Any of the fields below; the rules of ActionSpec apply to each. Material changes advance action_version.",
+        "description": "Any of the fields below; the rules of ActionCreate apply to each. Material changes advance action_version.",
         "properties": fields,
         "additionalProperties": false
     }))
@@ -302,7 +312,7 @@ fn complete_operation(path: &str, method: &str, op: &mut serde_json::Value) {
     if write {
         add(
             "503",
-            "UNAVAILABLE: the database writer is stopped (shutting down); retry after Retry-After seconds",
+            "SERVICE_UNAVAILABLE: the database writer is stopped (shutting down); retry after Retry-After seconds",
         );
     }
 }

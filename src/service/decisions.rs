@@ -73,6 +73,7 @@ pub struct CancelRequest {
 /// POST /v1/actions/{id}/outcome
 #[derive(Debug, Deserialize, ToSchema, serde::Serialize)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ActionOutcomeReport)]
 pub struct OutcomeReport {
     /// `success` or `failed`.
     #[schema(schema_with = outcome_status_schema)]

@@ -142,8 +142,10 @@ pub fn replay(stored: store::Stored, request_hash: &str) -> Result<Reply> {
             "a matching stored response was not read"
         )));
     }
-    if let Some(o) = body.as_object_mut() {
-        o.insert("idempotent_replay".into(), Value::Bool(true));
+    // Answers that carry `idempotent_replay` say so in it; the others are
+    // the first answer exactly (the Idempotent-Replayed header says it).
+    if let Some(flag) = body.get_mut("idempotent_replay") {
+        *flag = Value::Bool(true);
     }
     Ok(Reply {
         status: stored.status_code,

@@ -63,6 +63,7 @@ pub struct SnoozeRequest {
 /// POST /v1/actions/{id}/comments
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ActionCommentCreate)]
 pub struct CommentCreate {
     /// Markdown, 1-10,000 characters, not only blanks. `@name@example.com`
     /// mentions a workspace member.

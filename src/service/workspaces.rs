@@ -41,6 +41,7 @@ pub struct WorkspaceSelect {
 /// PATCH /v1/workspaces/members/{user_id}.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = MembershipRoleUpdate)]
 pub struct MemberUpdate {
     /// `owner`, `admin`, `reviewer` or `viewer`.
     #[schema(schema_with = role_schema)]

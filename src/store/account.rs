@@ -59,7 +59,8 @@ pub struct ExportDecision {
     pub workspace_id: String,
     pub title: String,
     pub option_id: Option<String>,
-    #[schema(value_type = Object)]
+    /// The typed answer; null for a decision by option.
+    #[schema(value_type = Option<Object>)]
     pub response: Option<Value>,
     pub reason: Option<String>,
     #[schema(format = DateTime)]

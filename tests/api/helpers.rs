@@ -91,12 +91,49 @@ async fn request(
     } else {
         serde_json::from_str(&text).unwrap_or(Value::String(text))
     };
+    record(&what, status, &headers, &body);
     Resp {
         what,
         status,
         headers,
         body,
     }
+}
+
+/// With HDS_RECORD_RESPONSES set to a directory, every response a test gets
+/// through these helpers is appended there as one JSON line (method, path,
+/// status, body), for tests/py/openapi_conformance.py to check against the
+/// OpenAPI document (.ci/test.sh does).
+fn record(what: &str, status: StatusCode, headers: &reqwest::header::HeaderMap, body: &Value) {
+    use std::io::Write;
+    use std::sync::{Mutex, OnceLock};
+    static OUT: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
+    let out = OUT.get_or_init(|| {
+        let dir = std::env::var_os("HDS_RECORD_RESPONSES")?;
+        let file = std::path::Path::new(&dir).join(format!("{}.jsonl", std::process::id()));
+        Some(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+                .unwrap(),
+        ))
+    });
+    let Some(out) = out else { return };
+    let (method, url) = what.split_once(' ').unwrap();
+    let url = reqwest::Url::parse(url).unwrap();
+    let json = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let line = json!({
+        "method": method,
+        "path": url.path(),
+        "status": status.as_u16(),
+        "json": json,
+        "body": body,
+    });
+    writeln!(out.lock().unwrap(), "{line}").unwrap();
 }
 
 /// reqwest is built without a default TLS provider (hds installs ring when a

@@ -571,7 +571,7 @@ async fn openapi_lists_every_status_a_route_can_answer() {
         serde_json::json!(["approve", "reject"])
     );
     assert_eq!(
-        schemas["ActionSpec"]["properties"]["options"]["maxItems"],
+        schemas["ActionCreate"]["properties"]["options"]["maxItems"],
         20
     );
     assert!(schemas["JsonValue"]["anyOf"].is_array());
@@ -626,4 +626,93 @@ async fn openapi_lists_every_status_a_route_can_answer() {
             ["$ref"],
         "#/components/schemas/ActionPatch"
     );
+}
+
+/// What a client generated from the document relies on beyond shapes: the
+/// body schemas carry the names the interface specification gives them, the
+/// Action's people are their own schema (not the signed-in person's), bodies
+/// that may be left out say so, and every route that takes an
+/// Idempotency-Key declares it with the 400 a bad key gets.
+#[tokio::test]
+async fn openapi_names_bodies_as_specified_and_declares_keys_and_optional_bodies() {
+    let app = TestApp::spawn().await;
+    let doc = app
+        .call(Method::GET, "/v1/openapi.json", None, None, &[])
+        .await;
+    let body = doc.ok(200);
+    let paths = &body["paths"];
+    let schemas = &body["components"]["schemas"];
+    let body_ref = |path: &str, method: &str| {
+        paths[path][method]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            .as_str()
+            .unwrap_or_default()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    for (path, method, name) in [
+        ("/v1/actions", "post", "ActionCreate"),
+        (
+            "/v1/actions/{action_id}/comments",
+            "post",
+            "ActionCommentCreate",
+        ),
+        (
+            "/v1/actions/{action_id}/outcome",
+            "post",
+            "ActionOutcomeReport",
+        ),
+        (
+            "/v1/workspaces/members/{user_id}",
+            "patch",
+            "MembershipRoleUpdate",
+        ),
+        (
+            "/v1/actions/{action_id}/decision",
+            "post",
+            "DecisionRequest",
+        ),
+        ("/v1/actions/{action_id}/resolve", "post", "ResolveRequest"),
+        ("/v1/actions/{action_id}/cancel", "post", "CancelRequest"),
+    ] {
+        assert_eq!(body_ref(path, method), name, "{method} {path}");
+    }
+    let person = &schemas["ActionPerson"]["properties"];
+    assert!(person["user_id"].is_object(), "{person}");
+    assert!(schemas["Person"]["properties"]["id"].is_object());
+    for (path, required) in [
+        ("/v1/actions/{action_id}/cancel", false),
+        ("/v1/sources/{source_id}/keys/rotate", false),
+        ("/v1/actions/{action_id}/resolve", true),
+    ] {
+        assert_eq!(
+            paths[path]["post"]["requestBody"]["required"],
+            serde_json::json!(required),
+            "{path}"
+        );
+    }
+    for path in [
+        "/v1/actions",
+        "/v1/actions/{action_id}/resolve",
+        "/v1/actions/{action_id}/cancel",
+        "/v1/actions/{action_id}/outcome",
+        "/v1/runs",
+    ] {
+        let op = &paths[path]["post"];
+        let params = op["parameters"].as_array().unwrap();
+        assert!(
+            params
+                .iter()
+                .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"),
+            "{path}: {params:?}"
+        );
+        assert!(op["responses"]["400"].is_object(), "{path}");
+    }
+    for path in ["/v1/actions", "/v1/runs"] {
+        let forbidden = paths[path]["post"]["responses"]["403"]["description"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(forbidden.contains("PLAN_LIMIT_REACHED"), "{path}");
+    }
 }

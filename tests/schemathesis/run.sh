@@ -3,7 +3,9 @@
 # a fresh data dir, `hds serve` on an ephemeral loopback port, then every
 # check twice: once with a Source key, once with a user token. Exits non-zero
 # on any failure. Usage: tests/schemathesis/run.sh [path/to/hds]
-# Environment: ST_MAX_EXAMPLES (default 40 per operation), ST_SEED (default 1).
+# Environment: ST_MAX_EXAMPLES (default 40 per operation), ST_SEED (default 1);
+# RESPONSES: a directory of responses the API tests recorded, checked against
+# the OpenAPI document too (tests/py/openapi_conformance.py).
 set -euo pipefail
 here=$(dirname "$0")
 # Paths given relative to where the script was called from.
@@ -46,6 +48,13 @@ for who in source_key_live user_token; do
     # The summary: operations, test cases, failures.
     sed -n '/^API Operations:/,$p' "$work/$who.txt" | grep -E "Selected|Tested|generated|failures|passed|Failures|❌|=====" || true
 done
+# Every JSON response the API tests received (RESPONSES: the directory
+# tests/api/helpers.rs recorded them in) against this server's document.
+if [ -n "${RESPONSES:-}" ]; then
+    if ! "$(dirname "$st")/python" ../py/openapi_conformance.py "$base/v1/openapi.json" "$RESPONSES"; then
+        status=1
+    fi
+fi
 if grep -q "panicked" "$work/serve.log"; then
     echo "schemathesis: the server panicked:" >&2
     grep -B2 -A5 "panicked" "$work/serve.log" >&2

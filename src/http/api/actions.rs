@@ -55,6 +55,7 @@ fn blocking(h: &HeaderMap) -> Result<bool> {
     responses((status = 201, description = "created", body = Envelope<ActionOut>),
               (status = 200, description = "an open Action with the same dedupe_key and content (idempotent_replay: true)", body = Envelope<ActionOut>),
               (status = 400, description = "INVALID_OPEN_URL, INVALID_CALLBACK_URL, INVALID_EXPIRATION, INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
+              (status = 403, description = "PLAN_LIMIT_REACHED: the workspace's plan allows no more Actions this month (details.resource, details.limit, details.used, details.period_end)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_CONFLICT, DEDUPE_CONFLICT", body = crate::http::openapi::ErrorBody),
               (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
@@ -188,9 +189,11 @@ pub async fn decide_actions(
 }
 
 /// Resolve an open Action as its Source (with a receipt).
-#[utoipa::path(post, path = "/v1/actions/{action_id}/resolve", tag = "actions", params(("action_id" = String, Path)),
+#[utoipa::path(post, path = "/v1/actions/{action_id}/resolve", tag = "actions", params(("action_id" = String, Path), ("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters, scoped to the Source and environment: an exact retry answers the first response")),
     request_body = ResolveRequest,
-    responses((status = 200, description = "the resolved Action with its receipt", body = Envelope<ActionOut>), (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the resolved Action with its receipt", body = Envelope<ActionOut>),
+        (status = 400, description = "OPTION_NOT_FOUND, RESPONSE_REQUIRED, RESPONSE_TYPE_MISMATCH, INVALID_RESPONSE, INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
+        (status = 409, description = "ACTION_NOT_OPEN, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn resolve_action(
     State(st): State<AppState>,
@@ -205,9 +208,11 @@ pub async fn resolve_action(
 }
 
 /// Cancel an open Action as its Source.
-#[utoipa::path(post, path = "/v1/actions/{action_id}/cancel", tag = "actions", params(("action_id" = String, Path)),
+#[utoipa::path(post, path = "/v1/actions/{action_id}/cancel", tag = "actions", params(("action_id" = String, Path), ("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters, scoped to the Source and environment: an exact retry answers the first response")),
     request_body = CancelRequest,
-    responses((status = 200, description = "the cancelled Action", body = Envelope<ActionOut>), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
+    responses((status = 200, description = "the cancelled Action", body = Envelope<ActionOut>),
+        (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
+        (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn cancel_action(
     State(st): State<AppState>,
@@ -222,9 +227,10 @@ pub async fn cancel_action(
 }
 
 /// Record what happened when the Source acted on the decision.
-#[utoipa::path(post, path = "/v1/actions/{action_id}/outcome", tag = "actions", params(("action_id" = String, Path)),
+#[utoipa::path(post, path = "/v1/actions/{action_id}/outcome", tag = "actions", params(("action_id" = String, Path), ("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters, scoped to the Source and environment: an exact retry answers the first response")),
     request_body = OutcomeReport,
     responses((status = 201, description = "the Action with its outcome", body = Envelope<ActionOut>),
+              (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "ACTION_NOT_RESOLVED, OUTCOME_ALREADY_REPORTED, ACTION_CHANGED", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn report_outcome(

@@ -22,7 +22,7 @@ fn now(st: &AppState) -> String {
 /// List the active workspace's invitations, newest first (owners and admins).
 #[utoipa::path(get, path = "/v1/workspaces/invitations", tag = "workspaces",
     responses((status = 200, description = "the invitations; status is computed (expired past expires_at)", body = List<InvitationOut>),
-        (status = 403, description = "FORBIDDEN: only owners and admins; details.required_role", body = crate::http::openapi::ErrorBody)),
+        (status = 403, description = "FORBIDDEN: only owners and admins; details.required_role. PLAN_LIMIT_REACHED: the plan allows no more members (details.resource, details.limit, details.used)", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_invitations(
     State(st): State<AppState>,

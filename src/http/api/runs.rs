@@ -52,6 +52,7 @@ fn environment_schema() -> utoipa::openapi::Object {
     request_body = RunCreate,
     responses((status = 201, description = "the run (an exact retry with the same Idempotency-Key answers it again, with `Idempotent-Replayed: true`)", body = Data<Run>),
               (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
+              (status = 403, description = "PLAN_LIMIT_REACHED: the workspace's plan allows no more runs this month (details.resource, details.limit, details.used, details.period_end)", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_CONFLICT", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: name, status, total or metadata (details.errors)", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]

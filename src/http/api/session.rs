@@ -80,7 +80,14 @@ pub async fn get_session(
         .db
         .read(move |c| users::by_credential_id(c, &id, now))
         .await?
-        .map(|(_, cred)| cred);
+        .map(|(_, cred)| cred)
+        // Ended between the authentication and this read.
+        .ok_or_else(|| {
+            crate::error::Error::new(
+                crate::error::Code::AuthRequired,
+                "this session or token has just ended; sign in again",
+            )
+        })?;
     let by_cookie = !headers.contains_key(axum::http::header::AUTHORIZATION);
     let mut csrf_token = None;
     if by_cookie && let Some((_, csrf)) = crate::http::session::cookie_user(&st, &session).await? {
@@ -89,7 +96,7 @@ pub async fn get_session(
     }
     Ok(Json(Data {
         data: SessionOut {
-            credential: current.as_ref().map(CredentialOut::from),
+            credential: CredentialOut::from(&current),
             auth: if by_cookie { "cookie" } else { "bearer" },
             user: user_out(&st, &user).await?,
             csrf_token,

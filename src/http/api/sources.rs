@@ -29,7 +29,7 @@ pub async fn list_sources(
 
 /// Create a Source; its keys and webhook secret are shown only in this response.
 #[utoipa::path(post, path = "/v1/sources", tag = "sources", request_body = SourceCreate,
-    responses((status = 201, description = "the Source; secrets has live_key, test_key and webhook_secret", body = SourceWithSecrets), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 201, description = "the Source; secrets has live_key, test_key and webhook_secret", body = SourceWithSecrets), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace. PLAN_LIMIT_REACHED: the plan allows no more Sources (details.resource, details.limit, details.used)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

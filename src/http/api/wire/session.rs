@@ -79,7 +79,7 @@ impl From<&Credential> for CredentialOut {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionOut {
     #[serde(flatten)]
-    pub credential: Option<CredentialOut>,
+    pub credential: CredentialOut,
     /// `cookie` or `bearer`.
     pub auth: &'static str,
     pub user: UserOut,
