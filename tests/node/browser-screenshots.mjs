@@ -279,6 +279,42 @@ run(async (browser) => {
     }
   }
 
+  // Made last, so that the pages above (and the screenshots) do not show
+  // it: the longest labels the limits allow, and the hashes and URLs kv
+  // blocks hold, must wrap inside the phone's width. Words as long as a
+  // hash may break anywhere here, so only sideways scroll is measured.
+  const long = await createAction(SOURCE_KEY, {
+    title: "Options, controls and context at the lengths the limits allow",
+    context: [
+      {
+        type: "kv",
+        items: [
+          { key: "fingerprint", value: `sha256:${"ab".repeat(32)}` },
+          { key: "artifact_url_with_a_long_key_name_without_spaces", value: `https://artifacts.example.com/releases/2026-11-26/build-${"1234567890abcdef".repeat(2)}.tar.gz` },
+        ],
+      },
+    ],
+    controls: [{ key: "logs", label: "Open the full build logs for this pipeline run in the continuous integration system", kind: "link", url: "https://ci.example.com/x" }],
+    options: [
+      { id: "a", label: "Approve the deployment of build 1234 to production eu-west-1 and page the on-call team right away", style: "primary" },
+      { id: "b", label: "Reject and roll back everything that was started by this pipeline run today in every region", style: "destructive" },
+    ],
+  });
+  for (const page of [wide, phone]) {
+    const res = await page.goto(`${BASE}/app/actions/${long.id}`);
+    if (res.status() !== 200) throw new Error(`long action: ${res.status()}`);
+  }
+  phoneChecks.action_long_labels = {
+    horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+    broken_words: [],
+    // Every button's text stays inside its button.
+    spilling_buttons: await phone.evaluate(() =>
+      [...document.querySelectorAll(".btn")]
+        .filter((b) => b.offsetParent !== null && b.scrollWidth > b.clientWidth + 1)
+        .map((b) => b.textContent.trim().slice(0, 40)),
+    ),
+  };
+
   return {
     files,
     phone: phoneChecks,
