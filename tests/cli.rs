@@ -980,3 +980,60 @@ async fn version_names_the_binary_and_the_api_version_the_server_reports() {
         format!("hds {} (API {api})", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// A webhook attempt that fails is in the operator's log, like a failed
+/// e-mail: the delivery's id, the attempt and the error, never the URL
+/// (whose query may hold the Source's secret).
+#[tokio::test]
+async fn a_failed_webhook_attempt_is_logged_without_its_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap();
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let (mut child, base) = serve_with(&data, Stdio::from(log), &["--allow-private-callbacks"]);
+    let http = client_builder().build().unwrap();
+    // Nothing listens there: the connection is refused.
+    let port = smtp::free_port();
+    let callback = format!("http://127.0.0.1:{port}/hooks?token=sekrit-in-query");
+    let a: Value = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(key)
+        .json(&json!({"title": "Hooked", "interaction": {"type": "boolean"}, "callback_url": callback}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = a["data"]["id"].as_str().unwrap();
+    let r = http
+        .post(format!("{base}/v1/actions/{id}/cancel"))
+        .bearer_auth(key)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut text = String::new();
+    for _ in 0..250 {
+        text = std::fs::read_to_string(&log_path).unwrap();
+        if text.contains("webhook attempt failed") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("webhook attempt failed"))
+        .unwrap_or_else(|| panic!("no failed attempt in the log:\n{text}"));
+    assert!(line.contains("delivery.id=msg_"), "{line}");
+    assert!(line.contains("attempt=1"), "{line}");
+    assert!(
+        !text.contains("sekrit-in-query"),
+        "the URL is in the log:\n{text}"
+    );
+}

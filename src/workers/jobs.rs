@@ -282,6 +282,14 @@ fn start(
             let task = inflight.spawn(async move {
                 let at = svc.clock.now();
                 let sent = sender.send(&out, at.unix_timestamp()).await;
+                let delivered = sent.status_code.is_some_and(|c| (200..300).contains(&c));
+                if !delivered {
+                    // The URL stays out: its query may hold the Source's secret.
+                    tracing::warn!(delivery.id = %out.id, attempt = out.attempts + 1,
+                        duration_ms = sent.duration_ms, status = ?sent.status_code,
+                        error = sent.error.as_deref().unwrap_or(""), refused = sent.refused,
+                        "webhook attempt failed");
+                }
                 Done {
                     job,
                     started: at,

@@ -16,7 +16,9 @@ use crate::config::{SmtpConfig, SmtpTls};
 use crate::domain::time;
 use crate::store::mail::Outgoing;
 
-/// Seconds each step of a conversation (connect, a command's reply) may take.
+/// Seconds connecting to the server may take (lettre's async transport
+/// applies its timeout to the connection only; the replies are bounded by
+/// the whole attempt's limit below).
 pub const STEP_TIMEOUT_SECS: u64 = 15;
 /// Seconds a whole attempt may take; a slower one counts as a timeout.
 pub const ATTEMPT_TIMEOUT_SECS: u64 = 60;
