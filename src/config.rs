@@ -521,6 +521,17 @@ fn toml_error(text: &str, e: &toml::de::Error) -> anyhow::Error {
     // toml's message may quote the value (`invalid type: integer `12345``):
     // neither it nor the line is shown where a secret may stand.
     if secret {
+        // These messages name keys only, never a value: a misspelt
+        // `secret_keys` is still named, though its line is not shown.
+        let message = e.message().trim_end();
+        if ["unknown field `", "missing field `", "duplicate key `"]
+            .iter()
+            .any(|p| message.starts_with(p))
+        {
+            return anyhow::anyhow!(
+                "{message} at line {line_no}, column {col} (the line is not shown: it may hold a secret)"
+            );
+        }
         return anyhow::anyhow!(
             "a value at line {line_no}, column {col} is not valid TOML or not of the right type (the line is not shown: it may hold a secret)"
         );
@@ -624,6 +635,14 @@ client_id = "hds"
         }
         let e = parse_file("[auth]\ndomain_role = reviewer\n").unwrap_err();
         assert!(e.to_string().contains("`domain_role = reviewer`"), "{e}");
+        // A misspelt key on such a line is still named, its value not shown.
+        let said = parse_file("[billing.stripe]\nsecret_keys = \"sk_live_x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("unknown field `secret_keys`") && !said.contains("sk_live_x"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -75,11 +75,25 @@ pub fn resolve(
     Some(client)
 }
 
-/// One forwarded entry: `1.2.3.4`, `1.2.3.4:5678`, `2001:db8::1` or `[2001:db8::1]:443`.
+/// One forwarded entry: `1.2.3.4`, `1.2.3.4:5678`, `2001:db8::1` or
+/// `[2001:db8::1]:443`; or an element of RFC 7239's `Forwarded` header
+/// (`for=192.0.2.60;proto=https`, `for="[2001:db8::1]:443"`), whose `for`
+/// parameter is the address (`for=unknown` and obfuscated ones are unreadable).
 fn parse_entry(entry: &str) -> Option<IpAddr> {
-    let entry = entry.trim();
-    entry
-        .parse::<IpAddr>()
+    let mut entry = entry.trim();
+    if entry.contains('=') {
+        entry = entry.split(';').find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            name.trim()
+                .eq_ignore_ascii_case("for")
+                .then(|| value.trim().trim_matches('"'))
+        })?;
+    }
+    let bare = entry
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .unwrap_or(entry);
+    bare.parse::<IpAddr>()
         .ok()
         .or_else(|| entry.parse::<SocketAddr>().ok().map(|s| s.ip()))
         .map(|ip| ip.to_canonical())
@@ -100,6 +114,43 @@ pub fn bucket(ip: Option<IpAddr>) -> Option<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forwarded_elements_give_their_for_address() {
+        for (entry, ip) in [
+            (
+                "for=192.0.2.60;proto=https;by=203.0.113.43",
+                Some("192.0.2.60"),
+            ),
+            (
+                "For=\"[2001:db8:cafe::17]:4711\"",
+                Some("2001:db8:cafe::17"),
+            ),
+            ("for=\"[2001:db8::1]\"", Some("2001:db8::1")),
+            ("proto=https; for=198.51.100.7:8443", Some("198.51.100.7")),
+            ("for=unknown", None),
+            ("for=_hidden", None),
+            ("proto=https", None),
+            ("198.51.100.1", Some("198.51.100.1")),
+        ] {
+            assert_eq!(
+                parse_entry(entry),
+                ip.map(|i| i.parse::<IpAddr>().unwrap()),
+                "{entry}"
+            );
+        }
+        let mut h = HeaderMap::new();
+        h.append(
+            "forwarded",
+            "for=198.51.100.9, for=10.0.0.2".parse().unwrap(),
+        );
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+        let peer = Some("10.0.0.1".parse().unwrap());
+        assert_eq!(
+            resolve(peer, &h, &trusted, "forwarded"),
+            Some("198.51.100.9".parse().unwrap())
+        );
+    }
 
     fn xff(values: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();
