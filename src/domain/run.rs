@@ -109,10 +109,10 @@ pub fn check_name(name: &str) -> Result<String, FieldError> {
             format!("name is longer than {MAX_NAME} characters"),
         ));
     }
-    if n.chars().any(char::is_control) {
+    if !crate::domain::validate::is_one_line(n) {
         return Err(FieldError::new(
             "name",
-            "name must be one line, without control characters (line breaks, tabs, NUL)",
+            format!("name {}", crate::domain::validate::ONE_LINE),
         ));
     }
     Ok(n.to_owned())

@@ -21,6 +21,28 @@ const MAX_OPTIONS: usize = 20;
 const MAX_CONTEXT_BLOCKS: usize = 100;
 const MAX_TITLE: usize = 200;
 const MAX_DESCRIPTION: usize = 20_000;
+/// Labels of options, controls, choices and form fields.
+const MAX_LABEL: usize = 100;
+
+/// Unicode's explicit direction controls (embeddings, overrides, isolates:
+/// U+202A–U+202E, U+2066–U+2069). In one line of text they reverse what is
+/// shown around it (a title `Refund \u{202e}0001$ tnuoma` reads "Refund
+/// amount $1000" in one place and otherwise in another), so titles, names
+/// and labels may not hold them. The marks U+200E and U+200F stay allowed.
+pub fn has_direction_override(s: &str) -> bool {
+    s.chars()
+        .any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
+}
+
+/// One line of text for a title, a name or a label: no control character
+/// (line break, tab, NUL) and no direction override.
+pub fn is_one_line(s: &str) -> bool {
+    !s.chars().any(char::is_control) && !has_direction_override(s)
+}
+
+/// What a field that must be one line is told.
+pub const ONE_LINE: &str = "must be one line, without control characters (line breaks, tabs, NUL) \
+     or direction overrides (U+202A-U+202E, U+2066-U+2069)";
 const MAX_EXPIRY_DAYS: i64 = 366;
 
 /// What validation needs to know beyond the body itself.
@@ -201,10 +223,12 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             "title",
             format!("title is longer than {MAX_TITLE} characters"),
         ));
-    } else if s.title.chars().any(char::is_control) {
+    } else if s.title.chars().any(char::is_control)
+        || (ctx.checks("title") && has_direction_override(&s.title))
+    {
         errs.push(FieldError::new(
             "title",
-            "title must be one line, without control characters (line breaks, tabs, NUL); put detail in description",
+            format!("title {ONE_LINE}; put detail in description"),
         ));
     }
     if s.description
@@ -226,8 +250,8 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             "options",
             "an Action needs either `options` (single choice) or a typed `interaction`",
         )),
-        (Some(options), None) => check_options(options, &mut errs),
-        (None, Some(i)) => check_interaction(i, &mut errs),
+        (Some(options), None) => check_options(options, ctx.checks("options"), &mut errs),
+        (None, Some(i)) => check_interaction(i, ctx.checks("interaction"), &mut errs),
     }
 
     if let Some(u) = &s.open_url
@@ -345,6 +369,8 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             }
             if c.label.trim().is_empty() {
                 errs.push(FieldError::new(at("label"), "label must not be blank"));
+            } else if ctx.checks("controls") {
+                label_rules(&c.label, at("label"), &mut errs);
             }
             match c.kind.as_str() {
                 "callback" => {
@@ -395,6 +421,17 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                     errs.push(FieldError::new(
                         format!("context[{i}].url"),
                         "url must be an absolute http or https URL",
+                    ));
+                }
+                ContextBlock::Text { text: t } | ContextBlock::Markdown { markdown: t }
+                    if ctx.checks("context") && t.chars().count() > MAX_DESCRIPTION =>
+                {
+                    errs.push(FieldError::new(
+                        format!("context[{i}]"),
+                        format!(
+                            "a text or markdown block holds at most {MAX_DESCRIPTION} characters; \
+                             split it, or link to the full text"
+                        ),
                     ));
                 }
                 _ => {}
@@ -465,7 +502,27 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     }
 }
 
-fn check_options(options: &mut [crate::domain::action::ActionOption], errs: &mut Vec<FieldError>) {
+/// A label of a control, a choice or a form field: at most [`MAX_LABEL`]
+/// characters, one line (checked when the field is set: one stored before
+/// these rules stays patchable).
+fn label_rules(label: &str, field: String, errs: &mut Vec<FieldError>) {
+    if label.chars().count() > MAX_LABEL {
+        errs.push(FieldError::new(
+            field,
+            format!("label must be at most {MAX_LABEL} characters"),
+        ));
+    } else if !is_one_line(label) {
+        errs.push(FieldError::new(field, format!("label {ONE_LINE}")));
+    }
+}
+
+/// `checks_options`: the options are being set (create, or a PATCH of
+/// them), so the rules added since an Action was stored apply too.
+fn check_options(
+    options: &mut [crate::domain::action::ActionOption],
+    checks_options: bool,
+    errs: &mut Vec<FieldError>,
+) {
     if options.is_empty() || options.len() > MAX_OPTIONS {
         errs.push(FieldError::new(
             "options",
@@ -480,10 +537,12 @@ fn check_options(options: &mut [crate::domain::action::ActionOption], errs: &mut
                 format!("options[{i}].label"),
                 "label must be 1-100 characters",
             ));
-        } else if o.label.chars().any(char::is_control) {
+        } else if o.label.chars().any(char::is_control)
+            || (checks_options && has_direction_override(&o.label))
+        {
             errs.push(FieldError::new(
                 format!("options[{i}].label"),
-                "label must be one line, without control characters",
+                format!("label {ONE_LINE}"),
             ));
         }
         let id = o.id.clone().unwrap_or_else(|| slugify(&o.label, i));
@@ -511,7 +570,7 @@ fn check_options(options: &mut [crate::domain::action::ActionOption], errs: &mut
     }
 }
 
-fn check_interaction(i: &Interaction, errs: &mut Vec<FieldError>) {
+fn check_interaction(i: &Interaction, checks_interaction: bool, errs: &mut Vec<FieldError>) {
     match i {
         Interaction::Boolean => {}
         Interaction::Text { max_length } => {
@@ -552,6 +611,8 @@ fn check_interaction(i: &Interaction, errs: &mut Vec<FieldError>) {
                         format!("interaction.choices[{n}].label"),
                         "label must not be blank",
                     ));
+                } else if checks_interaction {
+                    label_rules(&c.label, format!("interaction.choices[{n}].label"), errs);
                 }
             }
         }
@@ -569,6 +630,14 @@ fn check_interaction(i: &Interaction, errs: &mut Vec<FieldError>) {
                         format!("interaction.fields[{n}].key"),
                         "field keys must be unique, 1-64 characters of a-z, 0-9, _ or -",
                     ));
+                }
+                if f.label.trim().is_empty() {
+                    errs.push(FieldError::new(
+                        format!("interaction.fields[{n}].label"),
+                        "label must not be blank",
+                    ));
+                } else if checks_interaction {
+                    label_rules(&f.label, format!("interaction.fields[{n}].label"), errs);
                 }
                 if !matches!(f.kind.as_str(), "text" | "number" | "boolean") {
                     errs.push(FieldError::new(
@@ -686,8 +755,9 @@ fn is_option_id(s: &str) -> bool {
 /// One e-mail address: a local part, `@`, a domain of two or more labels;
 /// no whitespace or control character anywhere (a stray space would make
 /// the address match no member, so a requester named with one could decide
-/// their own request), at most 254 characters. The domain is a name (letters
-/// of any script, digits, `-` inside a label), not an address literal such
+/// their own request), at most 254 characters. The domain is a name (ASCII
+/// letters, digits, `-` inside a label, or letters of other scripts), not an
+/// address literal such
 /// as `[127.0.0.1]`, and the local part holds none of the characters that
 /// need quoting (`()<>[]\,;:"`): no mail relay takes either from hds, so an
 /// invitation to one could never arrive. Shared by every field that names a
@@ -699,11 +769,14 @@ pub fn looks_like_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };
+    // ASCII letters, digits and `-`, or any other script's characters
+    // (an internationalised domain); the OpenAPI pattern says the same.
     let label_ok = |l: &str| {
         !l.is_empty()
             && !l.starts_with('-')
             && !l.ends_with('-')
-            && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+            && l.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || !c.is_ascii())
     };
     !local.is_empty() && !local.chars().any(|c| "()<>[]\\,;:\"@".contains(c)) && {
         let labels: Vec<&str> = domain.split('.').collect();
@@ -754,6 +827,7 @@ mod tests {
             "o'brien+tag@mail.example.co.uk",
             "josé@exämple.de",
             "a-b@xn--bcher-kva.example",
+            "a@пример.рф",
         ] {
             assert!(looks_like_email(ok), "{ok}");
         }
@@ -769,6 +843,7 @@ mod tests {
             "ann@example.com.",
             " ann@example.com",
             "ann@exa mple.com",
+            "a@b_c.com",
         ] {
             assert!(!looks_like_email(bad), "{bad:?}");
         }

@@ -26,12 +26,14 @@ pub const LIFETIME: ::time::Duration = ::time::Duration::days(7);
 #[serde(deny_unknown_fields)]
 pub struct InvitationCreate {
     /// The address the invitation is for; whoever accepts must have this
-    /// verified e-mail (compared case-insensitively). One `@`, a dotted
-    /// domain, no spaces or control characters (`check_email` agrees).
+    /// verified e-mail (compared case-insensitively). One `@` after a part
+    /// without spaces, control characters or `()<>[]\,;:"`, then a dotted
+    /// domain whose labels are ASCII letters, digits and inner `-`, or
+    /// other scripts' characters (`looks_like_email` agrees).
     #[schema(
         min_length = 3,
         max_length = 254,
-        pattern = "^[^@\\s\\u0000-\\u001f\\u007f-\\u009f]+@[^@.\\s\\u0000-\\u001f\\u007f-\\u009f]+(\\.[^@.\\s\\u0000-\\u001f\\u007f-\\u009f]+)+$"
+        pattern = "^[^@\\s\\u0000-\\u001f\\u007f-\\u009f()<>\\[\\]\\\\,;:\"]+@[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f])?(\\.[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f])?)+$"
     )]
     pub email: String,
     /// The role the person gets on accepting. Only owners offer `owner`.

@@ -23,10 +23,12 @@ pub struct SourceCreate {
     #[schema(
         min_length = 1,
         max_length = 100,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
     )]
     pub name: String,
+    /// At most 500 characters.
     #[serde(default)]
+    #[schema(max_length = 500)]
     pub description: Option<String>,
 }
 
@@ -38,12 +40,12 @@ pub struct SourceUpdate {
     #[schema(
         min_length = 1,
         max_length = 100,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
     )]
     pub name: Option<String>,
-    /// `null` clears the description.
+    /// At most 500 characters; `null` clears the description.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 500)]
     pub description: Option<Option<String>>,
 }
 
@@ -145,6 +147,18 @@ pub async fn get(s: &Services, user: UserCaller, id: String) -> Result<Source> {
         .ok_or_else(not_found)
 }
 
+/// A Source's description: at most 500 characters (the dashboard's form
+/// says the same).
+fn check_description(d: Option<&str>) -> Result<()> {
+    if d.is_some_and(|d| d.chars().count() > 500) {
+        return Err(Error::field(
+            "description",
+            "description must be at most 500 characters",
+        ));
+    }
+    Ok(())
+}
+
 /// Creates a Source; its keys and webhook secret are in this response only.
 pub async fn create(
     s: &Services,
@@ -153,6 +167,7 @@ pub async fn create(
 ) -> Result<(Source, Secrets)> {
     let ws = workspace(&user, true)?;
     let name = check_name(&req.name)?;
+    check_description(req.description.as_deref())?;
     let clock_now = s.clock.now();
     let now = time::format(clock_now);
     let me = user.user_id.clone();
@@ -174,6 +189,7 @@ pub async fn update(
 ) -> Result<Source> {
     let ws = workspace(&user, true)?;
     let name = req.name.as_deref().map(check_name).transpose()?;
+    check_description(req.description.as_ref().and_then(|d| d.as_deref()))?;
     let now = time::format(s.clock.now());
     let me = user.user_id.clone();
     s.db.write(move |c| {

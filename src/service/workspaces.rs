@@ -25,7 +25,7 @@ pub struct WorkspaceCreate {
     #[schema(
         min_length = 1,
         max_length = 100,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
     )]
     pub name: String,
 }
@@ -67,10 +67,10 @@ pub fn check_name(name: &str) -> Result<String> {
     if n.is_empty() || n.chars().count() > 100 {
         return Err(Error::field("name", "name must be 1-100 characters"));
     }
-    if n.chars().any(char::is_control) {
+    if !crate::domain::validate::is_one_line(n) {
         return Err(Error::field(
             "name",
-            "name must be one line, without control characters (line breaks, tabs, NUL)",
+            format!("name {}", crate::domain::validate::ONE_LINE),
         ));
     }
     Ok(n.to_owned())

@@ -1128,3 +1128,100 @@ async fn store_older_row(app: &TestApp, key: &'static str, body: &Value, older: 
         .await
         .unwrap();
 }
+
+/// Titles, names and labels are one line: no line break and no direction
+/// override, which would make the same title read differently in the inbox
+/// and in a notification; labels have at most 100 characters; a text block
+/// at most 20,000. Each refusal names its field and writes nothing.
+#[tokio::test]
+async fn titles_names_and_labels_are_one_line_without_direction_overrides() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let admin = app.admin();
+    let rlo = "Refund customer \u{202e}0001$ tnuoma";
+    let long = "L".repeat(101);
+    let before = app.count_rows("actions");
+    for (body, field) in [
+        (
+            json!({"title": rlo, "interaction": {"type": "boolean"}}),
+            "title",
+        ),
+        (
+            json!({"title": "t", "options": [{"label": "Approve \u{2066}x"}, {"label": "No"}]}),
+            "options[0].label",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "choice", "choices": [{"id": "a", "label": "line\nbreak"}, {"id": "b", "label": "ok"}]}}),
+            "interaction.choices[0].label",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "form", "fields": [{"key": "k", "label": long, "type": "text"}]}}),
+            "interaction.fields[0].label",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "controls": [{"key": "logs", "label": long, "kind": "link", "url": "https://ci.example.com/x"}]}),
+            "controls[0].label",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "controls": [{"key": "logs", "label": "a\r\nb", "kind": "link", "url": "https://ci.example.com/x"}]}),
+            "controls[0].label",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "context": [{"type": "text", "text": "w".repeat(20_001)}]}),
+            "context[0]",
+        ),
+    ] {
+        let e = source
+            .post_err("/v1/actions", body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
+    }
+    assert_eq!(app.count_rows("actions"), before);
+    // Marks (U+200E, U+200F) and right-to-left text itself stay allowed.
+    app.create_action(json!({"title": "שלום \u{200f}עולם", "interaction": {"type": "boolean"}}))
+        .await;
+    // Workspace and Source names; a Source's description (500 at most).
+    admin
+        .post_err(
+            "/v1/workspaces",
+            json!({"name": "Team\u{202e}nimda sa"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    let e = admin
+        .post_err(
+            "/v1/sources",
+            json!({"name": "CI", "description": "D".repeat(501)}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "description", "{e}");
+    let src: Value = admin
+        .post(
+            "/v1/sources",
+            json!({"name": "CI", "description": "D".repeat(500)}),
+            201,
+        )
+        .await;
+    let id = src["data"]["id"]
+        .as_str()
+        .unwrap_or_else(|| src["id"].as_str().unwrap());
+    admin
+        .patch_err(
+            &format!("/v1/sources/{id}"),
+            json!({"description": "D".repeat(501)}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    admin
+        .patch_err(
+            &format!("/v1/sources/{id}"),
+            json!({"name": "CI \u{2067}x"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+}
