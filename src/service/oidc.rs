@@ -126,8 +126,30 @@ fn identity(issuer: &Issuer, claims: id_token::Claims, fallback_name: Option<Str
         subject: claims.sub,
         email: claims.email,
         email_verified: claims.email_verified,
-        name: claims.name.or(fallback_name),
+        name: claims.name.or(fallback_name).and_then(|n| shown_name(&n)),
     }
+}
+
+/// A provider's `name` as hds shows it: one line (control characters and
+/// direction overrides become spaces, runs of spaces one), at most 100
+/// characters; None when nothing is left. It is shown beside e-mails on
+/// every page, in e-mails and in notifications.
+fn shown_name(name: &str) -> Option<String> {
+    let line: String = name
+        .chars()
+        .map(|c| {
+            if c.is_control() || crate::domain::validate::has_direction_override(&c.to_string()) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let joined = words.join(" ");
+    let cut: String = joined.chars().take(100).collect();
+    let cut = cut.trim_end().to_owned();
+    (!cut.is_empty()).then_some(cut)
 }
 
 /// Where to send the browser, and the binding cookie to set.
@@ -464,6 +486,20 @@ async fn bearer_session(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_providers_name_is_shown_as_one_line() {
+        assert_eq!(super::shown_name("Ann  Lee").as_deref(), Some("Ann Lee"));
+        assert_eq!(
+            super::shown_name("Mallory\n\u{202e}nimda").as_deref(),
+            Some("Mallory nimda")
+        );
+        assert_eq!(super::shown_name(" \t\u{2066} "), None);
+        assert_eq!(
+            super::shown_name(&"x".repeat(300)).map(|n| n.len()),
+            Some(100)
+        );
+    }
 
     #[test]
     fn apple_user_field_gives_the_name() {
