@@ -55,7 +55,7 @@ apt_install() {
 # requirements.txt changed since the last install.
 venv=.venv
 py_ready() {
-    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography, schemathesis, standardwebhooks, aiosmtpd' 2> /dev/null &&
+    "$venv/bin/python" -c 'import jwt, rfc8785, cryptography, schemathesis, jsonschema_rs, standardwebhooks, aiosmtpd' 2> /dev/null &&
         cmp -s tests/py/requirements.txt "$venv/requirements.installed"
 }
 if ! py_ready; then
@@ -71,7 +71,7 @@ if ! py_ready; then
         --disable-pip-version-check -r tests/py/requirements.txt
     cp tests/py/requirements.txt "$venv/requirements.installed"
     if ! py_ready; then
-        echo "test setup: $venv still cannot import jwt, rfc8785, cryptography, schemathesis, standardwebhooks, aiosmtpd" >&2
+        echo "test setup: $venv still cannot import jwt, rfc8785, cryptography, schemathesis, jsonschema_rs, standardwebhooks, aiosmtpd" >&2
         exit 2
     fi
 fi

@@ -154,6 +154,12 @@ pub enum Interaction {
 #[serde(deny_unknown_fields)]
 pub struct Choice {
     pub id: String,
+    /// 1-100 characters on one line.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
+    )]
     pub label: String,
 }
 
@@ -161,6 +167,12 @@ pub struct Choice {
 #[serde(deny_unknown_fields)]
 pub struct FormField {
     pub key: String,
+    /// 1-100 characters on one line.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
+    )]
     pub label: String,
     /// `text`, `number` or `boolean`.
     #[serde(rename = "type")]
@@ -174,6 +186,12 @@ pub struct FormField {
 #[serde(deny_unknown_fields)]
 pub struct Control {
     pub key: String,
+    /// 1-100 characters on one line.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
+    )]
     pub label: String,
     /// `callback` (needs the Action's callback_url) or `link`.
     pub kind: String,
@@ -190,9 +208,11 @@ pub struct Control {
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ContextBlock {
     Text {
+        #[schema(max_length = 20000)]
         text: String,
     },
     Markdown {
+        #[schema(max_length = 20000)]
         markdown: String,
     },
     Code {

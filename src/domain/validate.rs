@@ -631,13 +631,16 @@ fn check_interaction(i: &Interaction, checks_interaction: bool, errs: &mut Vec<F
                         "field keys must be unique, 1-64 characters of a-z, 0-9, _ or -",
                     ));
                 }
-                if f.label.trim().is_empty() {
-                    errs.push(FieldError::new(
-                        format!("interaction.fields[{n}].label"),
-                        "label must not be blank",
-                    ));
-                } else if checks_interaction {
-                    label_rules(&f.label, format!("interaction.fields[{n}].label"), errs);
+                // New rules: an Action stored before them stays patchable.
+                if checks_interaction {
+                    if f.label.trim().is_empty() {
+                        errs.push(FieldError::new(
+                            format!("interaction.fields[{n}].label"),
+                            "label must not be blank",
+                        ));
+                    } else {
+                        label_rules(&f.label, format!("interaction.fields[{n}].label"), errs);
+                    }
                 }
                 if !matches!(f.kind.as_str(), "text" | "number" | "boolean") {
                     errs.push(FieldError::new(

@@ -237,10 +237,20 @@ fn decoded(text: &str) -> String {
     text
 }
 
+/// The segments a path resolves to: empty and `.` ones dropped, `..` taking
+/// the one before it away.
 fn path_segments(path: &str) -> Vec<&str> {
-    path.split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .collect()
+    let mut out = Vec::new();
+    for s in path.split('/') {
+        match s {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => out.push(s),
+        }
+    }
+    out
 }
 
 /// Whether a `next` (a local path, perhaps with a query that holds another
@@ -255,21 +265,22 @@ pub fn carries_secret(next: &str) -> bool {
 
 /// The path as the access log shows it: a secret segment, and whatever
 /// follows it but `accept`, replaced by `…`. A path that needed that is
-/// shown decoded and without empty or `.` segments.
+/// shown resolved (no empty, `.` or `..` segments), its other segments
+/// percent-encoded again: decoded, a `%0A` would start a forged log line.
 fn loggable_path(path: &str) -> String {
     let plain = decoded(path);
     let segments = path_segments(&plain);
     let Some(from) = secret_from(&segments) else {
         return path.to_owned();
     };
-    let shown: Vec<&str> = segments
+    let shown: Vec<String> = segments
         .iter()
         .enumerate()
         .map(|(i, s)| {
             if i < from || *s == "accept" {
-                *s
+                percent_encoding::utf8_percent_encode(s, percent_encoding::CONTROLS).to_string()
             } else {
-                "…"
+                "…".to_owned()
             }
         })
         .collect();
@@ -391,6 +402,14 @@ mod tests {
         assert_eq!(
             loggable_path("//app/invitations/tok/accept"),
             "/app/invitations/…/accept"
+        );
+        assert!(!loggable_path("/app/signin/x/../link/Jd8abc").contains("Jd8abc"));
+        // A decoded line break or escape never reaches the log.
+        let forged = loggable_path("/%0A2026-01-01%20INFO%20forged%1B[31m/signin/link/x");
+        assert!(!forged.chars().any(char::is_control), "{forged}");
+        assert!(
+            forged.starts_with("/%0A2026-01-01 INFO forged%1B[31m/"),
+            "{forged}"
         );
     }
 

@@ -36,7 +36,12 @@ pub fn free_port() -> u16 {
         .unwrap_or(32768);
     // Up to 10,000 ports just below the range, none under 1024; bounded tries.
     let from = low.saturating_sub(10_000).max(1024);
-    let span = u64::from(low.saturating_sub(from)).max(1);
+    let span = u64::from(low.saturating_sub(from));
+    if span < 1000 {
+        // No room below the range on this machine: any free port, as before.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        return l.local_addr().unwrap().port();
+    }
     let mut seed = {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();

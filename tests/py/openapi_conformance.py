@@ -155,6 +155,9 @@ def main():
     )
     for (what, why), (n, example) in sorted(problems.items()):
         print(f"  {what}: {why} ({n}x, e.g. {example})")
+    if checked == 0:
+        print("  no recorded JSON response was found: the recording is broken")
+        return 1
     return 1 if problems else 0
 
 

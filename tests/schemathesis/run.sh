@@ -11,6 +11,10 @@ here=$(dirname "$0")
 # Paths given relative to where the script was called from.
 hds=$(realpath "${1:-$here/../../target/debug/hds}")
 st=$(realpath "${SCHEMATHESIS:-$here/../../.venv/bin/schemathesis}")
+# The Python that runs the conformance check: the one beside schemathesis
+# (its virtualenv has jsonschema_rs), unless PYTHON names another.
+python=$(realpath -s "${PYTHON:-$(dirname "$st")/python}")
+responses=${RESPONSES:+$(realpath -s "$RESPONSES")}
 cd "$here"
 work=$(mktemp -d)
 server=""
@@ -50,8 +54,8 @@ for who in source_key_live user_token; do
 done
 # Every JSON response the API tests received (RESPONSES: the directory
 # tests/api/helpers.rs recorded them in) against this server's document.
-if [ -n "${RESPONSES:-}" ]; then
-    if ! "$(dirname "$st")/python" ../py/openapi_conformance.py "$base/v1/openapi.json" "$RESPONSES"; then
+if [ -n "$responses" ]; then
+    if ! "$python" ../py/openapi_conformance.py "$base/v1/openapi.json" "$responses"; then
         status=1
     fi
 fi
