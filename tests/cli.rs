@@ -1037,3 +1037,54 @@ async fn a_failed_webhook_attempt_is_logged_without_its_url() {
         "the URL is in the log:\n{text}"
     );
 }
+
+/// `hds users link` on a data dir a server runs from starts its links with
+/// that server's base URL, so the link works without repeating --base-url;
+/// --base-url still wins.
+#[tokio::test]
+async fn users_link_follows_the_base_url_the_server_runs_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let (mut child, base) = serve(&data);
+    let made = hds(
+        &[
+            "users",
+            "link",
+            "bob@example.com",
+            "--create-as",
+            "reviewer",
+        ],
+        &data,
+    );
+    assert!(made.status.success(), "{made:?}");
+    let link = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+    assert!(
+        link.starts_with(&format!("{base}/app/signin/link/")),
+        "{link} for {base}"
+    );
+    let page = client_builder()
+        .build()
+        .unwrap()
+        .get(&link)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200, "the link opens on the running server");
+    let told = hds(
+        &[
+            "users",
+            "link",
+            "bob@example.com",
+            "--base-url",
+            "https://hds.example.com",
+        ],
+        &data,
+    );
+    assert!(
+        String::from_utf8_lossy(&told.stdout)
+            .starts_with("https://hds.example.com/app/signin/link/")
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

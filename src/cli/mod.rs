@@ -67,6 +67,9 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 /// `--data-dir` for commands other than `serve`.
+/// Where `hds serve` records its base URL in the data dir.
+const BASE_URL_FILE: &str = "base-url";
+
 #[derive(Clone, Debug, clap::Args)]
 pub struct DataDir {
     /// Directory holding the database and the receipt signing keys.
@@ -80,6 +83,18 @@ impl DataDir {
     }
     pub fn keys_dir(&self) -> std::path::PathBuf {
         self.data_dir.join("keys")
+    }
+    /// The base URL the last `hds serve` on this data dir ran with, recorded
+    /// in `<data-dir>/base-url` at its start; None before the first start.
+    pub fn recorded_base_url(&self) -> Option<String> {
+        let text = std::fs::read_to_string(self.data_dir.join(BASE_URL_FILE)).ok()?;
+        crate::config::parse_base_url(text.trim()).ok()
+    }
+    pub fn write_base_url(data_dir: &std::path::Path, base_url: &str) -> std::io::Result<()> {
+        if !data_dir.exists() {
+            return Ok(());
+        }
+        std::fs::write(data_dir.join(BASE_URL_FILE), format!("{base_url}\n"))
     }
     /// The database of an initialised data dir, for the commands that use
     /// one (`keys`, `backup`, `workspaces`): a missing one is not created.

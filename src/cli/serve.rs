@@ -44,6 +44,12 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             );
         }
         let first_start = first_start(&config)?;
+        // `hds users link` run later on this data dir starts its links with
+        // this base URL unless told another (best effort: a read-only data
+        // dir only loses that default).
+        if let Err(e) = crate::cli::DataDir::write_base_url(&config.data_dir, &config.base_url) {
+            tracing::warn!(error = %e, "could not record the base URL for `hds users link`");
+        }
         let state = crate::app::start(config).await?;
         // Tests and scripts read the first line to learn the port when
         // listening on :0. The banner is written in one piece, and a stdout

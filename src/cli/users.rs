@@ -25,10 +25,14 @@ pub struct LinkArgs {
     pub create_as: Option<String>,
     #[command(flatten)]
     pub dir: DataDir,
-    /// Public base URL the link starts with.
-    #[arg(long, env = "HDS_BASE_URL", default_value = "http://127.0.0.1:8080", value_parser = crate::config::parse_base_url)]
-    pub base_url: String,
+    /// Public base URL the link starts with. Default: the one the last
+    /// `hds serve` on this data dir ran with, else http://127.0.0.1:8080.
+    #[arg(long, env = "HDS_BASE_URL", value_parser = crate::config::parse_base_url)]
+    pub base_url: Option<String>,
 }
+
+/// The link's base URL when none is given and no `hds serve` recorded one.
+const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
 
 pub fn run(cmd: UsersCommand) -> anyhow::Result<()> {
     match cmd {
@@ -97,8 +101,12 @@ pub fn link_with_note(a: &LinkArgs) -> anyhow::Result<(String, Option<String>)> 
             a.email
         ),
     };
-    let url =
-        crate::service::signin::new_link(&tx, &a.base_url, &user.id, clock_now).map_err(err)?;
+    let base_url = a
+        .base_url
+        .clone()
+        .or_else(|| a.dir.recorded_base_url())
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+    let url = crate::service::signin::new_link(&tx, &base_url, &user.id, clock_now).map_err(err)?;
     tx.commit()?;
     Ok((url, note))
 }

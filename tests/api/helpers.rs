@@ -432,7 +432,7 @@ impl TestApp {
             dir: hds::cli::DataDir {
                 data_dir: self.data_dir(),
             },
-            base_url: self.base.clone(),
+            base_url: Some(self.base.clone()),
         };
         hds::cli::users::link(&args).unwrap();
         let conn = self.db();

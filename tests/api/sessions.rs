@@ -238,7 +238,7 @@ async fn users_link_works_while_the_server_runs_and_can_add_a_reviewer() {
         dir: hds::cli::DataDir {
             data_dir: app.data_dir(),
         },
-        base_url: app.base.clone(),
+        base_url: Some(app.base.clone()),
     };
     let err = hds::cli::users::link(&args("nobody@example.com", None)).unwrap_err();
     assert!(err.to_string().contains("--create-as"), "{err}");
