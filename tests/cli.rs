@@ -293,6 +293,8 @@ async fn the_access_log_never_holds_a_signin_link_secret() {
         format!("/app/./signin/link/{secret}"),
         format!("/app/signin/%6Cink/{secret}"),
         format!("/app/signin?next=/app/signin/link/{secret}"),
+        format!("/app/signin/link/{secret}/.."),
+        format!("/app/signin/link/..%2f{secret}"),
     ] {
         use std::io::{Read, Write};
         let mut tcp = std::net::TcpStream::connect(addr).unwrap();

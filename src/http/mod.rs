@@ -237,14 +237,14 @@ fn decoded(text: &str) -> String {
     text
 }
 
-/// The segments a path resolves to: empty and `.` ones dropped, `..` taking
-/// the one before it away.
-fn path_segments(path: &str) -> Vec<&str> {
+/// A path's segments, empty and `.` ones dropped; with `resolve`, `..`
+/// takes the one before it away, as a browser would.
+fn path_segments(path: &str, resolve: bool) -> Vec<&str> {
     let mut out = Vec::new();
     for s in path.split('/') {
         match s {
             "" | "." => {}
-            ".." => {
+            ".." if resolve => {
                 out.pop();
             }
             s => out.push(s),
@@ -253,6 +253,25 @@ fn path_segments(path: &str) -> Vec<&str> {
     out
 }
 
+/// The segments of `path` in the view where a secret stands, and where it
+/// starts: as written (a `..` after the secret must not hide it) or as
+/// resolved (a `..` before the marker must not either).
+fn secret_view(path: &str) -> Option<(Vec<&str>, usize)> {
+    [false, true].into_iter().find_map(|resolve| {
+        let segments = path_segments(path, resolve);
+        secret_from(&segments).map(|from| (segments, from))
+    })
+}
+
+/// What a shown segment of a redacted path is encoded with: all but the
+/// unreserved characters, so that neither a line break nor a ` key=value`
+/// can pass for part of the log line.
+const SHOWN: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Whether a `next` (a local path, perhaps with a query that holds another
 /// path, as `/app/signin?next=…` does) holds one of those secrets: a sign-in
 /// must not record it as where to return, since stored tokens are hashed
@@ -260,7 +279,7 @@ fn path_segments(path: &str) -> Vec<&str> {
 pub fn carries_secret(next: &str) -> bool {
     decoded(next)
         .split(['?', '#', '&', '='])
-        .any(|part| secret_from(&path_segments(part)).is_some())
+        .any(|part| secret_view(part).is_some())
 }
 
 /// The path as the access log shows it: a secret segment, and whatever
@@ -269,8 +288,7 @@ pub fn carries_secret(next: &str) -> bool {
 /// percent-encoded again: decoded, a `%0A` would start a forged log line.
 fn loggable_path(path: &str) -> String {
     let plain = decoded(path);
-    let segments = path_segments(&plain);
-    let Some(from) = secret_from(&segments) else {
+    let Some((segments, from)) = secret_view(&plain) else {
         return path.to_owned();
     };
     let shown: Vec<String> = segments
@@ -278,7 +296,7 @@ fn loggable_path(path: &str) -> String {
         .enumerate()
         .map(|(i, s)| {
             if i < from || *s == "accept" {
-                percent_encoding::utf8_percent_encode(s, percent_encoding::CONTROLS).to_string()
+                percent_encoding::utf8_percent_encode(s, SHOWN).to_string()
             } else {
                 "…".to_owned()
             }
@@ -408,9 +426,23 @@ mod tests {
         let forged = loggable_path("/%0A2026-01-01%20INFO%20forged%1B[31m/signin/link/x");
         assert!(!forged.chars().any(char::is_control), "{forged}");
         assert!(
-            forged.starts_with("/%0A2026-01-01 INFO forged%1B[31m/"),
+            forged.starts_with("/%0A2026-01-01%20INFO%20forged%1B%5B31m/"),
             "{forged}"
         );
+        // A `..` after the secret, written or encoded, hides nothing.
+        for dotted in [
+            "/app/signin/link/Jd8abc/..",
+            "/app/signin/link/Jd8abc/%2e%2e",
+            "/app/invitations/Jd8abc/..",
+            "/app/signin/link/.%2e/Jd8abc/x",
+            "/app/signin/link/..%2fJd8abc",
+            "/app/signin/link/Jd8abc%2F..",
+        ] {
+            let logged = loggable_path(dotted);
+            assert!(!logged.contains("Jd8abc"), "{dotted} logged as {logged}");
+        }
+        let fields = loggable_path("/app/x%20http.status=200/signin/link/T");
+        assert!(!fields.contains(' ') && !fields.contains('='), "{fields}");
     }
 
     #[test]
@@ -433,6 +465,7 @@ mod tests {
             "/app/signin?next=/app/invitations/continue"
         ));
         assert!(!carries_secret("/app/signin?next=/app/actions/act_1"));
+        assert!(carries_secret("/app/signin?next=/app/signin/link/TOK/.."));
     }
 
     /// The path checked is the path the browser opens: no dot segments, no
