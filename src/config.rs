@@ -524,7 +524,7 @@ fn toml_error(text: &str, e: &toml::de::Error) -> anyhow::Error {
         // These messages name keys only, never a value: a misspelt
         // `secret_keys` is still named, though its line is not shown.
         let message = e.message().trim_end();
-        if ["unknown field `", "missing field `", "duplicate key `"]
+        if ["unknown field `", "missing field `", "duplicate key"]
             .iter()
             .any(|p| message.starts_with(p))
         {
@@ -641,6 +641,13 @@ client_id = "hds"
             .to_string();
         assert!(
             said.contains("unknown field `secret_keys`") && !said.contains("sk_live_x"),
+            "{said}"
+        );
+        let said = parse_file("[billing.stripe]\nsecret_key = \"sk_a\"\nsecret_key = \"sk_b\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("duplicate key") && !said.contains("sk_a") && !said.contains("sk_b"),
             "{said}"
         );
     }

@@ -1090,3 +1090,34 @@ async fn users_link_follows_the_base_url_the_server_runs_with() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// A new owner named on the command line needs an address hds can use, as
+/// everywhere else; nothing is created for one it cannot.
+#[test]
+fn workspaces_create_refuses_an_owner_address_hds_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    for bad in [
+        "a@[127.0.0.1]",
+        "a@127.0.0.1",
+        "a..b@example.com",
+        "a\u{200b}@example.com",
+    ] {
+        let out = hds(&["workspaces", "create", "Team", "--owner", bad], &data);
+        assert!(!out.status.success(), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("is not an e-mail address"),
+            "{bad}: {out:?}"
+        );
+    }
+    let c = rusqlite::Connection::open(data.join("hds.db")).unwrap();
+    let n: i64 = c
+        .query_row(
+            "SELECT count(*) FROM workspaces WHERE name = 'Team'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 0);
+}

@@ -148,15 +148,19 @@ pub fn create(a: &CreateArgs) -> anyhow::Result<Created> {
     let err = |e: crate::error::Error| anyhow::anyhow!("{}", e.message);
     let name = check_name(&a.name).map_err(err)?;
     let email = a.owner.trim();
-    if !email.contains('@') || email.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        bail!("`{}` is not an e-mail address", a.owner);
-    }
+    // An existing person keeps the address they have; a new one needs an
+    // address hds can use, as everywhere else.
     let mut conn = open(&a.dir)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let now = time::format(Clock::system().now());
     let (owner, new_owner) = match users::by_email(&tx, email).map_err(err)? {
         Some(u) => (u, false),
-        None => (users::create(&tx, email, None, &now).map_err(err)?, true),
+        None => {
+            if !crate::domain::validate::looks_like_email(email) {
+                bail!("`{}` is not an e-mail address", a.owner);
+            }
+            (users::create(&tx, email, None, &now).map_err(err)?, true)
+        }
     };
     let w = create_team(&tx, &name, &owner.id, &now).map_err(err)?;
     tx.commit()?;

@@ -35,14 +35,23 @@ pub fn has_direction_override(s: &str) -> bool {
 }
 
 /// One line of text for a title, a name or a label: no control character
-/// (line break, tab, NUL) and no direction override.
+/// (line break, tab, NUL), no line or paragraph separator (U+2028, U+2029,
+/// where browsers break lines too) and no direction override.
 pub fn is_one_line(s: &str) -> bool {
-    !s.chars().any(char::is_control) && !has_direction_override(s)
+    !s.chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+        && !has_direction_override(s)
+}
+
+/// Characters that show as nothing (zero-width space, joiners, word joiner,
+/// byte-order mark): in an e-mail address they make two addresses look alike.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
 }
 
 /// What a field that must be one line is told.
-pub const ONE_LINE: &str = "must be one line, without control characters (line breaks, tabs, NUL) \
-     or direction overrides (U+202A-U+202E, U+2066-U+2069)";
+pub const ONE_LINE: &str = "must be one line, without control characters (line breaks, tabs, NUL), \
+     line or paragraph separators (U+2028, U+2029) or direction overrides (U+202A-U+202E, U+2066-U+2069)";
 const MAX_EXPIRY_DAYS: i64 = 366;
 
 /// What validation needs to know beyond the body itself.
@@ -224,7 +233,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             format!("title is longer than {MAX_TITLE} characters"),
         ));
     } else if s.title.chars().any(char::is_control)
-        || (ctx.checks("title") && has_direction_override(&s.title))
+        || (ctx.checks("title") && !is_one_line(&s.title))
     {
         errs.push(FieldError::new(
             "title",
@@ -472,7 +481,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "assignee_email",
-            "assignee_email must be one e-mail address such as ana@example.com (no spaces)",
+            "assignee_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it",
         ));
     }
     if let Some(e) = &s.requested_by_email
@@ -481,7 +490,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "requested_by_email",
-            "requested_by_email must be one e-mail address such as ana@example.com (no spaces)",
+            "requested_by_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it",
         ));
     }
     check_visibility(&s, ctx, &mut errs);
@@ -538,7 +547,7 @@ fn check_options(
                 "label must be 1-100 characters",
             ));
         } else if o.label.chars().any(char::is_control)
-            || (checks_options && has_direction_override(&o.label))
+            || (checks_options && !is_one_line(&o.label))
         {
             errs.push(FieldError::new(
                 format!("options[{i}].label"),
@@ -692,7 +701,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                     {
                         errs.push(FieldError::new(
                             name,
-                            "every entry must be one e-mail address such as ana@example.com (no spaces)",
+                            "every entry must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it",
                         ));
                     }
                 }
@@ -756,17 +765,23 @@ fn is_option_id(s: &str) -> bool {
 }
 
 /// One e-mail address: a local part, `@`, a domain of two or more labels;
-/// no whitespace or control character anywhere (a stray space would make
-/// the address match no member, so a requester named with one could decide
-/// their own request), at most 254 characters. The domain is a name (ASCII
-/// letters, digits, `-` inside a label, or letters of other scripts), not an
-/// address literal such
-/// as `[127.0.0.1]`, and the local part holds none of the characters that
-/// need quoting (`()<>[]\,;:"`): no mail relay takes either from hds, so an
-/// invitation to one could never arrive. Shared by every field that names a
+/// no whitespace, control, invisible (zero-width, BOM) or direction-override
+/// character anywhere (a stray space would make the address match no member,
+/// so a requester named with one could decide their own request; an
+/// invisible one makes two addresses look alike), at most 254 characters.
+/// The domain is a name (ASCII letters, digits, `-` inside a label, or
+/// letters of other scripts; a top-level label not all digits), not an
+/// address such as `[127.0.0.1]` or `127.0.0.1`, and the local part is words
+/// separated by single dots holding none of the characters that need quoting
+/// (`()<>[]\,;:"`): no mail relay takes those from hds, so an invitation to
+/// one could never arrive. Shared by every field that names a
 /// person by address (Actions, invitations, sign-in by a provider).
 pub fn looks_like_email(s: &str) -> bool {
-    if s.chars().count() > 254 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if s.chars().count() > 254
+        || s.chars()
+            .any(|c| c.is_whitespace() || c.is_control() || is_invisible(c))
+        || has_direction_override(s)
+    {
         return false;
     }
     let Some((local, domain)) = s.split_once('@') else {
@@ -781,10 +796,17 @@ pub fn looks_like_email(s: &str) -> bool {
             && l.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || !c.is_ascii())
     };
-    !local.is_empty() && !local.chars().any(|c| "()<>[]\\,;:\"@".contains(c)) && {
-        let labels: Vec<&str> = domain.split('.').collect();
-        labels.len() >= 2 && labels.iter().all(|l| label_ok(l))
-    }
+    // Dots separate the local part's words: none first, last or doubled.
+    let local_ok = !local.chars().any(|c| "()<>[]\\,;:\"@".contains(c))
+        && local.split('.').all(|w| !w.is_empty());
+    let labels: Vec<&str> = domain.split('.').collect();
+    local_ok
+        && labels.len() >= 2
+        && labels.iter().all(|l| label_ok(l))
+        // A name, not an IPv4 address: no top-level domain is all digits.
+        && labels
+            .last()
+            .is_some_and(|t| !t.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// `Ship it!` → `ship_it`; falls back to `option_N` when nothing is left.
@@ -847,6 +869,12 @@ mod tests {
             " ann@example.com",
             "ann@exa mple.com",
             "a@b_c.com",
+            "a\u{202e}@example.com",
+            "a\u{200b}@example.com",
+            "a@127.0.0.1",
+            "a..b@example.com",
+            ".a@example.com",
+            "a.@example.com",
         ] {
             assert!(!looks_like_email(bad), "{bad:?}");
         }

@@ -38,6 +38,12 @@ pub async fn create_api_token(
             "give the token a name of 1 to 100 characters, e.g. where it is used",
         )]));
     }
+    if !crate::domain::validate::is_one_line(name) {
+        return Err(Error::validation(vec![crate::error::FieldError::new(
+            "name",
+            format!("name {}", crate::domain::validate::ONE_LINE),
+        )]));
+    }
     if let Some(d) = expires_in_days
         && !(1..=MAX_TOKEN_DAYS).contains(&d)
     {

@@ -1177,6 +1177,23 @@ async fn titles_names_and_labels_are_one_line_without_direction_overrides() {
         assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
     }
     assert_eq!(app.count_rows("actions"), before);
+    // Browsers break lines at a line separator too.
+    source
+        .post_err(
+            "/v1/actions",
+            json!({"title": "line1\u{2028}line2", "interaction": {"type": "boolean"}}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    admin
+        .post_err(
+            "/v1/workspaces",
+            json!({"name": "Team\u{2028}B"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
     // Marks (U+200E, U+200F) and right-to-left text itself stay allowed.
     app.create_action(json!({"title": "שלום \u{200f}עולם", "interaction": {"type": "boolean"}}))
         .await;

@@ -294,16 +294,41 @@ run(async (browser) => {
         ],
       },
     ],
-    controls: [{ key: "logs", label: "Open the full build logs for this pipeline run in the continuous integration system", kind: "link", url: "https://ci.example.com/x" }],
+    controls: [
+      { key: "logs", label: "Open the full build logs for this pipeline run in the continuous integration system", kind: "link", url: "https://ci.example.com/x" },
+      { key: "raw", label: "X".repeat(100), kind: "link", url: "https://ci.example.com/y" },
+    ],
     options: [
       { id: "a", label: "Approve the deployment of build 1234 to production eu-west-1 and page the on-call team right away", style: "primary" },
       { id: "b", label: "Reject and roll back everything that was started by this pipeline run today in every region", style: "destructive" },
+      { id: "c", label: "Y".repeat(100) },
     ],
   });
+  // Words of 100 and 200 characters without a break: a choice label, a
+  // Source's name and a run's name (page titles).
+  const choice = await createAction(SOURCE_KEY, {
+    title: "A choice with an unbroken label",
+    interaction: { type: "choice", choices: [{ id: "z", label: "Z".repeat(100) }, { id: "ok", label: "Fine" }] },
+  });
+  const longSource = await ok(await api("POST", "/v1/sources", USER_TOKEN, { name: "S".repeat(100) }), "source");
+  const longRun = await ok(await api("POST", "/v1/runs", SOURCE_KEY, { name: "R".repeat(200) }), "run");
   for (const page of [wide, phone]) {
     const res = await page.goto(`${BASE}/app/actions/${long.id}`);
     if (res.status() !== 200) throw new Error(`long action: ${res.status()}`);
   }
+  for (const [name, url] of [
+    ["action_choice_unbroken", `/app/actions/${choice.id}`],
+    ["source_unbroken_name", `/app/sources/${longSource.data.id}`],
+    ["run_unbroken_name", `/app/runs/${longRun.data.id}`],
+  ]) {
+    const res = await phone.goto(`${BASE}${url}`);
+    if (res.status() !== 200) throw new Error(`${url}: ${res.status()}`);
+    phoneChecks[name] = {
+      horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+      broken_words: [],
+    };
+  }
+  await phone.goto(`${BASE}/app/actions/${long.id}`);
   phoneChecks.action_long_labels = {
     horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
     broken_words: [],
