@@ -176,9 +176,6 @@ pub fn create(a: &CreateArgs) -> anyhow::Result<Created> {
 pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
     let err = |e: crate::error::Error| anyhow::anyhow!("{}", e.message);
     let email = a.email.trim();
-    if !crate::domain::validate::looks_like_email(email) {
-        bail!("`{}` is not an e-mail address", a.email);
-    }
     let mut conn = open(&a.dir)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     if workspaces::get(&tx, &a.workspace_id)
@@ -191,9 +188,16 @@ pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
         );
     }
     let now = time::format(Clock::system().now());
+    // An existing person keeps the address they have; a new one needs an
+    // address hds can use, as everywhere else.
     let (person, new_person) = match users::by_email(&tx, email).map_err(err)? {
         Some(u) => (u, false),
-        None => (users::create(&tx, email, None, &now).map_err(err)?, true),
+        None => {
+            if !crate::domain::validate::looks_like_email(email) {
+                bail!("`{}` is not an e-mail address", a.email);
+            }
+            (users::create(&tx, email, None, &now).map_err(err)?, true)
+        }
     };
     let done = match workspaces::role_of(&tx, &a.workspace_id, &person.id).map_err(err)? {
         Some(Role::Owner) => OwnerSet::AlreadyOwner,

@@ -43,10 +43,20 @@ pub fn is_one_line(s: &str) -> bool {
         && !has_direction_override(s)
 }
 
-/// Characters that show as nothing (zero-width space, joiners, word joiner,
-/// byte-order mark): in an e-mail address they make two addresses look alike.
+/// Characters that show as nothing (soft hyphen, zero-width space and
+/// joiners, direction marks, word joiner and invisible operators, the
+/// Mongolian vowel separator, byte-order mark): in an e-mail address they
+/// make two addresses look alike.
 fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+    )
 }
 
 /// What a field that must be one line is told.
@@ -481,7 +491,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "assignee_email",
-            "assignee_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it",
+            "assignee_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @",
         ));
     }
     if let Some(e) = &s.requested_by_email
@@ -490,7 +500,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "requested_by_email",
-            "requested_by_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it",
+            "requested_by_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @",
         ));
     }
     check_visibility(&s, ctx, &mut errs);
@@ -701,7 +711,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                     {
                         errs.push(FieldError::new(
                             name,
-                            "every entry must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it",
+                            "every entry must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @",
                         ));
                     }
                 }
@@ -771,10 +781,9 @@ fn is_option_id(s: &str) -> bool {
 /// invisible one makes two addresses look alike), at most 254 characters.
 /// The domain is a name (ASCII letters, digits, `-` inside a label, or
 /// letters of other scripts; a top-level label not all digits), not an
-/// address such as `[127.0.0.1]` or `127.0.0.1`, and the local part is words
-/// separated by single dots holding none of the characters that need quoting
-/// (`()<>[]\,;:"`): no mail relay takes those from hds, so an invitation to
-/// one could never arrive. Shared by every field that names a
+/// address such as `[127.0.0.1]` or `127.0.0.1`, and the local part holds
+/// none of the characters that need quoting (`()<>[]\,;:"`): no mail relay
+/// takes those from hds, so an invitation to one could never arrive. Shared by every field that names a
 /// person by address (Actions, invitations, sign-in by a provider).
 pub fn looks_like_email(s: &str) -> bool {
     if s.chars().count() > 254
@@ -796,9 +805,10 @@ pub fn looks_like_email(s: &str) -> bool {
             && l.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || !c.is_ascii())
     };
-    // Dots separate the local part's words: none first, last or doubled.
-    let local_ok = !local.chars().any(|c| "()<>[]\\,;:\"@".contains(c))
-        && local.split('.').all(|w| !w.is_empty());
+    // Doubled or outer dots are kept: some carriers' addresses have them
+    // (`taro..yamada@docomo.ne.jp`); a relay that refuses one marks the
+    // e-mail failed, and the invitation still stands.
+    let local_ok = !local.is_empty() && !local.chars().any(|c| "()<>[]\\,;:\"@".contains(c));
     let labels: Vec<&str> = domain.split('.').collect();
     local_ok
         && labels.len() >= 2
@@ -853,6 +863,8 @@ mod tests {
             "josé@exämple.de",
             "a-b@xn--bcher-kva.example",
             "a@пример.рф",
+            "taro..yamada@docomo.ne.jp",
+            "taro.@ezweb.ne.jp",
         ] {
             assert!(looks_like_email(ok), "{ok}");
         }
@@ -872,9 +884,8 @@ mod tests {
             "a\u{202e}@example.com",
             "a\u{200b}@example.com",
             "a@127.0.0.1",
-            "a..b@example.com",
-            ".a@example.com",
-            "a.@example.com",
+            "a\u{200e}@example.com",
+            "a\u{00ad}@example.com",
         ] {
             assert!(!looks_like_email(bad), "{bad:?}");
         }

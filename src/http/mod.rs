@@ -237,30 +237,37 @@ fn decoded(text: &str) -> String {
     text
 }
 
-/// A path's segments, empty and `.` ones dropped; with `resolve`, `..`
-/// takes the one before it away, as a browser would.
-fn path_segments(path: &str, resolve: bool) -> Vec<&str> {
-    let mut out = Vec::new();
-    for s in path.split('/') {
-        match s {
-            "" | "." => {}
-            ".." if resolve => {
-                out.pop();
-            }
-            s => out.push(s),
-        }
-    }
-    out
+/// A path's segments as written (split at `/` and at `\`, which browsers
+/// read as `/`), empty and `.` ones dropped.
+fn path_segments(path: &str) -> Vec<&str> {
+    path.split(['/', '\\'])
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect()
 }
 
-/// The segments of `path` in the view where a secret stands, and where it
-/// starts: as written (a `..` after the secret must not hide it) or as
-/// resolved (a `..` before the marker must not either).
+/// The segments of `path` as written and the position from which they are
+/// secret: the earliest a secret starts either as written (a `..` after the
+/// secret must not hide it) or as a browser resolves `..` (nor one before
+/// the marker); a resolved position is mapped back to the written segment.
 fn secret_view(path: &str) -> Option<(Vec<&str>, usize)> {
-    [false, true].into_iter().find_map(|resolve| {
-        let segments = path_segments(path, resolve);
-        secret_from(&segments).map(|from| (segments, from))
-    })
+    let written = path_segments(path);
+    let as_written = secret_from(&written);
+    // The resolved view, each segment with its index among the written ones.
+    let mut kept: Vec<usize> = Vec::new();
+    for (i, s) in written.iter().enumerate() {
+        if *s == ".." {
+            kept.pop();
+        } else {
+            kept.push(i);
+        }
+    }
+    let resolved: Vec<&str> = kept.iter().map(|&i| written[i]).collect();
+    let as_resolved = secret_from(&resolved).map(|r| kept[r]);
+    let from = match (as_written, as_resolved) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    Some((written, from))
 }
 
 /// What a shown segment of a redacted path is encoded with: all but the
@@ -440,6 +447,15 @@ mod tests {
         ] {
             let logged = loggable_path(dotted);
             assert!(!logged.contains("Jd8abc"), "{dotted} logged as {logged}");
+        }
+        // A decoy marker after a `..` does not make the real secret shown.
+        for decoy in [
+            "/app/signin/x/../link/Jd8abc/signin/link/y",
+            "/app/x/../invitations/Jd8abc/app/invitations/y",
+            "/app/signin/link%5CJd8abc",
+        ] {
+            let logged = loggable_path(decoy);
+            assert!(!logged.contains("Jd8abc"), "{decoy} logged as {logged}");
         }
         let fields = loggable_path("/app/x%20http.status=200/signin/link/T");
         assert!(!fields.contains(' ') && !fields.contains('='), "{fields}");

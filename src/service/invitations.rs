@@ -26,15 +26,15 @@ pub const LIFETIME: ::time::Duration = ::time::Duration::days(7);
 #[serde(deny_unknown_fields)]
 pub struct InvitationCreate {
     /// The address the invitation is for; whoever accepts must have this
-    /// verified e-mail (compared case-insensitively). Words separated by
-    /// single dots, without spaces, control, invisible or direction-override
-    /// characters or `()<>[]\,;:"`; `@`; a dotted domain whose labels are
+    /// verified e-mail (compared case-insensitively). A part without spaces,
+    /// control, invisible or direction-override characters or `()<>[]\,;:"`;
+    /// `@`; a dotted domain whose labels are
     /// ASCII letters, digits and inner `-`, or other scripts' characters, the
     /// last not all digits (`looks_like_email` agrees).
     #[schema(
         min_length = 3,
         max_length = 254,
-        pattern = "^[^.@\\s\\u0000-\\u001f\\u007f-\\u009f()<>\\[\\]\\\\,;:\"\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]+(\\.[^.@\\s\\u0000-\\u001f\\u007f-\\u009f()<>\\[\\]\\\\,;:\"\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]+)*@[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069])?(\\.[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069])?)*\\.(?![0-9]+$)[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u200b-\\u200d\\u2060\\ufeff\\u202a-\\u202e\\u2066-\\u2069])?$"
+        pattern = "^[^@\\s\\u0000-\\u001f\\u007f-\\u009f()<>\\[\\]\\\\,;:\"\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]+@[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069])?(\\.[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069])?)*\\.(?![0-9]+$)[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]([^\\s\\u0000-\\u002c\\u002e\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u002f\\u003a-\\u0040\\u005b-\\u0060\\u007b-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff\\u202a-\\u202e\\u2066-\\u2069])?$"
     )]
     pub email: String,
     /// The role the person gets on accepting. Only owners offer `owner`.
@@ -96,7 +96,7 @@ pub fn check_email(raw: &str) -> Result<String> {
     let bad = || {
         Error::field(
             "email",
-            "email must be one e-mail address such as ana@example.com: no spaces or invisible characters, words separated by single dots before the @, a dotted domain name after it, at most 254 characters",
+            "email must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @, at most 254 characters",
         )
     };
     if !crate::domain::validate::looks_like_email(e) {
