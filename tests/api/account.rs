@@ -503,6 +503,23 @@ async fn the_account_page_shows_a_new_api_token_once_and_a_reload_creates_nothin
     assert_eq!(r.status(), 422);
     assert!(r.text().await.unwrap().contains("whole number of days"));
     assert_eq!(api_tokens_of(&app, &me), before + 1);
+    // A name is one line: no line break, no direction override.
+    for name in ["line1\nline2", "evil \u{202e}nimda"] {
+        let r = browser
+            .post_form(
+                "/app/account/tokens",
+                Some(origin),
+                &[
+                    ("_csrf", browser.csrf()),
+                    ("name", name),
+                    ("expires_in_days", ""),
+                ],
+            )
+            .await;
+        assert_eq!(r.status(), 422, "{name:?}");
+        assert!(r.text().await.unwrap().contains("one line"), "{name:?}");
+    }
+    assert_eq!(api_tokens_of(&app, &me), before + 1);
 }
 
 /// A deleted account's address is gone from what others were told: the
