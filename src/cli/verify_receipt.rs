@@ -159,6 +159,7 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String
             return Err(differs(what, shown, signed));
         }
     }
+    check_requester(a, claims)?;
     // Always: material fields left out of the file count as null, so a
     // file cannot drop the content it shows from the check.
     let shown = shown_fingerprint(a);
@@ -169,6 +170,51 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String
         ));
     }
     Ok(())
+}
+
+/// The requester an Action file shows (`requested_by`, `{user_id, email,
+/// name}` or null) must be the person the receipt signs (`{user_id,
+/// email_sha256}`, absent when the Action named none), or a file could show
+/// that someone other than the requester decided. The Action shows its
+/// requester as the members are now (a member who left shows by the address
+/// the Source gave; one who joined since, with a user id), so the same
+/// person is the same user id when both sides have one, else the same
+/// address. A file without the field shows nothing to check; `name` is not
+/// signed.
+fn check_requester(a: &Value, claims: &Value) -> Result<(), String> {
+    let Some(shown) = a.get("requested_by") else {
+        return Ok(());
+    };
+    let signed = claims.get("requested_by").unwrap_or(&Value::Null);
+    let differs = |why: &str| {
+        Err(format!(
+            "the file's requested_by ({shown}) is not the requester the receipt signs ({}): {why}",
+            if signed.is_null() {
+                "none".to_owned()
+            } else {
+                signed.to_string()
+            }
+        ))
+    };
+    match (shown, signed) {
+        (Value::Null, Value::Null) => return Ok(()),
+        (Value::Null, _) => return differs("the file shows no requester"),
+        (Value::Object(_), Value::Null) => return differs("the receipt names no requester"),
+        (Value::Object(_), _) => {}
+        _ => return differs("requested_by must be an object or null"),
+    }
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    match (text(shown, "user_id"), text(signed, "user_id")) {
+        (Some(s), Some(g)) if s != g => return differs("another user id"),
+        (Some(_), Some(_)) => return Ok(()),
+        _ => {}
+    }
+    let shown_hash =
+        text(shown, "email").map(|e| hex::encode(Sha256::digest(e.to_lowercase().as_bytes())));
+    match (shown_hash, text(signed, "email_sha256")) {
+        (Some(s), Some(g)) if s != g => differs("another e-mail address"),
+        _ => Ok(()),
+    }
 }
 
 /// The fingerprint of an Action's material fields as the API shows them.

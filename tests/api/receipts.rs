@@ -285,3 +285,88 @@ async fn the_receipt_cards_commands_verify_the_receipt_as_copied() {
     assert!(out.status.success(), "{said}");
     assert!(said.starts_with("valid: receipt"), "{said}");
 }
+
+/// An Action file must show the requester its receipt signs: the same
+/// person (by user id, else by e-mail address), or none when the receipt
+/// names none. A genuine file verifies, also without the field.
+#[tokio::test]
+async fn verify_receipt_checks_the_requester_an_action_file_shows() {
+    let app = TestApp::spawn().await;
+    let requester = app.member(hds::domain::access::Role::Reviewer);
+    let mut body = two_options("Requested by a member");
+    body["requested_by_email"] = json!(requester.person().email);
+    let asked = app.create_action(body).await;
+    let with = app
+        .decide(&asked, json!({"option_id": "approve"}))
+        .await
+        .ok(200)["data"]
+        .clone();
+    assert_eq!(
+        with["requested_by"]["user_id"],
+        json!(requester.person().id)
+    );
+    let without = decided(&app, "Nobody asked").await;
+    assert_eq!(without["requested_by"], serde_json::Value::Null);
+
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.json");
+    let jwks = app.get("/v1/receipts/keys", "unused").await;
+    std::fs::write(&keys, jwks.body.to_string()).unwrap();
+    let verify = |case: &str, file: &serde_json::Value| {
+        let f = dir.path().join(format!("{case}.json"));
+        std::fs::write(&f, file.to_string()).unwrap();
+        let out = hds(&[
+            "verify-receipt",
+            f.to_str().unwrap(),
+            "--keys",
+            keys.to_str().unwrap(),
+        ]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+
+    let mut unnamed = with.clone();
+    unnamed.as_object_mut().unwrap().remove("requested_by");
+    // As a member who has since left shows: the address, no user id.
+    let mut by_address = with.clone();
+    by_address["requested_by"]["user_id"] = serde_json::Value::Null;
+    by_address["requested_by"]["email"] = json!(requester.person().email.to_uppercase());
+    for (case, file) in [
+        ("genuine", &with),
+        ("no requester", &without),
+        ("field left out", &unnamed),
+        ("by address", &by_address),
+    ] {
+        let (code, said) = verify(case, file);
+        assert_eq!(code, Some(0), "{case}: {said}");
+        assert!(said.starts_with("valid:"), "{case}: {said}");
+    }
+
+    let mut dropped = with.clone();
+    dropped["requested_by"] = serde_json::Value::Null;
+    let mut another = with.clone();
+    another["requested_by"]["user_id"] = json!(app.creds["user_id"]);
+    let mut other_address = by_address.clone();
+    other_address["requested_by"]["email"] = json!("someone-else@example.com");
+    let mut added = without.clone();
+    added["requested_by"] =
+        json!({"user_id": requester.person().id, "email": requester.person().email, "name": null});
+    let mut odd = with.clone();
+    odd["requested_by"] = json!("admin@example.com");
+    for (case, file, why) in [
+        ("dropped", &dropped, "the file shows no requester"),
+        ("another", &another, "another user id"),
+        ("other address", &other_address, "another e-mail address"),
+        ("added", &added, "the receipt names no requester"),
+        ("odd", &odd, "must be an object or null"),
+    ] {
+        let (code, said) = verify(case, file);
+        assert_eq!(code, Some(1), "{case}: {said}");
+        assert!(
+            said.starts_with("invalid: the file's requested_by") && said.contains(why),
+            "{case}: {said}"
+        );
+    }
+}
