@@ -453,7 +453,30 @@ async fn main() -> Result<()> {
     let bearer = format!("Bearer {token}");
     let word = "deploy";
     let rare = "façade";
-    let filters: [(&str, &str, &str); 11] = [
+    // Deep pages (`starting_after`): the page after the Action halfway down
+    // the open list and down the resolved one, read from the seeded rows in
+    // each list's order (one workspace holds them all).
+    let halfway = |sql: &str| -> Result<String> {
+        let c = Connection::open(&db)?;
+        let n: i64 = c.query_row(&format!("SELECT count(*) FROM ({sql})"), [], |r| r.get(0))?;
+        Ok(c.query_row(
+            &format!("SELECT id FROM ({sql}) LIMIT 1 OFFSET ?1"),
+            [n / 2],
+            |r| r.get(0),
+        )?)
+    };
+    let open_mid = halfway(
+        "SELECT id FROM actions WHERE environment = 'live' AND status = 'open'
+           AND (snoozed_until IS NULL OR snoozed_until <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+         ORDER BY priority_rank, created_at, rowid",
+    )?;
+    let resolved_mid = halfway(
+        "SELECT id FROM actions WHERE environment = 'live' AND status = 'resolved'
+         ORDER BY created_at DESC, rowid DESC",
+    )?;
+    let deep_open = format!("starting_after={open_mid}");
+    let deep_resolved = format!("status=resolved&starting_after={resolved_mid}");
+    let filters: [(&str, &str, &str); 13] = [
         ("default", "", ""),
         ("search (common word)", "search=deploy", "q=deploy"),
         ("search (two words)", "search=deploy+prod", "q=deploy+prod"),
@@ -470,6 +493,8 @@ async fn main() -> Result<()> {
         ("status=snoozed", "status=snoozed", "status=snoozed"),
         ("priority=high", "priority=high", "priority=high"),
         ("status=resolved", "status=resolved", "status=resolved"),
+        ("open, halfway down", &deep_open, &deep_open),
+        ("resolved, halfway down", &deep_resolved, &deep_resolved),
     ];
     let _ = (word, rare);
     println!(

@@ -21,6 +21,13 @@ pub const MAIL: &str = "mail";
 pub const NOTIFICATION: &str = "ntf";
 pub const RUN: &str = "run";
 
+/// Whether `s` is shaped like an id with `prefix`: `{prefix}_` and a ULID.
+pub fn is_id(s: &str, prefix: &str) -> bool {
+    s.strip_prefix(prefix)
+        .and_then(|r| r.strip_prefix('_'))
+        .is_some_and(|u| u.len() == 26 && ulid::Ulid::from_string(u).is_ok())
+}
+
 /// A new id that sorts after every id this process made before with this
 /// function (a monotonic ULID), so a list ordered by id is in creation
 /// order even within one millisecond. Every record listed newest first by

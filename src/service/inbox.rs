@@ -41,6 +41,11 @@ pub struct InboxParams {
     /// 1..200, default 100
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// The id of the last Action of the previous page: the page that
+    /// follows it in this list's order. An Action of the active workspace
+    /// that the caller may see, else 422.
+    #[param(pattern = "^act_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub starting_after: Option<String>,
 }
 
 const STATUSES: &[&str] = &["open", "snoozed", "resolved", "cancelled", "expired", "all"];
@@ -215,6 +220,14 @@ pub fn query(
     if !(1..=200).contains(&limit) {
         errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
     }
+    if let Some(after) = &p.starting_after
+        && !crate::domain::ids::is_id(after, crate::domain::ids::ACTION)
+    {
+        errs.push(FieldError::new(
+            "starting_after",
+            "starting_after must be an Action id (act_ and 26 characters), the last id of the previous page",
+        ));
+    }
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
@@ -234,6 +247,7 @@ pub fn query(
         scope,
         limit,
         now: time::format(now),
+        after: p.starting_after,
     };
     Ok(Some(q))
 }

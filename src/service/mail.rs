@@ -230,16 +230,13 @@ fn check(p: &MailListParams) -> Result<i64> {
             format!("limit must be between 1 and {MAX_PAGE}"),
         ));
     }
-    if let Some(after) = &p.starting_after {
-        let ok = after
-            .strip_prefix("mail_")
-            .is_some_and(|u| u.len() == 26 && ulid::Ulid::from_string(u).is_ok());
-        if !ok {
-            errs.push(FieldError::new(
-                "starting_after",
-                "starting_after must be a mail id (mail_ and 26 characters), the last id of the previous page",
-            ));
-        }
+    if let Some(after) = &p.starting_after
+        && !crate::domain::ids::is_id(after, crate::domain::ids::MAIL)
+    {
+        errs.push(FieldError::new(
+            "starting_after",
+            "starting_after must be a mail id (mail_ and 26 characters), the last id of the previous page",
+        ));
     }
     if errs.is_empty() {
         Ok(limit)

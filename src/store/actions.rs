@@ -329,6 +329,9 @@ pub struct InboxQuery {
     pub scope: String,
     pub limit: i64,
     pub now: String,
+    /// `starting_after`: the id of the Action the page continues after, in
+    /// this list's order (`inbox_after` reads where it sorts).
+    pub after: Option<String>,
 }
 
 /// The FTS5 query of a `search`: each whitespace-separated word becomes a
@@ -464,6 +467,64 @@ fn sorted_contains(set: &[u8], x: i64) -> bool {
     false
 }
 
+/// Who is not an owner or admin sees a restricted Action only when listed as
+/// its reviewer: the user id, then the e-mail address, bound after it.
+const VISIBLE: &str = " AND (a.visibility = 'workspace'
+               OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_user_ids') WHERE value = ?)
+               OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE))";
+
+/// Where the Action a page continues after (`starting_after`) sorts: the
+/// values of every list order, and its rowid, which breaks ties (two
+/// Actions created in the same millisecond).
+#[derive(Clone, Debug)]
+pub struct After {
+    rank: i64,
+    created_at: String,
+    /// Empty when it has none, which sorts before every wake-up time.
+    snoozed_until: String,
+    rowid: i64,
+}
+
+/// Reads where `q.after` sorts; None without one. An id that is no Action of
+/// the workspace the caller may see is refused alike, whether it exists or
+/// not. Its place is read as it is now: an Action that has left the list
+/// since (decided, snoozed, given another priority) still has a place in
+/// its order, so the page goes on from there.
+pub fn inbox_after(c: &Connection, q: &InboxQuery) -> Result<Option<After>> {
+    let Some(id) = &q.after else {
+        return Ok(None);
+    };
+    let mut sql = String::from(
+        "SELECT a.priority_rank, a.created_at, coalesce(a.snoozed_until, ''), a.rowid FROM actions a
+         WHERE a.id = ? AND a.workspace_id = ?",
+    );
+    let mut args: Vec<SqlValue> = vec![id.clone().into(), q.workspace_id.clone().into()];
+    if !q.sees_restricted {
+        sql.push_str(VISIBLE);
+        args.push(q.user_id.clone().into());
+        args.push(q.user_email.clone().into());
+    }
+    let found = c
+        .prepare_cached(&sql)?
+        .query_row(params_from_iter(args), |r| {
+            Ok(After {
+                rank: r.get(0)?,
+                created_at: r.get(1)?,
+                snoozed_until: r.get(2)?,
+                rowid: r.get(3)?,
+            })
+        })
+        .optional()?;
+    found.map(Some).ok_or_else(|| {
+        crate::error::Error::validation(vec![crate::error::FieldError::new(
+            "starting_after",
+            format!(
+                "{id} is not an Action of this workspace that you can see; give the id of the last Action of the page before"
+            ),
+        )])
+    })
+}
+
 /// The inbox's WHERE clause: workspace, visibility and every filter but
 /// `status` (which `inbox` adds and `inbox_counts` groups by), and the arms
 /// the query is the disjoint union of (one, or two for scope=mine).
@@ -570,11 +631,7 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
         _ => {}
     }
     if !q.sees_restricted {
-        sql.push_str(
-            " AND (a.visibility = 'workspace'
-               OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_user_ids') WHERE value = ?)
-               OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE))",
-        );
+        sql.push_str(VISIBLE);
         args.push(q.user_id.clone().into());
         args.push(q.user_email.clone().into());
     }
@@ -589,7 +646,7 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
 
 /// The SQL and arguments of `inbox` (apart so the plan test can EXPLAIN it),
 /// for the `matches` of its search.
-fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
+fn inbox_sql(q: &InboxQuery, matches: &Matches, after: Option<&After>) -> (String, Vec<SqlValue>) {
     let mut f = inbox_filter(q);
     let mut from = from_actions!().to_owned();
     match (&f.search, matches) {
@@ -625,9 +682,21 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
             );
             status_args.push(q.now.clone().into());
         }
+        // After an Action that wakes later than now, its wake-up time bounds
+        // the walk instead of now (which it implies), so the page is a seek
+        // there; after one that wakes earlier (it is back already), every
+        // snoozed Action sorts after it.
         "snoozed" => {
-            status_sql.push_str(" AND a.status = 'open' AND a.snoozed_until > ?");
-            status_args.push(q.now.clone().into());
+            let from = after
+                .map(|at| at.snoozed_until.as_str())
+                .filter(|s| *s > q.now.as_str());
+            if let Some(from) = from {
+                status_sql.push_str(" AND a.status = 'open' AND a.snoozed_until >= ?");
+                status_args.push(from.to_owned().into());
+            } else {
+                status_sql.push_str(" AND a.status = 'open' AND a.snoozed_until > ?");
+                status_args.push(q.now.clone().into());
+            }
         }
         other => {
             // The partial index actions_closed states `status <> 'open'`;
@@ -635,6 +704,43 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
             status_sql.push_str(" AND a.status = ? AND a.status <> 'open'");
             status_args.push(other.to_owned().into());
         }
+    }
+    // The page after `after`, in the list's order with the rowid last: the
+    // first comparison is a range on the ordered index (the columns follow
+    // its equalities), the second leaves out the ties up to `after` itself.
+    if let Some(at) = after {
+        let (sort, key, tie): (&str, [SqlValue; 2], &str) = match q.status.as_str() {
+            "snoozed" => (
+                "(a.snoozed_until, a.created_at) >",
+                [
+                    at.snoozed_until.clone().into(),
+                    at.created_at.clone().into(),
+                ],
+                "a.rowid >",
+            ),
+            "open" => (
+                "(a.priority_rank, a.created_at) >",
+                [at.rank.into(), at.created_at.clone().into()],
+                "a.rowid >",
+            ),
+            _ => (
+                "(a.created_at) <",
+                [at.created_at.clone().into(), SqlValue::Null],
+                "a.rowid <",
+            ),
+        };
+        if q.status == "snoozed" || q.status == "open" {
+            status_sql.push_str(&format!(
+                " AND {sort}= (?, ?) AND ({sort} (?, ?) OR {tie} ?)"
+            ));
+            status_args.extend(key.iter().cloned());
+            status_args.extend(key.iter().cloned());
+        } else {
+            status_sql.push_str(&format!(" AND {sort}= ? AND ({sort} ? OR {tie} ?)"));
+            status_args.push(key[0].clone());
+            status_args.push(key[0].clone());
+        }
+        status_args.push(at.rowid.into());
     }
     if f.split_environments && q.status == "open" {
         // Only the unscoped or unassigned arm is here (not scope=mine).
@@ -649,9 +755,10 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
         if i > 0 {
             sql.push_str(" UNION ALL ");
         }
-        // Column 18 is priority_rank, for the ORDER BY of the union.
+        // Columns 18 and 19 are priority_rank and rowid, for the ORDER BY of
+        // the union.
         sql.push_str(&format!(
-            "{}, a.priority_rank{from}{}{arm}{status_sql}",
+            "{}, a.priority_rank, a.rowid{from}{}{arm}{status_sql}",
             select_fields!(),
             f.sql
         ));
@@ -659,15 +766,17 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
         args.extend(arm_args.iter().cloned());
         args.extend(status_args.iter().cloned());
     }
-    // Result columns (1-based): 11 snoozed_until, 12 created_at, 18 priority_rank.
-    // Snoozed ones by wake-up time (the next back first), as their index
-    // holds them; open ones by priority, then age.
+    // Result columns (1-based): 11 snoozed_until, 12 created_at, 18
+    // priority_rank, 19 rowid. Snoozed ones by wake-up time (the next back
+    // first), as their index holds them; open ones by priority, then age;
+    // the rowid last, so that the order is total and `starting_after` neither
+    // repeats nor skips an Action.
     if q.status == "snoozed" {
-        sql.push_str(" ORDER BY 11, 12");
+        sql.push_str(" ORDER BY 11, 12, 19");
     } else if q.status == "open" {
-        sql.push_str(" ORDER BY 18, 12");
+        sql.push_str(" ORDER BY 18, 12, 19");
     } else {
-        sql.push_str(" ORDER BY 12 DESC");
+        sql.push_str(" ORDER BY 12 DESC, 19 DESC");
     }
     sql.push_str(" LIMIT ?");
     args.push((q.limit + 1).into());
@@ -677,7 +786,8 @@ fn inbox_sql(q: &InboxQuery, matches: &Matches) -> (String, Vec<SqlValue>) {
 /// Lists the inbox; fetches one more than asked so the caller knows `has_more`.
 /// `matches` is `matches(c, q)`, read once for the list and its counts.
 pub fn inbox(c: &Connection, q: &InboxQuery, matches: &Matches) -> Result<Vec<ActionRecord>> {
-    let (sql, args) = inbox_sql(q, matches);
+    let after = inbox_after(c, q)?;
+    let (sql, args) = inbox_sql(q, matches, after.as_ref());
     let mut st = c.prepare_cached(&sql)?;
     let rows = st.query_map(params_from_iter(args), map_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -831,6 +941,7 @@ mod tests {
             scope: "all".into(),
             limit: 100,
             now: "2026-01-01T00:00:00.000Z".into(),
+            after: None,
         };
         f(&mut q);
         q
@@ -850,6 +961,18 @@ mod tests {
         full("SCAN a")
             || full("SCAN actions")
             || (step.contains("actions_fts") && !step.contains(":M"))
+    }
+
+    /// Whether a plan sorts whole rows: a sort of the last ORDER BY term only
+    /// (`RIGHT PART` / `LAST TERM`) orders the few Actions that tie on the
+    /// index's order (created in the same millisecond) by rowid, as the
+    /// index walk yields them.
+    fn sorts_all(plan: &str) -> bool {
+        plan.lines().any(|l| {
+            l.contains("TEMP B-TREE")
+                && !l.contains("RIGHT PART OF ORDER BY")
+                && !l.contains("LAST TERM OF ORDER BY")
+        })
     }
 
     fn plan(c: &Connection, sql: &str, args: &[SqlValue]) -> Vec<String> {
@@ -1030,19 +1153,28 @@ mod tests {
                 "actions_by_age",
             ),
         ];
+        let after = After {
+            rank: 2,
+            created_at: "2026-11-26T10:00:00.000Z".into(),
+            // Later than the queries' now: snoozed pages seek to it.
+            snoozed_until: "2026-11-26T11:00:00.000Z".into(),
+            rowid: 7,
+        };
         for (name, q, index) in cases {
-            let (sql, args) = inbox_sql(&q, &Matches::Broad(Vec::new()));
-            let p = plan(&c, &sql, &args);
-            let text = p.join("\n");
-            println!("{name}:\n{text}\n");
-            assert!(
-                p.iter().any(|s| s.contains(index)),
-                "{name}: expected {index}:\n{text}"
-            );
-            for step in &p {
-                assert!(!scans(step), "{name} scans:\n{text}");
+            for at in [None, Some(&after)] {
+                let (sql, args) = inbox_sql(&q, &Matches::Broad(Vec::new()), at);
+                let p = plan(&c, &sql, &args);
+                let text = p.join("\n");
+                println!("{name} (after: {}):\n{text}\n", at.is_some());
+                assert!(
+                    p.iter().any(|s| s.contains(index)),
+                    "{name}: expected {index}:\n{text}"
+                );
+                for step in &p {
+                    assert!(!scans(step), "{name} scans:\n{text}");
+                }
+                assert!(!sorts_all(&text), "{name} sorts:\n{text}");
             }
-            assert!(!text.contains("TEMP B-TREE"), "{name} sorts:\n{text}");
             for (sql, args) in counts_sql(&q, &Matches::NotSearched).into_iter().flatten() {
                 let p = plan(&c, &sql, &args);
                 let text = p.join("\n");
@@ -1064,7 +1196,7 @@ mod tests {
             }
             // Too many matches to hold: the FTS set, probed while the same
             // index is walked.
-            let (sql, args) = inbox_sql(&q, &Matches::Vast);
+            let (sql, args) = inbox_sql(&q, &Matches::Vast, None);
             let vast = plan(&c, &sql, &args);
             let text = vast.join("\n");
             assert!(
@@ -1078,7 +1210,7 @@ mod tests {
             assert!(!vast.iter().any(|s| scans(s)), "{name} vast scans:\n{text}");
             // A narrow search: its rowids drive, each match read by rowid.
             let rowids = Matches::Narrow("[1, 2]".into());
-            let (sql, args) = inbox_sql(&q, &rowids);
+            let (sql, args) = inbox_sql(&q, &rowids, None);
             let mut narrow = plan(&c, &sql, &args);
             let (sql, args) = &counts_sql(&q, &rowids).unwrap()[0];
             narrow.extend(plan(&c, sql, args));

@@ -556,4 +556,243 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
         )
         .unwrap();
     assert_eq!(indexed, 2005, "each title indexed exactly once");
+
+    // Paged with `starting_after`, a broad search (its matches tested on
+    // the index walk) lists each of its 2,004 matches once, in order.
+    let query = "search=deploy&environment=all&status=all";
+    let paged = pages(&admin, query, 200).await;
+    let distinct: std::collections::HashSet<&String> = paged.iter().collect();
+    assert_eq!((paged.len(), distinct.len()), (2004, 2004));
+    assert_eq!(paged[..200], ids(&admin, query).await);
+
+    // The page shows 100 and links the next 100, which follow without a
+    // repeat and link back to the first.
+    let first = browser.page("/app").await;
+    let next = link(&first, "next-page").expect("a next page");
+    let shown = row_ids(&first);
+    assert_eq!(shown.len(), 100);
+    assert_eq!(
+        next,
+        format!("/app?status=open&starting_after={}", shown[99])
+    );
+    assert!(!first.contains(">First page<"));
+    let second = browser.page(&next).await;
+    let more = row_ids(&second);
+    assert_eq!(more.len(), 100);
+    let open = ids(&admin, "").await;
+    assert_eq!([shown, more].concat(), open[..200]);
+    assert!(second.contains(r#"<a class="btn btn-small" href="/app?status=open">First page</a>"#));
+    // The live refresh of a later page refreshes that page.
+    assert!(
+        second.contains(&format!(
+            r#"data-rows-url="/app/inbox/rows?status=open&#38;starting_after={}""#,
+            open[99]
+        )),
+        "{second}"
+    );
+}
+
+/// Every id of one query's list, in a single page (at most 200).
+async fn ids(who: &crate::helpers::Actor, query: &str) -> Vec<String> {
+    let all: serde_json::Value = who
+        .get(&format!("/v1/me/actions?{query}&limit=200"), 200)
+        .await;
+    all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every id of one query's list, read `limit` at a time with
+/// `starting_after`, checking `has_more` on the way.
+async fn pages(who: &crate::helpers::Actor, query: &str, limit: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for _ in 0..100 {
+        let after = out
+            .last()
+            .map(|id| format!("&starting_after={id}"))
+            .unwrap_or_default();
+        let page: serde_json::Value = who
+            .get(&format!("/v1/me/actions?{query}&limit={limit}{after}"), 200)
+            .await;
+        let got = page["data"].as_array().unwrap();
+        out.extend(got.iter().map(|a| a["id"].as_str().unwrap().to_owned()));
+        if page["has_more"] == false {
+            return out;
+        }
+        assert_eq!(
+            got.len(),
+            limit,
+            "{query}: a page with more after it is full"
+        );
+    }
+    panic!("{query}: more than 100 pages");
+}
+
+/// The href of the link with `id`, unescaped.
+fn link(page: &str, id: &str) -> Option<String> {
+    let at = page.find(&format!(r#"id="{id}" href=""#))? + id.len() + 12;
+    Some(page[at..at + page[at..].find('"')?].replace("&#38;", "&"))
+}
+
+/// The Action ids of the inbox rows, in order.
+fn row_ids(page: &str) -> Vec<String> {
+    page.split(r#"<a class="row-link" href="/app/actions/"#)
+        .skip(1)
+        .map(|r| r[..r.find('"').unwrap()].to_owned())
+        .collect()
+}
+
+/// `starting_after` reads each list, in every order, a page at a time with
+/// no repeat and no gap, ties included (Actions created in the same
+/// millisecond); the Action a page ends with may leave the list before the
+/// next page is read. A cursor that is not an Action the caller may see is
+/// refused alike, whether it exists or not.
+#[tokio::test]
+async fn starting_after_pages_every_order_without_repeats_or_gaps() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let reviewer = app.member(hds::domain::access::Role::Reviewer);
+    let prios = [
+        "urgent", "low", "normal", "normal", "high", "normal", "urgent", "low", "normal", "high",
+        "normal",
+    ];
+    let mut made = Vec::new();
+    for (i, p) in prios.iter().enumerate() {
+        let mut b = two_options(&format!("Paged {i}"));
+        b["priority"] = json!(p);
+        if i % 3 == 0 {
+            b["assignee_user_id"] = app.creds["user_id"].clone();
+        }
+        made.push(app.create_action(b).await);
+    }
+    for (i, p) in prios.iter().take(3).enumerate() {
+        let mut b = two_options(&format!("Paged test {i}"));
+        b["priority"] = json!(p);
+        app.create_action_with(&app.test_key(), b).await;
+    }
+    let mut hidden = two_options("Paged but restricted");
+    hidden["visibility"] = json!("restricted");
+    hidden["reviewer_emails"] = json!(["admin@example.com"]);
+    let hidden = app.create_action(hidden).await;
+    // Ties on every order's values: the first eight in one millisecond.
+    app.db()
+        .execute(
+            "UPDATE actions SET created_at = '2026-11-26T12:00:00.000Z'
+             WHERE rowid IN (SELECT rowid FROM actions ORDER BY rowid LIMIT 8)",
+            [],
+        )
+        .unwrap();
+    for a in &made[8..10] {
+        app.decide(a, json!({"option_id": "approve"})).await.ok(200);
+    }
+    let until =
+        hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+    for a in &made[5..8] {
+        admin
+            .post::<serde_json::Value>(
+                &format!("/v1/actions/{}/snooze", a["id"].as_str().unwrap()),
+                json!({"until": until}),
+                200,
+            )
+            .await;
+    }
+
+    for query in [
+        "",
+        "environment=all",
+        "status=resolved",
+        "status=all",
+        "status=all&environment=all",
+        "status=snoozed",
+        "scope=mine",
+        "scope=mine&environment=all",
+        "scope=unassigned&environment=all",
+        "priority=normal",
+        "search=paged",
+        "search=paged&environment=all&status=all",
+    ] {
+        let whole = ids(&admin, query).await;
+        assert!(!whole.is_empty(), "{query}");
+        for limit in [1, 2, 3] {
+            assert_eq!(
+                pages(&admin, query, limit).await,
+                whole,
+                "{query}, {limit} a page"
+            );
+        }
+    }
+    // A member who is no reviewer of the restricted one pages without it.
+    let seen = ids(&reviewer, "status=all").await;
+    assert!(!seen.contains(&hidden["id"].as_str().unwrap().to_owned()));
+    assert_eq!(pages(&reviewer, "status=all", 2).await, seen);
+
+    // The last Action of a page is decided before the next page is read:
+    // the next page goes on from where it sorts, repeating nothing.
+    let open = ids(&admin, "").await;
+    let first: serde_json::Value = admin.get("/v1/me/actions?limit=3", 200).await;
+    let last = first["data"][2].clone();
+    assert_eq!(last["id"], json!(open[2]));
+    app.decide(&last, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let next: serde_json::Value = admin
+        .get(
+            &format!("/v1/me/actions?limit=3&starting_after={}", open[2]),
+            200,
+        )
+        .await;
+    let next: Vec<&str> = next["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(next, open[3..6]);
+
+    // Refused, with the field named: not an id; no such Action; one the
+    // caller may not see (the same words as for none); another workspace's
+    // would be the same.
+    let e = admin
+        .get_err(
+            "/v1/me/actions?starting_after=act_nope",
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("act_ and 26 characters"),
+        "{e}"
+    );
+    let absent = "act_01M8CHV7XBSAWWWE5GRKFH08J7";
+    let hidden_id = hidden["id"].as_str().unwrap();
+    for (who, id) in [(&admin, absent), (&reviewer, hidden_id)] {
+        let e = who
+            .get_err(
+                &format!("/v1/me/actions?status=all&starting_after={id}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
+        assert_eq!(
+            e["details"]["errors"][0]["message"],
+            format!(
+                "{id} is not an Action of this workspace that you can see; give the id of the last Action of the page before"
+            )
+        );
+    }
+    let after_hidden: serde_json::Value = admin
+        .get(
+            &format!("/v1/me/actions?status=all&starting_after={hidden_id}"),
+            200,
+        )
+        .await;
+    assert!(after_hidden["data"].is_array());
 }

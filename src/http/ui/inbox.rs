@@ -45,6 +45,9 @@ pub struct Filters {
     pub environment: String,
     #[serde(default)]
     pub scope: String,
+    /// The page after this Action (`starting_after`); empty: the first page.
+    #[serde(default)]
+    pub starting_after: String,
 }
 
 fn some(s: &str) -> Option<String> {
@@ -83,8 +86,20 @@ impl Filters {
             environment: Some(self.environment().to_owned()),
             scope: Some(self.scope().to_owned()),
             routing: None,
-            limit: Some(100),
+            limit: Some(PAGE),
+            starting_after: some(&self.starting_after),
         }
+    }
+    /// The query string of this very page: the filters and, past the first
+    /// page, where it starts.
+    fn page_query(&self) -> String {
+        let mut q = self.query(self.status());
+        if let Some(after) = some(&self.starting_after) {
+            let mut s = form_urlencoded::Serializer::for_suffix(q, 0);
+            s.append_pair("starting_after", &after);
+            q = s.finish();
+        }
+        q
     }
     /// The query string of these filters with another status.
     pub(crate) fn query(&self, status: &str) -> String {
@@ -104,6 +119,9 @@ impl Filters {
         q.finish()
     }
 }
+
+/// Actions per page of the inbox.
+const PAGE: i64 = 100;
 
 /// One line of the list.
 pub struct Row {
@@ -157,7 +175,10 @@ pub struct Tab {
 pub struct InboxList {
     pub tabs: Vec<Tab>,
     pub rows: Vec<Row>,
-    pub has_more: bool,
+    /// The query string of the next page, when there is one.
+    pub next: Option<String>,
+    /// The query string of the first page, on a later one.
+    pub first: Option<String>,
     /// Every option of the pickable rows, once: the batch bar without
     /// JavaScript (the script offers only those the picked rows share).
     pub batch_options: Vec<BatchOption>,
@@ -229,7 +250,8 @@ async fn read_list(
                     tabs: Vec::new(),
                     rows: Vec::new(),
                     batch_options: Vec::new(),
-                    has_more: false,
+                    next: None,
+                    first: None,
                     version,
                     open_count: inbox::count_label(
                         dashboard::open_count_in(s, user, f.environment()).await?,
@@ -283,11 +305,18 @@ async fn read_list(
             batch_options.push(o.clone());
         }
     }
+    let first_page = f.query(f.status());
+    let next = rows.last().filter(|_| has_more).map(|last| {
+        let mut q = form_urlencoded::Serializer::for_suffix(first_page.clone(), 0);
+        q.append_pair("starting_after", &last.id);
+        q.finish()
+    });
     Ok(InboxList {
         tabs,
         rows,
         batch_options,
-        has_more,
+        next,
+        first: some(&f.starting_after).map(|_| first_page),
         version,
         open_count: inbox::count_label(open_count),
         error: None,
@@ -425,8 +454,8 @@ pub async fn inbox_page(
     let mut layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count.clone());
     layout.header(&st, &page).await?;
     Ok(InboxPage {
-        rows_url: format!("/app/inbox/rows?{}", filters.query(filters.status())),
-        back: filters.query(filters.status()),
+        rows_url: format!("/app/inbox/rows?{}", filters.page_query()),
+        back: filters.page_query(),
         batch,
         layout,
         filters,
