@@ -212,7 +212,7 @@ fn seed(dir: &std::path::Path, n: u64, admin_id: &str, admin_email: &str) -> Res
                 let snoozed = (status == "open" && rng.below(10) == 0)
                     .then(|| "2099-01-01T00:00:00.000Z".to_owned());
                 ins.execute(params![
-                    format!("act_bench{i:010}"),
+                    format!("act_{i:026}"),
                     ws,
                     sources[rng.below(5) as usize],
                     env,

@@ -179,8 +179,11 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String
 /// requester as the members are now (a member who left shows by the address
 /// the Source gave; one who joined since, with a user id), so the same
 /// person is the same user id when both sides have one, else the same
-/// address. A file without the field shows nothing to check; `name` is not
-/// signed.
+/// address; a requester with neither to compare is refused. A file
+/// without the field shows nothing to check; `name` is not signed. (An
+/// Action whose requester, named by address, erased their account, the
+/// address then going to a new member, shows that member's id: its receipt
+/// then verifies alone, not inside the Action; guide: "hds verify-receipt".)
 fn check_requester(a: &Value, claims: &Value) -> Result<(), String> {
     let Some(shown) = a.get("requested_by") else {
         return Ok(());
@@ -203,17 +206,35 @@ fn check_requester(a: &Value, claims: &Value) -> Result<(), String> {
         (Value::Object(_), _) => {}
         _ => return differs("requested_by must be an object or null"),
     }
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    match (text(shown, "user_id"), text(signed, "user_id")) {
-        (Some(s), Some(g)) if s != g => return differs("another user id"),
-        (Some(_), Some(_)) => return Ok(()),
-        _ => {}
+    // Each shown field is a string or null; anything else is no person.
+    let text = |v: &Value, k: &str| -> Result<Option<String>, ()> {
+        match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(t)) => Ok(Some(t.clone())),
+            Some(_) => Err(()),
+        }
+    };
+    let (Ok(shown_id), Ok(shown_email)) = (text(shown, "user_id"), text(shown, "email")) else {
+        return differs("its user_id and email must be strings or null");
+    };
+    let (signed_id, signed_hash) = (
+        text(signed, "user_id").unwrap_or(None),
+        text(signed, "email_sha256").unwrap_or(None),
+    );
+    if let (Some(s), Some(g)) = (&shown_id, &signed_id) {
+        return if s == g {
+            Ok(())
+        } else {
+            differs("another user id")
+        };
     }
-    let shown_hash =
-        text(shown, "email").map(|e| hex::encode(Sha256::digest(e.to_lowercase().as_bytes())));
-    match (shown_hash, text(signed, "email_sha256")) {
-        (Some(s), Some(g)) if s != g => differs("another e-mail address"),
-        _ => Ok(()),
+    let shown_hash = shown_email.map(|e| hex::encode(Sha256::digest(e.to_lowercase().as_bytes())));
+    match (shown_hash, signed_hash) {
+        (Some(s), Some(g)) if s == g => Ok(()),
+        (Some(_), Some(_)) => differs("another e-mail address"),
+        // A genuine file always shows the user id or the address the
+        // receipt signs: one showing neither names nobody checkable.
+        _ => differs("it shows neither the user id nor the address the receipt signs"),
     }
 }
 

@@ -21,11 +21,16 @@ pub const MAIL: &str = "mail";
 pub const NOTIFICATION: &str = "ntf";
 pub const RUN: &str = "run";
 
-/// Whether `s` is shaped like an id with `prefix`: `{prefix}_` and a ULID.
+/// Whether `s` is shaped like an id with `prefix`: `{prefix}_` and a ULID
+/// as hds writes them, in capitals (ids are compared as text).
 pub fn is_id(s: &str, prefix: &str) -> bool {
     s.strip_prefix(prefix)
         .and_then(|r| r.strip_prefix('_'))
-        .is_some_and(|u| u.len() == 26 && ulid::Ulid::from_string(u).is_ok())
+        .is_some_and(|u| {
+            u.len() == 26
+                && !u.bytes().any(|b| b.is_ascii_lowercase())
+                && ulid::Ulid::from_string(u).is_ok()
+        })
 }
 
 /// A new id that sorts after every id this process made before with this
@@ -48,6 +53,20 @@ pub fn new_ordered_id(prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_recognised_by_prefix_and_shape() {
+        let id = new_ordered_id(ACTION);
+        assert!(is_id(&id, ACTION));
+        assert!(!is_id(&id, RUN));
+        assert!(!is_id(&id.to_lowercase(), ACTION));
+        assert!(!is_id("act_", ACTION));
+        assert!(
+            !is_id("act_8ZZZZZZZZZZZZZZZZZZZZZZZZZ", ACTION),
+            "past 2^128"
+        );
+        assert!(!is_id(&format!("{id}0"), ACTION));
+    }
 
     /// Made one after another, many within one millisecond, across
     /// prefixes: each sorts after the one before (Runs listed newest first

@@ -355,12 +355,18 @@ async fn verify_receipt_checks_the_requester_an_action_file_shows() {
         json!({"user_id": requester.person().id, "email": requester.person().email, "name": null});
     let mut odd = with.clone();
     odd["requested_by"] = json!("admin@example.com");
+    let mut nobody = with.clone();
+    nobody["requested_by"] = json!({"name": "Mallory"});
+    let mut numbered = with.clone();
+    numbered["requested_by"]["user_id"] = json!(123);
     for (case, file, why) in [
         ("dropped", &dropped, "the file shows no requester"),
         ("another", &another, "another user id"),
         ("other address", &other_address, "another e-mail address"),
         ("added", &added, "the receipt names no requester"),
         ("odd", &odd, "must be an object or null"),
+        ("nobody", &nobody, "neither the user id nor the address"),
+        ("numbered", &numbered, "must be strings or null"),
     ] {
         let (code, said) = verify(case, file);
         assert_eq!(code, Some(1), "{case}: {said}");

@@ -92,7 +92,7 @@ impl Filters {
     }
     /// The query string of this very page: the filters and, past the first
     /// page, where it starts.
-    fn page_query(&self) -> String {
+    pub(crate) fn page_query(&self) -> String {
         let mut q = self.query(self.status());
         if let Some(after) = some(&self.starting_after) {
             let mut s = form_urlencoded::Serializer::for_suffix(q, 0);
@@ -251,7 +251,9 @@ async fn read_list(
                     rows: Vec::new(),
                     batch_options: Vec::new(),
                     next: None,
-                    first: None,
+                    // A page that cannot be read (its Action gone from
+                    // view) still leads back to the first.
+                    first: some(&f.starting_after).map(|_| f.query(f.status())),
                     version,
                     open_count: inbox::count_label(
                         dashboard::open_count_in(s, user, f.environment()).await?,

@@ -70,10 +70,11 @@ pub async fn decide_batch(
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &page, &form)?;
     let s = &st.services;
-    // Back to the same tab and filters (re-encoded, never echoed as sent).
+    // Back to the same tab, filters and page (re-encoded, never echoed as
+    // sent).
     let filters: Filters =
         serde_urlencoded::from_str(form.get("back").unwrap_or_default()).unwrap_or_default();
-    let back = format!("/app?{}", filters.query(filters.status()));
+    let back = format!("/app?{}", filters.page_query());
     let items = picks(&form)?;
     if items.is_empty() {
         return Ok(see_other(&format!("{back}&batch_error=none")));
