@@ -28,6 +28,8 @@ pub fn is_id(s: &str, prefix: &str) -> bool {
         .and_then(|r| r.strip_prefix('_'))
         .is_some_and(|u| {
             u.len() == 26
+                // 26 base-32 digits hold 130 bits: a ULID's first is 0-7.
+                && u.as_bytes()[0] <= b'7'
                 && !u.bytes().any(|b| b.is_ascii_lowercase())
                 && ulid::Ulid::from_string(u).is_ok()
         })
