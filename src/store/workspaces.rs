@@ -90,11 +90,13 @@ pub fn role_of(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Opti
     )
 }
 
-/// Every workspace the user belongs to, oldest first, with the user's role.
+/// Every workspace the user belongs to, in the order they joined them
+/// (the first is the active workspace of a credential that selected none),
+/// with the user's role.
 pub fn of_user(c: &Connection, user_id: &str) -> Result<Vec<(Workspace, Role)>> {
     let mut st = c.prepare_cached(
         "SELECT w.id, w.name, w.kind, w.created_at, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
-         WHERE m.user_id = ?1 ORDER BY w.created_at, w.id",
+         WHERE m.user_id = ?1 ORDER BY m.created_at, w.created_at, w.id",
     )?;
     let rows = st.query_map([user_id], |r| {
         Ok((

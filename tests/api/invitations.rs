@@ -1281,3 +1281,38 @@ async fn the_openapi_document_enumerates_invitation_roles_and_statuses() {
         assert!(roles.iter().any(|r| i["role"] == r.as_str()), "{i}");
     }
 }
+
+/// The active workspace of a credential that selected none is the person's
+/// oldest membership, not their oldest workspace: joining an older
+/// workspace by invitation moves none of their sessions or tokens.
+#[tokio::test]
+async fn joining_an_older_workspace_leaves_the_active_one_where_it_was() {
+    let app = TestApp::spawn().await;
+    let admin = app.member(Role::Admin);
+    app.create_action(two_options("In the older workspace"))
+        .await;
+    let ana = newcomer(&app, "ana@example.com");
+    let side: Value = ana
+        .post("/v1/workspaces", json!({"name": "Ana's own"}), 201)
+        .await;
+    let side = side["data"]["id"].clone();
+    let (_, token) = invite(&admin, "ana@example.com", "reviewer").await;
+    let joined: Value = ana.post(ACCEPT, json!({ "token": token }), 200).await;
+    assert_eq!(joined["data"]["active"], false, "{joined}");
+    let all: Value = ana.get("/v1/workspaces", 200).await;
+    let order: Vec<(&Value, &Value)> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (&w["id"], &w["active"]))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (&side, &json!(true)),
+            (&joined["data"]["id"], &json!(false))
+        ]
+    );
+    let inbox: Value = ana.get("/v1/me/actions", 200).await;
+    assert_eq!(inbox["data"], json!([]), "still Ana's own workspace");
+}
