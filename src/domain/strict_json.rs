@@ -214,9 +214,186 @@ where
     Ok(<Option<Whole<T>> as serde::Deserialize>::deserialize(d)?.map(|Whole(v)| v))
 }
 
+/// Deserializes from a parsed body as `&Value` does, except that a struct
+/// is read only from a JSON object, at any depth: serde would also fill a
+/// struct from an array, by position (`{"events": {"action.new": [false,
+/// false]}}` switching both channels off). Enums and the values inside
+/// them are read by `&Value` itself.
+pub struct ObjectsOnly<'a>(pub &'a serde_json::Value);
+
+impl<'de> de::Deserializer<'de> for ObjectsOnly<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        use serde_json::Value;
+        match self.0 {
+            Value::Array(items) => {
+                let mut seq = Items(items.iter());
+                let out = v.visit_seq(&mut seq)?;
+                match seq.0.len() {
+                    0 => Ok(out),
+                    _ => Err(de::Error::invalid_length(items.len(), &"fewer elements")),
+                }
+            }
+            Value::Object(map) => {
+                let mut access = Members(map.iter(), None);
+                let out = v.visit_map(&mut access)?;
+                match access.0.len() {
+                    0 => Ok(out),
+                    _ => Err(de::Error::invalid_length(map.len(), &"fewer members")),
+                }
+            }
+            other => de::Deserializer::deserialize_any(other, v),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            serde_json::Value::Null => v.visit_none(),
+            _ => v.visit_some(self),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        if self.0.is_array() {
+            return Err(de::Error::invalid_type(de::Unexpected::Seq, &"an object"));
+        }
+        self.deserialize_any(v)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        de::Deserializer::deserialize_enum(self.0, name, variants, v)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        v.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier
+        ignored_any
+    }
+}
+
+struct Items<'a>(std::slice::Iter<'a, serde_json::Value>);
+
+impl<'de> SeqAccess<'de> for Items<'de> {
+    type Error = serde_json::Error;
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Self::Error> {
+        self.0
+            .next()
+            .map(|item| seed.deserialize(ObjectsOnly(item)))
+            .transpose()
+    }
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+}
+
+struct Members<'a>(serde_json::map::Iter<'a>, Option<&'a serde_json::Value>);
+
+impl<'de> MapAccess<'de> for Members<'de> {
+    type Error = serde_json::Error;
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        let Some((key, value)) = self.0.next() else {
+            return Ok(None);
+        };
+        self.1 = Some(value);
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(key))
+            .map(Some)
+    }
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        let value = self
+            .1
+            .take()
+            .ok_or_else(|| de::Error::custom("a value was asked for before its key"))?;
+        seed.deserialize(ObjectsOnly(value))
+    }
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Pair {
+        a: bool,
+        b: Option<bool>,
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Outer {
+        pairs: Vec<Pair>,
+        one: Option<Pair>,
+        any: serde_json::Value,
+        tuple: (i64, String),
+    }
+
+    #[test]
+    fn objects_only_reads_objects_and_refuses_positional_structs_at_any_depth() {
+        let read = |v: serde_json::Value| {
+            serde_path_to_error::deserialize::<_, Outer>(ObjectsOnly(&v)).map_err(|e| {
+                let at = e.path().to_string();
+                format!("{at}: {}", e.into_inner())
+            })
+        };
+        let ok = serde_json::json!({"pairs": [{"a": true}], "one": null, "any": [1, {"x": [2]}], "tuple": [3, "t"]});
+        assert_eq!(
+            read(ok.clone()).unwrap(),
+            Outer {
+                pairs: vec![Pair { a: true, b: None }],
+                one: None,
+                any: ok["any"].clone(),
+                tuple: (3, "t".into()),
+            }
+        );
+        for (bad, at) in [
+            (
+                serde_json::json!({"pairs": [[true]], "one": null, "any": 1, "tuple": [1, "x"]}),
+                "pairs[0]",
+            ),
+            (
+                serde_json::json!({"pairs": [], "one": [true, false], "any": 1, "tuple": [1, "x"]}),
+                "one",
+            ),
+        ] {
+            let e = read(bad).unwrap_err();
+            assert_eq!(
+                e,
+                format!("{at}: invalid type: sequence, expected an object")
+            );
+        }
+        let e = read(serde_json::json!({"pairs": [{"a": true, "c": 1}], "one": null, "any": 1, "tuple": [1, "x"]})).unwrap_err();
+        assert!(e.starts_with("pairs[0].c: unknown field `c`"), "{e}");
+    }
 
     fn refused(body: &str) -> (String, String) {
         let e = check(body.as_bytes()).expect_err(body);

@@ -215,15 +215,16 @@ fn check_numbers(v: &Value, path: &str) -> Result<(), Error> {
 }
 
 fn from_json(v: Value) -> Result<ActionSpec, Error> {
-    serde_path_to_error::deserialize::<_, ActionSpec>(v).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { "body".to_owned() } else { path };
-        let msg = e.into_inner().to_string();
-        Error::validation(vec![FieldError::new(
-            field.clone(),
-            format!("{field}: {msg}"),
-        )])
-    })
+    serde_path_to_error::deserialize::<_, ActionSpec>(crate::domain::strict_json::ObjectsOnly(&v))
+        .map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "body".to_owned() } else { path };
+            let msg = e.into_inner().to_string();
+            Error::validation(vec![FieldError::new(
+                field.clone(),
+                format!("{field}: {msg}"),
+            )])
+        })
 }
 
 /// Checks every rule and normalises: trims, fills option ids/styles/sort

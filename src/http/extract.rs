@@ -42,7 +42,13 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             format!("the body is not valid JSON: {e}"),
         )])
     })?;
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    // Unknown fields are all reported together first (guide: "Errors");
+    // serde stops at the first problem in key order. Looked for only when
+    // the body failed, so a valid one costs nothing more.
+    serde_path_to_error::deserialize(strict_json::ObjectsOnly(&value)).map_err(|e| {
+        if let Some(unknown) = unknown_fields::<T>(&value) {
+            return Error::validation(unknown);
+        }
         let path = e.path().to_string();
         // A missing member is named as the field at fault, not the object
         // that lacks it (`until`, not `body`).
@@ -62,6 +68,64 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             format!("{field}: {}", e.into_inner()),
         )])
     })
+}
+
+/// Every top-level member of `body` that `T` does not know, when `T` is a
+/// struct that refuses unknown fields (`deny_unknown_fields`); None when
+/// there is none, or `T` takes any (a map, a `Value`, flattened fields).
+fn unknown_fields<T: DeserializeOwned>(body: &Value) -> Option<Vec<FieldError>> {
+    let Value::Object(map) = body else {
+        return None;
+    };
+    let known = struct_fields::<T>();
+    // A key no struct has: refused only where unknown fields are.
+    let probe = serde_json::json!({ "\u{1}": null });
+    let refuses = T::deserialize(&probe).is_err_and(|e| e.to_string().starts_with("unknown field"));
+    if known.is_empty() || !refuses {
+        return None;
+    }
+    let unknown: Vec<FieldError> = map
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| {
+            FieldError::new(
+                k.clone(),
+                format!("unknown field `{k}`; the fields are {}", known.join(", ")),
+            )
+        })
+        .collect();
+    (!unknown.is_empty()).then_some(unknown)
+}
+
+/// The field names of struct `T` as its `Deserialize` names them (renames
+/// and aliases applied): a deserializer that records what
+/// `deserialize_struct` is asked for and stops. Empty for anything else.
+fn struct_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+    impl<'de> serde::Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields read"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
 }
 
 /// A JSON body deserialised into `T`; malformed or mistyped bodies give
@@ -125,10 +189,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
         let q = parts.uri.query().unwrap_or("");
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(q.as_bytes()));
         serde_path_to_error::deserialize(de).map(Self).map_err(|e| {
-            let field = e.path().to_string();
+            let mut field = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            // A parameter given twice, unknown or missing is named by itself,
+            // not by the query string around it (".").
+            if field == "." {
+                field = ["duplicate field `", "unknown field `", "missing field `"]
+                    .iter()
+                    .find_map(|p| inner.strip_prefix(p))
+                    .and_then(|rest| rest.split('`').next())
+                    .unwrap_or("query")
+                    .to_owned();
+            }
             Error::validation(vec![FieldError::new(
                 field.clone(),
-                format!("query parameter {field}: {}", e.into_inner()),
+                format!("query parameter {field}: {inner}"),
             )])
         })
     }

@@ -268,6 +268,15 @@ pub async fn change_role(
 /// that had selected it fall back to their oldest membership, the open
 /// Actions they held there are released (`work::release_held`) and their
 /// pending invitations revoked.
+/// The member `target` if the caller may remove them now, else the refusal
+/// `remove` would give: the dashboard asks for confirmation only then.
+pub async fn may_remove(s: &Services, user: &UserCaller, target: String) -> Result<Member> {
+    let ws = active(user)?;
+    let actor = user.user_id.clone();
+    s.db.read(move |c| check_change(c, &ws, &actor, &target, None))
+        .await
+}
+
 pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<()> {
     let ws = active(user)?;
     let actor = user.user_id.clone();

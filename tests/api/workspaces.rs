@@ -623,6 +623,36 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
         .await;
     assert_eq!(r.status(), 403);
     assert!(r.text().await.unwrap().contains("only owners"));
+    // A removal is confirmed first, but only for someone who may make it:
+    // a reviewer, or an admin aiming at the owner, gets the refusal at once.
+    let owner_removal = format!("/app/members/{}/remove", owner.person().id);
+    let rcsrf = rb.csrf().to_owned();
+    for (who, token, status, says) in [
+        (
+            &rb,
+            &rcsrf,
+            403,
+            "only workspace owners and admins manage members",
+        ),
+        (&browser, &csrf, 403, "only owners"),
+    ] {
+        let r = who
+            .post_form(&owner_removal, Some(&app.base), &[("_csrf", token)])
+            .await;
+        assert_eq!(r.status(), status);
+        let text = r.text().await.unwrap();
+        assert!(!text.contains("Remove this member?"), "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+    let r = browser
+        .post_form(
+            &format!("/app/members/{}/remove", reviewer.person().id),
+            Some(&app.base),
+            &[("_csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("Remove this member?"));
     // Without the CSRF token nothing happens.
     let r = browser
         .post_form(&reviewer_form, Some(&app.base), &[("role", "admin")])
@@ -949,4 +979,57 @@ async fn a_person_in_no_workspace_is_sent_to_the_workspaces_page() {
         page.contains("Sign out") || page.contains("signout"),
         "{page}"
     );
+}
+
+/// On every JSON body, unknown fields are reported together before any
+/// wrong type (guide: "Errors"), whatever their order: serde alone stops at
+/// the first problem in key order.
+#[tokio::test]
+async fn unknown_fields_are_all_reported_before_a_wrong_type() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let action = app
+        .create_action(crate::helpers::two_options("Typed"))
+        .await;
+    let id = action["id"].as_str().unwrap();
+    for (path, body) in [
+        (
+            "/v1/workspaces/invitations".to_owned(),
+            json!({"role": 5, "zz": 1, "aa": 2}),
+        ),
+        (
+            "/v1/analytics/events".to_owned(),
+            json!({"aa": 1, "properties": 5, "zz": 2}),
+        ),
+        (
+            "/v1/workspaces".to_owned(),
+            json!({"name": 5, "aa": 1, "zz": 2}),
+        ),
+        (
+            format!("/v1/actions/{id}/snooze"),
+            json!({"until": 5, "aa": 1, "zz": 2}),
+        ),
+        (
+            format!("/v1/actions/{id}/decision"),
+            json!({"action_version": "one", "aa": 1, "zz": 2}),
+        ),
+    ] {
+        let e = owner
+            .post_err(&path, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        let fields: Vec<&str> = e["details"]["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["field"].as_str().unwrap())
+            .collect();
+        assert_eq!(fields, ["aa", "zz"], "{path}: {e}");
+        let said = e["details"]["errors"][0]["message"].as_str().unwrap();
+        assert!(
+            said.starts_with("unknown field `aa`; the fields are "),
+            "{path}: {said}"
+        );
+    }
+    assert_eq!(app.count_rows("invitations"), 0);
+    assert_eq!(app.count_rows("workspaces"), 1);
 }

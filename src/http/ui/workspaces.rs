@@ -228,13 +228,11 @@ pub async fn remove_member(
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     if form.get("confirmed") != Some("yes") {
-        let listed = workspaces::members(&st.services, &p.user).await?;
-        let Some(m) = listed.into_iter().find(|m| m.user_id == id) else {
-            let e = Error::new(
-                crate::error::Code::MemberNotFound,
-                "no member with that user id in this workspace",
-            );
-            return page_with_error(e, members_view(&st, &p)).await;
+        // Asked only of someone who may remove this member now; anyone else
+        // gets the refusal the removal itself would give.
+        let m = match workspaces::may_remove(&st.services, &p.user, id.clone()).await {
+            Ok(m) => m,
+            Err(e) => return page_with_error(e, members_view(&st, &p)).await,
         };
         let ask = Ask {
             heading: "Remove this member?".into(),
