@@ -70,8 +70,9 @@ pub struct Run {
     /// The Actions raised in this run (`run_id` on create), newest first;
     /// at most the newest 100.
     pub action_ids: Vec<String>,
-    /// What the Source reported on completion (any JSON).
-    #[schema(value_type = Option<Object>)]
+    /// What the Source reported on completion: any JSON value, null when
+    /// none was given.
+    #[schema(value_type = Value)]
     pub result: Option<Value>,
     pub error: Option<String>,
     #[schema(format = DateTime)]

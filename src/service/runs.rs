@@ -99,9 +99,9 @@ pub struct RunComplete {
     /// `succeeded`, `failed` or `cancelled`.
     #[schema(schema_with = complete_status_schema)]
     pub status: String,
-    /// Any JSON, at most 32 KB.
+    /// Any JSON value (an object, a string, a number…), at most 32 KB.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub result: Option<Value>,
     /// What went wrong; at most 2,000 characters, no NUL.
     #[serde(default)]

@@ -589,6 +589,36 @@ async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
     );
     let shown: Value = r1.get("/v1/notification-preferences", 200).await;
     assert_eq!(shown["mandatory"], json!(["action.assigned"]));
+    // Objects only: an array where one belongs is refused at any depth,
+    // naming where, and nothing is saved (serde would read it by position).
+    for (body, field) in [
+        (
+            json!({"events": {"action.new": [false, false]}}),
+            "events.action.new",
+        ),
+        (json!({"events": [{"email": false}]}), "events"),
+    ] {
+        let e = r1
+            .patch_err(
+                "/v1/notification-preferences",
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{body}: {e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("expected an object"),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        r1.get::<Value>("/v1/notification-preferences", 200).await,
+        shown
+    );
 }
 
 #[tokio::test]

@@ -205,6 +205,18 @@ async fn list_queries_out_of_range_are_refused() {
     admin
         .get_err("/v1/runs?colour=red", 422, "VALIDATION_ERROR")
         .await;
+    // A parameter given twice is named, not the query string (".").
+    let e = admin
+        .get_err("/v1/runs?limit=5&limit=6", 422, "VALIDATION_ERROR")
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "limit", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate field `limit`"),
+        "{e}"
+    );
     // Source keys and no credential are refused.
     app.source()
         .get_err("/v1/runs", 401, "INVALID_API_KEY")
@@ -682,4 +694,53 @@ async fn a_queued_run_that_waits_first_has_started() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(kinds, ["created", "started", "waiting"]);
+}
+
+/// `result` is any JSON value, as the guide says: a string, an array or a
+/// number is kept and read back as sent (the OpenAPI document types it as
+/// any value; the API tests check every response against it). A `null`
+/// in a progress update leaves that field as it was.
+#[tokio::test]
+async fn a_result_of_any_json_type_is_kept_and_a_null_progress_field_stays() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    for result in [
+        json!("all 1200 rows imported"),
+        json!([1, "two"]),
+        json!(3.5),
+        json!({"rows": 1200}),
+    ] {
+        let run = new_run(
+            &src,
+            json!({"name": "typed", "status": "running", "total": 9}),
+        )
+        .await;
+        let path = format!("/v1/source/runs/{}", id(&run));
+        let kept: Value = src
+            .patch(
+                &format!("{path}/progress"),
+                json!({"message": "busy", "total": null, "completed": null}),
+                200,
+            )
+            .await;
+        let progress = &kept["data"]["progress"];
+        assert_eq!(
+            (&progress["message"], &progress["total"]),
+            (&json!("busy"), &json!(9)),
+            "{kept}"
+        );
+        let done: Value = src
+            .post(
+                &format!("{path}/complete"),
+                json!({"status": "succeeded", "result": result}),
+                200,
+            )
+            .await;
+        assert_eq!(done["data"]["result"], result);
+        let read: Value = app
+            .admin()
+            .get(&format!("/v1/runs/{}", id(&run)), 200)
+            .await;
+        assert_eq!(read["data"]["result"], result);
+    }
 }
