@@ -232,7 +232,11 @@ pub fn query(
         return Err(Error::validation(errs));
     }
     let Some(m) = user.active_workspace() else {
-        return Ok(None);
+        // No workspace, no list: and no Action to continue after.
+        return match &p.starting_after {
+            Some(id) => Err(store::unknown_after(id)),
+            None => Ok(None),
+        };
     };
     let q = InboxQuery {
         workspace_id: m.workspace_id.clone(),

@@ -515,14 +515,18 @@ pub fn inbox_after(c: &Connection, q: &InboxQuery) -> Result<Option<After>> {
             })
         })
         .optional()?;
-    found.map(Some).ok_or_else(|| {
-        crate::error::Error::validation(vec![crate::error::FieldError::new(
-            "starting_after",
-            format!(
-                "{id} is not an Action of this workspace that you can see; give the id of the last Action of the page before"
-            ),
-        )])
-    })
+    found.map(Some).ok_or_else(|| unknown_after(id))
+}
+
+/// The refusal of a `starting_after` that is no Action the caller may see
+/// in their active workspace (none at all when they belong to none).
+pub fn unknown_after(id: &str) -> crate::error::Error {
+    crate::error::Error::validation(vec![crate::error::FieldError::new(
+        "starting_after",
+        format!(
+            "{id} is not an Action of this workspace that you can see; give the id of the last Action of the page before"
+        ),
+    )])
 }
 
 /// The inbox's WHERE clause: workspace, visibility and every filter but

@@ -979,6 +979,23 @@ async fn a_person_in_no_workspace_is_sent_to_the_workspaces_page() {
         page.contains("Sign out") || page.contains("signout"),
         "{page}"
     );
+    // The API lists nothing, and has no Action to continue a page after.
+    let none: serde_json::Value = reviewer.get("/v1/me/actions", 200).await;
+    assert_eq!(none["data"], json!([]));
+    let action = app
+        .create_action(crate::helpers::two_options("Not theirs"))
+        .await;
+    let e = reviewer
+        .get_err(
+            &format!(
+                "/v1/me/actions?starting_after={}",
+                action["id"].as_str().unwrap()
+            ),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
 }
 
 /// On every JSON body, unknown fields are reported together before any
