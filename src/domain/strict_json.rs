@@ -218,7 +218,9 @@ where
 /// is read only from a JSON object, at any depth: serde would also fill a
 /// struct from an array, by position (`{"events": {"action.new": [false,
 /// false]}}` switching both channels off). Enums and the values inside
-/// them are read by `&Value` itself.
+/// them are read by `&Value` itself, and so are internally tagged ones
+/// (serde buffers them first): an Action's `interaction` and `context`
+/// blocks still take a struct from an array (guide: "Conventions").
 pub struct ObjectsOnly<'a>(pub &'a serde_json::Value);
 
 impl<'de> de::Deserializer<'de> for ObjectsOnly<'de> {

@@ -86,6 +86,38 @@ impl ValidationContext {
     }
 }
 
+/// How many unknown fields one refusal names; the rest are counted, so a
+/// body of many keys cannot make an answer many times its size.
+pub const MAX_UNKNOWN_LISTED: usize = 20;
+
+/// The refusal of the `unknown` fields of a body whose fields are `known`:
+/// each named (up to MAX_UNKNOWN_LISTED), the known ones said once.
+pub fn unknown_field_errors(unknown: &[&str], known: &[&str]) -> Vec<FieldError> {
+    let mut out: Vec<FieldError> = unknown
+        .iter()
+        .take(MAX_UNKNOWN_LISTED)
+        .enumerate()
+        .map(|(i, k)| {
+            let msg = if i == 0 {
+                format!("unknown field `{k}`; the fields are {}", known.join(", "))
+            } else {
+                format!("unknown field `{k}`")
+            };
+            FieldError::new(*k, msg)
+        })
+        .collect();
+    if unknown.len() > MAX_UNKNOWN_LISTED {
+        out.push(FieldError::new(
+            "body",
+            format!(
+                "and {} more unknown fields",
+                unknown.len() - MAX_UNKNOWN_LISTED
+            ),
+        ));
+    }
+    out
+}
+
 /// Parses a create body. Unknown fields are all reported at once; type errors
 /// name the path of the first offending field.
 pub fn parse_create(body: Value) -> Result<ActionSpec, Error> {
@@ -95,13 +127,16 @@ pub fn parse_create(body: Value) -> Result<ActionSpec, Error> {
             "the request body must be a JSON object",
         ));
     };
-    let unknown: Vec<FieldError> = map
+    let unknown: Vec<&str> = map
         .keys()
-        .filter(|k| !CREATE_FIELDS.contains(&k.as_str()))
-        .map(|k| FieldError::new(k.clone(), format!("unknown field `{k}`")))
+        .map(String::as_str)
+        .filter(|k| !CREATE_FIELDS.contains(k))
         .collect();
     if !unknown.is_empty() {
-        return Err(Error::validation(unknown));
+        return Err(Error::validation(unknown_field_errors(
+            &unknown,
+            CREATE_FIELDS,
+        )));
     }
     let body = Value::Object(map);
     check_numbers(&body, "")?;

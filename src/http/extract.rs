@@ -84,17 +84,12 @@ fn unknown_fields<T: DeserializeOwned>(body: &Value) -> Option<Vec<FieldError>> 
     if known.is_empty() || !refuses {
         return None;
     }
-    let unknown: Vec<FieldError> = map
+    let unknown: Vec<&str> = map
         .keys()
-        .filter(|k| !known.contains(&k.as_str()))
-        .map(|k| {
-            FieldError::new(
-                k.clone(),
-                format!("unknown field `{k}`; the fields are {}", known.join(", ")),
-            )
-        })
+        .map(String::as_str)
+        .filter(|k| !known.contains(k))
         .collect();
-    (!unknown.is_empty()).then_some(unknown)
+    (!unknown.is_empty()).then(|| crate::domain::validate::unknown_field_errors(&unknown, known))
 }
 
 /// The field names of struct `T` as its `Deserialize` names them (renames

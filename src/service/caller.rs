@@ -28,7 +28,7 @@ pub struct UserCaller {
     /// The session or API token the request presented (`ses_…` / `tok_…`).
     pub credential_id: String,
     pub email: String,
-    /// Every membership, oldest workspace first.
+    /// Every membership, the one joined first first.
     pub memberships: Vec<Membership>,
     /// The workspace user-scoped routes act on (inbox, Sources, members…):
     /// the one this session or token selected, else the oldest membership.

@@ -102,7 +102,8 @@ fn active(user: &UserCaller) -> Result<String> {
         })
 }
 
-/// Every workspace of the caller, oldest first, the active one marked.
+/// Every workspace of the caller, in the order they joined them, the
+/// active one marked.
 pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<MyWorkspace>> {
     let uid = user.user_id.clone();
     let active = user.active_workspace().map(|m| m.workspace_id.clone());
@@ -264,10 +265,6 @@ pub async fn change_role(
     .await
 }
 
-/// Removes a member from the active workspace; their sessions and tokens
-/// that had selected it fall back to their oldest membership, the open
-/// Actions they held there are released (`work::release_held`) and their
-/// pending invitations revoked.
 /// The member `target` if the caller may remove them now, else the refusal
 /// `remove` would give: the dashboard asks for confirmation only then.
 pub async fn may_remove(s: &Services, user: &UserCaller, target: String) -> Result<Member> {
@@ -277,6 +274,10 @@ pub async fn may_remove(s: &Services, user: &UserCaller, target: String) -> Resu
         .await
 }
 
+/// Removes a member from the active workspace; their sessions and tokens
+/// that had selected it fall back to their oldest membership, the open
+/// Actions they held there are released (`work::release_held`) and their
+/// pending invitations revoked.
 pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<()> {
     let ws = active(user)?;
     let actor = user.user_id.clone();

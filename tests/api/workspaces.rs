@@ -1046,7 +1046,31 @@ async fn unknown_fields_are_all_reported_before_a_wrong_type() {
             said.starts_with("unknown field `aa`; the fields are "),
             "{path}: {said}"
         );
+        assert_eq!(e["details"]["errors"][1]["message"], "unknown field `zz`");
     }
+    let e = owner
+        .post_err(
+            "/v1/workspaces/invitations",
+            json!({"colour": 1}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(
+        e["message"],
+        "unknown field `colour`; the fields are email, role"
+    );
+    // Many unknown keys: twenty named, the rest counted, so the answer
+    // stays small whatever the body holds.
+    let many: serde_json::Map<String, serde_json::Value> =
+        (0..25).map(|i| (format!("k{i:02}"), json!(1))).collect();
+    let e = owner
+        .post_err("/v1/workspaces", json!(many), 422, "VALIDATION_ERROR")
+        .await;
+    let listed = e["details"]["errors"].as_array().unwrap();
+    assert_eq!(listed.len(), 21);
+    assert_eq!(listed[20]["field"], "body");
+    assert_eq!(listed[20]["message"], "and 5 more unknown fields");
     assert_eq!(app.count_rows("invitations"), 0);
     assert_eq!(app.count_rows("workspaces"), 1);
 }

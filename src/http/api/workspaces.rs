@@ -12,7 +12,7 @@ use crate::http::auth::UserAuth;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::service::workspaces::{self, MemberUpdate, WorkspaceCreate, WorkspaceSelect};
 
-/// List the caller's workspaces, oldest first; `active` marks the one this session or token acts on.
+/// List the caller's workspaces in the order they joined them (the first is the active one of a credential that selected none); `active` marks the one this session or token acts on.
 #[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces",
     responses((status = 200, description = "the caller's workspaces", body = List<WorkspaceRecord>)),
     security(("user_token" = []), ("session_cookie" = [])))]
