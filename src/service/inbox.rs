@@ -177,7 +177,7 @@ pub fn count_label(n: i64) -> String {
 /// None when the caller belongs to no workspace.
 pub fn query(
     user: &UserCaller,
-    p: InboxParams,
+    mut p: InboxParams,
     now: time::Timestamp,
 ) -> Result<Option<InboxQuery>> {
     let mut errs = Vec::new();
@@ -220,6 +220,8 @@ pub fn query(
     if !(1..=200).contains(&limit) {
         errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
     }
+    // An empty cursor is the first page, as an absent one (as on runs).
+    p.starting_after = p.starting_after.filter(|s| !s.is_empty());
     if let Some(after) = &p.starting_after
         && !crate::domain::ids::is_id(after, crate::domain::ids::ACTION)
     {

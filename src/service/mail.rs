@@ -230,7 +230,8 @@ fn check(p: &MailListParams) -> Result<i64> {
             format!("limit must be between 1 and {MAX_PAGE}"),
         ));
     }
-    if let Some(after) = &p.starting_after
+    // An empty cursor is the first page, as an absent one (as on runs).
+    if let Some(after) = p.starting_after.as_ref().filter(|s| !s.is_empty())
         && !crate::domain::ids::is_id(after, crate::domain::ids::MAIL)
     {
         errs.push(FieldError::new(
@@ -271,7 +272,7 @@ pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<
                 c,
                 &ws,
                 p.status.as_deref(),
-                p.starting_after.as_deref(),
+                p.starting_after.as_deref().filter(|s| !s.is_empty()),
                 limit + 1,
             )
         })

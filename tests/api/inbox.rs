@@ -804,6 +804,10 @@ async fn starting_after_pages_every_order_without_repeats_or_gaps() {
     // Refused, with the field named: not an id; no such Action; one the
     // caller may not see (the same words as for none); another workspace's
     // would be the same.
+    // An empty one is the first page, as on runs and mails.
+    let first: serde_json::Value = admin.get("/v1/me/actions?starting_after=", 200).await;
+    let whole: serde_json::Value = admin.get("/v1/me/actions", 200).await;
+    assert_eq!(first, whole);
     let e = admin
         .get_err(
             "/v1/me/actions?starting_after=act_nope",

@@ -382,6 +382,11 @@ async fn the_log_pages_newest_first_and_refuses_bad_queries_with_their_field() {
     let page2 = mails(&owner, &format!("?limit=3&starting_after={}", ids[2])).await;
     assert_eq!(page2["has_more"], false);
     assert_eq!(page2["data"][0]["id"], ids[3]);
+    // An empty cursor is the first page, as on runs and the inbox.
+    assert_eq!(
+        mails(&owner, "?limit=3&starting_after=").await["data"],
+        page1["data"]
+    );
 
     let before = app.count_rows("mail_outbox");
     for (query, field) in [
