@@ -15,6 +15,28 @@ fn hds(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `hds verify-receipt` on `file` written as `{case}.json` in `dir`,
+/// against the JWKS at `keys`: its exit code and what it printed.
+fn verify_file(
+    dir: &std::path::Path,
+    keys: &std::path::Path,
+    case: &str,
+    file: &serde_json::Value,
+) -> (Option<i32>, String) {
+    let f = dir.join(format!("{case}.json"));
+    std::fs::write(&f, file.to_string()).unwrap();
+    let out = hds(&[
+        "verify-receipt",
+        f.to_str().unwrap(),
+        "--keys",
+        keys.to_str().unwrap(),
+    ]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 async fn decided(app: &TestApp, title: &str) -> serde_json::Value {
     let a = app.create_action(two_options(title)).await;
     app.decide(&a, json!({"option_id": "approve", "reason": "ok"}))
@@ -74,19 +96,8 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     let keys = dir.path().join("keys.json");
     std::fs::write(&keys, jwks.body.to_string()).unwrap();
     for a in [&old, &new] {
-        let f = dir.path().join("action.json");
-        std::fs::write(&f, a.to_string()).unwrap();
-        let out = hds(&[
-            "verify-receipt",
-            f.to_str().unwrap(),
-            "--keys",
-            keys.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        let (code, said) = verify_file(dir.path(), &keys, "action", a);
+        assert_eq!(code, Some(0), "{said}");
     }
     // … and one changed character makes it invalid, exit 1, with the reason.
     let jws = new["receipt"]["jws"].as_str().unwrap();
@@ -132,16 +143,8 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
         ("answered", &answered, "resolution_option_id"),
         ("repaid", &repaid, "receipt payload"),
     ] {
-        let f = dir.path().join(format!("{case}.json"));
-        std::fs::write(&f, file.to_string()).unwrap();
-        let out = hds(&[
-            "verify-receipt",
-            f.to_str().unwrap(),
-            "--keys",
-            keys.to_str().unwrap(),
-        ]);
-        let said = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(1), "{case}: {said}");
+        let (code, said) = verify_file(dir.path(), &keys, case, file);
+        assert_eq!(code, Some(1), "{case}: {said}");
         assert!(
             said.starts_with("invalid:") && said.contains(why),
             "{case}: {said}"
@@ -312,20 +315,7 @@ async fn verify_receipt_checks_the_requester_an_action_file_shows() {
     let keys = dir.path().join("keys.json");
     let jwks = app.get("/v1/receipts/keys", "unused").await;
     std::fs::write(&keys, jwks.body.to_string()).unwrap();
-    let verify = |case: &str, file: &serde_json::Value| {
-        let f = dir.path().join(format!("{case}.json"));
-        std::fs::write(&f, file.to_string()).unwrap();
-        let out = hds(&[
-            "verify-receipt",
-            f.to_str().unwrap(),
-            "--keys",
-            keys.to_str().unwrap(),
-        ]);
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    };
+    let verify = |case: &str, file: &serde_json::Value| verify_file(dir.path(), &keys, case, file);
 
     let mut unnamed = with.clone();
     unnamed.as_object_mut().unwrap().remove("requested_by");
