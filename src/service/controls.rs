@@ -216,20 +216,40 @@ pub async fn invoke(
 /// Most context requests one Action takes (guide: "Limits").
 pub const MAX_CONTEXT_REQUESTS: i64 = 100;
 
-/// Control requests one list shows: the newest.
+/// Control requests one list shows by default, and at most: the newest.
 pub const LISTED: usize = 100;
 
-/// GET /v1/actions/{id}/control-requests: the newest `LISTED` (and one more,
-/// for `has_more`), newest first, for anyone who sees the Action.
+/// GET /v1/actions/{id}/control-requests: up to `limit` (1..=`LISTED`),
+/// newest first, after `starting_after` (a request of this Action: anything
+/// else is 422) when given, for anyone who sees the Action; `true` when
+/// there are older ones.
 pub async fn list(
     s: &Services,
     user: UserCaller,
     action_id: String,
-) -> Result<Vec<ControlRequest>> {
+    starting_after: Option<String>,
+    limit: i64,
+) -> Result<(Vec<ControlRequest>, bool)> {
     s.db.read(move |c| {
         let a = store::get(c, &action_id)?.ok_or_else(Error::action_not_found)?;
         access(&a, &user).ok_or_else(Error::action_not_found)?;
-        rq::controls_of(c, &a.id)
+        let after = match starting_after {
+            Some(id) => Some(
+                rq::control(c, &id)?
+                    .filter(|r| r.action_id == a.id)
+                    .ok_or_else(|| {
+                        Error::field(
+                            "starting_after",
+                            "starting_after must be the id of a control request of this Action, the last of the previous page",
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        let mut rows = rq::controls_of(c, &a.id, after.as_ref(), limit + 1)?;
+        let more = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
+        Ok((rows, more))
     })
     .await
 }

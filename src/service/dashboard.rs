@@ -122,11 +122,12 @@ fn work_view(
             && acc.can_ask_for_context()
             && crate::domain::requests::ContextMode::of(a.spec.context_request_mode.as_deref())
                 .lists(),
-        control_requests: {
-            let mut r = crate::store::requests::controls_of(c, &a.id)?;
-            r.truncate(crate::service::controls::LISTED);
-            r
-        },
+        control_requests: crate::store::requests::controls_of(
+            c,
+            &a.id,
+            None,
+            crate::service::controls::LISTED as i64,
+        )?,
     })
 }
 

@@ -86,12 +86,26 @@ pub fn control_by_key(
     Ok(control(c, &id)?.map(|r| (r, hash)))
 }
 
-/// An Action's control requests, newest first (ids are time-sortable ULIDs).
-pub fn controls_of(c: &Connection, action_id: &str) -> Result<Vec<ControlRequest>> {
-    let mut st = c.prepare_cached(&format!(
-        "{CONTROL} WHERE r.action_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT 101"
-    ))?;
-    let rows = st.query_map([action_id], control_row)?;
+const CONTROLS_OF: &str = "WHERE r.action_id = ?1
+       AND (?2 IS NULL OR r.created_at < ?2 OR (r.created_at = ?2 AND r.id < ?3))
+     ORDER BY r.created_at DESC, r.id DESC LIMIT ?4";
+
+/// An Action's control requests, newest first (ids are time-sortable ULIDs),
+/// at most `limit`; after `after` (a request of this Action) when given.
+/// `control_requests_by_action` seeks to the cursor's time; requests of the
+/// same millisecond are ordered by id.
+pub fn controls_of(
+    c: &Connection,
+    action_id: &str,
+    after: Option<&ControlRequest>,
+    limit: i64,
+) -> Result<Vec<ControlRequest>> {
+    let (at, id) = match after {
+        Some(a) => (Some(a.created_at.as_str()), Some(a.id.as_str())),
+        None => (None, None),
+    };
+    let mut st = c.prepare_cached(&format!("{CONTROL} {CONTROLS_OF}"))?;
+    let rows = st.query_map(params![action_id, at, id, limit], control_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -182,4 +196,26 @@ pub fn answer_open(c: &Connection, action_id: &str, version: i64, now: &str) -> 
           WHERE action_id = ?1 AND status = 'open'",
     )?
     .execute(params![action_id, now, version])?)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A page of an Action's control requests seeks its index; only the
+    /// requests of one millisecond are sorted by id.
+    #[test]
+    fn a_page_of_control_requests_reads_its_index() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let sql = format!("{} {}", super::CONTROL, super::CONTROLS_OF);
+        let text = crate::store::query_plan(&c, &sql).join("\n");
+        assert!(
+            text.contains("SEARCH r USING INDEX control_requests_by_action (action_id=?)"),
+            "{text}"
+        );
+        assert!(!text.contains("SCAN r"), "{text}");
+        assert!(
+            !text.contains("USE TEMP B-TREE FOR ORDER BY"),
+            "only ties are sorted: {text}"
+        );
+    }
 }

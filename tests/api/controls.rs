@@ -663,3 +663,95 @@ async fn the_dashboard_confirms_a_mutating_control_without_javascript_and_a_doub
     assert_eq!(r.status(), 403);
     assert_eq!(app.count_rows("control_requests"), 1);
 }
+
+/// The list pages with `limit` and `starting_after`, newest first, without a
+/// repeat or a gap, also across requests made in the same millisecond; a
+/// cursor that is not a request of this Action is 422 naming it.
+#[tokio::test]
+async fn control_requests_page_by_starting_after_without_repeats_or_gaps() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(with_controls("Deploy")).await;
+    let b = app.create_action(with_controls("Another")).await;
+    let reviewer = app.member(Role::Reviewer);
+    let p = invoke_path(&a, "logs");
+    for _ in 0..7 {
+        let _: Value = reviewer.post(&p, binding(&a), 202).await;
+    }
+    let theirs: Value = reviewer
+        .post(&invoke_path(&b, "logs"), binding(&b), 202)
+        .await;
+    // Four of them in one millisecond: their ids order them.
+    app.db()
+        .execute(
+            "UPDATE control_requests SET created_at = '2026-11-26T10:00:00.000Z'
+              WHERE id IN (SELECT id FROM control_requests WHERE action_id = ?1 ORDER BY id LIMIT 4)",
+            [a["id"].as_str().unwrap()],
+        )
+        .unwrap();
+    let list_path = format!("/v1/actions/{}/control-requests", a["id"].as_str().unwrap());
+    let ids = |v: &Value| -> Vec<String> {
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all: Value = reviewer.get(&list_path, 200).await;
+    let all = ids(&all);
+    assert_eq!(all.len(), 7);
+    for limit in 1..=3 {
+        let mut seen: Vec<String> = Vec::new();
+        let mut path = format!("{list_path}?limit={limit}&starting_after=");
+        for _ in 0..10 {
+            let page: Value = reviewer.get(&path, 200).await;
+            let got = ids(&page);
+            assert!(got.len() <= limit, "{page}");
+            seen.extend(got);
+            if page["has_more"] == false {
+                break;
+            }
+            path = format!(
+                "{list_path}?limit={limit}&starting_after={}",
+                seen.last().unwrap()
+            );
+        }
+        assert_eq!(seen, all, "limit {limit}");
+    }
+    // The oldest has nothing after it.
+    let last: Value = reviewer
+        .get(&format!("{list_path}?starting_after={}", all[6]), 200)
+        .await;
+    assert_eq!(last["data"], json!([]));
+    assert_eq!(last["has_more"], false);
+    // Another Action's request, an unknown id, garbage: 422 naming the cursor.
+    for bad in [
+        theirs["data"]["id"].as_str().unwrap(),
+        "ctr_01JD8XQ0000000000000000000",
+        "act_x",
+    ] {
+        let e = reviewer
+            .get_err(
+                &format!("{list_path}?starting_after={bad}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
+    }
+    for bad in ["0", "101", "x"] {
+        let e = reviewer
+            .get_err(&format!("{list_path}?limit={bad}"), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "limit", "{e}");
+    }
+    // Someone who may not see the Action learns nothing from a cursor.
+    let outsider = app.outsider();
+    outsider
+        .get_err(
+            &format!("{list_path}?starting_after={}", all[0]),
+            404,
+            "ACTION_NOT_FOUND",
+        )
+        .await;
+}

@@ -23,7 +23,7 @@ async fn all_of(who: &Actor) -> Vec<Value> {
             return out;
         }
         let last = data.last().unwrap()["id"].as_str().unwrap().to_owned();
-        path = format!("/v1/notifications?limit=200&before={last}");
+        path = format!("/v1/notifications?limit=200&starting_after={last}");
     }
     panic!("more than 50 pages");
 }
@@ -415,9 +415,60 @@ async fn read_marks_pages_and_unread_only() {
         if page["has_more"] == false {
             break;
         }
-        path = format!("/v1/notifications?limit=2&before={}", seen.last().unwrap());
+        path = format!(
+            "/v1/notifications?limit=2&starting_after={}",
+            seen.last().unwrap()
+        );
     }
     assert_eq!(seen.len(), 6);
+    // `before`, the cursor's older name, pages alike.
+    let by_old_name: Value = r1
+        .get(
+            &format!("/v1/notifications?limit=2&before={}", seen[1]),
+            200,
+        )
+        .await;
+    let ids: Vec<&str> = by_old_name["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [seen[2].as_str(), seen[3].as_str()]);
+    // Both names at once, or a cursor that is not a notification id: 422
+    // naming the parameter, and what it should be.
+    let both = r1
+        .get_err(
+            &format!(
+                "/v1/notifications?starting_after={}&before={}",
+                seen[0], seen[1]
+            ),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(both["details"]["errors"][0]["field"], "before");
+    for bad in [
+        "act_01JD8XQ0000000000000000000",
+        "ntf_x",
+        "ntf_91JD8XQ000000000000000000",
+    ] {
+        let e = r1
+            .get_err(
+                &format!("/v1/notifications?starting_after={bad}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("a notification id (ntf_"),
+            "{e}"
+        );
+    }
     let mut sorted = seen.clone();
     sorted.sort();
     sorted.reverse();

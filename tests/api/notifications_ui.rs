@@ -98,12 +98,14 @@ async fn the_bell_counts_unread_and_the_page_lists_only_the_persons_own_notifica
     assert_eq!(unread_tab.matches("class=\"notif ").count(), 2);
     let list: Value = ann.get("/v1/notifications", 200).await;
     let newest = list["data"][0]["id"].as_str().unwrap();
-    let older = ann_b
-        .page(&format!("/app/notifications?before={newest}"))
-        .await;
-    assert!(!older.contains("Assigned to you"), "{older}");
-    assert!(older.contains("New: Rotate the keys"), "{older}");
-    assert!(older.contains("Back to the newest"), "{older}");
+    for name in ["starting_after", "before"] {
+        let older = ann_b
+            .page(&format!("/app/notifications?{name}={newest}"))
+            .await;
+        assert!(!older.contains("Assigned to you"), "{older}");
+        assert!(older.contains("New: Rotate the keys"), "{older}");
+        assert!(older.contains("Back to the newest"), "{older}");
+    }
     assert!(action.starts_with("act_"));
 }
 

@@ -389,15 +389,40 @@ async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
             "DELIVERY_NOT_FOUND",
         )
         .await;
-    // Paging: `before` lists older ones only.
-    let page: Value = admin
-        .get(
-            &format!("/v1/sources/{src}/deliveries?limit=1&before={did}"),
-            200,
+    // Paging: `starting_after` (or its older name `before`) lists older ones only.
+    for name in ["starting_after", "before"] {
+        let page: Value = admin
+            .get(
+                &format!("/v1/sources/{src}/deliveries?limit=1&{name}={did}"),
+                200,
+            )
+            .await;
+        assert_eq!(page["data"].as_array().unwrap().len(), 0);
+        assert_eq!(page["has_more"], false);
+    }
+    let both = admin
+        .get_err(
+            &format!("/v1/sources/{src}/deliveries?starting_after={did}&before={did}"),
+            422,
+            "VALIDATION_ERROR",
         )
         .await;
-    assert_eq!(page["data"].as_array().unwrap().len(), 0);
-    assert_eq!(page["has_more"], false);
+    assert_eq!(both["details"]["errors"][0]["field"], "before");
+    let bad = admin
+        .get_err(
+            &format!("/v1/sources/{src}/deliveries?before=act_01JD8XQ0000000000000000000"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(bad["details"]["errors"][0]["field"], "before");
+    assert!(
+        bad["message"]
+            .as_str()
+            .unwrap()
+            .contains("a delivery id (msg_"),
+        "{bad}"
+    );
     // Source keys cannot read it.
     app.source()
         .get_err(

@@ -351,7 +351,7 @@ async fn the_log_starts_empty_and_pages_back_fifty_at_a_time() {
         "newest first"
     );
     assert!(!html.contains(&format!("id=\"delivery-{}\"", all[50])));
-    let older = format!("/app/sources/{src}?before={}", all[49]);
+    let older = format!("/app/sources/{src}?starting_after={}", all[49]);
     assert!(
         html.contains(&format!("href=\"{older}\"")),
         "Load older: {html}"
@@ -366,6 +366,7 @@ async fn the_log_starts_empty_and_pages_back_fifty_at_a_time() {
         html.contains(&format!("href=\"/app/sources/{src}\">Newest")),
         "{html}"
     );
+    // `before`, the older name of the cursor, still pages.
     let html = admin
         .page(&format!("/app/sources/{src}?before={}", all[50]))
         .await;

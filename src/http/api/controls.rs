@@ -10,12 +10,12 @@ use axum::response::Response;
 
 use crate::app::AppState;
 use crate::domain::requests::{ContextRequest, ControlRequest};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::http::api::actions::idempotency_key;
 use crate::http::api::replayable;
 use crate::http::api::wire::{Data, Envelope, List};
 use crate::http::auth::{SourceAuth, UserAuth};
-use crate::http::extract::{ApiJson, ApiPath};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::service::controls::{self, ContextRequestCreate, ControlResult, InvokeRequest};
 
 /// Press a callback control: the Source is told (`action.control_requested`)
@@ -47,19 +47,38 @@ pub async fn invoke_control(
     Ok(replayable(StatusCode::ACCEPTED, body, r.replayed))
 }
 
+/// Query of GET /v1/actions/{action_id}/control-requests.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ControlRequestParams {
+    /// 1..100, default 100.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// A control request of this Action, the last of the previous page: the
+    /// page after it (older ones). Empty: the first page.
+    pub starting_after: Option<String>,
+}
+
 /// The Action's control requests, newest first.
-#[utoipa::path(get, path = "/v1/actions/{action_id}/control-requests", tag = "controls", params(("action_id" = String, Path)),
-    responses((status = 200, description = "every control request of the Action, newest first", body = List<ControlRequest>)),
+#[utoipa::path(get, path = "/v1/actions/{action_id}/control-requests", tag = "controls", params(("action_id" = String, Path), ControlRequestParams),
+    responses((status = 200, description = "the Action's control requests, newest first; has_more: pass the last id as starting_after", body = List<ControlRequest>),
+              (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR: limit, or a starting_after that is not a control request of this Action", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_control_requests(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(p): ApiQuery<ControlRequestParams>,
 ) -> Result<Json<List<ControlRequest>>> {
-    let mut list = controls::list(&st.services, user, id).await?;
-    // The store reads one more than a page, to tell whether there are older ones.
-    let has_more = list.len() > controls::LISTED;
-    list.truncate(controls::LISTED);
+    let limit = p.limit.unwrap_or(controls::LISTED as i64);
+    if !(1..=controls::LISTED as i64).contains(&limit) {
+        return Err(Error::field("limit", "limit must be between 1 and 100"));
+    }
+    // An empty cursor is the first page, as an absent one.
+    let after = p.starting_after.filter(|s| !s.is_empty());
+    let (list, has_more) = controls::list(&st.services, user, id, after, limit).await?;
     Ok(Json(List::new(list, has_more)))
 }
 

@@ -11,6 +11,7 @@ pub mod invitations;
 pub mod mail;
 pub mod me;
 pub mod notifications;
+pub mod paging;
 pub mod runs;
 pub mod session;
 pub mod sources;

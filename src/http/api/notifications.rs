@@ -7,10 +7,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppState;
+use crate::domain::ids;
 use crate::domain::notification::{
     NotificationPreferenceUpdate, WorkspaceNotificationPolicyUpdate,
 };
 use crate::error::{Error, Result};
+use crate::http::api::paging;
 use crate::http::api::wire::{Data, List};
 use crate::http::auth::UserAuth;
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
@@ -67,13 +69,20 @@ pub struct NotificationParams {
     /// 1..200, default 50.
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
-    /// A notification id: list the ones before it (the next page).
+    /// A notification id, the last of the previous page: the page after it
+    /// (older ones). Empty: the first page.
+    #[param(pattern = "^ntf_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub starting_after: Option<String>,
+    /// The older name of `starting_after`, with the same meaning; left out of
+    /// the OpenAPI document, where one name is enough.
+    #[param(ignore)]
     pub before: Option<String>,
 }
 
 /// The caller's notifications, newest first, from every workspace they belong to.
 #[utoipa::path(get, path = "/v1/notifications", tag = "notifications", params(NotificationParams),
-    responses((status = 200, description = "the caller's notifications, newest first", body = List<NotificationOut>)),
+    responses((status = 200, description = "the caller's notifications, newest first", body = List<NotificationOut>),
+              (status = 422, description = "VALIDATION_ERROR: limit, or a cursor that is not a notification id, or both starting_after and before", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_notifications(
     State(st): State<AppState>,
@@ -84,12 +93,17 @@ pub async fn list_notifications(
     if !(1..=notifications::MAX_PAGE).contains(&limit) {
         return Err(Error::field("limit", "limit must be between 1 and 200"));
     }
+    let after = paging::cursor(
+        p.starting_after,
+        p.before,
+        ids::NOTIFICATION,
+        "a notification",
+    )?;
     let (rows, more) = notifications::list(
         &st.services,
         user,
         p.unread_only.unwrap_or(false),
-        // An empty cursor is the first page, as an absent one.
-        p.before.filter(|b| !b.is_empty()),
+        after,
         limit,
     )
     .await?;

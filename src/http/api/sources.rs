@@ -5,7 +5,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use crate::app::AppState;
+use crate::domain::ids;
 use crate::error::{Error, Result};
+use crate::http::api::paging;
 use crate::http::api::wire::sources::{SourceOut, SourceWithSecrets};
 use crate::http::api::wire::{Data, List};
 use crate::http::auth::UserAuth;
@@ -103,13 +105,19 @@ pub struct DeliveryParams {
     /// 1..100, default 20
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
-    /// A delivery id: list the ones created before it (the next page).
+    /// A delivery id, the last of the previous page: the page after it
+    /// (older ones). Empty: the first page.
+    #[param(pattern = "^msg_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub starting_after: Option<String>,
+    /// The older name of `starting_after`, with the same meaning; left out of
+    /// the OpenAPI document, where one name is enough.
+    #[param(ignore)]
     pub before: Option<String>,
 }
 
 /// The Source's webhook deliveries, newest first (guide: "Webhooks").
 #[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries", tag = "sources", params(("source_id" = String, Path), DeliveryParams),
-    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 422, description = "VALIDATION_ERROR: limit, or a cursor that is not a delivery id, or both starting_after and before", body = crate::http::openapi::ErrorBody), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_deliveries(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -120,10 +128,8 @@ pub async fn list_deliveries(
     if !(1..=webhooks::MAX_PAGE).contains(&limit) {
         return Err(Error::field("limit", "limit must be between 1 and 100"));
     }
-    // An empty cursor is the first page (a client that sends
-    // `?before=${cursor}` before it has one), not a page before everything.
-    let before = p.before.filter(|b| !b.is_empty());
-    let mut rows = webhooks::list(&st.services, user, id, before, limit + 1).await?;
+    let after = paging::cursor(p.starting_after, p.before, ids::DELIVERY, "a delivery")?;
+    let mut rows = webhooks::list(&st.services, user, id, after, limit + 1).await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     Ok(Json(List::new(rows, has_more)))

@@ -13,6 +13,8 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use crate::app::AppState;
+use crate::domain::ids;
+use crate::http::api::paging;
 use crate::http::session::PageUser;
 use crate::http::ui::view::{
     FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
@@ -23,11 +25,14 @@ use crate::store::notifications::Notification;
 /// How many the page shows at a time.
 const PAGE_SIZE: i64 = 50;
 
-/// The page's query: `unread=1` for the Unread tab, `before` for the next page.
+/// The page's query: `unread=1` for the Unread tab, `starting_after` (or its
+/// older name `before`) for the next page.
 #[derive(Debug, Default, Deserialize)]
 pub struct ListQuery {
     #[serde(default)]
     pub unread: Option<String>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
     #[serde(default)]
     pub before: Option<String>,
     #[serde(default)]
@@ -98,17 +103,22 @@ pub async fn notifications_page(
     PageQuery(q): PageQuery<ListQuery>,
 ) -> Result<NotificationsPage, UiError> {
     let unread_only = q.unread_only();
-    let before = q.before.clone().filter(|b| !b.is_empty());
-    let later = before.is_some();
+    let after = paging::cursor(
+        q.starting_after.clone(),
+        q.before.clone(),
+        ids::NOTIFICATION,
+        "a notification",
+    )?;
+    let later = after.is_some();
     let (rows, has_more) =
-        notifications::list(&st.services, p.user.clone(), unread_only, before, PAGE_SIZE).await?;
+        notifications::list(&st.services, p.user.clone(), unread_only, after, PAGE_SIZE).await?;
     let more = match rows.last() {
         Some(last) if has_more => {
             let mut qs = form_urlencoded::Serializer::new(String::new());
             if unread_only {
                 qs.append_pair("unread", "1");
             }
-            qs.append_pair("before", &last.id);
+            qs.append_pair("starting_after", &last.id);
             Some(qs.finish())
         }
         _ => None,

@@ -15,7 +15,9 @@ use axum::response::Response;
 
 use crate::app::AppState;
 use crate::domain::access;
+use crate::domain::ids;
 use crate::domain::time::Timestamp;
+use crate::http::api::paging;
 use crate::http::session::PageUser;
 use crate::http::ui::source_keys::{SecretsVm, take_shown};
 use crate::http::ui::sources::{KeyVm, key_vm};
@@ -123,7 +125,10 @@ shows_error!(SourcePage);
 /// The query of the Source page; others are ignored, as on every page.
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct SourceQuery {
-    /// A delivery id: show the ones created before it.
+    /// A delivery id: show the ones created before it (`before` is the
+    /// older name).
+    #[serde(default)]
+    pub starting_after: Option<String>,
     #[serde(default)]
     pub before: Option<String>,
     #[serde(default)]
@@ -176,7 +181,8 @@ pub async fn source_page(
     PagePath(id): PagePath<String>,
     PageQuery(q): PageQuery<SourceQuery>,
 ) -> Result<SourcePage, UiError> {
-    let mut out = page(&st, &p, &id, q.before).await?;
+    let after = paging::cursor(q.starting_after, q.before, ids::DELIVERY, "a delivery")?;
+    let mut out = page(&st, &p, &id, after).await?;
     out.flash = match q.done.as_deref() {
         Some("resent") => {
             Some("Queued again: hds sends it now, with the same webhook-id, signed afresh.")
