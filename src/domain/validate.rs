@@ -168,6 +168,62 @@ pub fn parse_create_bytes(bytes: &[u8]) -> Result<ActionSpec, Error> {
     parse_create(value)
 }
 
+/// A create request as its idempotency hash sees it (guide: "Idempotency and
+/// retries"): a field sent with its documented default counts as left out,
+/// and an option's `sort_order`, always recomputed, as not sent. Borrowed,
+/// with no copy, when the request sends no default (nearly always).
+pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
+    use crate::domain::action::{ActionOption, ApprovalPolicy, Control, OnExpire};
+    let default_option =
+        |o: &ActionOption| o.style.as_deref() == Some("secondary") || o.sort_order.is_some();
+    let default_control = |c: &Control| c.mutating == Some(false);
+    let default_expiry = |e: &OnExpire| e.action == "expire" && e.option_id.is_none();
+    let default_threshold = |p: &ApprovalPolicy| p.reject_threshold == Some(1);
+    let any = spec.context_request_mode.as_deref() == Some("unsupported")
+        || spec.visibility.as_deref() == Some("workspace")
+        || spec.on_expire.as_ref().is_some_and(default_expiry)
+        || spec
+            .controls
+            .as_ref()
+            .is_some_and(|c| c.is_empty() || c.iter().any(default_control))
+        || spec
+            .options
+            .as_ref()
+            .is_some_and(|o| o.iter().any(default_option))
+        || spec.approval_policy.as_ref().is_some_and(default_threshold);
+    if !any {
+        return std::borrow::Cow::Borrowed(spec);
+    }
+    let mut s = spec.clone();
+    if s.context_request_mode.as_deref() == Some("unsupported") {
+        s.context_request_mode = None;
+    }
+    if s.visibility.as_deref() == Some("workspace") {
+        s.visibility = None;
+    }
+    if s.on_expire.as_ref().is_some_and(default_expiry) {
+        s.on_expire = None;
+    }
+    if s.controls.as_ref().is_some_and(|c| c.is_empty()) {
+        s.controls = None;
+    }
+    for c in s.controls.iter_mut().flatten() {
+        if default_control(c) {
+            c.mutating = None;
+        }
+    }
+    for o in s.options.iter_mut().flatten() {
+        if o.style.as_deref() == Some("secondary") {
+            o.style = None;
+        }
+        o.sort_order = None;
+    }
+    if let Some(p) = s.approval_policy.as_mut().filter(|p| default_threshold(p)) {
+        p.reject_threshold = None;
+    }
+    std::borrow::Cow::Owned(s)
+}
+
 /// Applies a PATCH body to the stored spec and re-parses the result, so a patch
 /// is held to exactly the rules of create.
 pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Error> {
@@ -881,6 +937,34 @@ fn slugify(label: &str, index: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Defaults sent count as left out for the idempotency hash; anything
+    /// else is kept, and a request without defaults is not copied.
+    #[test]
+    fn without_defaults_leaves_out_what_was_sent_as_its_default() {
+        let parse = |v: Value| serde_json::from_value::<ActionSpec>(v).unwrap();
+        let bare = parse(
+            json!({"title": "t", "options": [{"label": "A"}, {"label": "B"}],
+            "approval_policy": {"required_approvals": 2}}),
+        );
+        assert!(matches!(
+            without_defaults(&bare),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let sent = parse(json!({"title": "t",
+            "options": [{"label": "A", "style": "secondary", "sort_order": 0}, {"label": "B", "sort_order": 7}],
+            "approval_policy": {"required_approvals": 2, "reject_threshold": 1},
+            "visibility": "workspace", "context_request_mode": "unsupported",
+            "on_expire": {"action": "expire"}, "controls": []}));
+        assert_eq!(*without_defaults(&sent), bare);
+        let other = parse(json!({"title": "t",
+            "options": [{"label": "A", "style": "primary"}, {"label": "B"}],
+            "approval_policy": {"required_approvals": 2, "reject_threshold": 2},
+            "visibility": "restricted", "context_request_mode": "poll",
+            "on_expire": {"action": "cancel"}}));
+        let kept = without_defaults(&other);
+        assert_eq!(*kept, other);
+    }
 
     fn ctx() -> ValidationContext {
         ValidationContext {

@@ -158,7 +158,10 @@ pub async fn create(
     let ctx = validation_ctx(s, clock_now, src.team_workspace, None);
     let parsed = parse_create_bytes(body);
     let request_hash = match (&key, &parsed) {
-        (Some(_), Ok(request)) => Some(idempotency::typed_request_hash(ROUTE, request)?),
+        (Some(_), Ok(request)) => Some(idempotency::typed_request_hash(
+            ROUTE,
+            &*crate::domain::validate::without_defaults(request),
+        )?),
         _ => None,
     };
     let spec = match parsed.and_then(|spec| validate_spec(spec, &ctx)) {

@@ -982,6 +982,9 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
         r#"{ "metadata": {"x": [5e-1, true], "n": 1e2}, "title": "Rotate \u00e9",
              "options": [{"label": "Go", "id": "go"}] }"#,
         r#"{"title":"Rotate é","priority":"normal","description":null,"options":[{"id":"go","label":"Go"}],"metadata":{"n":100.0,"x":[0.50,true]}}"#,
+        // Every other documented default, sent.
+        r#"{"title":"Rotate é","options":[{"id":"go","label":"Go","style":"secondary","sort_order":0}],"metadata":{"n":100,"x":[0.5,true]},
+            "visibility":"workspace","context_request_mode":"unsupported","controls":[]}"#,
     ] {
         let (status, again) = send("spelt-1", same.into()).await;
         assert_eq!(status, 201, "{same}: {again}");
@@ -994,6 +997,8 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
         r#"{"title":"Rotate é","priority":"high","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[0.5,true]}}"#,
         r#"{"title":"Rotate é","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[true,0.5]}}"#,
         r#"{"title": 5}"#,
+        r#"{"title":"Rotate é","options":[{"id":"go","label":"Go","style":"primary"}],"metadata":{"n":100,"x":[0.5,true]}}"#,
+        r#"{"title":"Rotate é","options":[{"id":"go","label":"Go"}],"metadata":{"n":100,"x":[0.5,true]},"context_request_mode":"poll"}"#,
     ] {
         let (status, e) = send("spelt-1", other.into()).await;
         assert_eq!(
@@ -1002,6 +1007,31 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
             "{other}: {e}"
         );
     }
+    // Defaults inside controls and on_expire, sent or left out: one request.
+    let expires = (app
+        .state
+        .services
+        .clock
+        .now()
+        .replace_nanosecond(0)
+        .unwrap()
+        + time::Duration::days(30))
+    .format(&time::format_description::well_known::Rfc3339)
+    .unwrap();
+    let plain = format!(
+        r#"{{"title":"Deploy","options":[{{"label":"Go"}}],"callback_url":"https://hooks.example.com/x",
+            "controls":[{{"key":"r","label":"Restart","kind":"callback"}}],"expires_at":"{expires}"}}"#
+    );
+    let (status, made) = send("spelt-2", plain).await;
+    assert_eq!(status, 201, "{made}");
+    let defaults = format!(
+        r#"{{"title":"Deploy","options":[{{"label":"Go"}}],"callback_url":"https://hooks.example.com/x",
+            "controls":[{{"key":"r","label":"Restart","kind":"callback","mutating":false}}],
+            "expires_at":"{expires}","on_expire":{{"action":"expire"}}}}"#
+    );
+    let (status, again) = send("spelt-2", defaults).await;
+    assert_eq!((status, &again["data"]), (201, &made["data"]), "{again}");
+    assert_eq!(again["idempotent_replay"], true);
     // A body that is not JSON is no retry of anything: refused as such.
     let (status, e) = send("spelt-1", "not json".into()).await;
     assert_eq!(
