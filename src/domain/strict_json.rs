@@ -214,6 +214,26 @@ where
     Ok(<Option<Whole<T>> as serde::Deserialize>::deserialize(d)?.map(|Whole(v)| v))
 }
 
+/// An `action_version` a client sends back: a whole number of at least 1
+/// (versions start at 1), so that 0 or -1 is a malformed body (422), not a
+/// stale binding (409).
+pub fn version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let v: i64 = integer(d)?;
+    if v < 1 {
+        return Err(de::Error::custom(format!(
+            "action_version must be 1 or more (the version you were shown), got {v}"
+        )));
+    }
+    Ok(v)
+}
+
+/// `version` for an optional field (`null` or absent is None).
+pub fn optional_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct V(#[serde(deserialize_with = "version")] i64);
+    Ok(<Option<V> as serde::Deserialize>::deserialize(d)?.map(|V(v)| v))
+}
+
 /// Deserializes from a parsed body as `&Value` does, except that a struct
 /// is read only from a JSON object, at any depth: serde would also fill a
 /// struct from an array, by position (`{"events": {"action.new": [false,

@@ -186,6 +186,12 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<String> {
 /// single label). Names are judged again, by every address they resolve to,
 /// at delivery time.
 pub fn normalise_callback_url(raw: &str, allow_private: bool) -> Result<String, String> {
+    if raw.len() > MAX_URL {
+        return Err(format!(
+            "callback_url is {} bytes long; at most {MAX_URL}",
+            raw.len()
+        ));
+    }
     let u = Url::parse(raw).map_err(|e| {
         format!("callback_url is not a valid absolute URL ({e}); send e.g. https://hooks.example.com/hds")
     })?;
@@ -252,8 +258,15 @@ fn check_host(host: Host<&str>) -> Result<(), String> {
 }
 
 pub fn is_http_url(raw: &str) -> bool {
-    Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+    raw.len() <= MAX_URL
+        && Url::parse(raw)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
+
+/// The longest URL an Action takes (`open_url`, `callback_url`, a link
+/// control's or context block's `url`), in bytes (guide: "Limits"). Browsers
+/// and proxies commonly stop near 2,000; every read and webhook repeats it.
+pub const MAX_URL: usize = 2048;
 
 #[cfg(test)]
 mod tests {

@@ -242,6 +242,12 @@ pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Err
             ));
         } else if !PATCH_FIELDS.contains(&k.as_str()) {
             problems.push(FieldError::new(k.clone(), format!("unknown field `{k}`")));
+        } else if k == "title" && patch[k].is_null() {
+            // `null` clears a field; an Action always has a title.
+            problems.push(FieldError::new(
+                "title",
+                "title cannot be cleared: send the new title instead of null",
+            ));
         }
     }
     if patch.is_empty() {
@@ -371,7 +377,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         errs.push(FieldError::with_code(
             "open_url",
             Code::InvalidOpenUrl,
-            "open_url must be an absolute http or https URL",
+            "open_url must be an absolute http or https URL of at most 2048 bytes",
         ));
     }
 
@@ -499,7 +505,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                     if !c.url.as_deref().is_some_and(is_http_url) {
                         errs.push(FieldError::new(
                             at("url"),
-                            "a link control needs an absolute http or https url",
+                            "a link control needs an absolute http or https url of at most 2048 bytes",
                         ));
                     }
                     if c.mutating.is_some() {
@@ -531,7 +537,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                 {
                     errs.push(FieldError::new(
                         format!("context[{i}].url"),
-                        "url must be an absolute http or https URL",
+                        "url must be an absolute http or https URL of at most 2048 bytes",
                     ));
                 }
                 ContextBlock::Text { text: t } | ContextBlock::Markdown { markdown: t }

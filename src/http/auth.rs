@@ -35,6 +35,13 @@ fn bearer(parts: &Parts) -> Result<String> {
             "authentication required: send Authorization: Bearer <key or token>",
         ));
     };
+    // Two credentials would leave the caller to whichever is read first.
+    if parts.headers.get_all(AUTHORIZATION).iter().nth(1).is_some() {
+        return Err(Error::new(
+            Code::AuthRequired,
+            "send one Authorization header, not several",
+        ));
+    }
     let raw = raw.to_str().unwrap_or("");
     let token = raw
         .strip_prefix("Bearer ")

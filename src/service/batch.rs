@@ -37,7 +37,7 @@ pub struct BatchRequest {
 #[serde(deny_unknown_fields)]
 pub struct BatchItem {
     pub action_id: String,
-    #[serde(deserialize_with = "strict_json::integer")]
+    #[serde(deserialize_with = "strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,

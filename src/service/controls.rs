@@ -36,7 +36,7 @@ use crate::store::work;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InvokeRequest {
-    #[serde(deserialize_with = "crate::domain::strict_json::integer")]
+    #[serde(deserialize_with = "crate::domain::strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,

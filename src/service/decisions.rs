@@ -28,7 +28,7 @@ use crate::store::{actions as store, receipts as receipt_store};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionRequest {
-    #[serde(deserialize_with = "strict_json::integer")]
+    #[serde(deserialize_with = "strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,
@@ -51,7 +51,7 @@ pub struct ResolveRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub response: Option<Value>,
-    #[serde(default, deserialize_with = "strict_json::optional_integer")]
+    #[serde(default, deserialize_with = "strict_json::optional_version")]
     #[schema(minimum = 1)]
     pub action_version: Option<i64>,
     #[serde(default)]
@@ -82,7 +82,7 @@ pub struct OutcomeReport {
     pub duration_ms: u64,
     #[serde(default)]
     pub rollback: bool,
-    #[serde(deserialize_with = "strict_json::integer")]
+    #[serde(deserialize_with = "strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,

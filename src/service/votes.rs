@@ -29,7 +29,7 @@ pub struct VoteRequest {
     /// `approve` or `reject`.
     #[schema(schema_with = vote_schema)]
     pub vote: String,
-    #[serde(deserialize_with = "crate::domain::strict_json::integer")]
+    #[serde(deserialize_with = "crate::domain::strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
     pub fingerprint: String,

@@ -302,6 +302,30 @@ async fn patch_refuses_create_only_and_unknown_fields() {
         .map(|e| e["field"].as_str().unwrap())
         .collect();
     assert_eq!(fields, ["callback_url", "colour", "options"]);
+    // `null` clears a field, but not the title: named, and nothing changes.
+    let r = app
+        .patch(&path, &app.live_key(), json!({"title": null}))
+        .await;
+    let e = r.error(422, "VALIDATION_ERROR");
+    assert_eq!(e["details"]["errors"][0]["field"], "title", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("cannot be cleared"),
+        "{e}"
+    );
+    let now: Value = app
+        .source()
+        .get(
+            &format!("/v1/source/actions/{}", a["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(
+        (
+            now["data"]["title"].as_str(),
+            now["data"]["action_version"].as_i64()
+        ),
+        (Some("Deploy"), Some(1))
+    );
 }
 
 #[tokio::test]
@@ -528,6 +552,23 @@ async fn create_validation_codes() {
         "INVALID_OPEN_URL",
     )
     .await;
+    // URLs: 2,048 bytes at most, each.
+    let long = |n: usize| {
+        let base = "https://hooks.example.com/";
+        format!("{base}{}", "a".repeat(n - base.len()))
+    };
+    for (field, code) in [
+        ("callback_url", "INVALID_CALLBACK_URL"),
+        ("open_url", "INVALID_OPEN_URL"),
+    ] {
+        let e = refuse(with(json!({field: long(2049)})), 400, code).await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
+        assert!(e["message"].as_str().unwrap().contains("2048"), "{e}");
+        let made: Value = source
+            .post("/v1/actions", with(json!({field: long(2048)})), 201)
+            .await;
+        assert_eq!(made["data"][field].as_str().unwrap().len(), 2048);
+    }
     refuse(
         with(json!({"expires_at": "2001-01-01T00:00:00Z"})),
         400,
@@ -621,9 +662,10 @@ async fn create_validation_codes() {
         )
         .await;
 
-    // Nothing was written by any of the refused requests.
+    // Nothing was written by any of the refused requests: the Actions are
+    // the two with 2,048-byte URLs and "patch me".
     let list: Value = app.admin().get("/v1/me/actions?status=all", 200).await;
-    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert_eq!(list["data"].as_array().unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -1271,4 +1313,86 @@ async fn titles_names_and_labels_are_one_line_without_direction_overrides() {
             "VALIDATION_ERROR",
         )
         .await;
+}
+
+/// A header that decides who asks or what the request is, sent twice, is
+/// refused: which copy a proxy or a server reads first is not the client's
+/// to guess. Nothing is created.
+#[tokio::test]
+async fn a_repeated_credential_key_or_blocking_header_is_refused() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let test_key = app.test_key();
+    let send = |pairs: Vec<(&'static str, String)>| {
+        let source = &source;
+        async move {
+            let mut h = reqwest::header::HeaderMap::new();
+            h.insert("content-type", "application/json".parse().unwrap());
+            for (k, v) in pairs {
+                h.append(k, v.parse().unwrap());
+            }
+            let r = source
+                .http()
+                .post(source.url("/v1/actions"))
+                .headers(h)
+                .body(two_options("Twice").to_string())
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let bearer = |k: &str| format!("Bearer {k}");
+    let live = bearer(source.token());
+    let cases = [
+        (
+            vec![
+                ("authorization", live.clone()),
+                ("idempotency-key", "k1".into()),
+                ("idempotency-key", "k2".into()),
+            ],
+            400,
+            "INVALID_IDEMPOTENCY_KEY",
+        ),
+        (
+            vec![
+                ("authorization", live.clone()),
+                ("authorization", bearer(&test_key)),
+            ],
+            401,
+            "AUTH_REQUIRED",
+        ),
+        (
+            vec![
+                ("authorization", live.clone()),
+                ("x-service-blocking", "false".into()),
+                ("x-service-blocking", "true".into()),
+            ],
+            422,
+            "VALIDATION_ERROR",
+        ),
+    ];
+    for (pairs, status, code) in cases {
+        let (got, body) = send(pairs).await;
+        assert_eq!(
+            (got, body["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not several"),
+            "{body}"
+        );
+    }
+    assert_eq!(app.count_rows("actions"), 0);
+    // One of each is fine.
+    let (got, body) = send(vec![
+        ("authorization", live),
+        ("idempotency-key", "k1".into()),
+    ])
+    .await;
+    assert_eq!(got, 201, "{body}");
 }

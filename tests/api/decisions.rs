@@ -26,8 +26,36 @@ async fn decision_codes() {
     app.decide(&stale, json!({"option_id": "approve"}))
         .await
         .error(409, "ACTION_CHANGED");
+    // A version below 1 is a malformed body (422 naming it), not a stale
+    // binding, on every route that takes one back.
+    let id = a["id"].as_str().unwrap();
+    let fp = a["fingerprint"].clone();
+    for v in [json!(0), json!(-1)] {
+        let mut bad = a.clone();
+        bad["action_version"] = v.clone();
+        let e = app.decide(&bad, json!({"option_id": "approve"})).await;
+        let e = e.error(422, "VALIDATION_ERROR");
+        assert_eq!(e["details"]["errors"][0]["field"], "action_version", "{e}");
+        assert!(e["message"].as_str().unwrap().contains("1 or more"), "{e}");
+        let binding = json!({"action_version": v, "fingerprint": fp});
+        let mut resolve = binding.clone();
+        resolve["option_id"] = json!("approve");
+        let mut outcome = binding.clone();
+        outcome["status"] = json!("success");
+        outcome["duration_ms"] = json!(1);
+        for (who, path, body) in [
+            (app.source(), format!("/v1/actions/{id}/resolve"), resolve),
+            (app.source(), format!("/v1/actions/{id}/outcome"), outcome),
+        ] {
+            let e = who.post_err(&path, body, 422, "VALIDATION_ERROR").await;
+            assert_eq!(
+                e["details"]["errors"][0]["field"], "action_version",
+                "{path}: {e}"
+            );
+        }
+    }
     // No binding at all.
-    let decision = format!("/v1/actions/{}/decision", a["id"].as_str().unwrap());
+    let decision = format!("/v1/actions/{id}/decision");
     admin
         .post_err(
             &decision,

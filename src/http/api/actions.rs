@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 
 use crate::app::AppState;
 use crate::domain::action::ActionSpec;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::http::api::wire::Envelope;
 use crate::http::api::wire::actions::{ActionDetail, ActionOut, BatchOut, VoteOut};
 use crate::http::api::{replayable, reply};
@@ -26,6 +26,13 @@ use crate::service::decisions::{
 use crate::service::idempotency::parse_key;
 
 pub(crate) fn idempotency_key(h: &HeaderMap) -> Result<Option<String>> {
+    // Two keys would make the request's identity depend on which one is read.
+    if h.get_all("idempotency-key").iter().nth(1).is_some() {
+        return Err(Error::new(
+            Code::InvalidIdempotencyKey,
+            "send one Idempotency-Key header, not several",
+        ));
+    }
     match h.get("idempotency-key") {
         None => Ok(None),
         // Present but not visible ASCII (e.g. UTF-8): refused, never ignored.
@@ -37,6 +44,12 @@ fn blocking(h: &HeaderMap) -> Result<bool> {
     let Some(v) = h.get("x-service-blocking") else {
         return Ok(false);
     };
+    if h.get_all("x-service-blocking").iter().nth(1).is_some() {
+        return Err(Error::field(
+            "X-Service-Blocking",
+            "send one X-Service-Blocking header, not several",
+        ));
+    }
     match v.to_str().map(str::to_ascii_lowercase).as_deref() {
         Ok("false") | Ok("0") => Ok(false),
         Ok("true") | Ok("1") => Ok(true),
