@@ -195,6 +195,10 @@
       var boxes = document.querySelectorAll('input[name="pick"]');
       var chosen = picked();
       form.hidden = boxes.length === 0;
+      // While rows are picked the bar stays in view at the bottom of the
+      // screen, wherever the list is scrolled to.
+      form.classList.toggle("floating", chosen.length > 0);
+      document.body.classList.toggle("has-floating-bar", chosen.length > 0);
       options.replaceChildren();
       note.textContent = "";
       if (!chosen.length) {
@@ -296,6 +300,7 @@
   function confirmDestructive() {
     var dialog = document.getElementById("confirm-dialog");
     if (!dialog || typeof dialog.showModal !== "function") return;
+    var title = document.getElementById("confirm-dialog-title");
     var text = document.getElementById("confirm-dialog-text");
     var yes = document.getElementById("confirm-dialog-yes");
     var no = document.getElementById("confirm-dialog-no");
@@ -308,6 +313,11 @@
       if (form.querySelector('input[name="confirmed"]')) return;
       e.preventDefault();
       pending = { form: form, button: button };
+      // A destructive option says so; a control asks as its own page does.
+      var asked = button.getAttribute("data-confirm-title");
+      title.textContent = asked || "This is destructive";
+      title.className = asked ? "" : "danger-title";
+      yes.className = asked ? "btn btn-primary" : "btn btn-danger-solid";
       text.textContent = button.getAttribute("data-confirm");
       var label = button.getAttribute("data-label") || button.textContent.trim();
       yes.textContent = label ? "Yes, " + label : "Confirm";
@@ -345,7 +355,8 @@
     var help = document.getElementById("keys-help");
     if (!form && !help) return;
     var hint = document.getElementById("decide-keys");
-    if (hint) hint.hidden = false;
+    // Only where some button has a key (a typed answer has none).
+    if (hint && form && form.querySelector("button[data-key]")) hint.hidden = false;
     document.addEventListener("keydown", function (e) {
       if (e.altKey || e.ctrlKey || e.metaKey || e.repeat) return;
       var t = e.target;

@@ -150,6 +150,24 @@ impl ActionAccess {
             }
     }
 
+    /// Why the Action page offers no decision, in words for the person
+    /// (`None` when it offers one).
+    pub fn why_no_decision(self) -> Option<&'static str> {
+        if self.offers_decision() {
+            None
+        } else if self.own_request {
+            Some(
+                "You asked for this decision, so someone else makes it: a request is never approved by the person it is for (separation of duties).",
+            )
+        } else if self.role == Role::Viewer {
+            Some("You can read this request but not decide it: viewers read, reviewers decide.")
+        } else if self.approval {
+            Some("Only the reviewers listed on this request vote on it.")
+        } else {
+            Some("Only the reviewers listed on this restricted request decide it.")
+        }
+    }
+
     /// May hold the Action: claim it, or be named its assignee. Only someone
     /// who may decide it (or vote on it), never its own requester.
     pub fn can_be_assignee(self) -> bool {

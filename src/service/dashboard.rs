@@ -26,6 +26,8 @@ pub struct ActionView {
     /// Whether this user may decide (or vote on) it while it is open; the
     /// service checks again when they do.
     pub may_decide: bool,
+    /// Why no decision is offered, when none is (`ActionAccess::why_no_decision`).
+    pub no_decision: Option<&'static str>,
     pub source_name: Option<String>,
     /// Outcome of verifying the receipt's signature against the published
     /// keys, when there is a receipt.
@@ -56,6 +58,9 @@ pub struct WorkView {
     pub may_ask: bool,
     /// Newest first.
     pub control_requests: Vec<crate::domain::requests::ControlRequest>,
+    /// A restricted Action's listed reviewers: each member's address (an id
+    /// that is no member is shown as it is listed), in the order listed.
+    pub reviewers: Option<Vec<String>>,
 }
 
 /// The Action `id` if this user may see it (the same rule as GET
@@ -66,6 +71,7 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
         let access = access(&a, &user).ok_or_else(Error::action_not_found)?;
         let may_decide = access.offers_decision();
+        let no_decision = access.why_no_decision();
         let history = events::history(c, &a.id)?;
         let receipt_check = match a.receipt.as_ref() {
             Some(r) => Some(check_receipt(c, &r.jws, &a.id)?),
@@ -80,6 +86,7 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
             action: a,
             history,
             may_decide,
+            no_decision,
             receipt_check,
             people,
         })
@@ -122,6 +129,7 @@ fn work_view(
             && acc.can_ask_for_context()
             && crate::domain::requests::ContextMode::of(a.spec.context_request_mode.as_deref())
                 .lists(),
+        reviewers: listed_reviewers(c, a)?,
         control_requests: crate::store::requests::controls_of(
             c,
             &a.id,
@@ -129,6 +137,27 @@ fn work_view(
             crate::service::controls::LISTED as i64,
         )?,
     })
+}
+
+/// The reviewers a restricted Action lists, by address (`None` for a
+/// workspace-wide one).
+fn listed_reviewers(c: &Connection, a: &ActionRecord) -> Result<Option<Vec<String>>> {
+    if a.spec.visibility.as_deref() != Some("restricted") {
+        return Ok(None);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for id in a.spec.reviewer_user_ids.iter().flatten() {
+        out.push(match crate::store::work::member(c, &a.workspace_id, id)? {
+            Some(m) => m.email,
+            None => id.clone(),
+        });
+    }
+    for e in a.spec.reviewer_emails.iter().flatten() {
+        if !out.iter().any(|x| x.eq_ignore_ascii_case(e)) {
+            out.push(e.clone());
+        }
+    }
+    Ok(Some(out))
 }
 
 /// Verifies a receipt with the keys this server publishes (any JOSE library

@@ -444,6 +444,9 @@ async fn a_reviewer_presses_a_control_and_sees_the_sources_result_live_in_chromi
     assert_eq!(r["link"]["target"], "_blank");
     assert_eq!(r["link"]["rel"], "noopener noreferrer");
     assert_eq!(r["dialog_text"], "Restart all checkout workers?");
+    // A control's dialog asks as its page without JavaScript does, not
+    // "This is destructive" (that is for destructive options).
+    assert_eq!(r["dialog_title"], "Press “Restart workers”?");
     assert_eq!(r["pending"], "pending");
     assert_eq!(r["shown"]["status"], "succeeded");
     assert_eq!(r["shown"]["message"], "12 workers restarted in 8 s");
@@ -529,6 +532,7 @@ async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_
     // Batch: three picked, the second changed after the page was rendered.
     let b = &r["batch"];
     assert_eq!(b["bar"], "3 requests picked:", "{r}");
+    assert_eq!(b["bar_in_view"], true, "the bar floats at the bottom: {r}");
     assert_eq!(b["patched"], 200);
     assert_eq!(
         b["statuses"],

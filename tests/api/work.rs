@@ -553,6 +553,10 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
         !page.contains("/decide\""),
         "no decision form for the requester"
     );
+    assert!(
+        page.contains("You asked for this decision, so someone else makes it"),
+        "the page says why: {page}"
+    );
     assert_eq!(read(&admin, &a).await["status"], "open");
 
     // Someone else decides; the receipt names the requester without an address.
@@ -579,6 +583,20 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
     body["approval_policy"] = json!({"required_approvals": 1});
     body["requested_by_user_id"] = json!(r1.person().id);
     let b = app.create_action(body.clone()).await;
+    // Its page names who it is restricted to, and tells the requester why
+    // they are offered no vote.
+    let path = format!("/app/actions/{}", b["id"].as_str().unwrap());
+    let page = app.browser(r2.person()).await.page(&path).await;
+    assert!(
+        page.contains(&format!(
+            "<dd id=\"listed-reviewers\">{}, {}</dd>",
+            r1.person().email,
+            r2.person().email
+        )),
+        "{page}"
+    );
+    let page = app.browser(r1.person()).await.page(&path).await;
+    assert!(page.contains("You asked for this decision"), "{page}");
     let vote = json!({"vote": "approve", "action_version": b["action_version"], "fingerprint": b["fingerprint"]});
     r1.post_err(
         &at(&b, "votes"),

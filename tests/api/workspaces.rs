@@ -713,6 +713,38 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
     assert_eq!(r.status(), 404);
     let page = browser.page("/app/workspaces").await;
     assert!(page.contains("Night shift") && page.contains("Create workspace"));
+    // The list starts at the member's own role, not at a role to give.
+    let promoted = app.member(Role::Viewer);
+    let promoted_form = format!("/app/members/{}/role", promoted.person().id);
+    let own = ob.page("/app/members").await;
+    assert!(
+        own.contains(r#"<option value="" selected disabled>viewer: change to…</option>"#),
+        "{own}"
+    );
+    // An owner making someone an owner is asked first; nothing changes until
+    // they confirm.
+    let ocsrf = ob.csrf().to_owned();
+    let r = ob
+        .post_form(
+            &promoted_form,
+            Some(&app.base),
+            &[("_csrf", &ocsrf), ("role", "owner")],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let ask = r.text().await.unwrap();
+    assert!(ask.contains("Make this member an owner?"), "{ask}");
+    assert!(ask.contains(&promoted.person().email), "{ask}");
+    assert_eq!(role_of(&app, &promoted).await.as_deref(), Some("viewer"));
+    let r = ob
+        .post_form(
+            &promoted_form,
+            Some(&app.base),
+            &[("_csrf", &ocsrf), ("role", "owner"), ("confirmed", "yes")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(role_of(&app, &promoted).await.as_deref(), Some("owner"));
 }
 
 /// Everything of workspace A a member of workspace B might reach for, in the

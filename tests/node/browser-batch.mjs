@@ -37,6 +37,12 @@ run(async (browser) => {
   const bar = page.locator("#batch-options");
   await bar.getByRole("button", { name: "Approve", exact: true }).waitFor();
   const barText = (await page.locator("#batch-count").innerText()).trim();
+  // Picked rows keep the bar in view: scrolled to the top of the page, the
+  // bar is still inside the window, at its bottom edge.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const barBox = await page.locator("#batch-form").boundingBox();
+  const viewport = page.viewportSize();
+  const barInView = barBox !== null && barBox.y >= 0 && Math.abs(barBox.y + barBox.height - viewport.height) < 2;
   // Changed after the page was rendered: the reviewer did not see this.
   const patched = await api("PATCH", `/v1/actions/${rows[1].id}`, SOURCE_KEY, {
     title: "Rotate the TLS cert on edge-2 and restart it",
@@ -98,6 +104,7 @@ run(async (browser) => {
   return {
     batch: {
       bar: barText,
+      bar_in_view: barInView,
       patched: patched.status,
       decided_text: decidedText,
       changed_ids: changedIds,

@@ -38,6 +38,7 @@ run(async (browser) => {
   const dialog = page.locator("#confirm-dialog");
   await dialog.waitFor({ state: "visible" });
   const dialogText = (await page.locator("#confirm-dialog-text").innerText()).trim();
+  const dialogTitle = (await page.locator("#confirm-dialog-title").innerText()).trim();
   await Promise.all([
     page.waitForURL(`${BASE}/app/actions/${action.id}?done=control`),
     page.locator("#confirm-dialog-yes").click(),
@@ -88,6 +89,7 @@ run(async (browser) => {
   return {
     link: linkAttrs,
     dialog_text: dialogText,
+    dialog_title: dialogTitle,
     pending,
     shown,
     asked,

@@ -128,6 +128,8 @@ pub struct ActionVm {
     pub resolution: Option<ResolutionVm>,
     pub approval: Option<ApprovalVm>,
     pub may_decide: bool,
+    /// Why no decision is offered (empty when one is).
+    pub no_decision: &'static str,
     pub work: WorkVm,
     /// Callback controls (buttons; empty when this user may not press them).
     pub callbacks: Vec<ControlVm>,
@@ -142,6 +144,8 @@ pub struct WorkVm {
     /// Who holds it, as the page names them; None when nobody does.
     pub assignee: Option<String>,
     pub requested_by: Option<String>,
+    /// A restricted Action's listed reviewers, joined for the page.
+    pub reviewers: Option<String>,
     pub snoozed_until: Option<When>,
     pub may_claim: bool,
     pub may_assign: bool,
@@ -182,6 +186,7 @@ fn work(v: &ActionView, me: &UserCaller, now: Timestamp) -> WorkVm {
     WorkVm {
         assignee: a.work.assignee.as_ref().map(|p| person_label(p, me)),
         requested_by: a.work.requested_by.as_ref().map(|p| person_label(p, me)),
+        reviewers: v.work.reviewers.as_ref().map(|l| l.join(", ")),
         snoozed_until: snoozed.map(|t| When::new(t, now)),
         may_claim: v.work.may_claim && held.as_deref() != Some(me.user_id.as_str()),
         may_assign: v.work.may_assign,
@@ -274,6 +279,7 @@ impl ActionVm {
                 confirm_reject: vote_confirm(a, false),
             }),
             may_decide: v.may_decide,
+            no_decision: v.no_decision.unwrap_or(""),
             work: work(v, me, now),
             source,
         }

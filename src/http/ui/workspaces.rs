@@ -212,6 +212,29 @@ pub async fn change_role(
     let req = MemberUpdate {
         role: form.get("role").unwrap_or_default().to_owned(),
     };
+    // Making someone an owner gives them everything, the other owners
+    // included: asked first, of someone the page offers it to (anyone else
+    // gets the change's own refusal below).
+    if req.role == "owner" && form.get("confirmed") != Some("yes") {
+        let view = members_view(&st, &p).await?;
+        if let Some(m) = view
+            .members
+            .iter()
+            .find(|m| m.user_id == id && m.grantable.contains(&Role::Owner))
+        {
+            let ask = Ask {
+                heading: "Make this member an owner?".into(),
+                message: format!(
+                    "{} will be able to do everything you can: manage Sources, invitations and members, grant or take away the owner role (yours included), and open billing.",
+                    m.email
+                ),
+                post_to: format!("/app/members/{id}/role"),
+                confirm_label: "Make them an owner".into(),
+                cancel_url: "/app/members".into(),
+            };
+            return ConfirmPage::ask(&st, &p, "members", &form, ask).await;
+        }
+    }
     match workspaces::change_role(&st.services, &p.user, id, req).await {
         Ok(_) => Ok(see_other("/app/members?done=role")),
         Err(e) => page_with_error(e, members_view(&st, &p)).await,
