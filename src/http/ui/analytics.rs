@@ -41,7 +41,6 @@ pub struct TimePoint {
 pub struct RateBar {
     pub name: String,
     pub y: String,
-    pub ty: String,
     pub w: String,
     pub rate: String,
     pub decided: i64,
@@ -136,7 +135,8 @@ pub async fn analytics_page(
         .iter()
         .filter_map(|d| d.decision_seconds.p90)
         .fold(1.0_f64, f64::max);
-    let ys = |v: f64| f(H - v / max_s * H);
+    // The highest point sits a dot's radius below the top, drawn whole.
+    let ys = |v: f64| f(H - v / max_s * (H - 4.0));
     let points: Vec<TimePoint> = s
         .days
         .iter()
@@ -171,8 +171,7 @@ pub async fn analytics_page(
                 .clone()
                 .unwrap_or_else(|| src.source_id.clone()),
             y: f(i as f64 * 28.0),
-            ty: f(i as f64 * 28.0 + 15.0),
-            w: f(src.stats.approval_rate.unwrap_or(0.0) * 400.0),
+            w: f(src.stats.approval_rate.unwrap_or(0.0) * 600.0),
             rate: pct(src.stats.approval_rate),
             decided: src.stats.decided,
         })

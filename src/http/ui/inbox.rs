@@ -378,7 +378,14 @@ fn row(
         status: a.status.as_str().to_owned(),
         test: a.environment == Environment::Test,
         created: When::new(&a.created_at, now),
-        assignee: a.spec.assignee_email.clone(),
+        // "you", as the Action page and the resolved rows say.
+        assignee: a.spec.assignee_email.as_ref().map(|e| {
+            if e.eq_ignore_ascii_case(&me.email) {
+                "you".to_owned()
+            } else {
+                e.clone()
+            }
+        }),
         kind: answer_kind(&a.spec),
     }
 }
