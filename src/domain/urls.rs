@@ -219,6 +219,14 @@ pub fn normalise_callback_url(raw: &str, allow_private: bool) -> Result<String, 
     if !allow_private {
         check_host(host)?;
     }
+    // Stored and sent normalised, which may be longer than what was sent
+    // (percent-encoding, punycode): the limit holds for what is kept.
+    if u.as_str().len() > MAX_URL {
+        return Err(format!(
+            "callback_url is {} bytes long once normalised; at most {MAX_URL}",
+            u.as_str().len()
+        ));
+    }
     Ok(u.as_str().to_owned())
 }
 
@@ -258,9 +266,7 @@ fn check_host(host: Host<&str>) -> Result<(), String> {
 }
 
 pub fn is_http_url(raw: &str) -> bool {
-    raw.len() <= MAX_URL
-        && Url::parse(raw)
-            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+    Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
 /// The longest URL an Action takes (`open_url`, `callback_url`, a link

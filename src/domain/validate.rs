@@ -10,7 +10,7 @@ use time::Duration;
 
 use crate::domain::action::{ActionSpec, CREATE_FIELDS, ContextBlock, Interaction, PATCH_FIELDS};
 use crate::domain::time::{self as clock, Timestamp};
-use crate::domain::urls::{is_http_url, normalise_callback_url};
+use crate::domain::urls::{MAX_URL, is_http_url, normalise_callback_url};
 use crate::error::{Code, Error, FieldError};
 
 pub const MAX_METADATA_BYTES: usize = 32 * 1024;
@@ -176,7 +176,8 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
     use crate::domain::action::{ActionOption, ApprovalPolicy, Control, OnExpire};
     let default_option =
         |o: &ActionOption| o.style.as_deref() == Some("secondary") || o.sort_order.is_some();
-    let default_control = |c: &Control| c.mutating == Some(false);
+    // Only on a callback control: on a link control `mutating` is refused.
+    let default_control = |c: &Control| c.kind == "callback" && c.mutating == Some(false);
     let default_expiry = |e: &OnExpire| e.action == "expire" && e.option_id.is_none();
     let default_threshold = |p: &ApprovalPolicy| p.reject_threshold == Some(1);
     let any = spec.context_request_mode.as_deref() == Some("unsupported")
@@ -371,13 +372,15 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         (None, Some(i)) => check_interaction(i, ctx.checks("interaction"), &mut errs),
     }
 
+    // URLs are limited in length when they are set: one stored before the
+    // limit does not block an unrelated change.
     if let Some(u) = &s.open_url
-        && !is_http_url(u)
+        && (!is_http_url(u) || ctx.checks("open_url") && u.len() > MAX_URL)
     {
         errs.push(FieldError::with_code(
             "open_url",
             Code::InvalidOpenUrl,
-            "open_url must be an absolute http or https URL of at most 2048 bytes",
+            format!("open_url must be an absolute http or https URL of at most {MAX_URL} bytes"),
         ));
     }
 
@@ -502,10 +505,12 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                     }
                 }
                 "link" => {
-                    if !c.url.as_deref().is_some_and(is_http_url) {
+                    if !c.url.as_deref().is_some_and(|u| {
+                        is_http_url(u) && !(ctx.checks("controls") && u.len() > MAX_URL)
+                    }) {
                         errs.push(FieldError::new(
                             at("url"),
-                            "a link control needs an absolute http or https url of at most 2048 bytes",
+                            format!("a link control needs an absolute http or https url of at most {MAX_URL} bytes"),
                         ));
                     }
                     if c.mutating.is_some() {
@@ -533,11 +538,13 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
         for (i, b) in blocks.iter().enumerate() {
             match b {
                 ContextBlock::Link { url, .. } | ContextBlock::Image { url, .. }
-                    if !is_http_url(url) =>
+                    if !is_http_url(url) || ctx.checks("context") && url.len() > MAX_URL =>
                 {
                     errs.push(FieldError::new(
                         format!("context[{i}].url"),
-                        "url must be an absolute http or https URL of at most 2048 bytes",
+                        format!(
+                            "url must be an absolute http or https URL of at most {MAX_URL} bytes"
+                        ),
                     ));
                 }
                 ContextBlock::Text { text: t } | ContextBlock::Markdown { markdown: t }
@@ -970,6 +977,14 @@ mod tests {
             "on_expire": {"action": "cancel"}}));
         let kept = without_defaults(&other);
         assert_eq!(*kept, other);
+        // `mutating` on a link control is refused, not a default: kept, so
+        // that such a retry is not taken for the valid request.
+        let link = parse(json!({"title": "t", "options": [{"label": "A"}],
+            "controls": [{"key": "l", "label": "L", "kind": "link", "url": "https://x.example.com", "mutating": false}]}));
+        assert!(matches!(
+            without_defaults(&link),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     fn ctx() -> ValidationContext {

@@ -134,6 +134,13 @@ pub enum Created {
 /// The route a create's request hash covers.
 const ROUTE: &str = "POST /v1/actions";
 
+/// The create's hash as stored before documented defaults were left out, to
+/// compare a retry with such a row (rare: the body is parsed again).
+fn typed_hash_v1(body: &[u8]) -> Option<String> {
+    let request = parse_create_bytes(body).ok()?;
+    idempotency::typed_request_hash_v1(ROUTE, &request).ok()
+}
+
 /// POST /v1/actions. With `hold` (X-Service-Blocking), waits up to that long for
 /// a decision; the idempotency key stays in flight meanwhile, so a retry gets
 /// IDEMPOTENCY_CONFLICT rather than a second answer.
@@ -179,8 +186,13 @@ pub async fn create(
                 .await?
             {
                 Some(earlier) => {
-                    let reply =
-                        idempotency::replay_typed(earlier, request_hash.as_deref(), ROUTE, body)?;
+                    let reply = idempotency::replay_typed(
+                        earlier,
+                        request_hash.as_deref(),
+                        ROUTE,
+                        body,
+                        || typed_hash_v1(body),
+                    )?;
                     held(s, src, reply, hold).await
                 }
                 None => Err(invalid),
@@ -293,7 +305,10 @@ pub async fn create(
         }
         Outcome::Replayed(earlier) => held(s, src, earlier, hold).await,
         Outcome::Mismatch(earlier) => {
-            let reply = idempotency::replay_typed(earlier, Some(&request_hash), ROUTE, body)?;
+            let reply =
+                idempotency::replay_typed(earlier, Some(&request_hash), ROUTE, body, || {
+                    typed_hash_v1(body)
+                })?;
             held(s, src, reply, hold).await
         }
     }

@@ -95,11 +95,22 @@ const TYPED: &str = store::TYPED_HASH;
 /// parsed request instead of a second parse into a `Value` and its
 /// canonical form (guide: "Idempotency and retries").
 pub fn typed_request_hash<T: serde::Serialize>(route: &str, request: &T) -> Result<String> {
+    typed_hash(TYPED, route, request)
+}
+
+/// The typed hash as hds stored it before documented defaults were left out
+/// (`t1:`): over the request as parsed, `without_defaults` not applied.
+/// Computed only to compare a retry with a row stored then.
+pub fn typed_request_hash_v1<T: serde::Serialize>(route: &str, request: &T) -> Result<String> {
+    typed_hash(store::TYPED_HASH_V1, route, request)
+}
+
+fn typed_hash<T: serde::Serialize>(prefix: &str, route: &str, request: &T) -> Result<String> {
     let mut h = Sha256::new();
     h.update(route.as_bytes());
     h.update([0]);
     jcs::hash_typed_into(request, &mut h)?;
-    Ok(format!("{TYPED}{}", hex::encode(h.finalize())))
+    Ok(format!("{prefix}{}", hex::encode(h.finalize())))
 }
 
 /// The stored answer for a retry of a request identified by its typed hash
@@ -110,9 +121,14 @@ pub fn replay_typed(
     typed: Option<&str>,
     route: &str,
     body: &[u8],
+    typed_v1: impl FnOnce() -> Option<String>,
 ) -> Result<Reply> {
     if typed == Some(stored.request_hash.as_str()) || stored.request_hash.starts_with(TYPED) {
         let hash = typed.unwrap_or_default().to_owned();
+        return replay(stored, &hash);
+    }
+    if stored.request_hash.starts_with(store::TYPED_HASH_V1) {
+        let hash = typed_v1().unwrap_or_default();
         return replay(stored, &hash);
     }
     let canonical = serde_json::from_slice::<Value>(body)
@@ -334,9 +350,38 @@ mod tests {
                 "metadata":{"n":1.5,"a":[1,"x"]}}"#,
         )
         .unwrap();
+        // Without a default, `t2:` is the `t1:` hash under its new prefix.
+        let hex = "cca8564fa0aaeb2fc176ad92b9d51c89280eba1d35d1925d68b44c51523e40f1";
         assert_eq!(
             typed_request_hash("POST /v1/actions", &spec).unwrap(),
-            "t1:cca8564fa0aaeb2fc176ad92b9d51c89280eba1d35d1925d68b44c51523e40f1"
+            format!("t2:{hex}")
+        );
+        assert_eq!(
+            typed_request_hash_v1("POST /v1/actions", &spec).unwrap(),
+            format!("t1:{hex}")
+        );
+    }
+
+    /// Pinned with defaults sent: `t2:` covers the request without them
+    /// (the same as leaving them out); `t1:`, as stored before, with them.
+    #[test]
+    fn the_typed_hash_leaves_documented_defaults_out() {
+        let parse = |b: &[u8]| crate::domain::validate::parse_create_bytes(b).unwrap();
+        let bare = parse(br#"{"title":"Deploy","options":[{"label":"Go"}]}"#);
+        let sent = parse(
+            br#"{"title":"Deploy","options":[{"label":"Go","style":"secondary"}],"visibility":"workspace"}"#,
+        );
+        let hash = |s: &crate::domain::action::ActionSpec| {
+            typed_request_hash(
+                "POST /v1/actions",
+                &*crate::domain::validate::without_defaults(s),
+            )
+            .unwrap()
+        };
+        assert_eq!(hash(&sent), hash(&bare));
+        assert_ne!(
+            typed_request_hash_v1("POST /v1/actions", &sent).unwrap(),
+            typed_request_hash_v1("POST /v1/actions", &bare).unwrap()
         );
     }
 

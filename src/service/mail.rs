@@ -205,7 +205,7 @@ pub struct MailListParams {
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     /// A mail id (the last of the previous page): list the older ones.
-    #[param(pattern = "^mail_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    #[param(pattern = "^(mail_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub starting_after: Option<String>,
 }
 

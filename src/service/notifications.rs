@@ -309,7 +309,8 @@ pub fn commented(
         .author_name
         .clone()
         .map_or_else(|| person_name(c, &cm.author_user_id), Ok)?;
-    let text = excerpt(&cm.body);
+    // Quoted as words: a notification and an e-mail show no Markdown.
+    let text = excerpt(&crate::domain::words::markdown_text(&cm.body));
     // The people a comment may concern, looked up one by one (a handful),
     // never the whole team: those it mentions, the holder, earlier
     // commenters, the listed reviewers.

@@ -21,10 +21,15 @@ pub struct Stored {
     pub response: Value,
 }
 
-/// Marks a request hash taken over the parsed request
-/// (`service::idempotency::typed_request_hash`): such a row is the same
-/// request only when the hashes are equal.
-pub const TYPED_HASH: &str = "t1:";
+/// Marks a request hash taken over the parsed request, documented defaults
+/// left out (`service::idempotency::typed_request_hash`): such a row is the
+/// same request only when the hashes are equal.
+pub const TYPED_HASH: &str = "t2:";
+
+/// Marks the typed hash of rows stored before documented defaults were left
+/// out (`service::idempotency::typed_request_hash_v1`): the request as
+/// parsed. Such a row is compared with that hash of the retry.
+pub const TYPED_HASH_V1: &str = "t1:";
 
 /// The stored response for `key`. A create's answer that is rebuilt from its
 /// Action is not rebuilt for a request that has another typed hash: that

@@ -86,27 +86,34 @@ pub fn control_by_key(
     Ok(control(c, &id)?.map(|r| (r, hash)))
 }
 
-const CONTROLS_OF: &str = "WHERE r.action_id = ?1
-       AND (?2 IS NULL OR r.created_at < ?2 OR (r.created_at = ?2 AND r.id < ?3))
+const CONTROLS_OF: &str = "WHERE r.action_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT ?2";
+
+/// The page after a request: the index seeks to its time.
+const CONTROLS_AFTER: &str = "WHERE r.action_id = ?1
+       AND r.created_at <= ?2 AND (r.created_at < ?2 OR r.id < ?3)
      ORDER BY r.created_at DESC, r.id DESC LIMIT ?4";
 
 /// An Action's control requests, newest first (ids are time-sortable ULIDs),
 /// at most `limit`; after `after` (a request of this Action) when given.
-/// `control_requests_by_action` seeks to the cursor's time; requests of the
-/// same millisecond are ordered by id.
+/// `control_requests_by_action` seeks to the Action, and to the cursor's
+/// time on a later page; requests of the same millisecond are ordered by id.
 pub fn controls_of(
     c: &Connection,
     action_id: &str,
     after: Option<&ControlRequest>,
     limit: i64,
 ) -> Result<Vec<ControlRequest>> {
-    let (at, id) = match after {
-        Some(a) => (Some(a.created_at.as_str()), Some(a.id.as_str())),
-        None => (None, None),
+    let rows = match after {
+        None => c
+            .prepare_cached(&format!("{CONTROL} {CONTROLS_OF}"))?
+            .query_map(params![action_id, limit], control_row)?
+            .collect::<rusqlite::Result<_>>()?,
+        Some(a) => c
+            .prepare_cached(&format!("{CONTROL} {CONTROLS_AFTER}"))?
+            .query_map(params![action_id, a.created_at, a.id, limit], control_row)?
+            .collect::<rusqlite::Result<_>>()?,
     };
-    let mut st = c.prepare_cached(&format!("{CONTROL} {CONTROLS_OF}"))?;
-    let rows = st.query_map(params![action_id, at, id, limit], control_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    Ok(rows)
 }
 
 /// Sets a request's status and message.
@@ -206,16 +213,23 @@ mod tests {
     fn a_page_of_control_requests_reads_its_index() {
         let mut c = rusqlite::Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
-        let sql = format!("{} {}", super::CONTROL, super::CONTROLS_OF);
-        let text = crate::store::query_plan(&c, &sql).join("\n");
-        assert!(
-            text.contains("SEARCH r USING INDEX control_requests_by_action (action_id=?)"),
-            "{text}"
-        );
-        assert!(!text.contains("SCAN r"), "{text}");
-        assert!(
-            !text.contains("USE TEMP B-TREE FOR ORDER BY"),
-            "only ties are sorted: {text}"
-        );
+        for (tail, seek) in [
+            (super::CONTROLS_OF, "(action_id=?)"),
+            (super::CONTROLS_AFTER, "(action_id=? AND created_at<?)"),
+        ] {
+            let sql = format!("{} {tail}", super::CONTROL);
+            let text = crate::store::query_plan(&c, &sql).join("\n");
+            assert!(
+                text.contains(&format!(
+                    "SEARCH r USING INDEX control_requests_by_action {seek}"
+                )),
+                "{text}"
+            );
+            assert!(!text.contains("SCAN r"), "{text}");
+            assert!(
+                !text.contains("USE TEMP B-TREE FOR ORDER BY"),
+                "only ties are sorted: {text}"
+            );
+        }
     }
 }

@@ -662,6 +662,39 @@ async fn create_validation_codes() {
         )
         .await;
 
+    // A URL stored before the limit does not block an unrelated PATCH; a
+    // PATCH that sets it is held to the limit.
+    let path = format!("/v1/actions/{}", a["id"].as_str().unwrap());
+    let before_limit = long(3000);
+    app.db()
+        .execute(
+            "UPDATE actions SET spec = json_set(spec, '$.open_url', ?1) WHERE id = ?2",
+            rusqlite::params![before_limit, a["id"].as_str().unwrap()],
+        )
+        .unwrap();
+    let _: Value = source.patch(&path, json!({"title": "patched"}), 200).await;
+    source
+        .patch_err(
+            &path,
+            json!({"open_url": long(2049)}),
+            400,
+            "INVALID_OPEN_URL",
+        )
+        .await;
+    // A callback URL is measured as it is kept, normalised: 700 × "é" is
+    // 1,400 bytes sent and 4,200 once percent-encoded.
+    let grows = format!("https://hooks.example.com/{}", "é".repeat(700));
+    let e = refuse(
+        with(json!({"callback_url": grows})),
+        400,
+        "INVALID_CALLBACK_URL",
+    )
+    .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("once normalised"),
+        "{e}"
+    );
+
     // Nothing was written by any of the refused requests: the Actions are
     // the two with 2,048-byte URLs and "patch me".
     let list: Value = app.admin().get("/v1/me/actions?status=all", 200).await;
@@ -1163,6 +1196,11 @@ enum Older<'a> {
 /// hashes: the hash of the canonical body.
 async fn store_older_row(app: &TestApp, key: &'static str, body: &Value, older: Older<'_>) {
     let hash = hds::service::idempotency::request_hash("POST /v1/actions", body);
+    store_row(app, key, hash, body, older).await;
+}
+
+/// Stores a create's answer under `key` with this request hash.
+async fn store_row(app: &TestApp, key: &'static str, hash: String, body: &Value, older: Older<'_>) {
     let (text, action_id) = match older {
         Older::Text(id) => (
             Some(
@@ -1395,4 +1433,42 @@ async fn a_repeated_credential_key_or_blocking_header_is_refused() {
     ])
     .await;
     assert_eq!(got, 201, "{body}");
+}
+
+/// A key stored while the typed hash still covered defaults as sent (`t1:`)
+/// is compared as it was stored: an exact retry of a body that sends a
+/// default replays; another body is refused.
+#[tokio::test]
+async fn a_key_stored_under_the_first_typed_hash_still_replays() {
+    let app = TestApp::spawn().await;
+    let body = json!({"title": "Rotate", "options": [{"label": "Go", "style": "secondary"}],
+        "visibility": "workspace"});
+    let made = app.create_action(body.clone()).await;
+    let parsed = hds::domain::validate::parse_create_bytes(body.to_string().as_bytes()).unwrap();
+    let v1 = hds::service::idempotency::typed_request_hash_v1("POST /v1/actions", &parsed).unwrap();
+    assert!(v1.starts_with("t1:"));
+    let id = made["id"].as_str().unwrap().to_owned();
+    store_row(&app, "typed-1", v1, &body, Older::Created(&id)).await;
+    let source = app.source();
+    let again = source
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&body),
+            &[("idempotency-key", "typed-1")],
+        )
+        .await;
+    assert_eq!(again.ok(201)["data"]["id"], made["id"]);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    // Leaving the defaults out was another request under `t1:`: refused.
+    let bare = json!({"title": "Rotate", "options": [{"label": "Go"}]});
+    source
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&bare),
+            &[("idempotency-key", "typed-1")],
+        )
+        .await
+        .error(409, "IDEMPOTENCY_KEY_REUSED");
 }

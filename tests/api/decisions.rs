@@ -30,6 +30,7 @@ async fn decision_codes() {
     // binding, on every route that takes one back.
     let id = a["id"].as_str().unwrap();
     let fp = a["fingerprint"].clone();
+    let source = app.source();
     for v in [json!(0), json!(-1)] {
         let mut bad = a.clone();
         bad["action_version"] = v.clone();
@@ -43,15 +44,29 @@ async fn decision_codes() {
         let mut outcome = binding.clone();
         outcome["status"] = json!("success");
         outcome["duration_ms"] = json!(1);
+        let mut vote = binding.clone();
+        vote["vote"] = json!("approve");
+        let mut item = binding.clone();
+        item["action_id"] = json!(id);
+        item["option_id"] = json!("approve");
         for (who, path, body) in [
-            (app.source(), format!("/v1/actions/{id}/resolve"), resolve),
-            (app.source(), format!("/v1/actions/{id}/outcome"), outcome),
+            (&source, format!("/v1/actions/{id}/resolve"), resolve),
+            (&source, format!("/v1/actions/{id}/outcome"), outcome),
+            (&admin, format!("/v1/actions/{id}/votes"), vote),
+            (
+                &admin,
+                format!("/v1/actions/{id}/controls/restart/invoke"),
+                binding.clone(),
+            ),
+            (
+                &admin,
+                "/v1/actions/decisions".to_owned(),
+                json!({"decisions": [item]}),
+            ),
         ] {
             let e = who.post_err(&path, body, 422, "VALIDATION_ERROR").await;
-            assert_eq!(
-                e["details"]["errors"][0]["field"], "action_version",
-                "{path}: {e}"
-            );
+            let field = e["details"]["errors"][0]["field"].as_str().unwrap();
+            assert!(field.ends_with("action_version"), "{path}: {e}");
         }
     }
     // No binding at all.

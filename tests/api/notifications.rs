@@ -451,7 +451,7 @@ async fn read_marks_pages_and_unread_only() {
     for bad in [
         "act_01JD8XQ0000000000000000000",
         "ntf_x",
-        "ntf_91JD8XQ000000000000000000",
+        "ntf_90000000000000000000000000",
     ] {
         let e = r1
             .get_err(

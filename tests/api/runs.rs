@@ -196,6 +196,12 @@ async fn list_queries_out_of_range_are_refused() {
         ("limit=201", "limit"),
         ("environment=both", "environment"),
         ("status=done", "status"),
+        // A cursor that cannot be a run id (another kind, a short one).
+        (
+            "starting_after=act_01JD8XQ0000000000000000000",
+            "starting_after",
+        ),
+        ("starting_after=run_x", "starting_after"),
     ] {
         let e = admin
             .get_err(&format!("/v1/runs?{q}"), 422, "VALIDATION_ERROR")

@@ -71,7 +71,7 @@ pub struct NotificationParams {
     pub limit: Option<i64>,
     /// A notification id, the last of the previous page: the page after it
     /// (older ones). Empty: the first page.
-    #[param(pattern = "^ntf_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    #[param(pattern = "^(ntf_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub starting_after: Option<String>,
     /// The older name of `starting_after`, with the same meaning; left out of
     /// the OpenAPI document, where one name is enough.

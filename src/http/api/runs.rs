@@ -10,9 +10,11 @@ use utoipa::IntoParams;
 
 use crate::app::AppState;
 use crate::domain::action::Environment;
+use crate::domain::ids;
 use crate::domain::run::{self, Run};
 use crate::error::{Error, FieldError, Result};
 use crate::http::api::actions::idempotency_key;
+use crate::http::api::paging;
 use crate::http::api::wire::{Data, List};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{SourceAuth, UserAuth};
@@ -35,7 +37,9 @@ pub struct RunParams {
     /// 1..200, default 100.
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
-    /// A run id: the page after it (older runs).
+    /// A run id, the last of the previous page: the page after it (older
+    /// runs). Empty: the first page.
+    #[param(pattern = "^(run_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub starting_after: Option<String>,
 }
 
@@ -69,7 +73,7 @@ pub async fn create_run(
 /// The active workspace's runs in one environment, newest first.
 #[utoipa::path(get, path = "/v1/runs", tag = "runs", params(RunParams),
     responses((status = 200, description = "the runs, newest first", body = List<Run>),
-              (status = 422, description = "VALIDATION_ERROR: status, environment, limit or starting_after", body = crate::http::openapi::ErrorBody)),
+              (status = 422, description = "VALIDATION_ERROR: status, environment, limit or starting_after (not a run id)", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_runs(
     State(st): State<AppState>,
@@ -100,12 +104,18 @@ pub async fn list_runs(
             format!("status must be one of {}", run::STATUSES.join(", ")),
         ));
     }
+    // An empty cursor is the first page, as an absent one.
+    let starting_after = p.starting_after.filter(|s| !s.is_empty());
+    if let Some(e) = starting_after
+        .as_deref()
+        .and_then(|id| paging::problem("starting_after", id, ids::RUN, "a run"))
+    {
+        errs.push(e);
+    }
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
     let env = environment.unwrap_or(EnvFilter::Only(Environment::Live));
-    // An empty cursor is the first page, as an absent one.
-    let starting_after = p.starting_after.filter(|s| !s.is_empty());
     let (runs, more) = runs::list(&st.services, user, env, p.status, starting_after, limit).await?;
     Ok(Json(List::new(runs, more)))
 }
