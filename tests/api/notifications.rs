@@ -205,7 +205,7 @@ async fn comments_tell_the_mentioned_and_the_people_involved() {
     .await;
     r2.post::<Value>(
         &comments,
-        json!({"body": format!("@{} @{} please look", r3.person().email, viewer.person().email)}),
+        json!({"body": format!("@{} @{} please look: **CI** is [red](https://ci.example.com/7)", r3.person().email, viewer.person().email)}),
         201,
     )
     .await;
@@ -218,7 +218,14 @@ async fn comments_tell_the_mentioned_and_the_people_involved() {
             .unwrap()
             .contains("mentioned you on Rotate keys")
     );
-    assert!(m["body"].as_str().unwrap().contains("please look"));
+    // Quoted as words: no Markdown in a notification.
+    assert!(
+        m["body"]
+            .as_str()
+            .unwrap()
+            .ends_with("please look: CI is red"),
+        "{m}"
+    );
     // A viewer may read the Action: a mention reaches them too.
     assert_eq!(k(&kinds_of(&viewer).await), ["action.mentioned"]);
     // The holder hears of the comment; the author hears nothing.
