@@ -86,6 +86,25 @@ impl Kind {
         }
     }
 
+    /// The same, for the workspace's policy page, which speaks of every
+    /// member rather than of the reader.
+    pub fn policy_label(self) -> &'static str {
+        match self {
+            Kind::Assigned => "An Action is assigned to a member",
+            Kind::New => "A new Action a member may decide",
+            Kind::Mentioned => "A member is @mentioned",
+            Kind::Commented => {
+                "A comment on an Action a member holds, commented on or is listed on"
+            }
+            Kind::Expiring => "An Action a member holds is about to expire",
+            Kind::Returned => "An Action a member snoozed is back",
+            Kind::ControlRequestFinished => "A control a member pressed finished",
+            Kind::OutcomeFailed => "An Action a member decided failed when carried out",
+            Kind::RunFailed => "A run failed",
+            Kind::InvitationReceived => "A person is invited to a workspace",
+        }
+    }
+
     /// E-mail is on by default except for the two kinds that come often.
     fn email_default(self) -> bool {
         !matches!(self, Kind::New | Kind::Commented)

@@ -296,6 +296,9 @@ async fn the_policy_form_is_refused_for_a_reviewer_and_saves_for_an_admin_with_f
         "{html}"
     );
     assert!(!html.contains("Save policy"), "{html}");
+    // The policy speaks of the members, not of the reader.
+    assert!(html.contains("An Action is assigned to a member"), "{html}");
+    assert!(!html.contains("assigned to me"), "{html}");
     assert!(
         html.contains("<fieldset class=\"plain\" disabled>"),
         "{html}"

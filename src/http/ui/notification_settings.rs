@@ -214,7 +214,7 @@ async fn policy_view(st: &AppState, p: &PageUser, shown: PolicyOut) -> Result<Po
             .iter()
             .map(|k| MandatoryRow {
                 name: k.as_str(),
-                label: k.label(),
+                label: k.policy_label(),
                 checked: shown.mandatory.contains(k),
             })
             .collect(),
