@@ -11,20 +11,41 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
     }
 }
 
+/// The Markdown extensions the dashboard renders (tables, strikethrough,
+/// task lists): pages and excerpts read a text alike.
+pub const MARKDOWN: pulldown_cmark::Options = pulldown_cmark::Options::ENABLE_TABLES
+    .union(pulldown_cmark::Options::ENABLE_STRIKETHROUGH)
+    .union(pulldown_cmark::Options::ENABLE_TASKLISTS);
+
 /// The words of a Markdown text without its markup, for a one-line
 /// excerpt (a notification quoting a comment): `**CI** is [red](https://…)`
-/// reads `CI is red`. Raw HTML stays as text, as the dashboard shows it.
+/// reads `CI is red`. Blocks are separated by a space, inline markup by
+/// nothing. Raw HTML stays as text, as the dashboard shows it. A text whose
+/// markup holds no words (only a link definition) is given as it is.
 pub fn markdown_text(md: &str) -> String {
-    use pulldown_cmark::{Event, Parser};
+    use pulldown_cmark::{Event, Parser, TagEnd};
     let mut out = String::new();
-    for ev in Parser::new(md) {
+    for ev in Parser::new_ext(md, MARKDOWN) {
         match ev {
             Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => {
                 out.push_str(&t)
             }
-            Event::SoftBreak | Event::HardBreak | Event::End(_) => out.push(' '),
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::End(
+                TagEnd::Emphasis
+                | TagEnd::Strong
+                | TagEnd::Strikethrough
+                | TagEnd::Link
+                | TagEnd::Image
+                | TagEnd::Superscript
+                | TagEnd::Subscript,
+            ) => {}
+            Event::End(_) => out.push(' '),
             _ => {}
         }
+    }
+    if out.trim().is_empty() {
+        return md.to_owned();
     }
     out
 }
@@ -42,9 +63,27 @@ mod tests {
             got.split_whitespace().collect::<Vec<_>>().join(" "),
             "CI is red make test fails <b>x</b>"
         );
+        let words = |md: &str| {
+            markdown_text(md)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         assert_eq!(
-            markdown_text("@ana@example.com please look"),
-            "@ana@example.com please look "
+            words("@ana@example.com please look"),
+            "@ana@example.com please look"
+        );
+        // Inline markup adds no space; blocks and cells are kept apart.
+        assert_eq!(
+            words("**Note**: see [PR 12](https://x.example), thanks"),
+            "Note: see PR 12, thanks"
+        );
+        assert_eq!(words("foo**bar**baz ~~old~~"), "foobarbaz old");
+        assert_eq!(words("| a | b |\n|---|---|\n| 1 | 2 |"), "a b 1 2");
+        // Nothing but a link definition: the text as it was written.
+        assert_eq!(
+            markdown_text("[x]: https://x.example"),
+            "[x]: https://x.example"
         );
     }
 

@@ -13,9 +13,7 @@ pub fn safe_url(url: &str) -> bool {
         .any(|s| lower.starts_with(s))
 }
 
-const OPTIONS: Options = Options::ENABLE_TABLES
-    .union(Options::ENABLE_STRIKETHROUGH)
-    .union(Options::ENABLE_TASKLISTS);
+const OPTIONS: Options = crate::domain::words::MARKDOWN;
 
 /// Renders Markdown to HTML that is safe to insert into a page.
 pub fn render(src: &str) -> String {
