@@ -574,7 +574,8 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        said.contains("1 receipt key(s) rotated after this backup are published again"),
+        said.contains("1 receipt key file(s) in")
+            && said.contains("that the backup did not list are published again, as retired"),
         "{said}"
     );
     let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &restored);
@@ -590,6 +591,56 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
         assert_eq!(mode(&restored), 0o700);
         assert_eq!(mode(&restored.join("hds.db")), 0o600);
     }
+}
+
+/// A restore that cannot finish leaves the data dir as it was: a backup
+/// from a newer hds is refused before the database is touched, and a file
+/// that is no database before the data dir is even made.
+#[test]
+fn a_failed_restore_leaves_the_database_that_was_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    init(&data);
+    let backup = dir.path().join("backup.db");
+    let out = hds(&["backup", backup.to_str().unwrap()], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let newer = dir.path().join("newer.db");
+    std::fs::copy(&backup, &newer).unwrap();
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let before = std::fs::read(data.join("hds.db")).unwrap();
+    let out = hds(&["restore", newer.to_str().unwrap(), "--force"], &data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("written by a newer hds (schema 99"), "{err}");
+    assert_eq!(std::fs::read(data.join("hds.db")).unwrap(), before);
+    assert!(!data.join("hds.db.restoring").exists());
+    // The database still serves.
+    let out = hds(&["keys", "list"], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let junk = dir.path().join("junk.db");
+    std::fs::write(
+        &junk,
+        "not a database at all, but long enough to be read as one?",
+    )
+    .unwrap();
+    let fresh = dir.path().join("fresh");
+    let out = hds(&["restore", junk.to_str().unwrap()], &fresh);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("junk.db"), "names the file: {err}");
+    assert!(!fresh.exists(), "no data dir made for a refused restore");
 }
 
 /// Operator mistakes are refused before anything is made, with a message

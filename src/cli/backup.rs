@@ -59,6 +59,27 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
 }
 
 pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
+    // The backup is checked before anything in the data dir is touched.
+    let src = Connection::open_with_flags(&a.path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening {}", a.path.display()))?;
+    let ok: bool = src
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'actions')",
+            [],
+            |r| r.get(0),
+        )
+        .with_context(|| format!("reading {}", a.path.display()))?;
+    if !ok {
+        bail!("{} is not an hds backup", a.path.display());
+    }
+    let theirs: i64 = src.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let ours = crate::store::migrate::latest_version()?;
+    if theirs > ours {
+        bail!(
+            "{} was written by a newer hds (schema {theirs}; this hds knows up to {ours}); restore it with that version or newer",
+            a.path.display()
+        );
+    }
     let _lock = a.dir.lock()?;
     let db = a.dir.db_path();
     if db.exists() && !a.force {
@@ -66,22 +87,6 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             "{} already holds a database; pass --force to replace it",
             a.dir.data_dir.display()
         );
-    }
-    let src = Connection::open_with_flags(&a.path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening {}", a.path.display()))?;
-    let ok: bool = src.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'actions')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !ok {
-        bail!("{} is not an hds backup", a.path.display());
-    }
-    for suffix in ["-wal", "-shm"] {
-        let p = PathBuf::from(format!("{}{suffix}", db.display()));
-        if p.exists() {
-            std::fs::remove_file(&p)?;
-        }
     }
     // The modes `init` gives: the database holds webhook secrets. A data
     // dir this user may write but does not own keeps its mode, with a
@@ -92,21 +97,59 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             a.dir.data_dir.display()
         );
     }
-    let mut dst = Connection::open(&db).with_context(|| format!("opening {}", db.display()))?;
-    crate::files::restrict_file(&db).with_context(|| format!("restricting {}", db.display()))?;
-    copy(&src, &mut dst)?;
-    crate::store::migrate::apply(&mut dst)?;
-    // Keys rotated after the backup was taken stay published (retired), so
-    // the receipts they signed still verify.
-    let now = crate::domain::time::format(crate::clock::Clock::system().now());
-    let tx = dst.transaction()?;
-    let again = crate::service::keyring::publish_key_files(&a.dir.keys_dir(), &tx, &now)?;
-    tx.commit()?;
+    // Copied, migrated and given its keys beside the live file, then moved
+    // over it in one rename: a failure on the way leaves the database that
+    // was there as it was.
+    let staged = PathBuf::from(format!("{}.restoring", db.display()));
+    let published = match stage(&src, &staged, &a.dir.keys_dir()) {
+        Ok(n) => n,
+        Err(e) => {
+            remove_with_journals(&staged);
+            return Err(e);
+        }
+    };
+    for suffix in ["-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", db.display()));
+        if p.exists() {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    std::fs::rename(&staged, &db)
+        .with_context(|| format!("moving {} to {}", staged.display(), db.display()))?;
     println!("restored {} into {}", a.path.display(), db.display());
-    if again > 0 {
+    if published > 0 {
         println!(
-            "{again} receipt key(s) rotated after this backup are published again, as retired; the backup's active key signs"
+            "{published} receipt key file(s) in {} that the backup did not list are published again, as retired, so the receipts they signed still verify",
+            a.dir.keys_dir().display()
         );
     }
     Ok(())
+}
+
+/// Writes the backup's copy to `path` (0600), migrated to this version, with
+/// the key files of `keys` it does not list published as retired; closed
+/// (its journal folded in) when this returns.
+fn stage(
+    src: &Connection,
+    path: &std::path::Path,
+    keys: &std::path::Path,
+) -> anyhow::Result<usize> {
+    remove_with_journals(path);
+    let mut dst = Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
+    crate::files::restrict_file(path).with_context(|| format!("restricting {}", path.display()))?;
+    copy(src, &mut dst)?;
+    crate::store::migrate::apply(&mut dst)?;
+    let now = crate::domain::time::format(crate::clock::Clock::system().now());
+    let tx = dst.transaction()?;
+    let again = crate::service::keyring::publish_key_files(keys, &tx, &now)?;
+    tx.commit()?;
+    dst.close().map_err(|(_, e)| e)?;
+    Ok(again)
+}
+
+/// Removes a database file and its journals, if there.
+fn remove_with_journals(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
 }

@@ -53,6 +53,14 @@ fn hash_session_ids(tx: &Transaction) -> HookResult {
     Ok(())
 }
 
+/// The schema version this build writes (`PRAGMA user_version` once every
+/// migration has run), found by migrating an empty database in memory.
+pub fn latest_version() -> anyhow::Result<i64> {
+    let mut c = Connection::open_in_memory()?;
+    apply(&mut c)?;
+    Ok(c.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+}
+
 pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
     migrations()
         .to_latest(conn)
