@@ -643,6 +643,54 @@ fn a_failed_restore_leaves_the_database_that_was_there() {
     assert!(!fresh.exists(), "no data dir made for a refused restore");
 }
 
+/// A deleted account cannot be brought back from the command line: its
+/// placeholder address names no one for a sign-in link, an ownership or a
+/// new person.
+#[tokio::test]
+async fn a_deleted_account_is_named_by_no_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    let creds = init(&data);
+    let token = creds["user_token"].as_str().unwrap().to_owned();
+    let user_id = creds["user_id"].as_str().unwrap().to_owned();
+    let ws = creds["workspace_id"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let r = http
+        .delete(format!("{base}/v1/account"))
+        .bearer_auth(&token)
+        .json(&json!({"confirm": "admin@localhost.localdomain"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204, "{}", r.text().await.unwrap());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = format!("deleted-{user_id}@invalid");
+    for args in [
+        vec!["users", "link", gone.as_str()],
+        vec!["users", "link", gone.as_str(), "--create-as", "admin"],
+        vec!["workspaces", "set-owner", ws.as_str(), gone.as_str()],
+        vec!["workspaces", "create", "Revived", "--owner", gone.as_str()],
+    ] {
+        let out = hds(&args, &data);
+        let said = String::from_utf8_lossy(&out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {said}");
+        assert!(!said.contains("/app/signin/"), "{args:?}: no link: {said}");
+        assert!(err.contains(gone.as_str()), "{args:?}: {err}");
+    }
+    let c = rusqlite::Connection::open(data.join("hds.db")).unwrap();
+    let owners: i64 = c
+        .query_row(
+            "SELECT count(*) FROM memberships WHERE user_id = ?1",
+            [&user_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(owners, 0);
+}
+
 /// Operator mistakes are refused before anything is made, with a message
 /// that names the fix: a data dir without a database, an address or a base
 /// URL that could not work, and a config file whose bad line may hold a

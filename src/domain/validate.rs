@@ -922,6 +922,11 @@ pub fn looks_like_email(s: &str) -> bool {
         && labels
             .last()
             .is_some_and(|t| !t.chars().all(|c| c.is_ascii_digit()))
+        // `.invalid` can never receive mail (RFC 2606), and deleted accounts
+        // keep such an address: no one may be named by one.
+        && labels
+            .last()
+            .is_some_and(|t| !t.eq_ignore_ascii_case("invalid"))
 }
 
 /// `Ship it!` → `ship_it`; falls back to `option_N` when nothing is left.
@@ -1027,6 +1032,8 @@ mod tests {
             "a@127.0.0.1",
             "a\u{200e}@example.com",
             "a\u{00ad}@example.com",
+            "deleted-usr_01JD8X@invalid.",
+            "ann@mail.INVALID",
         ] {
             assert!(!looks_like_email(bad), "{bad:?}");
         }

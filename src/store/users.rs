@@ -102,9 +102,14 @@ pub fn create(c: &Connection, email: &str, name: Option<&str>, now: &str) -> Res
     Ok(u)
 }
 
+/// The person with this address. Never a deleted account: its address is
+/// a placeholder (`service::account::placeholder_email`) that no sign-in,
+/// link or ownership may reach, so erasure cannot be undone by naming it.
 pub fn by_email(c: &Connection, email: &str) -> Result<Option<User>> {
     Ok(c.query_row(
-        &format!("SELECT {USER_COLS} FROM users u WHERE u.email = ?1"),
+        &format!(
+            "SELECT {USER_COLS} FROM users u WHERE u.email = ?1 AND u.email NOT LIKE 'deleted-%@invalid'"
+        ),
         [email],
         |r| user_at(r, 0),
     )

@@ -155,7 +155,9 @@ pub async fn get_action(
 /// Change an open Action; material changes advance action_version.
 #[utoipa::path(patch, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path)),
     request_body(content = Object, description = "any of title, description, priority, open_url, expires_at, on_expire, controls, context, decision_class, decision_context, metadata"),
-    responses((status = 200, description = "the Action as changed", body = Envelope<ActionOut>), (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
+    responses((status = 200, description = "the Action as changed", body = Envelope<ActionOut>),
+              (status = 400, description = "INVALID_OPEN_URL, INVALID_EXPIRATION: a field that has its own code, as on create (details.errors)", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
               (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn patch_action(
