@@ -691,6 +691,31 @@ async fn a_deleted_account_is_named_by_no_command() {
     assert_eq!(owners, 0);
 }
 
+/// A listing read by something that stops reading (`| head -1`) ends
+/// quietly: no panic, no stack trace.
+#[test]
+fn a_listing_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    init(&data);
+    for args in [["keys", "list"], ["workspaces", "list"]] {
+        let mut child = Command::new(HDS)
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the command has opened its database.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
 /// Operator mistakes are refused before anything is made, with a message
 /// that names the fix: a data dir without a database, an address or a base
 /// URL that could not work, and a config file whose bad line may hold a

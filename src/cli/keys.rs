@@ -28,16 +28,17 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::List(dir) => {
             let conn = open_cli_connection(&dir.existing_db()?)?;
             let keys = receipts::keys(&conn).map_err(|e| anyhow::anyhow!("{e}"))?;
-            println!("{:<45} {:<8} {:<26} RETIRED", "KID", "STATUS", "CREATED");
-            for k in keys {
-                println!(
+            let head = format!("{:<45} {:<8} {:<26} RETIRED", "KID", "STATUS", "CREATED");
+            let rows = keys.into_iter().map(|k| {
+                format!(
                     "{:<45} {:<8} {:<26} {}",
                     k.kid,
                     k.status,
                     k.created_at,
                     k.retired_at.unwrap_or_default()
-                );
-            }
+                )
+            });
+            crate::cli::print_lines(std::iter::once(head).chain(rows))?;
         }
     }
     Ok(())

@@ -59,11 +59,31 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader stopped reading (`hds keys list | head -1`): nothing
+        // went wrong here, and there is no one left to tell.
+        Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes the lines of a listing to stdout; an error (a closed pipe) ends
+/// the command instead of a panic, as `println!` would.
+pub fn print_lines<I: IntoIterator<Item = String>>(lines: I) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// `--data-dir` for commands other than `serve`.

@@ -124,12 +124,7 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        WorkspacesCommand::List(a) => {
-            for line in list(&a)? {
-                println!("{line}");
-            }
-            Ok(())
-        }
+        WorkspacesCommand::List(a) => crate::cli::print_lines(list(&a)?),
     }
 }
 
