@@ -36,7 +36,8 @@ pub enum Command {
     /// Receipt signing keys.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
-    /// Verify a receipt offline: exit 0 when valid, 1 when not.
+    /// Verify a receipt offline: exit 0 when valid, 1 when not, 2 when the
+    /// file or the keys could not be read (nothing was judged).
     VerifyReceipt(verify_receipt::Args),
     /// People: one-time sign-in links.
     #[command(subcommand)]

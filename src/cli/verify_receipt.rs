@@ -29,24 +29,53 @@ pub fn run(a: Args) -> ExitCode {
             println!("valid: {msg}");
             ExitCode::SUCCESS
         }
-        Err(why) => {
+        Err(Failure::Invalid(why)) => {
             println!("invalid: {why}");
             ExitCode::from(1)
+        }
+        // Not a verdict: a gate must not take "the key server was down"
+        // for "the receipt is forged", nor the other way round.
+        Err(Failure::Unchecked(why)) => {
+            eprintln!("error: could not check the receipt: {why}");
+            ExitCode::from(2)
         }
     }
 }
 
-fn verify(a: &Args) -> Result<String, String> {
-    let mut input = String::new();
+/// Why no `valid:` was printed.
+enum Failure {
+    /// The receipt, or what surrounds it, is not what it claims (exit 1).
+    Invalid(String),
+    /// The file or the keys could not be read, so nothing was judged (exit 2).
+    Unchecked(String),
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Self {
+        Failure::Invalid(why)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(why: &str) -> Self {
+        Failure::Invalid(why.to_owned())
+    }
+}
+
+fn verify(a: &Args) -> Result<String, Failure> {
+    let mut bytes = Vec::new();
     if a.file == "-" {
         std::io::stdin()
-            .read_to_string(&mut input)
-            .map_err(|e| format!("reading stdin: {e}"))?;
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Unchecked(format!("reading stdin: {e}")))?;
     } else {
-        input = std::fs::read_to_string(&a.file).map_err(|e| format!("reading {}: {e}", a.file))?;
+        bytes = std::fs::read(&a.file)
+            .map_err(|e| Failure::Unchecked(format!("reading {}: {e}", a.file)))?;
     }
+    // Read, but not text: no receipt is in it.
+    let input = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", a.file))?;
     let jws = extract_jws(input.trim())?;
-    let keys = load_keys(a)?;
+    let keys = load_keys(a).map_err(Failure::Unchecked)?;
     let claims = receipt::verify(&jws, &keys)?;
     let kid = jws
         .split('.')

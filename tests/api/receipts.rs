@@ -165,6 +165,58 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // Without a verdict — the file or the keys cannot be read — it says so
+    // on stderr and exits 2, never `invalid:` (a forgery) or `valid:`.
+    let missing = dir.path().join("no-such.json");
+    let down = "http://127.0.0.1:9/v1/receipts/keys".to_owned();
+    for args in [
+        vec![
+            "verify-receipt".to_owned(),
+            missing.to_str().unwrap().to_owned(),
+            "--keys".into(),
+            keys.to_str().unwrap().to_owned(),
+        ],
+        vec![
+            "verify-receipt".to_owned(),
+            f.to_str().unwrap().to_owned(),
+            "--keys".into(),
+            down.clone(),
+        ],
+        vec![
+            "verify-receipt".to_owned(),
+            f.to_str().unwrap().to_owned(),
+            "--keys".into(),
+            missing.to_str().unwrap().to_owned(),
+        ],
+    ] {
+        let out = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            hds(&args)
+        })
+        .await
+        .unwrap();
+        let (said, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(2), "{said}{err}");
+        assert!(said.is_empty(), "{said}");
+        assert!(
+            err.starts_with("error: could not check the receipt:"),
+            "{err}"
+        );
+    }
+    // A file that is not text holds no receipt: invalid, exit 1.
+    let binary = dir.path().join("binary.bin");
+    std::fs::write(&binary, [0xff_u8, 0xfe, 0x00, 0x01]).unwrap();
+    let out = hds(&[
+        "verify-receipt",
+        binary.to_str().unwrap(),
+        "--keys",
+        keys.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("invalid:"));
 }
 
 use sha2::Digest;
