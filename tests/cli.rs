@@ -691,6 +691,102 @@ async fn a_deleted_account_is_named_by_no_command() {
     assert_eq!(owners, 0);
 }
 
+/// `hds keys revoke` after a leak: rotate, then revoke the old key while
+/// the server runs. The JWKS publishes it as revoked, the receipts it signed
+/// fail verification; the active key and unknown kids are refused.
+#[tokio::test]
+async fn a_revoked_key_stays_published_and_its_receipts_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let token = creds["user_token"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let a = create(&http, &base, &key).await;
+    let decided: Value = http
+        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
+        .bearer_auth(&token)
+        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "yes"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let old_kid = decided["data"]["receipt"]["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let receipt = dir.path().join("receipt.jws");
+    std::fs::write(
+        &receipt,
+        decided["data"]["receipt"]["jws"].as_str().unwrap(),
+    )
+    .unwrap();
+    let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &data);
+    assert_eq!(out.status.code(), Some(0));
+
+    // The active key is refused: rotate first.
+    let out = hds(&["keys", "revoke", &old_kid], &data);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hds keys rotate"));
+    let out = hds(&["keys", "rotate"], &data);
+    assert!(out.status.success());
+    let out = hds(&["keys", "revoke", &old_kid], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("revoked {old_kid}")));
+    let out = hds(&["keys", "revoke", &old_kid], &data);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already revoked"));
+    let out = hds(&["keys", "revoke", "k_nope"], &data);
+    assert_eq!(out.status.code(), Some(1));
+
+    // Published as revoked by the running server; its receipt now fails,
+    // by the data dir and by the JWKS.
+    let jwks: Value = http
+        .get(format!("{base}/v1/receipts/keys"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kid"] == old_kid.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(listed["status"], "revoked", "{jwks}");
+    let keys = dir.path().join("keys.json");
+    std::fs::write(&keys, jwks.to_string()).unwrap();
+    for extra in [vec![], vec!["--keys", keys.to_str().unwrap()]] {
+        let mut args = vec!["verify-receipt", receipt.to_str().unwrap()];
+        args.extend(extra);
+        let out = hds(&args, &data);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("is revoked"), "{said}");
+    }
+    // New decisions sign with the new key and verify.
+    let b = create(&http, &base, &key).await;
+    let r = http
+        .post(format!("{base}/v1/actions/{}/decision", b["id"].as_str().unwrap()))
+        .bearer_auth(&token)
+        .json(&json!({"action_version": b["action_version"], "fingerprint": b["fingerprint"], "option_id": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// A listing read by something that stops reading (`| head -1`) ends
 /// quietly: no panic, no stack trace.
 #[test]

@@ -1,5 +1,6 @@
-//! `hds keys rotate|list`: receipt signing keys. Rotation works while the
-//! server runs: it reads the active key from the database on every receipt.
+//! `hds keys rotate|list|revoke`: receipt signing keys. Each works while the
+//! server runs: it reads the keys from the database on every receipt and
+//! every JWKS request.
 
 use clap::Subcommand;
 
@@ -13,6 +14,18 @@ pub enum KeysCommand {
     Rotate(DataDir),
     /// List every signing key with its status.
     List(DataDir),
+    /// Revoke a retired key (after a leak): it stays published with status
+    /// `revoked`, and every receipt it signed fails verification from then
+    /// on. Rotate first to revoke the active key.
+    Revoke(RevokeArgs),
+}
+
+#[derive(clap::Args)]
+pub struct RevokeArgs {
+    #[command(flatten)]
+    pub dir: DataDir,
+    /// The key's `kid`, as `hds keys list` shows it.
+    pub kid: String,
 }
 
 pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
@@ -24,6 +37,28 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
             let kid = keyring::rotate(&dir.keys_dir(), &tx, &now)?;
             tx.commit()?;
             println!("active receipt key is now {kid}");
+        }
+        KeysCommand::Revoke(a) => {
+            let mut conn = open_cli_connection(&a.dir.existing_db()?)?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let now = crate::domain::time::format(crate::clock::Clock::system().now());
+            let was = receipts::revoke(&tx, &a.kid, &now).map_err(|e| anyhow::anyhow!("{e}"))?;
+            tx.commit()?;
+            match was.as_deref() {
+                None => anyhow::bail!(
+                    "no receipt key has the kid {}; `hds keys list` shows them",
+                    a.kid
+                ),
+                Some("active") => anyhow::bail!(
+                    "{} is the active key, which signs new receipts: run `hds keys rotate` first, then revoke it",
+                    a.kid
+                ),
+                Some("revoked") => println!("{} was already revoked", a.kid),
+                Some(_) => println!(
+                    "revoked {}: it stays published as revoked, and receipts it signed no longer verify",
+                    a.kid
+                ),
+            }
         }
         KeysCommand::List(dir) => {
             let conn = open_cli_connection(&dir.existing_db()?)?;

@@ -43,6 +43,27 @@ pub fn activate(c: &Connection, kid: &str, x: &str, now: &str) -> Result<()> {
     Ok(())
 }
 
+/// Marks a retired key revoked (it stays published, so a verifier learns
+/// that receipts it signed are not to be trusted). The status it had, or
+/// None for an unknown kid; an active key is left as it is (rotate first).
+pub fn revoke(c: &Connection, kid: &str, now: &str) -> Result<Option<String>> {
+    let status: Option<String> = c
+        .query_row(
+            "SELECT status FROM signing_keys WHERE kid = ?1",
+            [kid],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if status.as_deref() == Some("retired") {
+        c.execute(
+            "UPDATE signing_keys SET status = 'revoked', retired_at = coalesce(retired_at, ?2)
+              WHERE kid = ?1",
+            params![kid, now],
+        )?;
+    }
+    Ok(status)
+}
+
 /// Publishes a key the database did not list, as retired.
 pub fn insert_retired(c: &Connection, kid: &str, x: &str, now: &str) -> Result<()> {
     c.execute(
