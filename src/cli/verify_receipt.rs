@@ -155,36 +155,67 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String
         return Ok(());
     };
     let decision = &claims["decision"];
-    let reason_hash = a["resolution_reason"]
-        .as_str()
-        .map(|r| Value::from(hex::encode(Sha256::digest(r.as_bytes()))))
-        .unwrap_or(Value::Null);
+    // An Action shows its identity, or it binds nothing.
+    for key in ["id", "action_version", "fingerprint"] {
+        if a.get(key).is_none_or(Value::is_null) {
+            return Err(format!(
+                "the file holds an Action without its {key}: verify the receipt itself (receipt.jws) or the Action as the API returns it"
+            ));
+        }
+    }
+    // A receipt exists for a resolved Action only.
+    if let Some(status) = a.get("status")
+        && status != "resolved"
+    {
+        return Err(format!(
+            "the file's Action has status {status}, but the receipt is of a resolution (status \"resolved\")"
+        ));
+    }
+    let reason_hash = match a.get("resolution_reason") {
+        None => None,
+        Some(Value::Null) => Some(Value::Null),
+        Some(Value::String(r)) => Some(Value::from(hex::encode(Sha256::digest(r.as_bytes())))),
+        Some(other) => {
+            return Err(format!(
+                "the file's resolution_reason ({other}) must be a string or null"
+            ));
+        }
+    };
+    // A field the file shows, null included, must be what the receipt
+    // signs (a claim the receipt lacks counts as null); a field it leaves
+    // out shows nothing.
     for (shown, signed, what) in [
-        (&a["id"], &claims["sub"], "Action id"),
+        (a.get("id"), &claims["sub"], "Action id"),
         (
-            &a["action_version"],
+            a.get("action_version"),
             &claims["action_version"],
             "action_version",
         ),
-        (&a["fingerprint"], &claims["fingerprint"], "fingerprint"),
+        (a.get("fingerprint"), &claims["fingerprint"], "fingerprint"),
         (
-            &a["resolution_option_id"],
+            a.get("resolution_option_id"),
             &decision["option_id"],
             "resolution_option_id",
         ),
-        (&a["response"], &decision["response"], "response"),
-        (&a["resolved_by"], &claims["decided_by"], "resolved_by"),
-        (&a["resolved_at"], &claims["decided_at"], "resolved_at"),
+        (a.get("response"), &decision["response"], "response"),
+        (a.get("resolved_by"), &claims["decided_by"], "resolved_by"),
+        (a.get("resolved_at"), &claims["decided_at"], "resolved_at"),
         (
-            &reason_hash,
+            reason_hash.as_ref(),
             &decision["reason_sha256"],
             "resolution_reason (its SHA-256)",
         ),
-        (&a["workspace_id"], &claims["workspace_id"], "workspace_id"),
-        (&a["source_id"], &claims["source_id"], "source_id"),
-        (&a["environment"], &claims["environment"], "environment"),
+        (
+            a.get("workspace_id"),
+            &claims["workspace_id"],
+            "workspace_id",
+        ),
+        (a.get("source_id"), &claims["source_id"], "source_id"),
+        (a.get("environment"), &claims["environment"], "environment"),
     ] {
-        if !shown.is_null() && shown != signed {
+        if let Some(shown) = shown
+            && shown != signed
+        {
             return Err(differs(what, shown, signed));
         }
     }

@@ -134,7 +134,21 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     untitled["decision_context"] = json!({"x": 99});
     let mut reasoned = new.clone();
     reasoned["resolution_reason"] = json!("approved by the board");
+    // Showing a signed field as null, dropping the Action's identity, or a
+    // status other than resolved is refused too.
+    let mut nulled = new.clone();
+    nulled["resolution_option_id"] = json!(null);
+    let mut unwho = new.clone();
+    unwho["resolved_by"] = json!(null);
+    let mut anonymous = new.clone();
+    anonymous.as_object_mut().unwrap().remove("id");
+    let mut reopened = new.clone();
+    reopened["status"] = json!("open");
     for (case, file, why) in [
+        ("nulled", &nulled, "resolution_option_id"),
+        ("unwho", &unwho, "resolved_by"),
+        ("anonymous", &anonymous, "without its id"),
+        ("reopened", &reopened, "status"),
         ("rewho", &rewho, "resolved_by"),
         ("untitled", &untitled, "fingerprint"),
         ("reasoned", &reasoned, "resolution_reason"),
