@@ -726,6 +726,14 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     .unwrap();
     let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &data);
     assert_eq!(out.status.code(), Some(0));
+    // A backup from before the revocation, while the key was still active.
+    let backup = dir.path().join("before.db");
+    let out = hds(&["backup", backup.to_str().unwrap()], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // The active key is refused: rotate first.
     let out = hds(&["keys", "revoke", &old_kid], &data);
@@ -783,6 +791,60 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Restoring the backup from before the revocation does not bring the
+    // key back: it is revoked again, and as it was that backup's active
+    // key, the server makes a new one.
+    let out = hds(&["restore", backup.to_str().unwrap(), "--force"], &data);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains(&format!(
+            "revoked again (revoked after this backup was taken): {old_kid}"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("the backup's active key is among them"),
+        "{said}"
+    );
+    let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &data);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is revoked"));
+    let (mut child, base) = serve(&data);
+    let jwks: Value = http
+        .get(format!("{base}/v1/receipts/keys"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let statuses: Vec<(String, String)> = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["kid"].as_str().unwrap().to_owned(),
+                k["status"].as_str().unwrap_or("active").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        statuses.contains(&(old_kid.clone(), "revoked".to_owned())),
+        "{jwks}"
+    );
+    assert!(
+        statuses.iter().any(|(k, s)| *k != old_kid && s == "active"),
+        "a new active key: {jwks}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 }

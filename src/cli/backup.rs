@@ -101,27 +101,71 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     // over it in one rename: a failure on the way leaves the database that
     // was there as it was.
     let staged = PathBuf::from(format!("{}.restoring", db.display()));
-    let published = match stage(&src, &staged, &a.dir.keys_dir()) {
-        Ok(n) => n,
+    let keys = match stage(&src, &staged, &a.dir.keys_dir()).and_then(|k| {
+        swap_in(&staged, &db)?;
+        Ok(k)
+    }) {
+        Ok(k) => k,
         Err(e) => {
             remove_with_journals(&staged);
             return Err(e);
         }
     };
+    println!("restored {} into {}", a.path.display(), db.display());
+    if keys.published > 0 {
+        println!(
+            "{} receipt key file(s) in {} that the backup did not list are published again, as retired, so the receipts they signed still verify",
+            keys.published,
+            a.dir.keys_dir().display()
+        );
+    }
+    if !keys.revoked.is_empty() {
+        println!(
+            "revoked again (revoked after this backup was taken): {}{}",
+            keys.revoked.join(", "),
+            if keys.active_revoked {
+                "; the backup's active key is among them, so the next `hds serve` makes a new one"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+/// What a restore did to the receipt keys.
+struct KeysFixed {
+    /// Key files the backup did not list, published as retired.
+    published: usize,
+    /// Keys revoked since the backup, revoked again.
+    revoked: Vec<String>,
+    /// The backup's active key was one of them.
+    active_revoked: bool,
+}
+
+/// Moves the staged database over `db`. The live one's WAL is folded into
+/// it first, so removing the WAL loses nothing while the old file still
+/// stands; the rename is then synced with the directory.
+fn swap_in(staged: &std::path::Path, db: &std::path::Path) -> anyhow::Result<()> {
+    if db.exists()
+        && let Ok(live) = Connection::open(db)
+    {
+        // A database too damaged to open is being replaced anyway.
+        let _ = live.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        drop(live);
+    }
     for suffix in ["-wal", "-shm"] {
         let p = PathBuf::from(format!("{}{suffix}", db.display()));
         if p.exists() {
-            std::fs::remove_file(&p)?;
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
         }
     }
-    std::fs::rename(&staged, &db)
+    std::fs::rename(staged, db)
         .with_context(|| format!("moving {} to {}", staged.display(), db.display()))?;
-    println!("restored {} into {}", a.path.display(), db.display());
-    if published > 0 {
-        println!(
-            "{published} receipt key file(s) in {} that the backup did not list are published again, as retired, so the receipts they signed still verify",
-            a.dir.keys_dir().display()
-        );
+    if let Some(dir) = db.parent()
+        && let Ok(d) = std::fs::File::open(dir)
+    {
+        let _ = d.sync_all();
     }
     Ok(())
 }
@@ -133,7 +177,7 @@ fn stage(
     src: &Connection,
     path: &std::path::Path,
     keys: &std::path::Path,
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<KeysFixed> {
     remove_with_journals(path);
     let mut dst = Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
     crate::files::restrict_file(path).with_context(|| format!("restricting {}", path.display()))?;
@@ -141,10 +185,27 @@ fn stage(
     crate::store::migrate::apply(&mut dst)?;
     let now = crate::domain::time::format(crate::clock::Clock::system().now());
     let tx = dst.transaction()?;
-    let again = crate::service::keyring::publish_key_files(keys, &tx, &now)?;
+    let active = crate::store::receipts::active_kid(&tx)?;
+    let published = crate::service::keyring::publish_key_files(keys, &tx, &now)?;
+    let revoked = crate::service::keyring::apply_revocations(keys, &tx, &now)?;
     tx.commit()?;
+    // Out of WAL mode, which folds every page into the file (an error here,
+    // unlike a checkpoint at close, is reported); the server turns WAL on
+    // again when it opens it.
+    let mode: String = dst.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
+    anyhow::ensure!(
+        mode.eq_ignore_ascii_case("delete"),
+        "could not fold the restored copy's journal (journal_mode {mode})"
+    );
     dst.close().map_err(|(_, e)| e)?;
-    Ok(again)
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    anyhow::ensure!(!wal.exists(), "{} was left behind", wal.display());
+    std::fs::File::open(path)?.sync_all()?;
+    Ok(KeysFixed {
+        published,
+        active_revoked: active.is_some_and(|k| revoked.contains(&k)),
+        revoked,
+    })
 }
 
 /// Removes a database file and its journals, if there.

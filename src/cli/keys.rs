@@ -42,7 +42,7 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
             let mut conn = open_cli_connection(&a.dir.existing_db()?)?;
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let now = crate::domain::time::format(crate::clock::Clock::system().now());
-            let was = receipts::revoke(&tx, &a.kid, &now).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let was = keyring::revoke(&a.dir.keys_dir(), &tx, &a.kid, &now)?;
             tx.commit()?;
             match was.as_deref() {
                 None => anyhow::bail!(

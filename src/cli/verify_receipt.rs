@@ -355,7 +355,8 @@ fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
         let keys = jwks["keys"]
             .as_array()
             .ok_or("the JWKS has no keys array")?;
-        return Ok(keys
+        // A key set that cannot be read whole is no basis for a verdict.
+        let read: Vec<PublicKey> = keys
             .iter()
             .filter_map(|k| {
                 Some(PublicKey {
@@ -366,7 +367,18 @@ fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
                     retired_at: None,
                 })
             })
-            .collect());
+            .collect();
+        if read.len() != keys.len() {
+            return Err(format!(
+                "{} of the {} keys in {path} have no kid or x",
+                keys.len() - read.len(),
+                keys.len()
+            ));
+        }
+        if read.is_empty() {
+            return Err(format!("{path} holds no key"));
+        }
+        return Ok(read);
     }
     let conn = rusqlite::Connection::open_with_flags(
         a.dir.db_path(),
@@ -378,5 +390,12 @@ fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
             a.dir.db_path().display()
         )
     })?;
-    crate::store::receipts::keys(&conn).map_err(|e| e.to_string())
+    let keys = crate::store::receipts::keys(&conn).map_err(|e| e.to_string())?;
+    if keys.is_empty() {
+        return Err(format!(
+            "{} lists no receipt key",
+            a.dir.db_path().display()
+        ));
+    }
+    Ok(keys)
 }

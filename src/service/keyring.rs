@@ -48,6 +48,9 @@ impl Keyring {
     /// without the keys directory). Returns the active kid.
     pub fn ensure_active(&self, c: &Connection, now: &str) -> anyhow::Result<String> {
         publish_key_files(&self.dir, c, now)?;
+        // A key revoked after the backup this database came from is revoked
+        // again; were it the active one, a new key is made below.
+        apply_revocations(&self.dir, c, now)?;
         if let Some(kid) = receipts::active_kid(c)? {
             if key_path(&self.dir, &kid).exists() {
                 return Ok(kid);
@@ -102,6 +105,65 @@ pub fn publish_key_files(dir: &Path, c: &Connection, now: &str) -> anyhow::Resul
 
 fn key_path(dir: &Path, kid: &str) -> PathBuf {
     dir.join(format!("{kid}.pem"))
+}
+
+/// The file that keeps a revocation outside the database (`<kid>.revoked`,
+/// holding the public half), so that a restore of an older database cannot
+/// bring the key back.
+fn revoked_path(dir: &Path, kid: &str) -> PathBuf {
+    dir.join(format!("{kid}.revoked"))
+}
+
+/// `hds keys revoke`: revokes a retired key, recorded in the keys directory
+/// first (synced), then in the database. The active key is refused (the
+/// caller says to rotate first). The status the key had; None for an
+/// unknown kid.
+pub fn revoke(dir: &Path, c: &Connection, kid: &str, now: &str) -> anyhow::Result<Option<String>> {
+    let status = receipts::status(c, kid)?;
+    if status.as_deref() != Some("retired") {
+        return Ok(status);
+    }
+    let x = receipts::keys(c)?
+        .into_iter()
+        .find(|k| k.kid == kid)
+        .map(|k| k.x)
+        .ok_or_else(|| anyhow::anyhow!("key {kid} vanished"))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let marker = revoked_path(dir, kid);
+    if !marker.exists() {
+        write_private(&marker, format!("{x}\n").as_bytes())?;
+    }
+    receipts::mark_revoked(c, kid, &x, now)?;
+    Ok(status)
+}
+
+/// Marks revoked, in the database, every key the keys directory records as
+/// revoked (`<kid>.revoked`), whatever the database says of it: a database
+/// restored from before the revocation lists it as retired or active. A
+/// marker that is not the key its name says is left alone, with a warning.
+/// Returns the kids it revoked again.
+pub fn apply_revocations(dir: &Path, c: &Connection, now: &str) -> anyhow::Result<Vec<String>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut again = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(kid) = name.to_str().and_then(|n| n.strip_suffix(".revoked")) else {
+            continue;
+        };
+        let x = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let x = x.trim();
+        if receipt::thumbprint(x) != kid {
+            tracing::warn!(file = %name.to_string_lossy(), "a revocation marker is not named after its key's thumbprint; left alone");
+            continue;
+        }
+        if receipts::mark_revoked(c, kid, x, now)? {
+            tracing::warn!(key.kid = %kid, "a receipt key revoked after this database's backup is revoked again");
+            again.push(kid.to_owned());
+        }
+    }
+    Ok(again)
 }
 
 fn load(dir: &Path, kid: &str) -> anyhow::Result<SigningKey> {

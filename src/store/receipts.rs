@@ -43,25 +43,27 @@ pub fn activate(c: &Connection, kid: &str, x: &str, now: &str) -> Result<()> {
     Ok(())
 }
 
-/// Marks a retired key revoked (it stays published, so a verifier learns
-/// that receipts it signed are not to be trusted). The status it had, or
-/// None for an unknown kid; an active key is left as it is (rotate first).
-pub fn revoke(c: &Connection, kid: &str, now: &str) -> Result<Option<String>> {
-    let status: Option<String> = c
-        .query_row(
-            "SELECT status FROM signing_keys WHERE kid = ?1",
-            [kid],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if status.as_deref() == Some("retired") {
-        c.execute(
-            "UPDATE signing_keys SET status = 'revoked', retired_at = coalesce(retired_at, ?2)
-              WHERE kid = ?1",
-            params![kid, now],
-        )?;
-    }
-    Ok(status)
+/// The status a key has, None for an unknown kid.
+pub fn status(c: &Connection, kid: &str) -> Result<Option<String>> {
+    Ok(c.query_row(
+        "SELECT status FROM signing_keys WHERE kid = ?1",
+        [kid],
+        |r| r.get(0),
+    )
+    .optional()?)
+}
+
+/// Makes `kid` (public half `x`) revoked: published, and refused by every
+/// verifier. Listed or not, active or not (a restored database may hold it
+/// as either). Whether anything changed.
+pub fn mark_revoked(c: &Connection, kid: &str, x: &str, now: &str) -> Result<bool> {
+    let n = c.execute(
+        "INSERT INTO signing_keys(kid, x, status, created_at, retired_at) VALUES (?1, ?2, 'revoked', ?3, ?3)
+         ON CONFLICT(kid) DO UPDATE SET status = 'revoked', retired_at = coalesce(retired_at, ?3)
+          WHERE status <> 'revoked'",
+        params![kid, x, now],
+    )?;
+    Ok(n > 0)
 }
 
 /// Publishes a key the database did not list, as retired.

@@ -183,6 +183,10 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     // on stderr and exits 2, never `invalid:` (a forgery) or `valid:`.
     let missing = dir.path().join("no-such.json");
     let down = "http://127.0.0.1:9/v1/receipts/keys".to_owned();
+    let empty = dir.path().join("empty-jwks.json");
+    std::fs::write(&empty, r#"{"keys": []}"#).unwrap();
+    let partial = dir.path().join("partial-jwks.json");
+    std::fs::write(&partial, r#"{"keys": [{"kty": "OKP"}]}"#).unwrap();
     for args in [
         vec![
             "verify-receipt".to_owned(),
@@ -201,6 +205,18 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
             f.to_str().unwrap().to_owned(),
             "--keys".into(),
             missing.to_str().unwrap().to_owned(),
+        ],
+        vec![
+            "verify-receipt".to_owned(),
+            f.to_str().unwrap().to_owned(),
+            "--keys".into(),
+            empty.to_str().unwrap().to_owned(),
+        ],
+        vec![
+            "verify-receipt".to_owned(),
+            f.to_str().unwrap().to_owned(),
+            "--keys".into(),
+            partial.to_str().unwrap().to_owned(),
         ],
     ] {
         let out = tokio::task::spawn_blocking(move || {
