@@ -538,16 +538,7 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
         String::from_utf8_lossy(&out.stderr)
     );
     let a = &create(&http, &base, &key).await;
-    let decided: Value = http
-        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
-        .bearer_auth(&token)
-        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "yes"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let decided = decide_yes(&http, &base, &token, a).await;
     let receipt = dir.path().join("receipt.jws");
     std::fs::write(
         &receipt,
@@ -704,16 +695,7 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     let (mut child, base) = serve(&data);
     let http = client_builder().build().unwrap();
     let a = create(&http, &base, &key).await;
-    let decided: Value = http
-        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
-        .bearer_auth(&token)
-        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "yes"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let decided = decide_yes(&http, &base, &token, &a).await;
     let old_kid = decided["data"]["receipt"]["kid"]
         .as_str()
         .unwrap()
@@ -783,14 +765,8 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     }
     // New decisions sign with the new key and verify.
     let b = create(&http, &base, &key).await;
-    let r = http
-        .post(format!("{base}/v1/actions/{}/decision", b["id"].as_str().unwrap()))
-        .bearer_auth(&token)
-        .json(&json!({"action_version": b["action_version"], "fingerprint": b["fingerprint"], "option_id": "yes"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
+    let decided = decide_yes(&http, &base, &token, &b).await;
+    assert_eq!(decided["data"]["status"], "resolved", "{decided}");
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -1057,6 +1033,20 @@ fn serve_with_metrics(data: &Path) -> (Child, String, String) {
 }
 
 /// Creates the Action `body(1)` as the Source; its data.
+/// Decides `a` (made by `create`) with its `yes` option as the user of
+/// `token`; the decision's answer.
+async fn decide_yes(http: &reqwest::Client, base: &str, token: &str, a: &Value) -> Value {
+    let r = http
+        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
+        .bearer_auth(token)
+        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    r.json().await.unwrap()
+}
+
 async fn create(http: &reqwest::Client, base: &str, key: &str) -> Value {
     let r: Value = http
         .post(format!("{base}/v1/actions"))
