@@ -35,6 +35,25 @@ pub fn is_id(s: &str, prefix: &str) -> bool {
         })
 }
 
+/// What is wrong with `id` as the cursor of a list of ids with `prefix`
+/// (`what` names such an id: "a run"), said alike by every list that pages
+/// by id: None when it is one.
+pub fn cursor_problem(
+    field: &str,
+    id: &str,
+    prefix: &str,
+    what: &str,
+) -> Option<crate::error::FieldError> {
+    (!is_id(id, prefix)).then(|| {
+        crate::error::FieldError::new(
+            field,
+            format!(
+                "{field} must be {what} id ({prefix}_ and 26 characters), the last id of the previous page"
+            ),
+        )
+    })
+}
+
 /// A new id that sorts after every id this process made before with this
 /// function (a monotonic ULID), so a list ordered by id is in creation
 /// order even within one millisecond. Every record listed newest first by

@@ -231,13 +231,13 @@ fn check(p: &MailListParams) -> Result<i64> {
         ));
     }
     // An empty cursor is the first page, as an absent one (as on runs).
-    if let Some(after) = p.starting_after.as_ref().filter(|s| !s.is_empty())
-        && !crate::domain::ids::is_id(after, crate::domain::ids::MAIL)
+    if let Some(e) = p
+        .starting_after
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .and_then(|id| ids::cursor_problem("starting_after", id, ids::MAIL, "a mail"))
     {
-        errs.push(FieldError::new(
-            "starting_after",
-            "starting_after must be a mail id (mail_ and 26 characters), the last id of the previous page",
-        ));
+        errs.push(e);
     }
     if errs.is_empty() {
         Ok(limit)

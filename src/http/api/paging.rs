@@ -4,7 +4,7 @@
 //! it `before`; that name keeps working, with the same meaning.
 
 use crate::domain::ids;
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Error, Result};
 
 /// The page's cursor: `None` is the first page (absent or empty). An id that
 /// is not shaped like one of `prefix` is 422 naming the parameter that
@@ -28,23 +28,10 @@ pub fn cursor(
         (None, Some(id)) => ("before", id),
         (None, None) => return Ok(None),
     };
-    match problem(field, &id, prefix, what) {
+    match ids::cursor_problem(field, &id, prefix, what) {
         None => Ok(Some(id)),
         Some(e) => Err(Error::validation(vec![e])),
     }
-}
-
-/// What is wrong with `id` as a cursor of ids with `prefix` (`what` names
-/// such an id: "a run"), for a route that lists every problem at once.
-pub fn problem(field: &str, id: &str, prefix: &str, what: &str) -> Option<FieldError> {
-    (!ids::is_id(id, prefix)).then(|| {
-        FieldError::new(
-            field,
-            format!(
-                "{field} must be {what} id ({prefix}_ and 26 characters), the last id of the previous page"
-            ),
-        )
-    })
 }
 
 #[cfg(test)]

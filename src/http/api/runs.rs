@@ -14,7 +14,6 @@ use crate::domain::ids;
 use crate::domain::run::{self, Run};
 use crate::error::{Error, FieldError, Result};
 use crate::http::api::actions::idempotency_key;
-use crate::http::api::paging;
 use crate::http::api::wire::{Data, List};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{SourceAuth, UserAuth};
@@ -108,7 +107,7 @@ pub async fn list_runs(
     let starting_after = p.starting_after.filter(|s| !s.is_empty());
     if let Some(e) = starting_after
         .as_deref()
-        .and_then(|id| paging::problem("starting_after", id, ids::RUN, "a run"))
+        .and_then(|id| ids::cursor_problem("starting_after", id, ids::RUN, "a run"))
     {
         errs.push(e);
     }
