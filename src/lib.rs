@@ -12,6 +12,9 @@
 //! - `files`    owner-only permissions for the data dir and secret files
 //! - `metrics`  Prometheus metrics: the registry and what is recorded
 
+// The commands write through `cli::say!`: `println!` panics on a closed pipe.
+#![warn(clippy::print_stdout)]
+
 pub mod app;
 pub mod cli;
 pub mod clock;

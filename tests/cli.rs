@@ -825,18 +825,25 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     child.wait().unwrap();
 }
 
-/// A listing read by something that stops reading (`| head -1`) ends
-/// quietly: no panic, no stack trace.
+/// A command read by something that stops reading (`| head -1`) ends
+/// quietly: no panic, no stack trace; what it did is done. Init says its
+/// secrets were not shown.
 #[test]
-fn a_listing_into_a_closed_pipe_ends_quietly() {
+fn a_command_into_a_closed_pipe_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("live");
     init(&data);
-    for args in [["keys", "list"], ["workspaces", "list"]] {
+    let cases: [(&[&str], &Path); 4] = [
+        (&["keys", "list"], &data),
+        (&["workspaces", "list"], &data),
+        (&["keys", "rotate"], &data),
+        (&["users", "link", "admin@localhost.localdomain"], &data),
+    ];
+    for (args, data) in cases {
         let mut child = Command::new(HDS)
             .args(args)
             .arg("--data-dir")
-            .arg(&data)
+            .arg(data)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -848,6 +855,30 @@ fn a_listing_into_a_closed_pipe_ends_quietly() {
         assert!(out.status.success(), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // Init's secrets are shown once: a reader that left is told so.
+    let fresh = dir.path().join("fresh");
+    let mut child = Command::new(HDS)
+        .args(["init", "--data-dir"])
+        .arg(&fresh)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("its secrets could not be written")
+            && err.contains("`hds users link admin@localhost.localdomain` signs in"),
+        "{err}"
+    );
+    assert!(fresh.join("hds.db").exists(), "init did its work");
+    let keys = hds(&["keys", "list"], &data);
+    let listed = String::from_utf8_lossy(&keys.stdout);
+    assert_eq!(listed.matches(" active ").count(), 1, "{listed}");
+    assert_eq!(listed.matches(" retired ").count(), 1, "rotated: {listed}");
 }
 
 /// Operator mistakes are refused before anything is made, with a message

@@ -46,15 +46,15 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
     crate::files::restrict_file(&a.path)?;
     copy(&src, &mut dst)?;
     let n: i64 = dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?;
-    println!(
+    crate::cli::say!(
         "backed up {} ({n} Actions) to {}",
         a.dir.db_path().display(),
         a.path.display()
-    );
-    println!(
+    )?;
+    crate::cli::say!(
         "note: receipt signing keys live in {}; back that directory up too",
         a.dir.keys_dir().display()
-    );
+    )?;
     Ok(())
 }
 
@@ -111,16 +111,16 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             return Err(e);
         }
     };
-    println!("restored {} into {}", a.path.display(), db.display());
+    crate::cli::say!("restored {} into {}", a.path.display(), db.display())?;
     if keys.published > 0 {
-        println!(
+        crate::cli::say!(
             "{} receipt key file(s) in {} that the backup did not list are published again, as retired, so the receipts they signed still verify",
             keys.published,
             a.dir.keys_dir().display()
-        );
+        )?;
     }
     if !keys.revoked.is_empty() {
-        println!(
+        crate::cli::say!(
             "revoked again (revoked after this backup was taken): {}{}",
             keys.revoked.join(", "),
             if keys.active_revoked {
@@ -128,7 +128,7 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             } else {
                 ""
             }
-        );
+        )?;
     }
     Ok(())
 }

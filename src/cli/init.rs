@@ -99,31 +99,43 @@ pub fn initialise_at(
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     let out = initialise_at(&a.dir.data_dir, &a.admin_email, &a.workspace, &a.base_url)?;
+    // The secrets are shown once: a reader that left before them is told
+    // how to get new ones (not the quiet end of a listing).
+    show(&a, &out).map_err(|e| {
+        anyhow::anyhow!(
+            "initialised {}, but its secrets could not be written ({e}): `hds users link {}` signs in; then the Source page replaces its keys and webhook secret, and the account page makes a token",
+            a.dir.data_dir.display(),
+            a.admin_email
+        )
+    })
+}
+
+fn show(a: &Args, out: &serde_json::Value) -> std::io::Result<()> {
     if a.json {
-        println!("{out}");
+        crate::cli::say!("{out}")?;
         return Ok(());
     }
     let field = |k: &str| out[k].as_str().unwrap_or("").to_owned();
-    println!("Initialised {}", a.dir.data_dir.display());
-    println!(
+    crate::cli::say!("Initialised {}", a.dir.data_dir.display())?;
+    crate::cli::say!(
         "  workspace        {} ({})",
         field("workspace_id"),
         a.workspace
-    );
-    println!(
+    )?;
+    crate::cli::say!(
         "  admin            {} <{}>",
         field("user_id"),
         a.admin_email
-    );
-    println!("  sign-in link     {}", field("signin_url"));
-    println!("  user token       {}", field("user_token"));
-    println!("  source           {}", field("source_id"));
-    println!("  live key         {}", field("source_key_live"));
-    println!("  test key         {}", field("source_key_test"));
-    println!("  webhook secret   {}", field("webhook_secret"));
-    println!(
+    )?;
+    crate::cli::say!("  sign-in link     {}", field("signin_url"))?;
+    crate::cli::say!("  user token       {}", field("user_token"))?;
+    crate::cli::say!("  source           {}", field("source_id"))?;
+    crate::cli::say!("  live key         {}", field("source_key_live"))?;
+    crate::cli::say!("  test key         {}", field("source_key_test"))?;
+    crate::cli::say!("  webhook secret   {}", field("webhook_secret"))?;
+    crate::cli::say!(
         "These secrets are shown once. Store them now. The sign-in link works once, within 24 hours;"
-    );
-    println!("`hds users link EMAIL` prints a new one.");
+    )?;
+    crate::cli::say!("`hds users link EMAIL` prints a new one.")?;
     Ok(())
 }

@@ -36,7 +36,7 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
             let now = crate::domain::time::format(crate::clock::Clock::system().now());
             let kid = keyring::rotate(&dir.keys_dir(), &tx, &now)?;
             tx.commit()?;
-            println!("active receipt key is now {kid}");
+            crate::cli::say!("active receipt key is now {kid}")?;
         }
         KeysCommand::Revoke(a) => {
             let mut conn = open_cli_connection(&a.dir.existing_db()?)?;
@@ -53,11 +53,11 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
                     "{} is the active key, which signs new receipts: run `hds keys rotate` first, then revoke it",
                     a.kid
                 ),
-                Some("revoked") => println!("{} was already revoked", a.kid),
-                Some(_) => println!(
+                Some("revoked") => crate::cli::say!("{} was already revoked", a.kid)?,
+                Some(_) => crate::cli::say!(
                     "revoked {}: it stays published as revoked, and receipts it signed no longer verify",
                     a.kid
-                ),
+                )?,
             }
         }
         KeysCommand::List(dir) => {

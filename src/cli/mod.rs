@@ -70,6 +70,17 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// `println!` for the commands: a stdout that was closed (`hds init | head -1`)
+/// is returned as an error, which ends the command quietly, where
+/// `println!` panics. `clippy::print_stdout` keeps `println!` out of the crate.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use say;
+
 /// Writes the lines of a listing to stdout; an error (a closed pipe) ends
 /// the command instead of a panic, as `println!` would.
 pub fn print_lines<I: IntoIterator<Item = String>>(lines: I) -> anyhow::Result<()> {

@@ -38,7 +38,7 @@ pub fn run(cmd: UsersCommand) -> anyhow::Result<()> {
     match cmd {
         UsersCommand::Link(a) => {
             let (url, note) = link_with_note(&a)?;
-            println!("{url}");
+            crate::cli::say!("{url}")?;
             if let Some(note) = note {
                 eprintln!("{note}");
             }

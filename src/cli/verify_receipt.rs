@@ -26,11 +26,12 @@ pub struct Args {
 pub fn run(a: Args) -> ExitCode {
     match verify(&a) {
         Ok(msg) => {
-            println!("valid: {msg}");
+            // The exit code is the verdict, even for a reader that left.
+            let _ = crate::cli::say!("valid: {msg}");
             ExitCode::SUCCESS
         }
         Err(Failure::Invalid(why)) => {
-            println!("invalid: {why}");
+            let _ = crate::cli::say!("invalid: {why}");
             ExitCode::from(1)
         }
         // Not a verdict: a gate must not take "the key server was down"

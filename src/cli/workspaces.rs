@@ -87,7 +87,7 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
     match cmd {
         WorkspacesCommand::Create(a) => {
             let made = create(&a)?;
-            println!("{}", made.workspace_id);
+            crate::cli::say!("{}", made.workspace_id)?;
             if made.new_owner {
                 eprintln!(
                     "Created {} as its owner; `hds users link {}` prints a sign-in link.",
@@ -98,19 +98,19 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
         }
         WorkspacesCommand::SetPlan(a) => {
             set_plan(&a)?;
-            println!("{} is on plan {}", a.workspace_id, a.plan_id);
+            crate::cli::say!("{} is on plan {}", a.workspace_id, a.plan_id)?;
             Ok(())
         }
         WorkspacesCommand::SetOwner(a) => {
             match set_owner(&a)? {
-                OwnerSet::Promoted { from } => println!(
+                OwnerSet::Promoted { from } => crate::cli::say!(
                     "{} is now an owner of {} (was {})",
                     a.email,
                     a.workspace_id,
                     from.as_str()
-                ),
+                )?,
                 OwnerSet::Added { new_person } => {
-                    println!("{} joined {} as an owner", a.email, a.workspace_id);
+                    crate::cli::say!("{} joined {} as an owner", a.email, a.workspace_id)?;
                     if new_person {
                         eprintln!(
                             "Created {}; `hds users link {}` prints a sign-in link.",
@@ -119,7 +119,7 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
                     }
                 }
                 OwnerSet::AlreadyOwner => {
-                    println!("{} already owns {}", a.email, a.workspace_id)
+                    crate::cli::say!("{} already owns {}", a.email, a.workspace_id)?
                 }
             }
             Ok(())

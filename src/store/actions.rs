@@ -1052,6 +1052,7 @@ mod tests {
     /// and the lists need no sort but where the set is small (snoozed, mine
     /// by e-mail merge).
     #[test]
+    #[allow(clippy::print_stdout)] // the plans are shown with `--nocapture`
     fn plans() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
