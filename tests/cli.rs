@@ -1149,16 +1149,21 @@ fn users_link_create_as_on_an_existing_person_says_the_role_was_not_changed() {
     // Still a link on stdout, and the role is what it was.
     assert!(String::from_utf8_lossy(&again.stdout).contains("/app/signin/link/"));
     assert_eq!(role_in_oldest(&data, "bob@example.com"), "reviewer");
-    // A role that does not exist is refused even for a known person.
-    let bad = hds(
-        &["users", "link", "bob@example.com", "--create-as", "root"],
-        &data,
-    );
-    assert!(!bad.status.success());
-    assert!(
-        String::from_utf8_lossy(&bad.stderr)
-            .contains("--create-as takes admin, reviewer or viewer")
-    );
+    // A role that does not exist, or owner, is a usage error (exit 2, as
+    // for any bad argument), even for a known person.
+    for role in ["root", "owner"] {
+        let bad = hds(
+            &["users", "link", "bob@example.com", "--create-as", role],
+            &data,
+        );
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(2), "{role}: {err}");
+        assert!(
+            err.contains("[possible values: admin, reviewer, viewer]"),
+            "{role}: {err}"
+        );
+        assert!(bad.stdout.is_empty(), "no link for {role}");
+    }
 }
 
 #[test]

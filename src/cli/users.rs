@@ -21,7 +21,8 @@ pub struct LinkArgs {
     pub email: String,
     /// Create the person when they do not exist yet, as a member of the first
     /// workspace with this role (admin, reviewer or viewer).
-    #[arg(long)]
+    /// Owners are made with `hds workspaces set-owner`.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["admin", "reviewer", "viewer"]))]
     pub create_as: Option<String>,
     #[command(flatten)]
     pub dir: DataDir,
