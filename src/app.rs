@@ -41,7 +41,10 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
     let _ = rustls::crypto::ring::default_provider().install_default();
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
-    crate::files::restrict_dir(&config.data_dir)?;
+    if let Some(other) = crate::files::restrict_data_dir(&config.data_dir)? {
+        let warning = crate::files::shared_data_dir_warning(&config.data_dir, &other);
+        tracing::warn!("{warning}");
+    }
     let db = Db::open(&config.db_path(), config.durability)
         .with_context(|| format!("opening {}", config.db_path().display()))?;
     let limiter = Arc::new(Limiter::new(config.rate_limit));

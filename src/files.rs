@@ -8,6 +8,33 @@ pub fn restrict_dir(dir: &Path) -> std::io::Result<()> {
     set_mode(dir, 0o700)
 }
 
+/// Makes the data dir owner-only (0700) when it holds only what hds keeps
+/// there (`hds.*`, `keys`, `base-url`, a volume's `lost+found`). A directory
+/// that holds other files as well (`--data-dir .`, `--data-dir /tmp`) keeps
+/// its mode: hds must not lock others out of it. The name of one such file
+/// is returned, for a warning; the database and the keys stay private by
+/// their own modes.
+pub fn restrict_data_dir(dir: &Path) -> std::io::Result<Option<String>> {
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let ours =
+            name.starts_with("hds.") || ["keys", "base-url", "lost+found"].contains(&name.as_str());
+        if !ours {
+            return Ok(Some(name));
+        }
+    }
+    restrict_dir(dir)?;
+    Ok(None)
+}
+
+/// What to say when [`restrict_data_dir`] left a directory's mode alone.
+pub fn shared_data_dir_warning(dir: &Path, other: &str) -> String {
+    format!(
+        "{} also holds {other}, which hds did not make, so its mode was left as it is (hds makes a data dir of its own 0700); the database stays 0600 and the keys directory 0700",
+        dir.display()
+    )
+}
+
 /// Owner-only file (0600).
 pub fn restrict_file(path: &Path) -> std::io::Result<()> {
     set_mode(path, 0o600)

@@ -578,7 +578,7 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode(&restored), 0o700);
         assert_eq!(mode(&restored.join("hds.db")), 0o600);
     }
@@ -1428,4 +1428,42 @@ fn workspaces_create_refuses_an_owner_address_hds_cannot_use() {
         )
         .unwrap();
     assert_eq!(n, 0);
+}
+
+/// A data dir of its own is made owner-only; a directory that also holds
+/// someone else's files (`--data-dir .`, `/tmp`) keeps its mode, with a
+/// warning that names such a file, while the database stays 0600.
+#[test]
+fn a_shared_directory_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let own = dir.path().join("own");
+    let out = Command::new(HDS)
+        .args(["init", "--data-dir"])
+        .arg(&own)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    assert_eq!(mode(&own), 0o700);
+
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(shared.join("notes.txt"), "theirs").unwrap();
+    let out = Command::new(HDS)
+        .args(["init", "--data-dir"])
+        .arg(&shared)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("also holds notes.txt, which hds did not make, so its mode was left as it is"),
+        "{err}"
+    );
+    assert_eq!(mode(&shared), 0o1777, "the directory keeps its mode");
+    assert_eq!(mode(&shared.join("hds.db")), 0o600);
+    assert_eq!(mode(&shared.join("keys")), 0o700);
 }

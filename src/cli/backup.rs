@@ -91,11 +91,16 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     // The modes `init` gives: the database holds webhook secrets. A data
     // dir this user may write but does not own keeps its mode, with a
     // warning (the server sets it again at start).
-    if let Err(e) = crate::files::restrict_dir(&a.dir.data_dir) {
-        eprintln!(
+    match crate::files::restrict_data_dir(&a.dir.data_dir) {
+        Ok(None) => {}
+        Ok(Some(other)) => eprintln!(
+            "warning: {}",
+            crate::files::shared_data_dir_warning(&a.dir.data_dir, &other)
+        ),
+        Err(e) => eprintln!(
             "warning: could not make {} private (0700): {e}",
             a.dir.data_dir.display()
-        );
+        ),
     }
     // Copied, migrated and given its keys beside the live file, then moved
     // over it in one rename: a failure on the way leaves the database that

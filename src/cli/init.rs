@@ -63,7 +63,12 @@ pub fn initialise_at(
     };
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
-    crate::files::restrict_dir(data_dir)?;
+    if let Some(other) = crate::files::restrict_data_dir(data_dir)? {
+        eprintln!(
+            "warning: {}",
+            crate::files::shared_data_dir_warning(data_dir, &other)
+        );
+    }
     let mut conn = open_cli_connection(&dir.db_path())?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let has_users: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM users)", [], |r| r.get(0))?;
