@@ -16,7 +16,7 @@ use crate::service::Services;
 use crate::service::caller::UserCaller;
 use crate::service::mail::{self, Letter, MailKind};
 use crate::service::signin::{self, SessionMeta, SignedIn};
-use crate::store::invitations::{self as store, Invitation, NewInvitation};
+use crate::store::invitations::{self as store, Invitation, Link, NewInvitation};
 use crate::store::{users, workspaces};
 
 /// How long an invitation can be accepted.
@@ -205,9 +205,19 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
             c, fx, &ws, &ws_name, &email, role, &uid, &created_at,
         )?;
         let email = if mail_on {
-            let letter = invitation_letter(c, &invitation, &accept_url)?;
+            // The e-mail carries a link of its own, the one that signs a new
+            // person in by itself: the inviter, shown `accept_url`, cannot.
+            let sendable = mail::sendable(&email);
+            let mailed_url = if sendable {
+                let mail_secret = credentials::new_secret();
+                store::set_mail_secret(c, &id, &mail_secret)?;
+                self::accept_url(&base, &mail_secret)
+            } else {
+                accept_url.clone()
+            };
+            let letter = invitation_letter(c, &invitation, &mailed_url)?;
             mail::enqueue(c, fx, &letter, &created_at)?;
-            if mail::sendable(&email) {
+            if sendable {
                 EmailStatus::Queued
             } else {
                 EmailStatus::Failed
@@ -323,12 +333,30 @@ pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invit
     .await
 }
 
+/// A pending invitation seen through one of its links.
+pub struct Preview {
+    pub invitation: Invitation,
+    /// Whether this link signs a new person in by itself (no identity
+    /// provider configured): the e-mailed link, or the only link when hds
+    /// did not e-mail one. The link shown to the inviter of a mailed
+    /// invitation does not ([`accept_by_link`]).
+    pub signs_in: bool,
+}
+
 /// A pending invitation by its link's secret, without using it (the accept
 /// page; link previewers fetch it too).
-pub async fn preview(s: &Services, secret: &str) -> Result<Invitation> {
+pub async fn preview(s: &Services, secret: &str) -> Result<Preview> {
     let secret = secret.to_owned();
     let now = time::format(s.clock.now());
-    s.db.read(move |c| pending(c, &secret, &now)).await
+    s.db.read(move |c| {
+        let (invitation, link) = pending_link(c, &secret, &now)?;
+        let signs_in = link == Link::Mailed || !store::mailed(c, &invitation.id)?;
+        Ok(Preview {
+            invitation,
+            signs_in,
+        })
+    })
+    .await
 }
 
 /// A pending invitation by its secret, whose inviter still may offer its
@@ -336,8 +364,13 @@ pub async fn preview(s: &Services, secret: &str) -> Result<Invitation> {
 /// (`revoke_offered_by`), and this check holds even if something else
 /// changed the role.
 fn pending(c: &Connection, secret: &str, now: &str) -> Result<Invitation> {
-    let inv = store::by_secret(c, secret)?
-        .filter(|i| i.status(now) == "pending")
+    Ok(pending_link(c, secret, now)?.0)
+}
+
+/// [`pending`], and which of the invitation's links the secret is.
+fn pending_link(c: &Connection, secret: &str, now: &str) -> Result<(Invitation, Link)> {
+    let (inv, link) = store::by_secret(c, secret)?
+        .filter(|(i, _)| i.status(now) == "pending")
         .ok_or_else(link_not_found)?;
     let inviter_role = match &inv.invited_by {
         Some(by) => workspaces::role_of(c, &inv.workspace_id, by)?,
@@ -349,7 +382,7 @@ fn pending(c: &Connection, secret: &str, now: &str) -> Result<Invitation> {
             "whoever sent this invitation may no longer invite people with this role; ask an owner or admin of the workspace for a new one",
         ));
     }
-    Ok(inv)
+    Ok((inv, link))
 }
 
 /// Revokes, in the caller's transaction (a member change's), the pending
@@ -468,9 +501,25 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
     .await
 }
 
+/// Why the link shown to an inviter does not sign anyone in when hds
+/// e-mailed the invitation its own link.
+pub fn shown_link_signs_no_one_in(email: &str) -> Error {
+    Error::new(
+        Code::AuthRequired,
+        format!(
+            "hds e-mailed this invitation to {email}: open the link in that e-mail to sign in and join. \
+             This copy of the link, shown to whoever invited, accepts only for someone already signed in \
+             as {email} (no e-mail came? the workspace's owners and admins can invite again, or an \
+             operator can print a sign-in link with `hds users link`)"
+        ),
+    )
+}
+
 /// Accepts by the link alone, signed out, when no identity provider is
 /// configured: the link went to the invited address, so holding it proves
-/// that address as a one-time sign-in link would. Creates the person with
+/// that address as a one-time sign-in link would. When hds e-mailed the
+/// invitation, only the e-mailed link does: the inviter was shown the
+/// other one, and must not be able to sign in as the invited person. Creates the person with
 /// that e-mail, opens a browser session on the joined workspace, and
 /// accepts, all in one transaction. An address that already has an account
 /// is refused: whoever created the invitation holds the link too, and must
@@ -485,7 +534,10 @@ pub async fn accept_by_link(
     let clock_now = s.clock.now();
     s.db.write(move |c| {
         let now = time::format(clock_now);
-        let inv = pending(c, &secret, &now)?;
+        let (inv, link) = pending_link(c, &secret, &now)?;
+        if link == Link::Shown && store::mailed(c, &inv.id)? {
+            return Err(shown_link_signs_no_one_in(&inv.email));
+        }
         if users::by_email(c, &inv.email)?.is_some() {
             return Err(Error::new(
                 Code::AuthRequired,

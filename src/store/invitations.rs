@@ -118,17 +118,57 @@ pub fn list(c: &Connection, workspace_id: &str) -> Result<Vec<Invitation>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// The invitation a secret belongs to, whatever its state. The row is found
-/// by the secret's hash, then the hashes are compared again in constant time.
-pub fn by_secret(c: &Connection, secret: &str) -> Result<Option<Invitation>> {
+/// Which of an invitation's links a secret is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// The link shown to whoever invited (`accept_url`).
+    Shown,
+    /// The link in the e-mail hds sent to the invited address.
+    Mailed,
+}
+
+/// Whether hds e-mailed this invitation its own link: then only that link
+/// signs a new person in by itself.
+pub fn mailed(c: &Connection, id: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT mail_token_hash IS NOT NULL FROM invitations WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?
+            .unwrap_or(false),
+    )
+}
+
+/// Gives an invitation the secret of the link e-mailed to its address.
+pub fn set_mail_secret(c: &Connection, id: &str, secret: &str) -> Result<()> {
+    c.execute(
+        "UPDATE invitations SET mail_token_hash = ?2 WHERE id = ?1",
+        params![id, hash_secret(secret)],
+    )?;
+    Ok(())
+}
+
+/// The invitation a secret belongs to, whatever its state, and which of its
+/// links the secret is. The row is found by the secret's hash, then the
+/// hashes are compared again in constant time.
+pub fn by_secret(c: &Connection, secret: &str) -> Result<Option<(Invitation, Link)>> {
     let hash = hash_secret(secret);
-    let row = c
-        .prepare_cached(&format!(
-            "SELECT i.token_hash, {COLS} FROM {FROM} WHERE i.token_hash = ?1"
-        ))?
-        .query_row([&hash], |r| Ok((r.get::<_, String>(0)?, row_at(r, 1)?)))
-        .optional()?;
-    Ok(row.and_then(|(stored, inv)| hashes_match(&stored, &hash).then_some(inv)))
+    for (column, link) in [
+        ("token_hash", Link::Shown),
+        ("mail_token_hash", Link::Mailed),
+    ] {
+        let row = c
+            .prepare_cached(&format!(
+                "SELECT i.{column}, {COLS} FROM {FROM} WHERE i.{column} = ?1"
+            ))?
+            .query_row([&hash], |r| Ok((r.get::<_, String>(0)?, row_at(r, 1)?)))
+            .optional()?;
+        if let Some((stored, inv)) = row
+            && hashes_match(&stored, &hash)
+        {
+            return Ok(Some((inv, link)));
+        }
+    }
+    Ok(None)
 }
 
 /// Revokes an invitation that was neither accepted nor revoked (an expired

@@ -36,6 +36,7 @@ fn migrations() -> Migrations<'static> {
             include_str!("../../migrations/0025_hashed_sessions.sql"),
             hash_session_ids,
         ),
+        M::up(include_str!("../../migrations/0026_mailed_invitations.sql")),
     ])
 }
 

@@ -86,7 +86,8 @@ async fn the_invitation_mail_arrives_with_both_parts_and_its_link_lets_the_perso
     let admin = app.member(Role::Admin);
     let inv = invite(&admin, "ana@example.com", "reviewer").await;
     assert_eq!(inv["email_delivery"], "queued", "{inv}");
-    let accept_url = inv["accept_url"].as_str().unwrap();
+    // The inviter's copy of the link; the mail carries a link of its own.
+    let shown_url = inv["accept_url"].as_str().unwrap();
 
     let got = sink.wait_for("ana@example.com", 1).await;
     let m = &got[0];
@@ -101,6 +102,16 @@ async fn the_invitation_mail_arrives_with_both_parts_and_its_link_lets_the_perso
     // The text part: who, which workspace, which role, the link, the expiry.
     let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
     assert!(text.contains("as a reviewer"), "{text}");
+    let accept_url = text
+        .lines()
+        .find(|l| l.contains("/app/invitations/"))
+        .unwrap()
+        .trim();
+    assert!(accept_url.starts_with(&format!("{}/app/invitations/", app.base)));
+    assert_ne!(
+        accept_url, shown_url,
+        "the mail's link is not the inviter's"
+    );
     assert!(
         text.contains(&format!("Accept the invitation:\n{accept_url}")),
         "{text}"
@@ -117,13 +128,9 @@ async fn the_invitation_mail_arrives_with_both_parts_and_its_link_lets_the_perso
         "{mid}"
     );
 
-    // The link from the mail works.
-    let link = text
-        .lines()
-        .find(|l| l.contains("/app/invitations/"))
-        .unwrap()
-        .trim();
-    let token = link.rsplit('/').next().unwrap();
+    // Someone signed in as the invited address accepts with either link:
+    // here the inviter's copy.
+    let token = shown_url.rsplit('/').next().unwrap();
     let ana = newcomer(&app, "ana@example.com");
     let joined: Value = ana
         .post(
@@ -505,5 +512,77 @@ async fn the_openapi_document_enumerates_email_delivery_and_the_log_statuses() {
     );
     for code in ["200", "403", "422"] {
         assert!(op["responses"][code].is_object(), "{code}: {op}");
+    }
+}
+
+/// An invitation hds e-mailed signs a new person in by the e-mailed link
+/// only: whoever invited was shown the other copy, and must not be able to
+/// sign in as the invited address (and decide or vote as them). That copy
+/// says so, signed out, and opens no session; the e-mailed one does.
+#[tokio::test]
+async fn only_the_mailed_link_signs_a_newcomer_in() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let admin = app.member(Role::Admin);
+    let inv = invite(&admin, "cfo@example.com", "reviewer").await;
+    let shown = inv["accept_url"].as_str().unwrap().to_owned();
+    let got = sink.wait_for("cfo@example.com", 1).await;
+    let text = got[0]["text"].as_str().unwrap().replace("\r\n", "\n");
+    let mailed = text
+        .lines()
+        .find(|l| l.contains("/app/invitations/"))
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // The inviter's copy, signed out: the page explains, no button.
+    let http = crate::helpers::browser_client();
+    let page = http.get(&shown).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("id=\"mailed-elsewhere\""), "{page}");
+    assert!(
+        page.contains("hds e-mailed this invitation to cfo@example.com"),
+        "{page}"
+    );
+    assert!(!page.contains("Sign in and join"), "{page}");
+    // Posted anyway: refused, no person, no session, still pending.
+    let (users, sessions) = (app.count_rows("users"), app.count_rows("user_tokens"));
+    let refused = http
+        .post(&shown)
+        .header("origin", &app.base)
+        .form(&[("x", "y")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(
+        refused
+            .headers()
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .all(|c| !c.to_str().unwrap().starts_with("service_session=")),
+        "a session was opened"
+    );
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("open the link in that e-mail"), "{body}");
+    assert_eq!(app.count_rows("users"), users, "no person was made");
+    assert_eq!(app.count_rows("user_tokens"), sessions);
+
+    // The e-mailed link signs the newcomer in and joins.
+    let cfo = app.sign_in_with_link(&mailed).await;
+    let ws: Value = cfo.get("/v1/workspaces", 200).await;
+    assert!(
+        ws["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["role"] == "reviewer"),
+        "{ws}"
+    );
+    let export: Value = cfo.get("/v1/account/export", 200).await;
+    assert!(export.to_string().contains("cfo@example.com"), "{export}");
+    // Used: neither copy works again.
+    for link in [&shown, &mailed] {
+        let page = http.get(link).send().await.unwrap();
+        assert_eq!(page.status(), 404, "{link}");
     }
 }

@@ -189,6 +189,9 @@ pub struct AcceptPage {
     matches: bool,
     /// Signed out: the identity providers that return here.
     methods: Vec<Method>,
+    /// Signed out with no provider, on the link shown to the inviter of an
+    /// invitation hds e-mailed: why this link signs no one in.
+    mailed_elsewhere: Option<String>,
 }
 
 /// Holds an invitation link's secret in the browser while its person signs
@@ -282,7 +285,10 @@ async fn render_accept(
     session: Session,
     token: &str,
 ) -> Result<AcceptPage, UiError> {
-    let inv = invitations::preview(&st.services, token).await?;
+    let invitations::Preview {
+        invitation: inv,
+        signs_in,
+    } = invitations::preview(&st.services, token).await?;
     let here = format!("/app/invitations/{token}");
     let who = visitor(st, session).await?;
     let layout = match &who {
@@ -296,6 +302,11 @@ async fn render_accept(
             .as_deref()
             .is_some_and(|e| e.eq_ignore_ascii_case(&inv.email)),
         signed_in_as,
+        mailed_elsewhere: (!signs_in).then(|| {
+            invitations::shown_link_signs_no_one_in(&inv.email)
+                .message
+                .clone()
+        }),
         methods: methods(st),
         action: here,
         workspace: inv.workspace_name,
