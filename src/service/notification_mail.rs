@@ -82,6 +82,31 @@ pub fn hold_for_digest(
     )
 }
 
+/// A person changed their e-mail preferences in a workspace: a digest
+/// held for them follows at once. A new schedule moves its time (daily to
+/// hourly no longer waits for 08:00); no digest any more, or no e-mail,
+/// makes it due now, and [`digest`] then mails what is still wanted by
+/// e-mail, at once, and drops the rest.
+pub fn retime_digest(
+    c: &Connection,
+    user_id: &str,
+    workspace_id: &str,
+    prefs: &crate::domain::notification::Preferences,
+    now: &str,
+) -> Result<()> {
+    let due = match prefs.email_digest {
+        Digest::Off => now.to_owned(),
+        _ if !prefs.email => now.to_owned(),
+        d => digest_due(d, now),
+    };
+    store::move_timer(
+        c,
+        TimerKind::Digest,
+        &format!("{user_id} {workspace_id}"),
+        &due,
+    )
+}
+
 /// When a digest started now goes out: the next full hour, or the next
 /// 08:00 UTC.
 pub fn digest_due(d: Digest, now: &str) -> String {
@@ -125,6 +150,21 @@ pub fn digest(
         return Ok(());
     };
     if !mail::sendable(&user.email) || work::member(c, workspace_id, user_id)?.is_none() {
+        return Ok(());
+    }
+    // Asked again now: a person who switched e-mail (or the kind) off since
+    // an item was held, or a workspace that did, gets none of it by e-mail
+    // (it stays in the app).
+    let policy = store::policy(c, workspace_id)?;
+    let prefs = store::preferences(c, user_id, workspace_id)?;
+    let items: Vec<_> = items
+        .into_iter()
+        .filter(|(kind, ..)| {
+            Kind::parse(kind)
+                .is_some_and(|k| Route::of(k, &prefs, &policy, ctx.smtp).email_now.is_some())
+        })
+        .collect();
+    if items.is_empty() {
         return Ok(());
     }
     let ws = workspace_name(c, workspace_id)?;

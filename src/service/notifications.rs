@@ -866,6 +866,7 @@ pub async fn update_preferences(
     s.write(move |c, fx| {
         let policy = store::policy(c, &m.workspace_id)?;
         let current = store::preferences(c, &user.user_id, &m.workspace_id)?;
+        let (current_email, current_digest) = (current.email, current.email_digest);
         let (next, refused) = req.apply(current, &policy);
         if !refused.is_empty() {
             let errors: Vec<FieldError> = refused
@@ -887,6 +888,15 @@ pub async fn update_preferences(
             .with_detail("errors", serde_json::to_value(&errors).unwrap_or_default()));
         }
         store::set_preferences(c, &user.user_id, &m.workspace_id, &next, &now)?;
+        if (next.email, next.email_digest) != (current_email, current_digest) {
+            crate::service::notification_mail::retime_digest(
+                c,
+                &user.user_id,
+                &m.workspace_id,
+                &next,
+                &now,
+            )?;
+        }
         fx.changed();
         Ok(prefs_out(m.workspace_id, next, &policy, smtp))
     })

@@ -297,8 +297,10 @@ pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<(
         // Their pending invitations go with them.
         invitations::revoke_offered_by(c, &ws, &member.user_id, None, &now)?;
         store::remove_member(c, &ws, &target)?;
-        // What they were told about this workspace goes with them.
+        // What they were told about this workspace goes with them, and
+        // what was still to be mailed to them.
         crate::store::notifications::forget_workspace(c, &target, &ws)?;
+        crate::store::mail::cancel_for_member(c, &ws, &target, &now)?;
         Ok(())
     })
     .await

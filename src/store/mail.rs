@@ -220,6 +220,26 @@ pub fn cancel_invitations(
     .execute(params![workspace_id, to, now])?)
 }
 
+/// Fails, unsent, the notification e-mails and digests waiting for a
+/// person who was removed from the workspace: what they were told about it
+/// goes with them, mail included. Answers how many.
+pub fn cancel_for_member(
+    c: &Connection,
+    workspace_id: &str,
+    user_id: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.prepare_cached(
+        "UPDATE mail_outbox SET status = 'failed', text_body = NULL, html_body = NULL,
+                last_error = 'the person left the workspace before this mail went out',
+                last_attempt_at = ?3
+         WHERE workspace_id = ?1 AND status = 'pending' AND user_id = ?2
+           AND kind IN ('notification', 'digest')",
+    )?
+    .execute(params![workspace_id, user_id, now])?)
+}
+
+/// Deletes up to 10,000 settled e-mails last tried before `before` (found
 /// by `mail_outbox_settled`), so the writer is never held long.
 pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     Ok(c.execute(

@@ -668,6 +668,15 @@ pub fn set_timer_once(c: &Connection, kind: TimerKind, subject: &str, due_at: &s
     Ok(())
 }
 
+/// Moves a timer that is set; sets none.
+pub fn move_timer(c: &Connection, kind: TimerKind, subject: &str, due_at: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE notification_timers SET due_at = ?3 WHERE kind = ?1 AND subject = ?2",
+    )?
+    .execute(params![kind.as_str(), subject, due_at])?;
+    Ok(())
+}
+
 pub fn clear_timer(c: &Connection, kind: TimerKind, subject: &str) -> Result<()> {
     c.prepare_cached("DELETE FROM notification_timers WHERE kind = ?1 AND subject = ?2")?
         .execute(params![kind.as_str(), subject])?;

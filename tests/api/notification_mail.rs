@@ -275,3 +275,143 @@ async fn a_notification_mail_waits_out_an_smtp_outage() {
     let got = sink.wait_for(&to, 1).await;
     assert_eq!(got[0]["subject"], "Assigned to you: During the outage");
 }
+
+/// The time of `who`'s digest timer in the test workspace, if one is set.
+fn digest_due(app: &TestApp, who: &Actor) -> Option<String> {
+    let c = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    c.query_row(
+        "SELECT due_at FROM notification_timers WHERE kind = 'digest' AND subject LIKE ?1",
+        [format!("{} %", who.person().id)],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+/// A held digest follows a change of preferences: daily to hourly moves it
+/// to the next full hour instead of 08:00 UTC, and e-mail switched off
+/// before it falls due mails none of it (it stays in the app).
+#[tokio::test]
+async fn a_held_digest_follows_a_change_of_preferences() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let (owner, r1) = (app.admin(), app.member(Role::Reviewer));
+    let to = r1.person().email.clone();
+    r1.patch::<Value>(
+        "/v1/notification-preferences",
+        json!({"email_digest": "daily"}),
+        200,
+    )
+    .await;
+    let a = app.create_action(two_options("Renew the domain")).await;
+    assign(&owner, &a, &r1).await;
+    let daily = digest_due(&app, &r1).expect("a digest is held");
+    assert!(daily.ends_with("T08:00:00.000Z"), "{daily}");
+
+    r1.patch::<Value>(
+        "/v1/notification-preferences",
+        json!({"email_digest": "hourly"}),
+        200,
+    )
+    .await;
+    let hourly = digest_due(&app, &r1).expect("still held");
+    let now = app.now();
+    assert!(
+        hourly.ends_with(":00:00.000Z") && hourly > now,
+        "{hourly} after {now}"
+    );
+    assert_eq!(hourly[..13], {
+        let next = app.state.services.clock.now() + time::Duration::hours(1);
+        hds::domain::time::format(next)[..13].to_owned()
+    });
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(61));
+    let got = sink.wait_for(&to, 1).await;
+    assert_eq!(got[0]["subject"], "1 notification in Test");
+
+    // Held again, then e-mail off before the hour ends: nothing more is
+    // mailed, and the notification is still in the app.
+    let b = app
+        .create_action(two_options("Rotate the backups key"))
+        .await;
+    assign(&owner, &b, &r1).await;
+    assert!(digest_due(&app, &r1).is_some());
+    r1.patch::<Value>("/v1/notification-preferences", json!({"email": false}), 200)
+        .await;
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(61));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(sink.to(&to).await.len(), 1, "no second digest");
+    assert!(digest_due(&app, &r1).is_none(), "the digest was taken");
+    assert!(
+        in_app(&r1).await.iter().any(|n| n["title"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Rotate the backups key")),
+        "still in the app"
+    );
+}
+
+/// A member removed while a notification mail waits (SMTP down) never gets
+/// it: the mail fails unsent, with why, and its body is erased.
+#[tokio::test]
+async fn a_removed_member_gets_no_mail_that_was_still_waiting() {
+    let port = free_port();
+    let app = app_with_smtp(port).await;
+    let (owner, r1) = (app.admin(), app.member(Role::Reviewer));
+    let to = r1.person().email.clone();
+    let a = app.create_action(two_options("Layoffs list")).await;
+    assign(&owner, &a, &r1).await;
+    // Tried once against the closed port: waiting for its retry.
+    let waiting = || async {
+        log(&owner)
+            .await
+            .into_iter()
+            .filter(|m| m.0 == to && m.1 == "notification")
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..100 {
+        if !waiting().await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(waiting().await[0].3, "pending");
+
+    owner
+        .delete::<Value>(&format!("/v1/workspaces/members/{}", r1.person().id), 204)
+        .await;
+    let page: Value = owner.get("/v1/workspaces/emails?limit=200", 200).await;
+    let m = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["to"] == to.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(m["status"], "failed", "{m}");
+    assert_eq!(
+        m["last_error"],
+        "the person left the workspace before this mail went out"
+    );
+    // The server comes back and the retry falls due: nothing arrives.
+    let sink = SmtpSink::start_on(port);
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(10));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(sink.to(&to).await.is_empty());
+    let c = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let bodies: i64 = c
+        .query_row(
+            "SELECT count(*) FROM mail_outbox WHERE text_body IS NOT NULL AND user_id = ?1",
+            [&r1.person().id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(bodies, 0, "the body is erased");
+}
