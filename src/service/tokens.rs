@@ -11,10 +11,22 @@ use crate::store::users::{self, Credential, NewCredential};
 /// Longest lifetime of a personal API token, in days.
 pub const MAX_TOKEN_DAYS: u32 = 366;
 
-/// Every credential of the caller, newest first, live ones first.
+/// The caller's credentials that work: every API token and the newest
+/// sessions (`users::live_credentials`).
 pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<Credential>> {
     let uid = user.user_id.clone();
-    s.db.read(move |c| users::credentials_of(c, &uid)).await
+    let now = s.clock.now();
+    s.db.read(move |c| users::live_credentials(c, &uid, now))
+        .await
+}
+
+/// Signs the caller out everywhere else: every other session ends at once
+/// (API tokens stay). Answers how many ended.
+pub async fn end_other_sessions(s: &Services, user: &UserCaller) -> Result<usize> {
+    let (uid, keep) = (user.user_id.clone(), user.credential_id.clone());
+    let now = time::format(s.clock.now());
+    s.db.write(move |c| users::revoke_other_sessions(c, &uid, &keep, &now))
+        .await
 }
 
 /// Why a session opened by an invitation link creates no API token.
@@ -74,9 +86,7 @@ pub async fn create_api_token(
                 created_at: &created_at,
             },
         )?;
-        let cred = users::credentials_of(c, &uid)?
-            .into_iter()
-            .find(|x| x.id == id)
+        let cred = users::credential_of(c, &uid, &id)?
             .ok_or_else(|| Error::internal(anyhow::anyhow!("new token {id} not found")))?;
         Ok((token, cred))
     })

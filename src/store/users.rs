@@ -222,14 +222,69 @@ pub fn by_credential_id(
     Ok(row.filter(|(_, cred)| cred.is_live(now)))
 }
 
-/// Every credential of a user, newest first, live ones before ended ones.
-pub fn credentials_of(c: &Connection, user_id: &str) -> Result<Vec<Credential>> {
+/// How many live sessions the account page lists (newest first); API
+/// tokens are all listed.
+pub const SESSIONS_LISTED: i64 = 200;
+
+/// The credentials of a user that work at `now`, newest first: every API
+/// token, then the newest [`SESSIONS_LISTED`] sessions. Ended ones are left
+/// out here, in SQL, so that however many sessions ended (each app sign-in
+/// makes one), no working token is crowded out of the list.
+pub fn live_credentials(
+    c: &Connection,
+    user_id: &str,
+    now: time::Timestamp,
+) -> Result<Vec<Credential>> {
+    let now_s = time::format(now);
+    let idle = time::format(now - session::SESSION_IDLE);
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {CRED_COLS} FROM user_tokens t WHERE t.user_id = ?1
-         ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC LIMIT 200"
+        "SELECT {CRED_COLS} FROM user_tokens t
+          WHERE t.user_id = ?1 AND t.revoked_at IS NULL
+            AND (t.expires_at IS NULL OR t.expires_at > ?2) AND t.kind <> 'session'
+          ORDER BY t.created_at DESC"
     ))?;
-    let rows = stmt.query_map([user_id], |r| credential_at(r, 0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut all: Vec<Credential> = stmt
+        .query_map(params![user_id, now_s], |r| credential_at(r, 0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {CRED_COLS} FROM user_tokens t
+          WHERE t.user_id = ?1 AND t.revoked_at IS NULL
+            AND (t.expires_at IS NULL OR t.expires_at > ?2) AND t.kind = 'session'
+            AND coalesce(t.last_used_at, t.created_at) > ?3
+          ORDER BY t.created_at DESC LIMIT ?4"
+    ))?;
+    let sessions = stmt.query_map(params![user_id, now_s, idle, SESSIONS_LISTED], |r| {
+        credential_at(r, 0)
+    })?;
+    for s in sessions {
+        all.push(s?);
+    }
+    // The clock's string form and `is_live` agree; this keeps them so.
+    all.retain(|c| c.is_live(now));
+    Ok(all)
+}
+
+/// One credential of a user, whatever its state.
+pub fn credential_of(c: &Connection, user_id: &str, id: &str) -> Result<Option<Credential>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {CRED_COLS} FROM user_tokens t WHERE t.id = ?1 AND t.user_id = ?2"
+    ))?
+    .query_row([id, user_id], |r| credential_at(r, 0))
+    .optional()?)
+}
+
+/// Revokes every live session of a user but `keep`; answers how many.
+pub fn revoke_other_sessions(
+    c: &Connection,
+    user_id: &str,
+    keep: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.execute(
+        "UPDATE user_tokens SET revoked_at = ?3
+          WHERE user_id = ?1 AND kind = 'session' AND id <> ?2 AND revoked_at IS NULL",
+        params![user_id, keep, now],
+    )?)
 }
 
 /// Revokes one of the user's credentials; false when it is not theirs or

@@ -353,6 +353,15 @@ async fn the_account_page_offers_the_export_and_deletes_with_confirmation() {
         )
         .await;
     assert_eq!(r.status(), 303);
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, "/app/signin?done=account_deleted");
+    let page = reqwest::get(format!("{}{to}", app.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Your account is deleted"), "{page}");
     // Both the browser session and the API token are dead.
     reviewer
         .get_err("/v1/account/export", 401, "INVALID_API_KEY")
@@ -562,4 +571,87 @@ async fn deletes_own_account(who: &Actor) {
         )
         .await;
     assert_eq!(r.status, 204, "{:?}", r.body);
+}
+
+/// However many sessions ended (each app sign-in makes one), the account
+/// page lists every working API token and the working sessions, and "Sign
+/// out everywhere else" ends every other session at once, tokens kept.
+#[tokio::test]
+async fn the_account_page_lists_what_works_and_signs_out_everywhere_else() {
+    let app = TestApp::spawn().await;
+    let reviewer = app.member(Role::Reviewer);
+    let uid = reviewer.person().id.clone();
+    let browser = app.browser(reviewer.person()).await;
+    let other = app.browser(reviewer.person()).await;
+    // 250 sessions that ended (revoked, expired, idle), all newer than the
+    // API token the person made first.
+    {
+        let c = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        let (_, token_id) = hds::store::users::issue_token(
+            &c,
+            &uid,
+            "deploy bot",
+            None,
+            "2020-01-01T00:00:00.000Z",
+        )
+        .unwrap();
+        assert!(token_id.starts_with("tok_"), "{token_id}");
+        let now = app.now();
+        for i in 0..250 {
+            let (_, id) = hds::store::users::issue_token(&c, &uid, "app", None, &now).unwrap();
+            let end = match i % 3 {
+                0 => {
+                    "UPDATE user_tokens SET kind = 'session', revoked_at = created_at WHERE id = ?1"
+                }
+                1 => {
+                    "UPDATE user_tokens SET kind = 'session', expires_at = '2021-01-01T00:00:00.000Z' WHERE id = ?1"
+                }
+                _ => {
+                    "UPDATE user_tokens SET kind = 'session', last_used_at = '2021-01-01T00:00:00.000Z', created_at = '2021-01-01T00:00:00.000Z' WHERE id = ?1"
+                }
+            };
+            c.execute(end, [&id]).unwrap();
+        }
+    }
+    let html = browser.page("/app/account").await;
+    assert!(
+        html.contains("deploy bot"),
+        "the old token is listed: {html}"
+    );
+    assert_eq!(
+        html.matches("/revoke\"").count(),
+        2 + 1 + 1,
+        "two sessions, the test's token, the bot: {html}"
+    );
+    assert!(html.contains("id=\"end-other-sessions\""), "{html}");
+
+    let base = browser.url("");
+    let origin = base.trim_end_matches('/');
+    let r = browser
+        .post_form("/app/account/sessions/end-others", Some(origin), &[])
+        .await;
+    assert_eq!(r.status(), 403, "needs the form token");
+    let r = browser
+        .post_form(
+            "/app/account/sessions/end-others",
+            Some(origin),
+            &[("_csrf", browser.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let html = browser.page("/app/account?done=signed_out_elsewhere").await;
+    assert!(html.contains("Signed out everywhere else"), "{html}");
+    assert!(
+        !html.contains("id=\"end-other-sessions\""),
+        "one session left: {html}"
+    );
+    // The other browser is signed out; the API token still works.
+    let r = other
+        .http()
+        .get(other.url("/v1/auth/session"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let _: Value = reviewer.get("/v1/account/export", 200).await;
 }

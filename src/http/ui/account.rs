@@ -151,6 +151,11 @@ pub async fn account_page(
     let mut out = page(&st, &p).await?;
     match q.done.as_deref() {
         Some("revoked") => out.flash = Some("Revoked. It stopped working at once."),
+        Some("signed_out_elsewhere") => {
+            out.flash = Some(
+                "Signed out everywhere else: every other session stopped working at once. API tokens keep working.",
+            )
+        }
         Some("created") => {
             out.new_token = shown_once::take(&st, &p, Secret::API_TOKEN_SLOT, |held| match held {
                 Secret::ApiToken { name, token } => Some(NewToken { name, token }),
@@ -220,6 +225,18 @@ pub async fn revoke_credential(
     Ok(see_other("/app/account?done=revoked"))
 }
 
+/// POST /app/account/sessions/end-others: signs out everywhere but here.
+pub async fn end_other_sessions(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    tokens::end_other_sessions(&st.services, &p.user).await?;
+    Ok(see_other("/app/account?done=signed_out_elsewhere"))
+}
+
 /// POST /app/account/delete: the form asks for the person's own e-mail and
 /// a tick that they understand; the account goes and the browser is signed
 /// out (guide: "Account: export and deletion").
@@ -243,7 +260,7 @@ pub async fn delete_account(
     match done {
         Ok(()) => {
             session::end(&p.session).await?;
-            Ok(see_other("/app/signin?done=signed_out"))
+            Ok(see_other("/app/signin?done=account_deleted"))
         }
         Err(e) if e.code.status().is_client_error() => {
             let mut out = page(&st, &p).await?;

@@ -149,6 +149,10 @@ pub fn router() -> Router<AppState> {
         .route("/app/account/tokens", post(account::create_token))
         .route("/app/account/delete", post(account::delete_account))
         .route(
+            "/app/account/sessions/end-others",
+            post(account::end_other_sessions),
+        )
+        .route(
             "/app/account/credentials/{id}/revoke",
             post(account::revoke_credential),
         )

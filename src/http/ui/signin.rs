@@ -24,7 +24,7 @@ pub struct SigninQuery {
     #[serde(default)]
     next: Option<String>,
     /// An error code from a failed sign-in (the identity-provider callback
-    /// sends people here with one), or `signed_out`.
+    /// sends people here with one), or `signed_out` / `account_deleted`.
     #[serde(default)]
     error: Option<String>,
     #[serde(default)]
@@ -137,6 +137,11 @@ fn notice(code: &str) -> Option<Notice> {
             "banner-error",
         ),
         "SIGNED_OUT" => ("You are signed out", "", "banner-ok"),
+        "ACCOUNT_DELETED" => (
+            "Your account is deleted",
+            "Your sessions and tokens stopped working, and your e-mail address and name were erased. Decisions, receipts and comments you made stay, under your user id.",
+            "banner-ok",
+        ),
         _ => (
             "Sign-in did not complete",
             "Something went wrong while signing you in. Start again.",
