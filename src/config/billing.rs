@@ -20,7 +20,7 @@ pub struct PlanConfig {
     pub members: Option<u64>,
     /// Sources not revoked.
     pub sources: Option<u64>,
-    /// Runs started per calendar month (UTC).
+    /// Runs created per calendar month (UTC).
     pub runs_per_month: Option<u64>,
 }
 
@@ -60,10 +60,24 @@ impl std::fmt::Debug for StripeConfig {
 }
 
 /// `[billing]`, checked: plans by id (the built-in one not among them).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BillingConfig {
     pub plans: BTreeMap<String, PlanConfig>,
     pub stripe: Option<StripeConfig>,
+    /// `default_plan`: the plan of a workspace someone creates in the
+    /// dashboard or the API, and of one whose Stripe subscription ended.
+    /// `self_hosted` unless set.
+    pub default_plan: String,
+}
+
+impl Default for BillingConfig {
+    fn default() -> Self {
+        Self {
+            plans: BTreeMap::new(),
+            stripe: None,
+            default_plan: SELF_HOSTED.to_owned(),
+        }
+    }
 }
 
 impl BillingConfig {
@@ -83,6 +97,7 @@ pub(crate) struct BillingFile {
     #[serde(default)]
     plans: BTreeMap<String, PlanConfig>,
     stripe: Option<StripeFile>,
+    default_plan: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -157,9 +172,15 @@ pub(crate) fn check(f: BillingFile) -> anyhow::Result<BillingConfig> {
             })
         }
     };
+    let default_plan = f.default_plan.unwrap_or_else(|| SELF_HOSTED.to_owned());
+    anyhow::ensure!(
+        default_plan == SELF_HOSTED || f.plans.contains_key(&default_plan),
+        "[billing] default_plan = {default_plan:?} names no plan: define [billing.plans.{default_plan}] or name one that is defined"
+    );
     Ok(BillingConfig {
         plans: f.plans,
         stripe,
+        default_plan,
     })
 }
 
@@ -192,6 +213,17 @@ mod tests {
         let s = b.stripe.unwrap();
         assert_eq!(s.api_base, "https://api.stripe.com");
         assert!(!format!("{s:?}").contains("sk_test"));
+    }
+
+    #[test]
+    fn the_default_plan_is_self_hosted_or_a_defined_one() {
+        assert_eq!(parse("[billing]\n").unwrap().default_plan, SELF_HOSTED);
+        let b = parse("[billing]\ndefault_plan = \"free\"\n[billing.plans.free]\nname = \"Free\"\nactions_per_month = 100\n").unwrap();
+        assert_eq!(b.default_plan, "free");
+        let e = parse("[billing]\ndefault_plan = \"gold\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("default_plan = \"gold\" names no plan"), "{e}");
     }
 
     #[test]

@@ -228,17 +228,16 @@ pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
     let customer = match customer {
         Some(id) => id,
         None => {
-            let made = stripe_post(
-                &http,
-                &stripe,
-                "/v1/customers",
-                &[
-                    ("name", name.as_str()),
-                    ("email", email.as_str()),
-                    ("metadata[workspace_id]", ws.as_str()),
-                ],
-            )
-            .await?;
+            let form = [
+                ("name", name.as_str()),
+                ("email", email.as_str()),
+                ("metadata[workspace_id]", ws.as_str()),
+            ];
+            // Two owners (or two clicks) opening the portal at once make one
+            // customer: Stripe answers the same customer to the same key and
+            // parameters for 24 hours.
+            let key = customer_key(&ws, &form);
+            let made = stripe_post(&http, &stripe, "/v1/customers", &form, Some(&key)).await?;
             let id = string_field(&made, "id", "/v1/customers")?;
             let ws = ws.clone();
             s.db.write(move |c| store::set_stripe_customer(c, &ws, &id))
@@ -253,9 +252,27 @@ pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
             ("customer", customer.as_str()),
             ("return_url", return_url.as_str()),
         ],
+        None,
     )
     .await?;
     string_field(&session, "url", "/v1/billing_portal/sessions")
+}
+
+/// The Idempotency-Key of a workspace's customer creation: the workspace
+/// and a hash of what is sent (Stripe refuses one key reused with other
+/// parameters, as after a rename).
+fn customer_key(workspace_id: &str, form: &[(&str, &str)]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (k, v) in form {
+        h.update(k.as_bytes());
+        h.update([0]);
+        h.update(v.as_bytes());
+        h.update([0]);
+    }
+    let digest = h.finalize();
+    let short: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("hds-customer-{workspace_id}-{short}")
 }
 
 fn stripe_client() -> Result<reqwest::Client> {
@@ -285,11 +302,16 @@ async fn stripe_post(
     cfg: &StripeConfig,
     path: &str,
     form: &[(&str, &str)],
+    idempotency_key: Option<&str>,
 ) -> Result<Value> {
-    let r = http
+    let mut req = http
         .post(format!("{}{path}", cfg.api_base))
         .bearer_auth(&cfg.secret_key)
-        .form(form)
+        .form(form);
+    if let Some(key) = idempotency_key {
+        req = req.header("Idempotency-Key", key);
+    }
+    let r = req
         .send()
         .await
         .map_err(|e| stripe_unavailable(path, e.without_url().to_string()))?;
@@ -425,6 +447,7 @@ pub async fn stripe_webhook(
     let event_at = event["created"].as_i64();
     let sub_created = sub["created"].as_i64();
     let (customer, sub_id) = (customer.to_owned(), sub_id.to_owned());
+    let ended_plan = s.config.billing.default_plan.clone();
     let applied =
         s.db.write(move |c| {
             let Some(ws) = store::by_stripe_customer(c, &customer)? else {
@@ -442,7 +465,7 @@ pub async fn stripe_webhook(
             let live = event.paid;
             let plan = match verdict {
                 Verdict::Paid(plan) => plan,
-                Verdict::Ended => SELF_HOSTED.to_owned(),
+                Verdict::Ended => ended_plan,
             };
             // An event or subscription without `created` keeps what is known
             // of the same subscription, so the order is never forgotten.
@@ -511,7 +534,8 @@ fn follows(ws: &store::StripeState, e: &StripeEvent) -> bool {
 enum Verdict {
     /// Paid for (or on trial): this plan.
     Paid(String),
-    /// Ended, or no longer paid for: back to `self_hosted`.
+    /// Ended, or no longer paid for: back to `[billing] default_plan`
+    /// (`self_hosted` unless set).
     Ended,
 }
 

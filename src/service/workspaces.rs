@@ -124,8 +124,15 @@ pub async fn create(s: &Services, user: &UserCaller, req: WorkspaceCreate) -> Re
     let name = check_name(&req.name)?;
     let uid = user.user_id.clone();
     let now = time::format(s.clock.now());
+    // On the operator's `[billing] default_plan`: a workspace anyone may
+    // make is not a way around the plans.
+    let plan = s.config.billing.default_plan.clone();
     let w = s
-        .write(move |c, _| create_team(c, &name, &uid, &now))
+        .write(move |c, _| {
+            let w = create_team(c, &name, &uid, &now)?;
+            crate::store::billing::set_plan(c, &w.id, &plan)?;
+            Ok(w)
+        })
         .await?;
     Ok(MyWorkspace {
         workspace: w,

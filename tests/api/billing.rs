@@ -251,7 +251,8 @@ async fn sources_and_invitations_stop_at_the_plan() {
 }
 
 /// What the stand-in received: (path, form fields, bearer key).
-type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String)>>>;
+/// Each call: path, form, Authorization, Idempotency-Key.
+type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String, Option<String>)>>>;
 
 /// A loopback stand-in for Stripe's API: `/v1/customers` and
 /// `/v1/billing_portal/sessions`, form-encoded, answering as Stripe does.
@@ -271,10 +272,20 @@ async fn stripe_standin() -> (String, Calls) {
         let form: BTreeMap<String, String> =
             url::form_urlencoded::parse(&body).into_owned().collect();
         let path = uri.path().to_owned();
+        let key = headers
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let n = {
             let mut c = calls.lock().unwrap();
-            c.push((path.clone(), form.clone(), auth.clone()));
-            c.len()
+            // As Stripe: a key seen before with these parameters answers
+            // what it answered then (the call number it had).
+            let earlier = key.as_ref().and_then(|k| {
+                c.iter()
+                    .position(|x| x.3.as_ref() == Some(k) && x.0 == path && x.1 == form)
+            });
+            c.push((path.clone(), form.clone(), auth.clone(), key.clone()));
+            earlier.map_or(c.len(), |i| i + 1)
         };
         if auth != format!("Bearer {SECRET_KEY}") {
             let e = json!({"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}});
@@ -378,6 +389,11 @@ async fn the_owner_is_sent_to_a_stripe_portal_session_and_the_customer_is_made_o
             "/v1/billing_portal/sessions"
         ]
     );
+    let key = seen[0]
+        .3
+        .clone()
+        .expect("the customer is made with an Idempotency-Key");
+    assert!(key.starts_with(&format!("hds-customer-{ws}-")), "{key}");
     assert_eq!(seen[0].1["metadata[workspace_id]"], ws);
     assert_eq!(seen[0].1["email"], "admin@example.com");
     assert_eq!(seen[1].1["customer"], "cus_standin1");
@@ -772,4 +788,102 @@ async fn runs_stop_at_the_plan_and_nothing_is_written() {
     let b: Value = app.admin().get("/v1/billing", 200).await;
     assert_eq!(b["usage"]["runs"], 1);
     assert_eq!(b["limits"]["runs"], 1);
+}
+
+/// Owners opening the portal at once, before the workspace has a Stripe
+/// customer, make one customer: every creation carries the same
+/// Idempotency-Key, so Stripe answers the same customer, and every portal
+/// session is for it.
+#[tokio::test]
+async fn portals_opened_at_once_make_one_stripe_customer() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let opened = futures::future::join_all((0..4).map(|_| open_portal(&app, &token))).await;
+    assert!(opened.iter().all(|r| r.status() == 303));
+    let seen = calls.lock().unwrap().clone();
+    let keys: std::collections::BTreeSet<_> = seen
+        .iter()
+        .filter(|c| c.0 == "/v1/customers")
+        .map(|c| c.3.clone())
+        .collect();
+    assert_eq!(keys.len(), 1, "one key for every attempt: {keys:?}");
+    assert!(keys.iter().all(Option::is_some), "{keys:?}");
+    let customers: std::collections::BTreeSet<_> = seen
+        .iter()
+        .filter(|c| c.0 == "/v1/billing_portal/sessions")
+        .map(|c| c.1["customer"].clone())
+        .collect();
+    assert_eq!(customers.len(), 1, "{customers:?}");
+    let stored: Option<String> =
+        hds::store::db::open_cli_connection(&app.data_dir().join("hds.db"))
+            .unwrap()
+            .query_row(
+                "SELECT stripe_customer_id FROM workspaces WHERE id = ?1",
+                [app.creds["workspace_id"].as_str().unwrap()],
+                |r| r.get(0),
+            )
+            .unwrap();
+    assert_eq!(stored.as_ref(), customers.iter().next());
+}
+
+/// `[billing] default_plan`: a workspace someone creates is on it, and so
+/// is one whose Stripe subscription ends; the operator's own workspaces
+/// keep `self_hosted` (hds init, `hds workspaces create`).
+#[tokio::test]
+async fn the_default_plan_covers_new_workspaces_and_ended_subscriptions() {
+    let (base, _calls) = stripe_standin().await;
+    let stripe = stripe_config(&base, SECRET_KEY);
+    let app = TestApp::spawn_with(move |c| {
+        c.billing
+            .plans
+            .insert("starter".into(), plan("Starter", Some(3), Some(3), Some(2)));
+        c.billing
+            .plans
+            .insert("team".into(), plan("Team", None, None, None));
+        c.billing.stripe = Some(stripe);
+        c.billing.default_plan = "starter".into();
+    })
+    .await;
+    assert_eq!(plan_id(&app).await, "self_hosted", "the init workspace");
+    let admin = app.admin();
+    let made: Value = admin
+        .post("/v1/workspaces", json!({"name": "Side project"}), 201)
+        .await;
+    let id = made["data"]["id"].as_str().unwrap();
+    let _: Value = admin
+        .post("/v1/workspaces/select", json!({"workspace_id": id}), 200)
+        .await;
+    let b: Value = admin.get("/v1/billing", 200).await;
+    assert_eq!(b["plan"]["id"], "starter", "{b}");
+    assert_eq!(b["limits"]["actions"], 3, "{b}");
+    let _: Value = admin
+        .post(
+            "/v1/workspaces/select",
+            json!({"workspace_id": app.creds["workspace_id"]}),
+            200,
+        )
+        .await;
+
+    // The init workspace subscribes, then the subscription ends.
+    assert_eq!(open_portal(&app, &app.user_token()).await.status(), 303);
+    let now = app.state.services.clock.now().unix_timestamp();
+    for (kind, expect) in [
+        ("customer.subscription.created", "team"),
+        ("customer.subscription.deleted", "starter"),
+    ] {
+        let body = subscription_event(kind, "cus_standin1", "price_team");
+        let r = send_event(
+            &app,
+            &body,
+            Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+        )
+        .await;
+        assert_eq!(
+            r.json::<Value>().await.unwrap()["plan_id"],
+            expect,
+            "{kind}"
+        );
+        assert_eq!(plan_id(&app).await, expect, "{kind}");
+    }
 }

@@ -22,7 +22,7 @@ fn now(st: &AppState) -> String {
 /// List the active workspace's invitations, newest first (owners and admins).
 #[utoipa::path(get, path = "/v1/workspaces/invitations", tag = "workspaces",
     responses((status = 200, description = "the invitations; status is computed (expired past expires_at)", body = List<InvitationOut>),
-        (status = 403, description = "FORBIDDEN: only owners and admins; details.required_role. PLAN_LIMIT_REACHED: the plan allows no more members (details.resource, details.limit, details.used)", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "FORBIDDEN: only owners and admins; details.required_role", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_invitations(
@@ -40,7 +40,7 @@ pub async fn list_invitations(
 /// Invite someone by e-mail into the active workspace; `accept_url` is in this response only.
 #[utoipa::path(post, path = "/v1/workspaces/invitations", tag = "workspaces", request_body = InvitationCreate,
     responses((status = 201, description = "the invitation with its accept_url; a pending invitation to the same e-mail is revoked", body = Data<InvitationOut>),
-        (status = 403, description = "FORBIDDEN: only owners and admins invite, only owners invite owners; details.required_role", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "FORBIDDEN: only owners and admins invite, only owners invite owners; details.required_role. PLAN_LIMIT_REACHED: the plan allows no more members and pending invitations (details.resource, details.limit, details.used, details.period_end)", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "ALREADY_MEMBER: that e-mail is a member already", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
