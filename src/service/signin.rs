@@ -73,12 +73,13 @@ fn domain_allowed(auth: &AuthConfig, email: &str) -> bool {
 /// nothing behind.
 pub async fn complete(s: &Services, id: Identity, meta: SessionMeta) -> Result<SignedIn> {
     let auth = s.config.auth.clone();
+    let billing = s.config.billing.clone();
     let clock_now = s.clock.now();
     s.db.write(move |c| {
         let now = time::format(clock_now);
         let user_id = match signin::user_of_identity(c, &id.issuer, &id.subject, &now)? {
             Some(u) => u,
-            None => admit(c, &auth, &id, &now)?,
+            None => admit(c, &auth, &billing, &id, clock_now)?,
         };
         if let Some(name) = id.name.as_deref().filter(|n| !n.trim().is_empty()) {
             users::set_name_if_missing(c, &user_id, name)?;
@@ -91,7 +92,14 @@ pub async fn complete(s: &Services, id: Identity, meta: SessionMeta) -> Result<S
 /// The first sign-in of an identity: links it to the user with that verified
 /// e-mail (the init admin, an invited person), or creates the user when an
 /// invitation or an allowed domain admits them.
-fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) -> Result<String> {
+fn admit(
+    c: &rusqlite::Connection,
+    auth: &AuthConfig,
+    billing: &crate::config::billing::BillingConfig,
+    id: &Identity,
+    clock_now: time::Timestamp,
+) -> Result<String> {
+    let now = &time::format(clock_now);
     let Some(email) = id.email.as_deref().filter(|_| id.email_verified) else {
         return Err(refused(
             "your identity provider did not share a verified e-mail address, so hds cannot tell \
@@ -131,6 +139,10 @@ fn admit(c: &rusqlite::Connection, auth: &AuthConfig, id: &Identity, now: &str) 
         // An allowed domain joins the oldest workspace; an invitation says
         // where (and is accepted explicitly).
         if let Some(ws) = workspaces::oldest(c)? {
+            // A member like any other: the workspace's plan counts them, and
+            // a full workspace refuses the sign-in (nothing is written).
+            let members = crate::domain::billing::Resource::Members;
+            crate::service::billing::check(c, billing, &ws, members, clock_now)?;
             workspaces::add_member(c, &ws, &user.id, auth.domain_role, now)?;
         }
     }

@@ -136,6 +136,11 @@ fn notice(code: &str) -> Option<Notice> {
             "It was already used or has expired. Ask an admin for a new one.",
             "banner-error",
         ),
+        "PLAN_LIMIT_REACHED" => (
+            "The workspace is full",
+            "Your e-mail domain may join, but the workspace's plan allows no more members. Ask one of its owners to free a place or change the plan.",
+            "banner-error",
+        ),
         "SIGNED_OUT" => ("You are signed out", "", "banner-ok"),
         "ACCOUNT_DELETED" => (
             "Your account is deleted",

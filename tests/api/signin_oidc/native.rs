@@ -391,3 +391,45 @@ async fn an_unreachable_issuer_is_a_gateway_error() {
     let r = native(&app, "google", "a.b.c", &nonce).await;
     r.error(502, "PROVIDER_UNAVAILABLE");
 }
+
+/// A sign-in admitted by an allowed e-mail domain joins the oldest
+/// workspace as a member like any other: a workspace at its plan's member
+/// limit refuses it (403 `PLAN_LIMIT_REACHED`), and nothing is written.
+#[tokio::test]
+async fn a_domain_sign_in_into_a_full_workspace_is_refused() {
+    let mint = Idp::spawn("idp-mint.mjs", &[]).await;
+    let issuer = mint.issuer();
+    let app = TestApp::spawn_with(move |c| {
+        c.auth.providers.insert(
+            "google".into(),
+            provider(ProviderKind::Google, &issuer, "web.apps.example"),
+        );
+        c.auth.allowed_email_domains.push("example.org".into());
+        c.billing.plans.insert(
+            "tiny".into(),
+            hds::config::PlanConfig {
+                name: "Tiny".into(),
+                actions_per_month: None,
+                members: Some(1),
+                sources: None,
+                runs_per_month: None,
+            },
+        );
+    })
+    .await;
+    let c = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    c.execute("UPDATE workspaces SET plan_id = 'tiny'", [])
+        .unwrap();
+    let users = app.count_rows("users");
+    let nonce = challenge(&app, "google").await;
+    let token = mint
+        .mint(
+            json!({ "sub": "g-20", "aud": "web.apps.example", "nonce": nonce,
+                      "email": "dave@example.org", "email_verified": true }),
+        )
+        .await;
+    let r = native(&app, "google", &token, &nonce).await;
+    let e = r.error(403, "PLAN_LIMIT_REACHED");
+    assert_eq!(e["details"]["resource"], "members", "{e}");
+    assert_eq!(app.count_rows("users"), users, "no person was made");
+}
