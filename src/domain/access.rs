@@ -226,9 +226,16 @@ pub fn can_read_email_log(role: Role) -> bool {
 }
 
 /// Runs (guide: "Runs"): every member of a workspace reads its runs, in
-/// every environment; only the Source that made a run changes it.
+/// every environment; only the Source that made a run reports on it
+/// (owners and admins may cancel one: [`can_cancel_runs`]).
 pub fn can_read_runs(_role: Role) -> bool {
     true
+}
+
+/// Cancel a run a Source left active (POST /v1/runs/{id}/cancel): the
+/// people who manage the workspace and its Sources.
+pub fn can_cancel_runs(role: Role) -> bool {
+    manages_workspace(role)
 }
 
 /// Who hears that a run failed (`run.failed`), besides the assignees of its

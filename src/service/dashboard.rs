@@ -29,6 +29,8 @@ pub struct ActionView {
     /// Why no decision is offered, when none is (`ActionAccess::why_no_decision`).
     pub no_decision: Option<&'static str>,
     pub source_name: Option<String>,
+    /// The run it was raised in: (id, name, status).
+    pub run: Option<(String, String, String)>,
     /// Outcome of verifying the receipt's signature against the published
     /// keys, when there is a receipt.
     pub receipt_check: Option<Result<(), String>>,
@@ -79,8 +81,13 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         };
         let people = people_in(c, &history)?;
         let work = work_view(c, &a, access, &user)?;
+        let run = match &a.spec.run_id {
+            Some(id) => crate::store::runs::get(c, id)?.map(|r| (r.id, r.name, r.status)),
+            None => None,
+        };
         Ok(ActionView {
             work,
+            run,
             source_name: sources::name(c, &a.workspace_id, &a.source_id)?,
             votes: votes::all(c, &a.id, a.action_version)?,
             action: a,

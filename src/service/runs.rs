@@ -479,6 +479,98 @@ pub async fn complete(
     .await
 }
 
+/// POST /v1/runs/{id}/cancel: body of a person's cancel.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCancel {
+    /// Why, for the timeline; at most 2,000 characters, no NUL.
+    #[serde(default)]
+    #[schema(max_length = 2000, pattern = "^[^\\u0000]*$")]
+    pub reason: Option<String>,
+}
+
+/// A person who manages the workspace (owner, admin) cancels a run that is
+/// still active: a Source that crashed or was forgotten would leave it
+/// running for ever. Cancelling a cancelled run answers it again (`true`:
+/// nothing changed); a run that succeeded or failed is RUN_NOT_ACTIVE. The
+/// Source learns it at its next progress or completion (409
+/// RUN_NOT_ACTIVE). The run's open Actions stay open: they are decided or
+/// cancelled on their own.
+pub async fn cancel_for_user(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: RunCancel,
+) -> Result<(Run, bool)> {
+    if let Some(e) = req
+        .reason
+        .as_deref()
+        .and_then(|m| run::check_text("reason", m))
+    {
+        refuse(vec![e])?;
+    }
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let r = store::get(c, &id)?.ok_or_else(Error::run_not_found)?;
+        let role = match user.role_in(&r.workspace_id) {
+            Some(role) if access::can_read_runs(role) => role,
+            _ => return Err(Error::run_not_found()),
+        };
+        if !access::can_cancel_runs(role) {
+            return Err(Error::new(
+                Code::Forbidden,
+                "only the workspace's owners and admins cancel a run",
+            )
+            .with_detail("required_role", access::Role::Admin.as_str()));
+        }
+        if r.status == "cancelled" {
+            return Ok((r, true));
+        }
+        if run::is_final(&r.status) {
+            return Err(not_active(&r));
+        }
+        let why = match req.reason.as_deref().map(str::trim) {
+            Some(reason) if !reason.is_empty() => format!("Cancelled by {}: {reason}", user.email),
+            _ => format!("Cancelled by {}", user.email),
+        };
+        cancel_in(c, fx, &r.id, &why, &now)?;
+        let r = store::get(c, &r.id)?.ok_or_else(Error::run_not_found)?;
+        Ok((r, false))
+    })
+    .await
+}
+
+/// Cancels an active run in the caller's transaction, with `why` on its
+/// timeline.
+fn cancel_in(
+    c: &Connection,
+    fx: &mut crate::service::effects::Effects,
+    run_id: &str,
+    why: &str,
+    now: &str,
+) -> Result<()> {
+    store::complete(c, run_id, "cancelled", None, None, now)?;
+    store::add_event(c, run_id, "completed", "cancelled", Some(why), now)?;
+    fx.changed();
+    Ok(())
+}
+
+/// In a Source revocation's transaction: its active runs end `cancelled`,
+/// since nothing can report on them any more. Answers how many.
+pub fn cancel_of_revoked_source(
+    c: &Connection,
+    fx: &mut crate::service::effects::Effects,
+    workspace_id: &str,
+    source_id: &str,
+    now: &str,
+) -> Result<usize> {
+    let ids = store::active_of_source(c, workspace_id, source_id)?;
+    for id in &ids {
+        cancel_in(c, fx, id, "Cancelled: its Source was revoked", now)?;
+    }
+    Ok(ids.len())
+}
+
 /// In Action create's transaction, when the body names a `run_id`: the
 /// Source's own run in the same environment, still active. One indexed
 /// lookup; 422 on `run_id` naming why otherwise.

@@ -248,6 +248,7 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
                 let by = &resolution.decided_by;
                 effects::record(c, fx, &action_id, by, version, event, &now)?;
             }
+            crate::service::runs::cancel_of_revoked_source(c, fx, &ws, &id, &now)?;
             Ok(true)
         })
         .await?;

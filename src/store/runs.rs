@@ -170,6 +170,22 @@ pub fn complete(
     Ok(())
 }
 
+/// The ids of a Source's runs that are still active (queued, running,
+/// waiting), by `runs_by_status`.
+pub fn active_of_source(
+    c: &Connection,
+    workspace_id: &str,
+    source_id: &str,
+) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT id FROM runs
+          WHERE workspace_id = ?1 AND environment IN ('live', 'test')
+            AND status IN ('queued', 'running', 'waiting') AND source_id = ?2",
+    )?;
+    let ids = st.query_map(params![workspace_id, source_id], |r| r.get(0))?;
+    Ok(ids.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Timeline lines within which progress messages are kept: a progress line
 /// that falls this far behind the newest line is deleted, so a Source that
 /// reports a new message every second cannot grow its run without bound.
@@ -266,6 +282,19 @@ pub fn actions_of(c: &Connection, run_id: &str) -> Result<Vec<(String, String, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A revoked Source's active runs are found by `runs_by_status`, not by
+    /// reading the workspace's every run.
+    #[test]
+    fn a_sources_active_runs_are_read_by_their_status_index() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let sql = "SELECT id FROM runs
+          WHERE workspace_id = 'ws' AND environment IN ('live', 'test')
+            AND status IN ('queued', 'running', 'waiting') AND source_id = 'src'";
+        let plan = crate::store::query_plan(&c, sql).join("\n");
+        assert!(plan.contains("USING INDEX runs_by_status"), "{plan}");
+    }
 
     #[test]
     fn old_progress_lines_go_lifecycle_lines_stay() {

@@ -605,6 +605,8 @@ async fn the_runs_pages_show_progress_actions_and_timeline() {
     assert!(guide.contains(r#"id="runs""#), "the link's anchor exists");
     let none = admin.page("/app/runs?status=failed").await;
     assert!(!none.contains("Backfill"));
+    assert!(none.contains("No failed runs (live)."), "{none}");
+    assert!(!none.contains("No runs yet"), "the workspace has runs");
 
     let page = admin.page(&format!("/app/runs/{rid}")).await;
     assert!(
@@ -749,4 +751,220 @@ async fn a_result_of_any_json_type_is_kept_and_a_null_progress_field_stays() {
             .await;
         assert_eq!(read["data"]["result"], result);
     }
+}
+
+/// Owners and admins cancel a run its Source left active: the run ends
+/// `cancelled` with who and why on its timeline, a repeat answers it again,
+/// the Source is refused further progress, and reviewers, outsiders and
+/// finished runs are refused with their codes. The run's open Actions stay
+/// open.
+#[tokio::test]
+async fn owners_and_admins_cancel_a_run_left_active() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "deploy 42", "status": "running"})).await;
+    let rid = id(&run);
+    let mut body = two_options("Ship it?");
+    body["run_id"] = json!(rid);
+    let a: Value = src.post("/v1/actions", body, 201).await;
+    let cancel = format!("/v1/runs/{rid}/cancel");
+
+    let reviewer = app.member(Role::Reviewer);
+    let e = reviewer
+        .post_err(&cancel, json!({}), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "admin");
+    app.outsider()
+        .post_err(&cancel, json!({}), 404, "RUN_NOT_FOUND")
+        .await;
+    let admin = app.member(Role::Admin);
+    admin
+        .post_err(
+            &cancel,
+            json!({"reason": "a\u{0}b"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    admin
+        .post_err(&cancel, json!({"why": "x"}), 422, "VALIDATION_ERROR")
+        .await;
+
+    let r = admin
+        .call(
+            Method::POST,
+            &cancel,
+            Some(&json!({"reason": "the runner died"})),
+            &[],
+        )
+        .await;
+    let done = r.ok(200)["data"].clone();
+    assert!(r.headers.get("idempotent-replayed").is_none());
+    assert_eq!(done["status"], "cancelled");
+    assert!(done["completed_at"].is_string());
+    let again = admin.call(Method::POST, &cancel, None, &[]).await;
+    assert_eq!(again.ok(200)["data"]["status"], "cancelled");
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+
+    let e = src
+        .patch_err(
+            &format!("/v1/source/runs/{rid}/progress"),
+            json!({"completed": 2}),
+            409,
+            "RUN_NOT_ACTIVE",
+        )
+        .await;
+    assert_eq!(e["details"]["status"], "cancelled");
+    let page = app
+        .browser(admin.person())
+        .await
+        .page(&format!("/app/runs/{rid}"))
+        .await;
+    assert!(
+        page.contains(&format!(
+            "Cancelled by {}: the runner died",
+            admin.person().email
+        )),
+        "{page}"
+    );
+    // Its Action is still open.
+    let got: Value = src
+        .get(
+            &format!("/v1/actions/{}", a["data"]["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(got["data"]["status"], "open");
+
+    // A run that succeeded is not cancelled.
+    let ok = new_run(&src, json!({"name": "done"})).await;
+    src.post::<Value>(
+        &format!("/v1/source/runs/{}/complete", id(&ok)),
+        json!({"status": "succeeded"}),
+        200,
+    )
+    .await;
+    let e = admin
+        .post_err(
+            &format!("/v1/runs/{}/cancel", id(&ok)),
+            json!({}),
+            409,
+            "RUN_NOT_ACTIVE",
+        )
+        .await;
+    assert_eq!(e["details"]["status"], "succeeded");
+}
+
+/// Revoking a Source cancels its active runs (nothing can report on them
+/// any more); its finished runs keep their status.
+#[tokio::test]
+async fn revoking_a_source_cancels_its_active_runs() {
+    let app = TestApp::spawn().await;
+    let (sid, key) = app.second_source().await;
+    let other = app.bearer(&key);
+    let queued = new_run(&other, json!({"name": "queued"})).await;
+    let waiting = new_run(&other, json!({"name": "waiting"})).await;
+    other
+        .patch::<Value>(
+            &format!("/v1/source/runs/{}/progress", id(&waiting)),
+            json!({"status": "waiting", "message": "needs a person"}),
+            200,
+        )
+        .await;
+    let done = new_run(&other, json!({"name": "done"})).await;
+    other
+        .post::<Value>(
+            &format!("/v1/source/runs/{}/complete", id(&done)),
+            json!({"status": "failed", "error": "boom"}),
+            200,
+        )
+        .await;
+    let mine = new_run(&app.source(), json!({"name": "the default Source's"})).await;
+    app.admin()
+        .delete::<Value>(&format!("/v1/sources/{sid}"), 204)
+        .await;
+    let admin = app.admin();
+    for (run, status) in [
+        (&queued, "cancelled"),
+        (&waiting, "cancelled"),
+        (&done, "failed"),
+        (&mine, "queued"),
+    ] {
+        let got: Value = admin.get(&format!("/v1/runs/{}", id(run)), 200).await;
+        assert_eq!(got["data"]["status"], status, "{got}");
+    }
+    let page = app
+        .browser(admin.person())
+        .await
+        .page(&format!("/app/runs/{}", id(&waiting)))
+        .await;
+    assert!(page.contains("Cancelled: its Source was revoked"), "{page}");
+}
+
+/// The run page offers "Cancel run" to owners and admins of an active run,
+/// asks first, then cancels; the Action page names its run and the run's
+/// status.
+#[tokio::test]
+async fn the_run_page_cancels_after_asking_and_the_action_page_names_the_run() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "migrate db", "status": "running"})).await;
+    let rid = id(&run);
+    let mut body = two_options("Drop the old table?");
+    body["run_id"] = json!(rid);
+    let a: Value = src.post("/v1/actions", body, 201).await;
+    let aid = a["data"]["id"].as_str().unwrap().to_owned();
+
+    let reviewer = app.browser(app.member(Role::Reviewer).person()).await;
+    let page = reviewer.page(&format!("/app/runs/{rid}")).await;
+    assert!(
+        !page.contains(r#"id="run-cancel""#),
+        "reviewers get no button"
+    );
+    let action = reviewer.page(&format!("/app/actions/{aid}")).await;
+    assert!(
+        action.contains(&format!(
+            r#"in run <a href="/app/runs/{rid}">migrate db</a>"#
+        )),
+        "{action}"
+    );
+    assert!(action.contains(r#"<span class="badge run-running">running</span>"#));
+
+    let admin = app.browser(app.admin().person()).await;
+    let page = admin.page(&format!("/app/runs/{rid}")).await;
+    assert!(page.contains(r#"id="run-cancel""#), "{page}");
+    let origin = admin.url("").trim_end_matches('/').to_owned();
+    let path = format!("/app/runs/{rid}/cancel");
+    let asked = admin
+        .post_form(
+            &path,
+            Some(&origin),
+            &[("_csrf", admin.csrf()), ("reason", "wrong window")],
+        )
+        .await;
+    assert_eq!(asked.status(), 200);
+    let asked = asked.text().await.unwrap();
+    assert!(asked.contains("Cancel the run “migrate db”?"), "{asked}");
+    assert!(
+        asked.contains(r#"name="reason" value="wrong window""#),
+        "{asked}"
+    );
+    let got: Value = app.admin().get(&format!("/v1/runs/{rid}"), 200).await;
+    assert_eq!(got["data"]["status"], "running", "asking changes nothing");
+    let done = admin
+        .post_form(
+            &path,
+            Some(&origin),
+            &[
+                ("_csrf", admin.csrf()),
+                ("reason", "wrong window"),
+                ("confirmed", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status(), 303);
+    let page = admin.page(&format!("/app/runs/{rid}")).await;
+    assert!(page.contains(r#"id="run-status">cancelled"#), "{page}");
+    assert!(!page.contains(r#"id="run-cancel""#));
+    assert!(page.contains("wrong window"));
 }

@@ -20,7 +20,7 @@ use crate::http::auth::{SourceAuth, UserAuth};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::service::actions::EnvFilter;
 use crate::service::inbox::string_enum;
-use crate::service::runs::{self, MAX_PAGE, RunComplete, RunCreate, RunProgress};
+use crate::service::runs::{self, MAX_PAGE, RunCancel, RunComplete, RunCreate, RunProgress};
 
 /// Query of GET /v1/runs.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -180,5 +180,24 @@ pub async fn complete_run(
     ApiJson(req): ApiJson<RunComplete>,
 ) -> Result<Response> {
     let (r, replayed) = runs::complete(&st.services, src, id, req).await?;
+    Ok(replayable(StatusCode::OK, Data { data: r }, replayed))
+}
+
+/// Cancel a run its Source left active (owners and admins).
+#[utoipa::path(post, path = "/v1/runs/{run_id}/cancel", tag = "runs", params(("run_id" = String, Path)),
+    request_body = RunCancel,
+    responses((status = 200, description = "the cancelled run (one cancelled already is answered again, with `Idempotent-Replayed: true`)", body = Data<Run>),
+              (status = 403, description = "FORBIDDEN: only owners and admins cancel a run; details.required_role", body = crate::http::openapi::ErrorBody),
+              (status = 404, description = "RUN_NOT_FOUND: no run with that id in a workspace of yours", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "RUN_NOT_ACTIVE: the run succeeded or failed (details.status)", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR: reason too long, unknown fields", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn cancel_run(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath(id): ApiPath<String>,
+    crate::http::extract::OptionalJson(req): crate::http::extract::OptionalJson<RunCancel>,
+) -> Result<Response> {
+    let (r, replayed) = runs::cancel_for_user(&st.services, user, id, req).await?;
     Ok(replayable(StatusCode::OK, Data { data: r }, replayed))
 }

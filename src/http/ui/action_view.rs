@@ -115,6 +115,8 @@ pub struct ActionVm {
     pub priority: &'static str,
     pub test: bool,
     pub source: String,
+    /// The run it was raised in: (id, name, status).
+    pub run: Option<(String, String, String)>,
     pub created: When,
     pub expires: Option<When>,
     pub version: i64,
@@ -281,6 +283,7 @@ impl ActionVm {
             may_decide: v.may_decide,
             no_decision: v.no_decision.unwrap_or(""),
             work: work(v, me, now),
+            run: v.run.clone(),
             source,
         }
     }

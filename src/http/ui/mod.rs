@@ -145,6 +145,7 @@ pub fn router() -> Router<AppState> {
         .route("/app/runs", get(runs::runs_page))
         .route("/app/runs/{id}", get(runs::run_page))
         .route("/app/runs/{id}/live", get(runs::run_fragment))
+        .route("/app/runs/{id}/cancel", post(runs::cancel_run))
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
         .route("/app/account/delete", post(account::delete_account))

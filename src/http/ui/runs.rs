@@ -8,6 +8,8 @@
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde::Deserialize;
 
 use crate::app::AppState;
@@ -15,7 +17,9 @@ use crate::domain::action::Environment;
 use crate::domain::run::{self, Run, RunEvent};
 use crate::domain::time::Timestamp;
 use crate::http::session::PageUser;
-use crate::http::ui::view::{Layout, PagePath, PageQuery, UiError, When};
+use crate::http::ui::view::{
+    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+};
 use crate::service::actions::EnvFilter;
 use crate::service::runs::{self, RunAction};
 
@@ -176,16 +180,51 @@ pub struct LiveVm {
     pub run: RunVm,
     pub actions: Vec<RunAction>,
     pub events: Vec<EventVm>,
+    /// The form token of a "Cancel run" button: an active run, and someone
+    /// who may cancel it.
+    pub cancel: Option<String>,
 }
 
 async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError> {
     let (r, events, actions) = runs::page(&st.services, p.user.clone(), id).await?;
     let now = st.services.clock.now();
+    let may_cancel = p
+        .user
+        .role_in(&r.workspace_id)
+        .is_some_and(crate::domain::access::can_cancel_runs);
     Ok(LiveVm {
+        cancel: (may_cancel && !run::is_final(&r.status)).then(|| p.csrf.clone()),
         run: RunVm::new(&r, now),
         actions,
         events: events.iter().map(|e| event(e, now)).collect(),
     })
+}
+
+/// POST /app/runs/{id}/cancel: asks first, then cancels as the API does.
+pub async fn cancel_run(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    if form.get("confirmed") != Some("yes") {
+        let (r, _) = runs::get_for_user(&st.services, p.user.clone(), id.clone()).await?;
+        let ask = Ask {
+            heading: format!("Cancel the run “{}”?", r.name),
+            message: "It ends as cancelled at once, and its Source is refused any further progress. Its open Actions stay open.".into(),
+            post_to: format!("/app/runs/{id}/cancel"),
+            confirm_label: "Cancel the run".into(),
+            cancel_url: format!("/app/runs/{id}"),
+        };
+        return ConfirmPage::ask(&st, &p, "runs", &form, ask).await;
+    }
+    let req = runs::RunCancel {
+        reason: form.text("reason"),
+    };
+    runs::cancel_for_user(&st.services, p.user.clone(), id.clone(), req).await?;
+    Ok(see_other(&format!("/app/runs/{id}")))
 }
 
 #[derive(Template, WebTemplate)]
