@@ -18,10 +18,19 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 pub fn check(bytes: &[u8]) -> Result<(), Error> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{') {
-        return Err(Error::field(
-            "body",
-            "the request body must be a JSON object ({…}), not an array or a single value",
-        ));
+        // Only on this refusal: JSON of another shape, or no JSON at all.
+        return Err(match serde_json::from_slice::<de::IgnoredAny>(bytes) {
+            Ok(_) => Error::field(
+                "body",
+                "the request body must be a JSON object ({…}), not an array or a single value",
+            ),
+            Err(e) => Error::field(
+                "body",
+                format!(
+                    "the request body is not JSON ({e}); send a JSON object ({{…}}) with Content-Type: application/json"
+                ),
+            ),
+        });
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let found = Node {
@@ -440,6 +449,14 @@ mod tests {
         assert_eq!(refused(r#"{"m": {"k": 1, "k": 2}}"#).0, "m.k");
         assert!(refused(r#"[1, 2]"#).1.contains("must be a JSON object"));
         assert!(refused(r#""text""#).1.contains("must be a JSON object"));
+        // Not JSON at all is told so, with where the parser stopped.
+        let (field, message) = refused("notjson");
+        assert_eq!(field, "body");
+        assert!(
+            message.starts_with("the request body is not JSON (expected"),
+            "{message}"
+        );
+        assert!(message.contains("line 1 column 2"), "{message}");
         let (field, message) = refused(r#"{"title": "a\u0000b"}"#);
         assert_eq!(field, "title");
         assert!(message.contains("NUL"), "{message}");

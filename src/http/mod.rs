@@ -165,7 +165,26 @@ pub fn finish(router: Router<AppState>, doc: serde_json::Value, state: AppState)
             state.metrics.clone(),
             observe,
         ))
+        .layer(middleware::map_response_with_state(
+            state.services.config.secure_cookies(),
+            strict_transport,
+        ))
         .with_state(state)
+}
+
+/// With an https base URL, every answer tells browsers to use https only
+/// for a year (HSTS, RFC 6797): a later plain-http address for this host,
+/// typed or linked, is never sent the session cookie in the clear. Not for
+/// subdomains, which may be other services. Browsers honour it only over
+/// https, so a proxy's plain-http test port is not affected.
+async fn strict_transport(State(https): State<bool>, mut resp: Response) -> Response {
+    if https {
+        resp.headers_mut().insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        );
+    }
+    resp
 }
 
 async fn not_found(method: Method, uri: axum::http::Uri) -> Response {

@@ -193,7 +193,8 @@ pub(crate) fn open_session(
 }
 
 /// A one-time sign-in link for an existing user, inside the caller's
-/// transaction (the CLI's connection or the writer).
+/// transaction (the CLI's connection or the writer). Their earlier unused
+/// links stop working.
 pub fn new_link(
     c: &rusqlite::Connection,
     base_url: &str,
@@ -201,6 +202,8 @@ pub fn new_link(
     now: time::Timestamp,
 ) -> Result<String> {
     let secret = credentials::new_secret();
+    // One working link per person: the newest.
+    signin::drop_unused_links(c, user_id)?;
     signin::insert_link(
         c,
         &secret,

@@ -164,10 +164,15 @@ impl TestApp {
             "hooks.example.com".into(),
             std::net::Ipv4Addr::LOCALHOST.into(),
         ));
+        let untuned = config.base_url.clone();
         tune(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        config.base_url = base.clone();
+        // The listener's address, unless the test names a public URL (an
+        // https one behind a pretend proxy).
+        if config.base_url == untuned {
+            config.base_url = base.clone();
+        }
         let state = hds::app::start(config).await.unwrap();
         tokio::spawn(hds::app::serve(
             listener,

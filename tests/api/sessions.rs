@@ -121,6 +121,13 @@ async fn a_one_time_link_opens_a_cookie_session_once() {
         "no session from a spent link"
     );
     assert_eq!(session_of(&app, &other).await.0, 401);
+
+    // A new link replaces the person's unused one: only the newest works.
+    let lost = app.signin_link("admin@example.com").await;
+    let newest = app.signin_link("admin@example.com").await;
+    let page = browser_client().get(&lost).send().await.unwrap();
+    assert_eq!(page.status(), 410, "the replaced link");
+    let _ = app.sign_in_with_link(&newest).await;
 }
 
 #[tokio::test]
@@ -284,6 +291,25 @@ async fn pages_carry_the_security_headers_and_browsers_land_on_the_dashboard() {
     // Pages post forms to us, so they send their origin to us (and only to us).
     assert_eq!(h["referrer-policy"], "same-origin");
     assert_eq!(h["x-frame-options"], "DENY");
+    assert!(
+        h.get("strict-transport-security").is_none(),
+        "no HSTS with an http base URL"
+    );
+    // With an https base URL (a TLS proxy in front), every answer asks
+    // browsers for https only.
+    let tls = TestApp::spawn_with(|c| c.base_url = "https://hds.example.test".into()).await;
+    for path in ["/app/signin", "/v1/health"] {
+        let r = browser_client()
+            .get(format!("{}{path}", tls.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.headers()["strict-transport-security"],
+            "max-age=31536000",
+            "{path}"
+        );
+    }
 
     // Signed out, a page sends the browser to sign in and back.
     let r = browser_client()
