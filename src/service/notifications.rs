@@ -29,6 +29,17 @@ use crate::service::effects::Effects;
 use crate::store::notifications::{self as store, New, Notification, TimerKind, Watermark};
 use crate::store::work::{self, Member};
 
+/// An Action as notifications name it: its title, marked `[test]` when a
+/// test key made it, so a test run never reads as real work (guide:
+/// "Notifications").
+fn named(a: &crate::domain::action::ActionRecord) -> std::borrow::Cow<'_, str> {
+    if a.environment == crate::domain::action::Environment::Test {
+        format!("[test] {}", a.spec.title).into()
+    } else {
+        a.spec.title.as_str().into()
+    }
+}
+
 /// What causes need from the configuration: whether e-mail can be sent.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -180,7 +191,7 @@ pub fn action_created(
         let n = Notice::about(
             a,
             Kind::Assigned,
-            format!("Assigned to you: {}", a.spec.title),
+            format!("Assigned to you: {}", named(a)),
             format!("{source} asks you to decide."),
         );
         deliver(c, fx, ctx, &policy, &m.user_id, &n, now)?;
@@ -189,7 +200,7 @@ pub fn action_created(
         let n = Notice::about(
             a,
             Kind::New,
-            format!("New: {}", a.spec.title),
+            format!("New: {}", named(a)),
             format!("{source} asks for a decision."),
         );
         // The person it is asked on behalf of hears nothing when they may
@@ -287,7 +298,7 @@ pub fn assigned(
     let n = Notice::about(
         a,
         Kind::Assigned,
-        format!("Assigned to you: {}", a.spec.title),
+        format!("Assigned to you: {}", named(a)),
         format!("{by} assigned this Action to you."),
     );
     deliver(c, fx, ctx, &policy, &to.user_id, &n, now)
@@ -336,7 +347,7 @@ pub fn commented(
     let mention = Notice::about(
         a,
         Kind::Mentioned,
-        format!("{author} mentioned you on {}", a.spec.title),
+        format!("{author} mentioned you on {}", named(a)),
         text.clone(),
     );
     for id in &cm.mentions {
@@ -352,7 +363,7 @@ pub fn commented(
     let thread = Notice::about(
         a,
         Kind::Commented,
-        format!("{author} commented on {}", a.spec.title),
+        format!("{author} commented on {}", named(a)),
         text,
     );
     for m in &members {
@@ -409,7 +420,7 @@ pub fn outcome_failed(
     let n = Notice::about(
         a,
         Kind::OutcomeFailed,
-        format!("Failed when carried out: {}", a.spec.title),
+        format!("Failed when carried out: {}", named(a)),
         message
             .map(excerpt)
             .unwrap_or_else(|| "The Source reported that acting on the decision failed.".into()),
@@ -443,7 +454,7 @@ pub fn control_request_finished(
     let n = Notice::about(
         a,
         Kind::ControlRequestFinished,
-        format!("{control} {status}: {}", a.spec.title),
+        format!("{control} {status}: {}", named(a)),
         message
             .map(excerpt)
             .unwrap_or_else(|| format!("The Source reported `{status}`.")),
@@ -651,7 +662,7 @@ fn expiring(c: &Connection, fx: &mut Effects, ctx: &Ctx, id: &str, now: &str) ->
     let n = Notice::about(
         &a,
         Kind::Expiring,
-        format!("Expires in {minutes} min: {}", a.spec.title),
+        format!("Expires in {minutes} min: {}", named(&a)),
         format!(
             "It expires at {} unless someone decides it.",
             time::format(expires)
@@ -688,7 +699,7 @@ fn returned(
     let n = Notice::about(
         &a,
         Kind::Returned,
-        format!("Back from snooze: {}", a.spec.title),
+        format!("Back from snooze: {}", named(&a)),
         "The snooze ended; the Action is back in the inbox.".to_owned(),
     );
     for user in people {

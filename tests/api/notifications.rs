@@ -183,6 +183,31 @@ async fn the_assignee_hears_assigned_once_and_the_requester_nothing() {
     )
     .await;
     assert_eq!(all_of(&r1).await.len(), before, "a claim tells no one");
+
+    // An Action a test key made is marked so, for the assignee and the team.
+    let mut body = two_options("Smoke test deploy");
+    body["assignee_email"] = json!(r1.person().email);
+    app.source_test()
+        .post::<Value>("/v1/actions", body, 201)
+        .await;
+    let titles: Vec<String> = all_of(&r1)
+        .await
+        .iter()
+        .map(|n| n["title"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        titles.contains(&"Assigned to you: [test] Smoke test deploy".to_owned()),
+        "{titles:?}"
+    );
+    let titles: Vec<String> = all_of(&r2)
+        .await
+        .iter()
+        .map(|n| n["title"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        titles.contains(&"New: [test] Smoke test deploy".to_owned()),
+        "{titles:?}"
+    );
 }
 
 #[tokio::test]
