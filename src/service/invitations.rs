@@ -276,6 +276,7 @@ fn invitation_letter(c: &Connection, inv: &Invitation, accept_url: &str) -> Resu
         ],
         items: Vec::new(),
         link: Some(("Accept the invitation".into(), accept_url.to_owned())),
+        settings: None,
         kind: MailKind::Invitation,
         workspace_id: Some(inv.workspace_id.clone()),
         user_id: users::by_email(c, &inv.email)?.map(|u| u.id),

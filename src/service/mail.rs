@@ -59,6 +59,9 @@ pub struct Letter {
     pub items: Vec<(String, String)>,
     /// `(label, absolute URL)`: the button, with the URL written out below it.
     pub link: Option<(String, String)>,
+    /// Where the person chooses what reaches them (absolute URL): a line
+    /// after the button, a link in HTML.
+    pub settings: Option<String>,
     pub kind: MailKind,
     /// The workspace the mail is about: the admin list of that workspace shows it.
     pub workspace_id: Option<String>,
@@ -88,6 +91,7 @@ struct MailHtml<'a> {
     lines: &'a [String],
     items: &'a [(String, String)],
     link: Option<(&'a str, &'a str)>,
+    settings: Option<&'a str>,
 }
 
 /// One line: every control character (a CR LF that would end a header
@@ -128,6 +132,9 @@ pub fn render_text(letter: &Letter) -> String {
     if let Some((label, url)) = &letter.link {
         out.push_str(&format!("{}:\n{url}\n\n", one_line(label)));
     }
+    if let Some(url) = &letter.settings {
+        out.push_str(&format!("Choose what reaches you:\n{url}\n\n"));
+    }
     out.push_str("-- \nSent by hds, the Human-Decision Service.\n");
     out
 }
@@ -139,6 +146,7 @@ pub fn render_html(letter: &Letter, subject: &str) -> Result<String> {
         lines: &letter.lines,
         items: &letter.items,
         link: letter.link.as_ref().map(|(l, u)| (l.as_str(), u.as_str())),
+        settings: letter.settings.as_deref(),
     }
     .render()
     .map_err(|e| Error::internal(anyhow::anyhow!("rendering a mail: {e}")))
@@ -150,6 +158,9 @@ pub fn render_html(letter: &Letter, subject: &str) -> Result<String> {
 /// `failed` at once, with the reason, for the admin list; no job is queued.
 pub fn enqueue(c: &Connection, fx: &mut Effects, letter: &Letter, now: &str) -> Result<String> {
     for (_, url) in letter.items.iter().chain(letter.link.iter()) {
+        check_url(url)?;
+    }
+    if let Some(url) = &letter.settings {
         check_url(url)?;
     }
     let subject = one_line(&letter.subject);
@@ -299,6 +310,7 @@ mod tests {
                 "Accept".into(),
                 "https://hds.example.com/app/invitations/tok".into(),
             )),
+            settings: None,
             kind: MailKind::Invitation,
             workspace_id: None,
             user_id: None,

@@ -27,6 +27,12 @@ fn workspace_name(c: &Connection, id: &str) -> Result<String> {
         .unwrap_or_else(|| "hds".to_owned()))
 }
 
+/// The settings page for a workspace's notifications: the page offers to
+/// switch to it when the browser looks at another.
+fn settings_path(workspace_id: &str) -> String {
+    format!("/app/settings/notifications?workspace={workspace_id}")
+}
+
 /// One notification, e-mailed now to the person's address (none when it is
 /// not one SMTP accepts).
 pub fn notification(
@@ -48,13 +54,11 @@ pub fn notification(
         subject: n.title.to_owned(),
         lines: vec![
             n.body.to_owned(),
-            format!(
-                "You get this e-mail as a member of {ws}. Choose what reaches you at {}.",
-                absolute(ctx, "/app/settings/notifications")
-            ),
+            format!("You get this e-mail as a member of {ws}."),
         ],
         items: Vec::new(),
         link: Some(("Open in hds".to_owned(), absolute(ctx, n.path))),
+        settings: Some(absolute(ctx, &settings_path(n.workspace_id))),
         kind: MailKind::Notification,
         workspace_id: Some(n.workspace_id.to_owned()),
         user_id: Some(user_id.to_owned()),
@@ -178,10 +182,7 @@ pub fn digest(
         },
         lines: vec![
             format!("What happened in {ws} since your last digest:"),
-            format!(
-                "You get one e-mail for all of these because you chose a digest. Change it at {}.",
-                absolute(ctx, "/app/settings/notifications")
-            ),
+            "You get one e-mail for all of these because you chose a digest.".to_owned(),
         ],
         items: items
             .into_iter()
@@ -191,6 +192,7 @@ pub fn digest(
             "Open your notifications".to_owned(),
             absolute(ctx, "/app/notifications"),
         )),
+        settings: Some(absolute(ctx, &settings_path(workspace_id))),
         kind: MailKind::Digest,
         workspace_id: Some(workspace_id.to_owned()),
         user_id: Some(user_id.to_owned()),

@@ -61,9 +61,20 @@ async fn an_assignment_is_mailed_with_its_link_and_an_opt_out_keeps_only_the_das
     let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
     assert!(text.contains(&link), "{text}");
     assert!(text.contains("assigned this Action to you"), "{text}");
-    assert!(text.contains("/app/settings/notifications"), "{text}");
+    // The settings link names the workspace the mail is about, and is a
+    // link in HTML.
+    let ws = app.creds["workspace_id"].as_str().unwrap();
+    let settings = format!("{}/app/settings/notifications?workspace={ws}", app.base);
+    assert!(
+        text.contains(&format!("Choose what reaches you:\n{settings}\n")),
+        "{text}"
+    );
     let html = m["html"].as_str().unwrap();
     assert!(html.contains(&format!("href=\"{link}\"")), "{html}");
+    assert!(
+        html.contains(&format!("<a href=\"{settings}\"")),
+        "{html}"
+    );
     // `action.new` is not e-mailed by default: the one mail is the assignment.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(sink.to(&to).await.len(), 1);

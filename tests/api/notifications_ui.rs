@@ -186,6 +186,29 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
 
     let html = ann_b.page("/app/settings/notifications").await;
     assert!(
+        html.contains(r#"in <strong id="settings-workspace">Test</strong>"#),
+        "names the workspace: {html}"
+    );
+    // A mail's settings link names its workspace: another of hers is
+    // offered to switch to; hers, or one that is not hers, changes nothing.
+    let side: Value = ann
+        .post("/v1/workspaces", serde_json::json!({"name": "Side"}), 201)
+        .await;
+    let side_id = side["data"]["id"].as_str().unwrap();
+    let other = ann_b
+        .page(&format!("/app/settings/notifications?workspace={side_id}"))
+        .await;
+    assert!(other.contains(r#"id="settings-other""#), "{other}");
+    assert!(other.contains("Switch to Side"), "{other}");
+    assert!(other.contains(&format!(r#"name="workspace_id" value="{side_id}""#)));
+    let active = app.creds["workspace_id"].as_str().unwrap();
+    for q in [active, "ws_unknown"] {
+        let same = ann_b
+            .page(&format!("/app/settings/notifications?workspace={q}"))
+            .await;
+        assert!(!same.contains(r#"id="settings-other""#), "{q}");
+    }
+    assert!(
         html.contains("this server sends no e-mail; notifications appear here only")
             || html.contains("This server sends no e-mail; notifications appear here only"),
         "no SMTP in tests: {html}"

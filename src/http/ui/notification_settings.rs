@@ -44,8 +44,23 @@ pub struct PreferencesPage {
     email_configured: bool,
     /// The workspace switched e-mail off in its policy.
     workspace_email_off: bool,
+    /// The active workspace's name: the settings are for it.
+    workspace: String,
+    /// Opened from an e-mail about another of the person's workspaces
+    /// (`?workspace=`): (its id, its name), to offer switching to it.
+    other: Option<(String, String)>,
     flash: Option<&'static str>,
     error: Option<String>,
+}
+
+/// The settings page's query: `done`, and `workspace` (the one an e-mail's
+/// link is about).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct SettingsQuery {
+    #[serde(default)]
+    done: Option<String>,
+    #[serde(default)]
+    workspace: Option<String>,
 }
 
 fn digest_name(d: Digest) -> &'static str {
@@ -76,8 +91,17 @@ async fn preferences_view(
             }
         })
         .collect();
+    let layout = Layout::signed_in(st, p, "Notification settings", "notifications").await?;
+    let workspace = layout
+        .workspaces
+        .iter()
+        .find(|w| w.active)
+        .map(|w| w.name.clone())
+        .unwrap_or_default();
     Ok(PreferencesPage {
-        layout: Layout::signed_in(st, p, "Notification settings", "notifications").await?,
+        layout,
+        workspace,
+        other: None,
         email: shown.email,
         digest: digest_name(shown.email_digest),
         rows,
@@ -92,13 +116,22 @@ async fn preferences_view(
 pub async fn preferences_page(
     State(st): State<AppState>,
     p: PageUser,
-    PageQuery(q): PageQuery<DoneQuery>,
+    PageQuery(q): PageQuery<SettingsQuery>,
 ) -> Result<PreferencesPage, UiError> {
     let shown = notifications::preferences(&st.services, p.user.clone()).await?;
     let mut page = preferences_view(&st, &p, shown).await?;
     if q.done.as_deref() == Some("saved") {
         page.flash = Some("Notification settings saved.");
     }
+    // A link from an e-mail about another workspace of theirs: say so, and
+    // offer to switch (a GET changes nothing).
+    page.other = q.workspace.and_then(|id| {
+        page.layout
+            .workspaces
+            .iter()
+            .find(|w| w.id == id && !w.active)
+            .map(|w| (w.id.clone(), w.name.clone()))
+    });
     Ok(page)
 }
 
