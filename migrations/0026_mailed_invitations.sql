@@ -6,3 +6,7 @@
 ALTER TABLE invitations ADD COLUMN mail_token_hash TEXT;
 CREATE UNIQUE INDEX invitations_by_mail_token ON invitations(mail_token_hash)
     WHERE mail_token_hash IS NOT NULL;
+-- A person's invitations of the last day, across workspaces
+-- (service::invitations: at most INVITATIONS_PER_DAY): by inviter and time.
+DROP INDEX invitations_by_inviter;
+CREATE INDEX invitations_by_inviter ON invitations(invited_by, created_at);

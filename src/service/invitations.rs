@@ -153,6 +153,38 @@ fn refused_role(required: Role) -> Error {
     Error::new(Code::Forbidden, what).with_detail("required_role", required.as_str())
 }
 
+/// Invitations one person may create in 24 hours, across every workspace:
+/// each may send an e-mail from this server's address, and anyone may
+/// create a workspace to invite from, so this bounds what one account can
+/// make the server mail to strangers.
+pub const INVITATIONS_PER_DAY: i64 = 100;
+
+/// 429 `RATE_LIMITED` when the caller made [`INVITATIONS_PER_DAY`] in the
+/// last 24 hours, with when the oldest of them frees a place.
+fn check_daily_cap(c: &Connection, user_id: &str, now: ::time::OffsetDateTime) -> Result<()> {
+    let since = time::format(now - ::time::Duration::days(1));
+    if store::created_by_since(c, user_id, &since)? < INVITATIONS_PER_DAY {
+        return Ok(());
+    }
+    let wait = store::nth_newest_by(c, user_id, INVITATIONS_PER_DAY)?
+        .and_then(|at| time::parse(&at))
+        .map(|at| {
+            (at + ::time::Duration::days(1) - now)
+                .whole_seconds()
+                .max(1)
+        })
+        .unwrap_or(3600);
+    Err(Error::new(
+        Code::RateLimited,
+        format!(
+            "you sent {INVITATIONS_PER_DAY} invitations in the last 24 hours, the most one person may; try again later"
+        ),
+    )
+    .with_detail("scope", "invitations")
+    .with_detail("limit", INVITATIONS_PER_DAY)
+    .retry_after(u64::try_from(wait).unwrap_or(3600)))
+}
+
 /// Invites `email` with `role` into the caller's active workspace.
 pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> Result<Created> {
     let (ws, my_role) = managed_workspace(user)?;
@@ -180,6 +212,7 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
             )
             .with_detail("user_id", u.id));
         }
+        check_daily_cap(c, &uid, now)?;
         store::revoke_pending_for(c, &ws, &email, &created_at)?;
         // After the person's earlier invitation is revoked: re-inviting
         // someone takes no second place (an error undoes the revoke).

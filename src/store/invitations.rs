@@ -118,6 +118,26 @@ pub fn list(c: &Connection, workspace_id: &str) -> Result<Vec<Invitation>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// How many invitations `user_id` created since `since`, in every
+/// workspace (`invitations_by_inviter`).
+pub fn created_by_since(c: &Connection, user_id: &str, since: &str) -> Result<i64> {
+    Ok(c.prepare_cached(
+        "SELECT count(*) FROM invitations WHERE invited_by = ?1 AND created_at > ?2",
+    )?
+    .query_row([user_id, since], |r| r.get(0))?)
+}
+
+/// The time the `n`-th newest invitation of `user_id` was created (n = 1:
+/// the newest), for when a daily cap frees a place.
+pub fn nth_newest_by(c: &Connection, user_id: &str, n: i64) -> Result<Option<String>> {
+    Ok(c.prepare_cached(
+        "SELECT created_at FROM invitations WHERE invited_by = ?1
+          ORDER BY created_at DESC LIMIT 1 OFFSET ?2",
+    )?
+    .query_row(params![user_id, (n - 1).max(0)], |r| r.get(0))
+    .optional()?)
+}
+
 /// Which of an invitation's links a secret is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
@@ -235,4 +255,33 @@ pub fn credential_workspace(c: &Connection, credential_id: &str) -> Result<Optio
     )
     .optional()?
     .flatten())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The daily cap counts by `invitations_by_inviter`, not by reading the
+    /// table; the secrets are found by their indexes.
+    #[test]
+    fn the_cap_and_the_secrets_read_their_indexes() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, index) in [
+            (
+                "SELECT count(*) FROM invitations WHERE invited_by = 'u' AND created_at > 't'",
+                "invitations_by_inviter (invited_by=? AND created_at>?)",
+            ),
+            (
+                "SELECT created_at FROM invitations WHERE invited_by = 'u' ORDER BY created_at DESC LIMIT 1 OFFSET 99",
+                "invitations_by_inviter (invited_by=?)",
+            ),
+            (
+                "SELECT id FROM invitations WHERE mail_token_hash = 'h'",
+                "invitations_by_mail_token",
+            ),
+        ] {
+            let plan = crate::store::query_plan(&c, sql).join("\n");
+            assert!(plan.contains(index), "{sql}:\n{plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{sql}:\n{plan}");
+        }
+    }
 }

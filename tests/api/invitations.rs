@@ -1316,3 +1316,55 @@ async fn joining_an_older_workspace_leaves_the_active_one_where_it_was() {
     let inbox: Value = ana.get("/v1/me/actions", 200).await;
     assert_eq!(inbox["data"], json!([]), "still Ana's own workspace");
 }
+
+/// One person creates at most 100 invitations in 24 hours, across every
+/// workspace (each may mail a stranger from this server): the next is 429
+/// `RATE_LIMITED` with `Retry-After` and nothing written; a day later the
+/// oldest frees a place.
+#[tokio::test]
+async fn one_person_sends_at_most_a_hundred_invitations_a_day() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    for i in 0..100 {
+        invite(&admin, &format!("p{i}@example.com"), "viewer").await;
+    }
+    let before = count(&app, "SELECT count(*) FROM invitations");
+    let r = admin
+        .call(
+            reqwest::Method::POST,
+            INVITATIONS,
+            Some(&json!({"email": "p100@example.com", "role": "viewer"})),
+            &[],
+        )
+        .await;
+    let e = r.error(429, "RATE_LIMITED").clone();
+    assert_eq!(e["details"]["scope"], "invitations", "{e}");
+    assert_eq!(e["details"]["limit"], 100);
+    let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((86_000..=86_400).contains(&wait), "{wait}");
+    assert_eq!(count(&app, "SELECT count(*) FROM invitations"), before);
+    // Another workspace of theirs is no way around it.
+    let side: Value = admin
+        .post("/v1/workspaces", json!({"name": "Side"}), 201)
+        .await;
+    let _: Value = admin
+        .post(
+            "/v1/workspaces/select",
+            json!({"workspace_id": side["data"]["id"]}),
+            200,
+        )
+        .await;
+    admin
+        .post_err(
+            INVITATIONS,
+            json!({"email": "p100@example.com", "role": "viewer"}),
+            429,
+            "RATE_LIMITED",
+        )
+        .await;
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::hours(24) + time::Duration::seconds(1));
+    invite(&admin, "p100@example.com", "viewer").await;
+}

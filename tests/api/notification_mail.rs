@@ -71,10 +71,7 @@ async fn an_assignment_is_mailed_with_its_link_and_an_opt_out_keeps_only_the_das
     );
     let html = m["html"].as_str().unwrap();
     assert!(html.contains(&format!("href=\"{link}\"")), "{html}");
-    assert!(
-        html.contains(&format!("<a href=\"{settings}\"")),
-        "{html}"
-    );
+    assert!(html.contains(&format!("<a href=\"{settings}\"")), "{html}");
     // `action.new` is not e-mailed by default: the one mail is the assignment.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(sink.to(&to).await.len(), 1);

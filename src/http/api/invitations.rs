@@ -42,7 +42,8 @@ pub async fn list_invitations(
     responses((status = 201, description = "the invitation with its accept_url; a pending invitation to the same e-mail is revoked", body = Data<InvitationOut>),
         (status = 403, description = "FORBIDDEN: only owners and admins invite, only owners invite owners; details.required_role. PLAN_LIMIT_REACHED: the plan allows no more members and pending invitations (details.resource, details.limit, details.used, details.period_end)", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody),
-        (status = 409, description = "ALREADY_MEMBER: that e-mail is a member already", body = crate::http::openapi::ErrorBody)),
+        (status = 409, description = "ALREADY_MEMBER: that e-mail is a member already", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED: 100 invitations by this person in the last 24 hours (details.scope invitations; Retry-After)", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_invitation(
     State(st): State<AppState>,
