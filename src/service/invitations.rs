@@ -213,7 +213,9 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
             .with_detail("user_id", u.id));
         }
         check_daily_cap(c, &uid, now)?;
-        store::revoke_pending_for(c, &ws, &email, &created_at)?;
+        if store::revoke_pending_for(c, &ws, &email, &created_at)? > 0 {
+            crate::service::notifications::invitation_ended(c, fx, &ws, &email, &created_at)?;
+        }
         // After the person's earlier invitation is revoked: re-inviting
         // someone takes no second place (an error undoes the revoke).
         let members = crate::domain::billing::Resource::Members;
@@ -337,7 +339,7 @@ pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invit
     let (ws, _) = managed_workspace(user)?;
     let uid = user.user_id.clone();
     let now = time::format(s.clock.now());
-    s.db.write(move |c| {
+    s.write(move |c, fx| {
         let my_role = current_role(c, &ws, &uid)?;
         let inv = store::get(c, &ws, &id)?.ok_or_else(not_found)?;
         if !access::can_invite(my_role, inv.role) {
@@ -360,6 +362,7 @@ pub async fn revoke(s: &Services, user: &UserCaller, id: String) -> Result<Invit
             _ => {
                 store::revoke(c, &ws, &id, &now)?;
                 crate::store::mail::cancel_invitations(c, &ws, &inv.email, &now)?;
+                crate::service::notifications::invitation_ended(c, fx, &ws, &inv.email, &now)?;
                 store::get(c, &ws, &id)?.ok_or_else(not_found)
             }
         }
@@ -437,6 +440,9 @@ pub(crate) fn revoke_offered_by(
         }
         if store::revoke(c, ws, &inv.id, now)? {
             revoked += 1;
+            if let Some(u) = users::by_email(c, &inv.email)? {
+                crate::store::notifications::read_invitation_notices(c, &u.id, ws, now)?;
+            }
         }
     }
     Ok(revoked)
@@ -475,6 +481,7 @@ fn join(c: &Connection, secret: &str, user_id: &str, email: &str, now: &str) -> 
         return Err(link_not_found());
     }
     workspaces::add_member(c, &inv.workspace_id, user_id, inv.role, now)?;
+    crate::store::notifications::read_invitation_notices(c, user_id, &inv.workspace_id, now)?;
     Ok(inv)
 }
 

@@ -542,6 +542,25 @@ pub fn invitation_received(
     Ok(())
 }
 
+/// In the transaction that ends an invitation to `email` in a workspace
+/// (accepted, revoked, replaced by a new one): the "invited you" notice of
+/// the person with that address is marked read, so the bell no longer
+/// points at an invitation that is gone.
+pub fn invitation_ended(
+    c: &Connection,
+    fx: &mut Effects,
+    workspace_id: &str,
+    email: &str,
+    now: &str,
+) -> Result<()> {
+    if let Some(user) = crate::store::users::by_email(c, email)?
+        && store::read_invitation_notices(c, &user.id, workspace_id, now)? > 0
+    {
+        fx.changed();
+    }
+    Ok(())
+}
+
 /// Runs the timers due by `now` (expiry warnings, snooze returns, digests,
 /// a broadcast's e-mails); the expiry worker calls it each pass, in its own
 /// write. Answers how many ran.
@@ -845,6 +864,17 @@ fn prefs_out(workspace_id: String, p: Preferences, policy: &Policy, smtp: bool) 
     for k in Kind::ALL {
         events.entry(k).or_insert_with(|| p.channels(k));
     }
+    // What reaches the person: a mandatory kind is on, whatever they chose
+    // (their choice comes back if the policy lets go of it).
+    for k in &policy.mandatory {
+        events.insert(
+            *k,
+            crate::domain::notification::Channels {
+                in_app: true,
+                email: true,
+            },
+        );
+    }
     PreferencesOut {
         workspace_id,
         email: p.email,
@@ -883,8 +913,9 @@ pub async fn update_preferences(
             let errors: Vec<FieldError> = refused
                 .iter()
                 .map(|f| {
-                    FieldError::new(
+                    FieldError::with_code(
                         f,
+                        Code::NotificationMandatory,
                         "this kind is mandatory in this workspace (its notification policy); it cannot be switched off",
                     )
                 })

@@ -354,6 +354,22 @@ pub fn read_one(
 
 /// Marks everything of the person's read: their rows, and every broadcast
 /// of each of their workspaces up to now. Answers how many were unread.
+/// Marks read a person's unread `invitation.received` notices of a
+/// workspace: the invitation they were about was accepted, revoked or
+/// replaced. Answers how many.
+pub fn read_invitation_notices(
+    c: &Connection,
+    user_id: &str,
+    workspace_id: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.prepare_cached(
+        "UPDATE notifications SET read_at = ?3
+          WHERE user_id = ?1 AND workspace_id = ?2 AND kind = 'invitation.received' AND read_at IS NULL",
+    )?
+    .execute(params![user_id, workspace_id, now])?)
+}
+
 pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &str) -> Result<i64> {
     let before: i64 = unread(c, user_id, broadcasts)?.iter().map(|(_, n)| n).sum();
     c.prepare_cached(

@@ -1368,3 +1368,57 @@ async fn one_person_sends_at_most_a_hundred_invitations_a_day() {
         .advance(time::Duration::hours(24) + time::Duration::seconds(1));
     invite(&admin, "p100@example.com", "viewer").await;
 }
+
+/// The "invited you" notice of someone who has an account follows its
+/// invitation: replaced by a new invitation, revoked or accepted, it is
+/// marked read, so the bell never points at an invitation that is gone.
+#[tokio::test]
+async fn an_invitation_notice_is_read_once_its_invitation_ends() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let ana = app.outsider();
+    let email = ana.person().email.clone();
+    let unread = || async {
+        let page: Value = ana.get("/v1/notifications?unread_only=true", 200).await;
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "invitation.received")
+            .count()
+    };
+    invite(&admin, &email, "viewer").await;
+    assert_eq!(unread().await, 1);
+    // Invited again (a new role): the old notice is read, the new one not.
+    let (_, token) = invite(&admin, &email, "reviewer").await;
+    assert_eq!(unread().await, 1);
+    // Accepted: read.
+    let _: Value = ana
+        .post(
+            "/v1/workspace-invitations/accept",
+            json!({ "token": token }),
+            200,
+        )
+        .await;
+    assert_eq!(unread().await, 0);
+
+    // Revoked: read.
+    let bob = app.outsider();
+    let (inv, _) = invite(&admin, &bob.person().email, "viewer").await;
+    let bob_unread: Value = bob.get("/v1/notifications/summary", 200).await;
+    assert_eq!(
+        bob_unread["by_kind"]["invitation.received"], 1,
+        "{bob_unread}"
+    );
+    let _: Value = admin
+        .delete(
+            &format!("{INVITATIONS}/{}", inv["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    let bob_unread: Value = bob.get("/v1/notifications/summary", 200).await;
+    assert!(
+        bob_unread["by_kind"].get("invitation.received").is_none(),
+        "{bob_unread}"
+    );
+}

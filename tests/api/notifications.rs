@@ -665,6 +665,10 @@ async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
         err["details"]["errors"][0]["field"],
         "events.action.assigned.email"
     );
+    assert_eq!(
+        err["details"]["errors"][0]["code"],
+        "NOTIFICATION_MANDATORY"
+    );
     // Nothing of the refused body was written.
     assert_eq!(
         r1.get::<Value>("/v1/notification-preferences", 200).await["email"],
@@ -672,6 +676,12 @@ async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
     );
     let shown: Value = r1.get("/v1/notification-preferences", 200).await;
     assert_eq!(shown["mandatory"], json!(["action.assigned"]));
+    // What reaches them: the mandatory kind is shown on, as it is delivered.
+    assert_eq!(
+        shown["events"]["action.assigned"],
+        json!({"in_app": true, "email": true}),
+        "{shown}"
+    );
     // Objects only: an array where one belongs is refused at any depth,
     // naming where, and nothing is saved (serde would read it by position).
     for (body, field) in [
