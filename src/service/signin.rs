@@ -193,8 +193,8 @@ pub(crate) fn open_session(
 }
 
 /// A one-time sign-in link for an existing user, inside the caller's
-/// transaction (the CLI's connection or the writer). Their earlier unused
-/// links stop working.
+/// transaction (the CLI's connection or the writer). Earlier unused links
+/// keep working until they expire: a person may hold one per device.
 pub fn new_link(
     c: &rusqlite::Connection,
     base_url: &str,
@@ -202,8 +202,6 @@ pub fn new_link(
     now: time::Timestamp,
 ) -> Result<String> {
     let secret = credentials::new_secret();
-    // One working link per person: the newest.
-    signin::drop_unused_links(c, user_id)?;
     signin::insert_link(
         c,
         &secret,

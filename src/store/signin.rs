@@ -63,16 +63,6 @@ pub fn has_pending_invitation(c: &Connection, email: &str, now: &str) -> Result<
     )?)
 }
 
-/// Ends a person's sign-in links that were not used: a new link replaces
-/// them (the operator printed another because the first was lost or sent
-/// to the wrong place). Answers how many.
-pub fn drop_unused_links(c: &Connection, user_id: &str) -> Result<usize> {
-    Ok(
-        c.prepare_cached("DELETE FROM signin_links WHERE user_id = ?1 AND used_at IS NULL")?
-            .execute([user_id])?,
-    )
-}
-
 /// Stores a one-time link secret for `user_id`.
 pub fn insert_link(
     c: &Connection,

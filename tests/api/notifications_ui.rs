@@ -292,7 +292,11 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
     );
     assert!(html.contains("mandatory in this workspace"), "{html}");
     let same: Value = ann.get("/v1/notification-preferences", 200).await;
-    assert_eq!(same["events"], p["events"]);
+    // Unchanged, but for the mandatory kind, which reads as what reaches
+    // the person now.
+    let mut expected = p["events"].clone();
+    expected["action.assigned"] = json!({"in_app": true, "email": true});
+    assert_eq!(same["events"], expected);
     // The page as rendered now sends the mandatory kind with it: saved.
     fields.push(("in_app", "action.assigned"));
     fields.push(("email_kind", "action.assigned"));
