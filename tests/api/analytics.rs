@@ -243,9 +243,53 @@ async fn the_analytics_page_draws_the_summary_as_svg_with_tables() {
         "nav: {html}"
     );
     assert!(
-        html.contains("href=\"/app/analytics?window=90d\""),
+        html.contains("href=\"/app/analytics?window=90d&amp;environment=live\""),
         "{html}"
     );
+    assert!(html.contains("Live Actions created from"), "{html}");
+    let created = |html: &str| {
+        let at = html.find("<th scope=\"row\">Created</th><td>").unwrap();
+        html[at..]
+            .split("<td>")
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(created(&html), "1");
+
+    // The environment and Source filters, as the API takes them.
+    app.source_test()
+        .post::<Value>("/v1/actions", two_options("a test one"), 201)
+        .await;
+    app.source_test()
+        .post::<Value>("/v1/actions", two_options("another test one"), 201)
+        .await;
+    let test = browser
+        .page("/app/analytics?window=7d&environment=test")
+        .await;
+    assert!(test.contains("Test Actions created from"), "{test}");
+    assert_eq!(created(&test), "2");
+    assert!(test.contains(r#"<option value="test" selected>test</option>"#));
+    assert!(test.contains("href=\"/app/analytics?window=30d&amp;environment=test\""));
+    let both = browser
+        .page("/app/analytics?window=7d&environment=all")
+        .await;
+    assert_eq!(created(&both), "3");
+    let sid = app.creds["source_id"].as_str().unwrap();
+    let one = browser
+        .page(&format!("/app/analytics?window=7d&source_id={sid}"))
+        .await;
+    assert!(
+        one.contains("Live Actions from Default Source created"),
+        "{one}"
+    );
+    assert!(one.contains(&format!(
+        r#"<option value="{sid}" selected>Default Source</option>"#
+    )));
+    assert_eq!(created(&one), "1");
     // A window the page does not offer: the error page, 422.
     let r = browser
         .http()

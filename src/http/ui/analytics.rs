@@ -57,6 +57,16 @@ pub struct DayRow {
 #[template(path = "analytics.html")]
 pub struct AnalyticsPage {
     layout: Layout,
+    /// `live`, `test` or `all`, as the API takes it.
+    environment: String,
+    /// The Source shown alone, or empty for every Source.
+    source_id: String,
+    /// The workspace's Sources for the filter: (id, name).
+    source_choices: Vec<(String, String)>,
+    /// What the figures count, in words ("Live Actions", "Test Actions from Deploy bot").
+    counted: String,
+    /// The filters besides the window, for the window links (`&environment=…`).
+    filters: String,
     window: String,
     windows: &'static [&'static str],
     s: AnalyticsSummary,
@@ -79,6 +89,10 @@ pub struct AnalyticsPage {
 pub struct AnalyticsQuery {
     #[serde(default)]
     window: Option<String>,
+    #[serde(default)]
+    environment: Option<String>,
+    #[serde(default)]
+    source_id: Option<String>,
 }
 
 fn pct(r: Option<f64>) -> String {
@@ -106,12 +120,43 @@ pub async fn analytics_page(
     p: PageUser,
     PageQuery(q): PageQuery<AnalyticsQuery>,
 ) -> Result<AnalyticsPage, UiError> {
+    let environment = q
+        .environment
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "live".into());
+    let source_id = q.source_id.filter(|id| !id.is_empty());
     let params = SummaryParams {
         window: q.window,
-        environment: None,
-        source_id: None,
+        environment: Some(environment.clone()),
+        source_id: source_id.clone(),
     };
     let s = analytics::summary(&st.services, &p.user, params).await?;
+    let source_choices: Vec<(String, String)> =
+        crate::service::sources::list(&st.services, p.user.clone())
+            .await?
+            .into_iter()
+            .map(|src| (src.id, src.name))
+            .collect();
+    let env_words = match environment.as_str() {
+        "test" => "Test Actions",
+        "all" => "Live and test Actions",
+        _ => "Live Actions",
+    };
+    let counted = match source_id
+        .as_ref()
+        .and_then(|id| source_choices.iter().find(|(sid, _)| sid == id))
+    {
+        Some((_, name)) => format!("{env_words} from {name}"),
+        None => env_words.to_owned(),
+    };
+    let filters = {
+        let mut qs = form_urlencoded::Serializer::new(String::new());
+        qs.append_pair("environment", &environment);
+        if let Some(id) = &source_id {
+            qs.append_pair("source_id", id);
+        }
+        qs.finish()
+    };
     let n = s.days.len().max(1) as f64;
     let step = W / n;
     let max_day = s.days.iter().map(|d| d.created).max().unwrap_or(0).max(1);
@@ -187,6 +232,11 @@ pub async fn analytics_page(
         .collect();
     Ok(AnalyticsPage {
         layout: Layout::signed_in(&st, &p, "Analytics", "analytics").await?,
+        environment,
+        source_id: source_id.unwrap_or_default(),
+        source_choices,
+        counted,
+        filters,
         window: s.window.clone(),
         windows: crate::domain::analytics::WINDOWS,
         approval: pct(s.totals.approval_rate),
