@@ -396,12 +396,15 @@ pub async fn progress(
         } else {
             None
         };
+        // A run that starts by waiting: its timeline says both, and the
+        // message goes with the wait (what it waits for).
+        let starts_waiting = first_start && r.status == "waiting";
         if let Some(kind) = kind {
-            store::add_event(c, &r.id, kind, &r.status, new_message.as_deref(), &now)?;
+            let message = new_message.as_deref().filter(|_| !starts_waiting);
+            store::add_event(c, &r.id, kind, &r.status, message, &now)?;
         }
-        // A run that starts by waiting: its timeline says both.
-        if first_start && r.status == "waiting" {
-            store::add_event(c, &r.id, "waiting", &r.status, None, &now)?;
+        if starts_waiting {
+            store::add_event(c, &r.id, "waiting", &r.status, new_message.as_deref(), &now)?;
         }
         fx.changed();
         Ok(r)

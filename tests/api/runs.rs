@@ -692,16 +692,43 @@ async fn a_queued_run_that_waits_first_has_started() {
     let started = r["data"]["started_at"].as_str().expect("started_at is set");
     assert!(started >= run["created_at"].as_str().unwrap(), "{r}");
     // Its timeline says both: it started, and it waits.
+    // The message goes with the wait: what it waits for.
     let db = app.db();
     let mut st = db
-        .prepare("SELECT kind FROM run_events WHERE run_id = ?1 ORDER BY seq")
+        .prepare("SELECT kind, message FROM run_events WHERE run_id = ?1 ORDER BY seq")
         .unwrap();
-    let kinds: Vec<String> = st
-        .query_map([id(&run)], |r| r.get(0))
+    let lines: Vec<(String, Option<String>)> = st
+        .query_map([id(&run)], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(kinds, ["created", "started", "waiting"]);
+    assert_eq!(
+        lines,
+        [
+            ("created".to_owned(), None),
+            ("started".to_owned(), None),
+            ("waiting".to_owned(), Some("asking for approval".to_owned())),
+        ]
+    );
+    // Back to running: the timeline reads "Resumed".
+    src.patch::<Value>(
+        &format!("/v1/source/runs/{}/progress", id(&run)),
+        json!({"status": "running", "message": "approved, carrying on"}),
+        200,
+    )
+    .await;
+    let page = app
+        .browser(app.admin().person())
+        .await
+        .page(&format!("/app/runs/{}", id(&run)))
+        .await;
+    let resumed = page.find("Resumed").expect("a Resumed line");
+    assert!(page[resumed..].contains("approved, carrying on"), "{page}");
+    let waiting = page.find(">Waiting<").expect("the Waiting line");
+    assert!(
+        page[waiting..resumed].contains("asking for approval"),
+        "{page}"
+    );
 }
 
 /// `result` is any JSON value, as the guide says: a string, an array or a

@@ -160,13 +160,17 @@ pub struct EventVm {
     pub when: When,
 }
 
-fn event(e: &RunEvent, now: Timestamp) -> EventVm {
+/// A timeline line; `before` is the status the line before it left the run
+/// in (oldest first), so a move from waiting back to running reads
+/// "Resumed".
+fn event(e: &RunEvent, before: Option<&str>, now: Timestamp) -> EventVm {
     let what = match e.kind.as_str() {
         "created" => "Created".to_owned(),
         "started" => "Started".to_owned(),
         "waiting" => "Waiting".to_owned(),
         "completed" => format!("Finished: {}", e.status),
-        _ => format!("Progress ({})", e.status),
+        _ if before == Some("waiting") && e.status == "running" => "Resumed".to_owned(),
+        _ => "Progress".to_owned(),
     };
     EventVm {
         what,
@@ -196,7 +200,14 @@ async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError
         cancel: (may_cancel && !run::is_final(&r.status)).then(|| p.csrf.clone()),
         run: RunVm::new(&r, now),
         actions,
-        events: events.iter().map(|e| event(e, now)).collect(),
+        events: events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let before = i.checked_sub(1).map(|j| events[j].status.as_str());
+                event(e, before, now)
+            })
+            .collect(),
     })
 }
 
