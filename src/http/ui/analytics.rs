@@ -99,10 +99,13 @@ fn pct(r: Option<f64>) -> String {
     r.map_or_else(|| "—".to_owned(), |r| format!("{:.0}%", r * 100.0))
 }
 
-/// Seconds as a person reads them: 42 s, 3.5 min, 2.0 h, 1.5 d.
+/// Seconds as a person reads them: 42 s, 3.5 min, 2.0 h, 1.5 d. Under
+/// 10 s, the histogram's first bucket, reads "under 10 s": the figure is
+/// interpolated inside that bucket, so "5 s" would claim more than is known.
 pub fn duration(s: Option<f64>) -> String {
     match s {
         None => "—".to_owned(),
+        Some(s) if s < 10.0 => "under 10 s".to_owned(),
         Some(s) if s < 60.0 => format!("{s:.0} s"),
         Some(s) if s < 3600.0 => format!("{:.1} min", s / 60.0),
         Some(s) if s < 86400.0 => format!("{:.1} h", s / 3600.0),
