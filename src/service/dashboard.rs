@@ -82,7 +82,8 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
         let people = people_in(c, &history)?;
         let work = work_view(c, &a, access, &user)?;
         let run = match &a.spec.run_id {
-            Some(id) => crate::store::runs::get(c, id)?.map(|r| (r.id, r.name, r.status)),
+            Some(id) => crate::store::runs::name_and_status(c, &a.workspace_id, id)?
+                .map(|(name, status)| (id.clone(), name, status)),
             None => None,
         };
         Ok(ActionView {

@@ -550,8 +550,8 @@ pub fn shown_link_signs_no_one_in(email: &str) -> Error {
         format!(
             "hds e-mailed this invitation to {email}: open the link in that e-mail to sign in and join. \
              This copy of the link, shown to whoever invited, accepts only for someone already signed in \
-             as {email} (no e-mail came? the workspace's owners and admins can invite again, or an \
-             operator can print a sign-in link with `hds users link`)"
+             as {email}. No e-mail came? Ask the workspace's owners or admins to invite you again: \
+             the new e-mail replaces this invitation"
         ),
     )
 }

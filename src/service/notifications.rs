@@ -864,17 +864,6 @@ fn prefs_out(workspace_id: String, p: Preferences, policy: &Policy, smtp: bool) 
     for k in Kind::ALL {
         events.entry(k).or_insert_with(|| p.channels(k));
     }
-    // What reaches the person: a mandatory kind is on, whatever they chose
-    // (their choice comes back if the policy lets go of it).
-    for k in &policy.mandatory {
-        events.insert(
-            *k,
-            crate::domain::notification::Channels {
-                in_app: true,
-                email: true,
-            },
-        );
-    }
     PreferencesOut {
         workspace_id,
         email: p.email,

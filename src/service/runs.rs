@@ -515,16 +515,13 @@ pub async fn cancel_for_user(
     let now = time::format(s.clock.now());
     s.write(move |c, fx| {
         let r = store::get(c, &id)?.ok_or_else(Error::run_not_found)?;
-        let role = match user.role_in(&r.workspace_id) {
+        // The role as it is now, not as it was at sign-in.
+        let role = match crate::store::workspaces::role_of(c, &r.workspace_id, &user.user_id)? {
             Some(role) if access::can_read_runs(role) => role,
             _ => return Err(Error::run_not_found()),
         };
         if !access::can_cancel_runs(role) {
-            return Err(Error::new(
-                Code::Forbidden,
-                "only the workspace's owners and admins cancel a run",
-            )
-            .with_detail("required_role", access::Role::Admin.as_str()));
+            return Err(cancel_refused());
         }
         if r.status == "cancelled" {
             return Ok((r, true));
@@ -541,6 +538,15 @@ pub async fn cancel_for_user(
         Ok((r, false))
     })
     .await
+}
+
+/// 403 to someone who may read a run but not cancel it.
+pub fn cancel_refused() -> Error {
+    Error::new(
+        Code::Forbidden,
+        "only the workspace's owners and admins cancel a run",
+    )
+    .with_detail("required_role", access::Role::Admin.as_str())
 }
 
 /// Cancels an active run in the caller's transaction, with `why` on its

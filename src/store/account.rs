@@ -397,6 +397,25 @@ pub fn scrub_mentions(
             }
         }
     }
+    // Run timelines: "Cancelled by ana@example.com", or a Source's message
+    // that names the person.
+    let lines: Vec<(String, i64, String)> = {
+        let mut st = c.prepare_cached(
+            "SELECT e.run_id, e.seq, e.message FROM run_events e
+              WHERE e.run_id IN (SELECT r.id FROM runs r
+                                  WHERE r.workspace_id IN (SELECT value FROM json_each(?1)))
+                AND instr(e.message, ?2) > 0",
+        )?;
+        let rows = st.query_map(params![ws, email], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut st =
+        c.prepare_cached("UPDATE run_events SET message = ?3 WHERE run_id = ?1 AND seq = ?2")?;
+    for (run_id, seq, message) in lines {
+        st.execute(params![run_id, seq, scrub(&message)])?;
+    }
     Ok(())
 }
 

@@ -125,6 +125,10 @@ pub enum Settled {
 
 /// Records attempt number `attempt`, started at `at`, and the mail's new
 /// state; a sent or failed secret mail loses its bodies here.
+///
+/// An attempt that ends after the mail was cancelled (its invitation
+/// revoked, its person removed) leaves the cancellation in place, unless
+/// the mail went out after all: the log then says so.
 pub fn record_attempt(
     c: &Connection,
     id: &str,
@@ -143,7 +147,7 @@ pub fn record_attempt(
             sent_at = CASE WHEN ?2 = 'sent' THEN ?5 END,
             text_body = CASE WHEN secret = 1 AND ?2 <> 'pending' THEN NULL ELSE text_body END,
             html_body = CASE WHEN secret = 1 AND ?2 <> 'pending' THEN NULL ELSE html_body END
-         WHERE id = ?1",
+         WHERE id = ?1 AND (status = 'pending' OR ?2 = 'sent')",
     )?
     .execute(params![id, status, attempt, error, at])?;
     Ok(())

@@ -352,8 +352,6 @@ pub fn read_one(
     Ok(row.and_then(|(n, hidden)| (!hidden).then_some(n)))
 }
 
-/// Marks everything of the person's read: their rows, and every broadcast
-/// of each of their workspaces up to now. Answers how many were unread.
 /// Marks read a person's unread `invitation.received` notices of a
 /// workspace: the invitation they were about was accepted, revoked or
 /// replaced. Answers how many.
@@ -370,6 +368,8 @@ pub fn read_invitation_notices(
     .execute(params![user_id, workspace_id, now])?)
 }
 
+/// Marks everything of the person's read: their rows, and every broadcast
+/// of each of their workspaces up to now. Answers how many were unread.
 pub fn read_all(c: &Connection, user_id: &str, broadcasts: &[Watermark], now: &str) -> Result<i64> {
     let before: i64 = unread(c, user_id, broadcasts)?.iter().map(|(_, n)| n).sum();
     c.prepare_cached(

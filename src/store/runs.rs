@@ -170,6 +170,20 @@ pub fn complete(
     Ok(())
 }
 
+/// A run's name and status, in its workspace: what an Action's page shows
+/// of the run it was raised in.
+pub fn name_and_status(
+    c: &Connection,
+    workspace_id: &str,
+    id: &str,
+) -> Result<Option<(String, String)>> {
+    Ok(
+        c.prepare_cached("SELECT name, status FROM runs WHERE id = ?1 AND workspace_id = ?2")?
+            .query_row([id, workspace_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?,
+    )
+}
+
 /// The ids of a Source's runs that are still active (queued, running,
 /// waiting), by `runs_by_status`.
 pub fn active_of_source(

@@ -354,3 +354,32 @@ pub fn select_workspace(
     )?;
     Ok(n == 1)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The account page's two lists read `user_tokens_by_user` in order (no
+    /// sort), whatever the number of ended credentials.
+    #[test]
+    fn live_credentials_read_the_users_index_in_order() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for sql in [
+            "SELECT t.id FROM user_tokens t
+              WHERE t.user_id = 'u' AND t.revoked_at IS NULL
+                AND (t.expires_at IS NULL OR t.expires_at > 'n') AND t.kind <> 'session'
+              ORDER BY t.created_at DESC",
+            "SELECT t.id FROM user_tokens t
+              WHERE t.user_id = 'u' AND t.revoked_at IS NULL
+                AND (t.expires_at IS NULL OR t.expires_at > 'n') AND t.kind = 'session'
+                AND coalesce(t.last_used_at, t.created_at) > 'i'
+              ORDER BY t.created_at DESC LIMIT 200",
+        ] {
+            let plan = crate::store::query_plan(&c, sql).join("\n");
+            assert!(
+                plan.contains("USING INDEX user_tokens_by_user (user_id=?)"),
+                "{plan}"
+            );
+            assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        }
+    }
+}

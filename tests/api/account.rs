@@ -559,6 +559,40 @@ async fn a_deleted_account_leaves_no_address_in_others_notifications() {
     );
 }
 
+/// A run an admin cancelled says who on its timeline; once that admin's
+/// account is deleted, it says "a deleted account".
+#[tokio::test]
+async fn a_deleted_account_leaves_no_address_in_run_timelines() {
+    let app = TestApp::spawn().await;
+    let leaver = app.member(Role::Admin);
+    let email = leaver.person().email.clone();
+    let run: Value = app
+        .source()
+        .post("/v1/runs", json!({"name": "nightly"}), 201)
+        .await;
+    let rid = run["data"]["id"].as_str().unwrap().to_owned();
+    let _: Value = leaver
+        .post(
+            &format!("/v1/runs/{rid}/cancel"),
+            json!({"reason": "stuck"}),
+            200,
+        )
+        .await;
+    let browser = app.browser(app.admin().person()).await;
+    let page = browser.page(&format!("/app/runs/{rid}")).await;
+    assert!(
+        page.contains(&format!("Cancelled by {email}: stuck")),
+        "{page}"
+    );
+    deletes_own_account(&leaver).await;
+    let page = browser.page(&format!("/app/runs/{rid}")).await;
+    assert!(!page.contains(&email), "{page}");
+    assert!(
+        page.contains("Cancelled by a deleted account: stuck"),
+        "{page}"
+    );
+}
+
 /// `DELETE /v1/account` confirmed with the person's own address: 204.
 async fn deletes_own_account(who: &Actor) {
     let email = who.person().email.clone();

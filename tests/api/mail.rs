@@ -445,7 +445,7 @@ async fn the_dashboards_invite_form_mails_the_link_and_says_so() {
     assert_eq!(r.status(), 303);
     let html = browser.page("/app/invitations?done=created").await;
     assert!(
-        html.contains("hds is e-mailing this link to hal@example.com"),
+        html.contains("hds is e-mailing hal@example.com a link of its own"),
         "{html}"
     );
     let got = sink.wait_for("hal@example.com", 1).await;
@@ -585,4 +585,38 @@ async fn only_the_mailed_link_signs_a_newcomer_in() {
         let page = http.get(link).send().await.unwrap();
         assert_eq!(page.status(), 404, "{link}");
     }
+}
+
+/// With an identity provider configured, the inviter's copy of a mailed
+/// invitation still offers the provider: signing in with it proves the
+/// address, so either copy works.
+#[tokio::test]
+async fn with_a_provider_the_inviters_copy_offers_it() {
+    let sink = SmtpSink::start();
+    let port = sink.port;
+    let app = TestApp::spawn_with(move |c| {
+        c.smtp = Some(SmtpSink::config(port));
+        c.auth.providers.insert(
+            "corp".into(),
+            crate::signin_oidc::idp::provider(
+                hds::config::ProviderKind::Oidc,
+                "http://127.0.0.1:9/issuer",
+                "hds-test",
+            ),
+        );
+    })
+    .await;
+    let inv = invite(&app.member(Role::Admin), "dee@example.com", "viewer").await;
+    assert_eq!(inv["email_delivery"], "queued");
+    let shown = inv["accept_url"].as_str().unwrap();
+    let page = crate::helpers::browser_client()
+        .get(shown)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("mailed-elsewhere"), "{page}");
+    assert!(page.contains("/v1/auth/corp/start"), "{page}");
 }

@@ -292,11 +292,7 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
     );
     assert!(html.contains("mandatory in this workspace"), "{html}");
     let same: Value = ann.get("/v1/notification-preferences", 200).await;
-    // Unchanged, but for the mandatory kind, which reads as what reaches
-    // the person now.
-    let mut expected = p["events"].clone();
-    expected["action.assigned"] = json!({"in_app": true, "email": true});
-    assert_eq!(same["events"], expected);
+    assert_eq!(same["events"], p["events"]);
     // The page as rendered now sends the mandatory kind with it: saved.
     fields.push(("in_app", "action.assigned"));
     fields.push(("email_kind", "action.assigned"));

@@ -948,6 +948,18 @@ async fn the_run_page_cancels_after_asking_and_the_action_page_names_the_run() {
         !page.contains(r#"id="run-cancel""#),
         "reviewers get no button"
     );
+    // Posted anyway: refused at once, not asked first.
+    let r = reviewer
+        .post_form(
+            &format!("/app/runs/{rid}/cancel"),
+            Some(reviewer.url("").trim_end_matches('/')),
+            &[("_csrf", reviewer.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let body = r.text().await.unwrap();
+    assert!(body.contains("owners and admins cancel a run"), "{body}");
+    assert!(!body.contains("Cancel the run “"), "not asked first");
     let action = reviewer.page(&format!("/app/actions/{aid}")).await;
     assert!(
         action.contains(&format!(

@@ -44,6 +44,9 @@ pub struct CreatedVm {
     pub url: String,
     /// The invitation e-mail with the link is queued (guide: "E-mail").
     pub mailed: bool,
+    /// Identity providers are configured: this copy of the link works for
+    /// a newcomer too (they sign in with one).
+    pub providers: bool,
 }
 
 #[derive(Template, WebTemplate)]
@@ -116,9 +119,12 @@ pub async fn invitations_page(
         Some("revoked") => out.flash = Some("Invitation revoked. Its link no longer works."),
         Some("created") => {
             out.created = shown_once::take(&st, &p, Secret::INVITATION_SLOT, |held| match held {
-                Secret::InvitationLink { email, url, mailed } => {
-                    Some(CreatedVm { email, url, mailed })
-                }
+                Secret::InvitationLink { email, url, mailed } => Some(CreatedVm {
+                    email,
+                    url,
+                    mailed,
+                    providers: !methods(&st).is_empty(),
+                }),
                 _ => None,
             })
             .await?;
@@ -302,7 +308,9 @@ async fn render_accept(
             .as_deref()
             .is_some_and(|e| e.eq_ignore_ascii_case(&inv.email)),
         signed_in_as,
-        mailed_elsewhere: (!signs_in).then(|| {
+        // Only the link itself signs in without a provider; with one, the
+        // provider's buttons work from either copy of the link.
+        mailed_elsewhere: (!signs_in && methods(st).is_empty()).then(|| {
             invitations::shown_link_signs_no_one_in(&inv.email)
                 .message
                 .clone()

@@ -222,6 +222,15 @@ pub async fn cancel_run(
     check_csrf(&st, &headers, &p, &form)?;
     if form.get("confirmed") != Some("yes") {
         let (r, _) = runs::get_for_user(&st.services, p.user.clone(), id.clone()).await?;
+        // Asked only of someone who may cancel it; anyone else gets the
+        // refusal the cancel itself would give.
+        let may = p
+            .user
+            .role_in(&r.workspace_id)
+            .is_some_and(crate::domain::access::can_cancel_runs);
+        if !may {
+            return Err(runs::cancel_refused().into());
+        }
         let ask = Ask {
             heading: format!("Cancel the run “{}”?", r.name),
             message: "It ends as cancelled at once, and its Source is refused any further progress. Its open Actions stay open.".into(),
