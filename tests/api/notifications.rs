@@ -676,10 +676,10 @@ async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
     );
     let shown: Value = r1.get("/v1/notification-preferences", 200).await;
     assert_eq!(shown["mandatory"], json!(["action.assigned"]));
-    // `events` keeps their own choice (off), which comes back if the policy
-    // lets go; `mandatory` says it reaches them anyway.
+    // `events` keeps their own choice (off in the dashboard), which comes
+    // back if the policy lets go; `mandatory` says it reaches them anyway.
     assert_eq!(
-        shown["events"]["action.assigned"]["email"], false,
+        shown["events"]["action.assigned"]["in_app"], false,
         "{shown}"
     );
     // Objects only: an array where one belongs is refused at any depth,
