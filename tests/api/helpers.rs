@@ -677,6 +677,29 @@ fn decode<T: DeserializeOwned>(r: &Resp, status: u16) -> T {
         .unwrap_or_else(|e| panic!("{}: undecodable body {}: {e}", r.what, r.body))
 }
 
+/// POSTs an invitation link's button as a signed-out browser on hds's own
+/// origin, expecting a refusal: asserts `status` and that no session cookie
+/// came back; answers the page.
+pub async fn refused_signed_out(app: &TestApp, link: &str, status: u16) -> String {
+    let refused = browser_client()
+        .post(link)
+        .header("origin", &app.base)
+        .form(&[("x", "y")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), status, "{link}");
+    assert!(
+        refused
+            .headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .all(|c| !c.to_str().unwrap().starts_with("service_session=")),
+        "a session was opened"
+    );
+    refused.text().await.unwrap()
+}
+
 /// A browser-like client: keeps cookies, does not follow redirects.
 pub fn browser_client() -> reqwest::Client {
     client_builder()

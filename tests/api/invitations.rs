@@ -561,24 +561,7 @@ async fn an_invitation_link_never_signs_in_as_an_existing_account() {
     let (_, token) = invite(&app.admin(), &existing.person().email, "reviewer").await;
     let link = format!("{}/app/invitations/{token}", app.base);
     let sessions = app.count_rows("user_tokens");
-    let http = browser_client();
-    let refused = http
-        .post(&link)
-        .header("origin", &app.base)
-        .form(&[("x", "y")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 401);
-    assert!(
-        refused
-            .headers()
-            .get_all(SET_COOKIE)
-            .iter()
-            .all(|c| !c.to_str().unwrap().starts_with("service_session=")),
-        "a session was opened"
-    );
-    let page = refused.text().await.unwrap();
+    let page = crate::helpers::refused_signed_out(&app, &link, 401).await;
     assert!(page.contains("sign in first"), "{page}");
     assert_eq!(
         app.count_rows("user_tokens"),

@@ -546,23 +546,7 @@ async fn only_the_mailed_link_signs_a_newcomer_in() {
     assert!(!page.contains("Sign in and join"), "{page}");
     // Posted anyway: refused, no person, no session, still pending.
     let (users, sessions) = (app.count_rows("users"), app.count_rows("user_tokens"));
-    let refused = http
-        .post(&shown)
-        .header("origin", &app.base)
-        .form(&[("x", "y")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 401);
-    assert!(
-        refused
-            .headers()
-            .get_all(reqwest::header::SET_COOKIE)
-            .iter()
-            .all(|c| !c.to_str().unwrap().starts_with("service_session=")),
-        "a session was opened"
-    );
-    let body = refused.text().await.unwrap();
+    let body = crate::helpers::refused_signed_out(&app, &shown, 401).await;
     assert!(body.contains("open the link in that e-mail"), "{body}");
     assert_eq!(app.count_rows("users"), users, "no person was made");
     assert_eq!(app.count_rows("user_tokens"), sessions);
