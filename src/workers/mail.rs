@@ -75,9 +75,9 @@ impl Mailer {
 
     /// The message of a stored mail.
     pub fn message(&self, m: &Outgoing) -> Result<Message, String> {
-        let to: Mailbox =
-            m.to.parse()
-                .map_err(|e| format!("not sent: the address cannot be used ({e})"))?;
+        let to: Mailbox = ascii_domain(&m.to)
+            .parse()
+            .map_err(|e| format!("not sent: the address cannot be used ({e})"))?;
         let domain = self.from.email.domain().to_owned();
         let queued = time::parse(&m.created_at)
             .map(|t| {
@@ -131,6 +131,20 @@ impl Mailer {
     }
 }
 
+/// `local@domain` with the domain in its ASCII form (IDNA: `exämple.com`
+/// is `xn--exmple-cua.com`), which every relay takes; the part before the
+/// `@` is left as it is (letters outside ASCII there need a relay that
+/// speaks SMTPUTF8).
+fn ascii_domain(address: &str) -> String {
+    match address.rsplit_once('@') {
+        Some((local, domain)) if !domain.is_ascii() => match url::Host::parse(domain) {
+            Ok(url::Host::Domain(ascii)) => format!("{local}@{ascii}"),
+            _ => address.to_owned(),
+        },
+        _ => address.to_owned(),
+    }
+}
+
 /// A failed conversation, judged: a 5xx reply is final, all else may pass;
 /// except a refused login (530, 534, 535, 538), which is this server's
 /// `[smtp]` credentials, not the mail: retried, so it goes once they are fixed.
@@ -142,6 +156,14 @@ fn judge(e: &lettre::transport::smtp::Error) -> Outcome {
     if login {
         return Outcome::Retry(format!(
             "{described} (the relay refused the login: check [smtp] username and password)"
+        ));
+    }
+    // A mail the relay cannot take as it is (an address with letters
+    // outside ASCII before the @, and a relay without SMTPUTF8): no later
+    // attempt would differ.
+    if e.is_client() {
+        return Outcome::Failed(format!(
+            "not sent: {described} (the relay cannot take this message as it is; an address with letters outside ASCII before the @ needs a relay that speaks SMTPUTF8)"
         ));
     }
     if e.is_permanent() {
@@ -183,6 +205,14 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_domain_outside_ascii_is_sent_in_its_ascii_form() {
+        assert_eq!(ascii_domain("eva@exämple.com"), "eva@xn--exmple-cua.com");
+        assert_eq!(ascii_domain("éva@exämple.com"), "éva@xn--exmple-cua.com");
+        assert_eq!(ascii_domain("ana@example.com"), "ana@example.com");
+        assert_eq!(ascii_domain("ü@example.com"), "ü@example.com");
+    }
 
     #[test]
     fn the_schedule_ends_after_eight_attempts() {

@@ -604,3 +604,25 @@ async fn with_a_provider_the_inviters_copy_offers_it() {
     assert!(!page.contains("mailed-elsewhere"), "{page}");
     assert!(page.contains("/v1/auth/corp/start"), "{page}");
 }
+
+/// An address whose domain has letters outside ASCII is delivered to its
+/// ASCII (IDNA) form; one with such letters before the @ cannot go through
+/// a relay without SMTPUTF8 (this sink has none) and fails at once, saying
+/// why, instead of being retried for hours.
+#[tokio::test]
+async fn an_international_domain_is_sent_in_ascii_and_a_local_part_fails_at_once() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let admin = app.member(Role::Admin);
+    invite(&admin, "eva@exämple.com", "viewer").await;
+    let got = sink.wait_for("eva@xn--exmple-cua.com", 1).await;
+    assert_eq!(got.len(), 1);
+
+    invite(&admin, "éva@example.com", "viewer").await;
+    let m = mail_where(&admin, "éva@example.com", |m| m["status"] != "pending").await;
+    assert_eq!(m["status"], "failed", "{m}");
+    assert_eq!(m["attempts"], 1, "{m}");
+    let why = m["last_error"].as_str().unwrap();
+    assert!(why.contains("SMTPUTF8"), "{why}");
+    assert_eq!(app.count_rows("jobs"), 0, "no retry is queued");
+}
