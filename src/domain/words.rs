@@ -50,9 +50,47 @@ pub fn markdown_text(md: &str) -> String {
     out
 }
 
+/// The prose of a Markdown text: its words without markup, and without
+/// code (inline code and code blocks become a space), for reading
+/// @mentions as the page shows them: `@ada@example.com` written inside
+/// backticks is an example, not a mention.
+pub fn markdown_prose(md: &str) -> String {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut out = String::new();
+    let mut in_code_block = false;
+    for ev in Parser::new_ext(md, MARKDOWN) {
+        match ev {
+            Event::Start(Tag::CodeBlock(_)) => in_code_block = true,
+            Event::End(TagEnd::CodeBlock) => {
+                in_code_block = false;
+                out.push(' ');
+            }
+            Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) if !in_code_block => {
+                out.push_str(&t)
+            }
+            Event::Code(_) | Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::End(_) => out.push(' '),
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{count, markdown_text};
+    use super::{count, markdown_prose, markdown_text};
+
+    #[test]
+    fn prose_leaves_code_out() {
+        let md = "cc @ada@example.com\n\n```\n@bob@example.com in code\n```\n\nsee `@carl@example.com` and **@dee@example.com**";
+        let prose = markdown_prose(md);
+        assert!(prose.contains("@ada@example.com"), "{prose}");
+        assert!(prose.contains("@dee@example.com"), "{prose}");
+        assert!(
+            !prose.contains("bob@") && !prose.contains("carl@"),
+            "{prose}"
+        );
+    }
 
     #[test]
     fn markdown_text_keeps_the_words_and_drops_the_markup() {

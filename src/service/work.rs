@@ -438,8 +438,14 @@ pub async fn comments(s: &Services, user: UserCaller, id: String) -> Result<Vec<
 }
 
 /// The e-mail addresses a comment @mentions (`@ada@example.com`), in order,
-/// each once. A mention starts a word; trailing punctuation is not part of it.
+/// each once. A mention starts a word; trailing punctuation is not part of
+/// it; one in code (backticks, a code block) is an example, not a mention.
 pub fn mentioned_emails(body: &str) -> Vec<String> {
+    let prose = crate::domain::words::markdown_prose(body);
+    mentions_in(&prose)
+}
+
+fn mentions_in(body: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut prev: Option<char> = None;
     for (i, ch) in body.char_indices() {
@@ -560,6 +566,12 @@ mod tests {
                 "cc @Ada@Example.com, (@bob@e.org). not me@x.com @nope @ada@example.com"
             ),
             vec!["ada@example.com", "bob@e.org"]
+        );
+        assert_eq!(
+            mentioned_emails(
+                "`@ci@example.com` runs it\n\n    @indented@example.com\n\n@ops@example.com"
+            ),
+            vec!["ops@example.com"]
         );
     }
 
