@@ -88,7 +88,7 @@ impl Mailer {
         Message::builder()
             .from(self.from.clone())
             .to(to)
-            .subject(m.subject.clone())
+            .raw_header(subject_header(&m.subject))
             .message_id(Some(format!("<{}@{domain}>", m.id)))
             .date(queued)
             // RFC 3834: written by a program; auto-responders stay quiet.
@@ -129,6 +129,41 @@ impl Mailer {
         let ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         (outcome, ms)
     }
+}
+
+/// The Subject header. lettre writes an ASCII subject as it is, so one
+/// that holds an encoded word of its own (`=?utf-8?b?SGFja2Vk?=`, from an
+/// Action's title or a workspace's name) would be decoded by mail clients
+/// into other words than hds shows and logs. Such a subject is sent whole
+/// as encoded words (RFC 2047, at most 45 bytes of text each, folded),
+/// which read back as the very text.
+fn subject_header(subject: &str) -> HeaderValue {
+    use base64::Engine as _;
+    let name = HeaderName::new_from_ascii_str("Subject");
+    if !subject.contains("=?") {
+        return HeaderValue::new(name, subject.to_owned());
+    }
+    let encode = |chunk: &str| {
+        format!(
+            "=?utf-8?b?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(chunk)
+        )
+    };
+    let mut words = Vec::new();
+    let mut chunk = String::new();
+    for ch in subject.chars() {
+        if chunk.len() + ch.len_utf8() > 45 {
+            words.push(encode(&chunk));
+            chunk.clear();
+        }
+        chunk.push(ch);
+    }
+    if !chunk.is_empty() {
+        words.push(encode(&chunk));
+    }
+    // Only base64 and the markers: no line break or control character
+    // can reach the header from the text.
+    HeaderValue::dangerous_new_pre_encoded(name, subject.to_owned(), words.join("\r\n "))
 }
 
 /// `local@domain` with the domain in its ASCII form (IDNA: `exämple.com`
@@ -256,6 +291,35 @@ mod tests {
             raw.contains("text/plain") && raw.contains("text/html"),
             "{raw}"
         );
+        // A subject holding an encoded word of its own is sent encoded
+        // whole: a client reads back the very text, not "Hacked".
+        let tricky = Outgoing {
+            subject: "New: deploy =?utf-8?b?SGFja2Vk?= and a long tail to fold over words".into(),
+            ..m.clone()
+        };
+        let raw = String::from_utf8(mailer.message(&tricky).unwrap().formatted()).unwrap();
+        let header: String = raw
+            .split("\r\n")
+            .skip_while(|l| !l.starts_with("Subject: "))
+            .take_while(|l| l.starts_with("Subject: ") || l.starts_with(' '))
+            .collect::<Vec<_>>()
+            .join("");
+        assert!(!header.contains("SGFja2Vk?= and"), "{header}");
+        use base64::Engine as _;
+        let decoded: String = header
+            .trim_start_matches("Subject: ")
+            .split_whitespace()
+            .map(|w| {
+                let b64 = w.trim_start_matches("=?utf-8?b?").trim_end_matches("?=");
+                String::from_utf8(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(b64)
+                        .unwrap(),
+                )
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(decoded, tricky.subject);
         let bad = Outgoing {
             to: "(ana@example.com".into(),
             ..m
