@@ -184,12 +184,7 @@ pub async fn summary(
     let Some(days) = days.filter(|_| errors.is_empty()) else {
         return Err(Error::validation(errors));
     };
-    let m = user.active_workspace().ok_or_else(|| {
-        Error::new(
-            Code::WorkspaceNotFound,
-            "you belong to no workspace; create one with POST /v1/workspaces",
-        )
-    })?;
+    let m = user.active_or_404()?;
     if !access::can_read_analytics(m.role) {
         return Err(Error::new(
             Code::Forbidden,

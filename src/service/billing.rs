@@ -137,12 +137,7 @@ pub struct BillingOut {
 }
 
 fn active(user: &UserCaller) -> Result<(String, Role)> {
-    let m = user.active_workspace().ok_or_else(|| {
-        Error::new(
-            Code::WorkspaceNotFound,
-            "you are not a member of any workspace",
-        )
-    })?;
+    let m = user.active_or_404()?;
     Ok((m.workspace_id.clone(), m.role))
 }
 

@@ -64,6 +64,17 @@ impl UserCaller {
         self.active.as_ref()
     }
 
+    /// The active workspace, or 404 `WORKSPACE_NOT_FOUND` for a person who
+    /// belongs to none (every route that acts on "the" workspace).
+    pub fn active_or_404(&self) -> Result<&Membership> {
+        self.active.as_ref().ok_or_else(|| {
+            Error::new(
+                Code::WorkspaceNotFound,
+                "you belong to no workspace: create one (the dashboard's Workspaces page, or POST /v1/workspaces) or accept an invitation",
+            )
+        })
+    }
+
     pub fn role_in(&self, workspace_id: &str) -> Option<Role> {
         self.memberships
             .iter()

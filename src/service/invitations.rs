@@ -121,12 +121,7 @@ fn link_not_found() -> Error {
 
 /// The active workspace, when the caller may manage its invitations.
 fn managed_workspace(user: &UserCaller) -> Result<(String, Role)> {
-    let m = user.active_workspace().ok_or_else(|| {
-        Error::new(
-            Code::WorkspaceNotFound,
-            "you are not a member of any workspace",
-        )
-    })?;
+    let m = user.active_or_404()?;
     crate::service::caller::require_manager(m.role, access::manages_workspace, "invitations")?;
     Ok((m.workspace_id.clone(), m.role))
 }

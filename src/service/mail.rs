@@ -261,12 +261,7 @@ fn check(p: &MailListParams) -> Result<i64> {
 /// first, and whether older ones remain; for its owners and admins (the role
 /// read afresh, not as at sign-in).
 pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<(Vec<Mail>, bool)> {
-    let m = user.active_workspace().ok_or_else(|| {
-        Error::new(
-            Code::WorkspaceNotFound,
-            "you are not a member of any workspace",
-        )
-    })?;
+    let m = user.active_or_404()?;
     caller::require_manager(m.role, access::can_read_email_log, "the e-mail log")?;
     let limit = check(&p)?;
     let (ws, uid) = (m.workspace_id.clone(), user.user_id.clone());

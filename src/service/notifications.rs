@@ -833,12 +833,7 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
 }
 
 fn active(user: &UserCaller) -> Result<crate::service::caller::Membership> {
-    user.active_workspace().cloned().ok_or_else(|| {
-        Error::new(
-            Code::WorkspaceNotFound,
-            "you belong to no workspace yet; accept an invitation first",
-        )
-    })
+    user.active_or_404().cloned()
 }
 
 /// Preferences as shown: the person's choices in the active workspace, and

@@ -281,8 +281,9 @@ pub async fn page(
 }
 
 /// GET /v1/runs: the active workspace's runs in one environment, newest
-/// first; `limit` + 1 are read, so the caller can tell `has_more`. Nobody
-/// outside a workspace sees any.
+/// first; `limit` + 1 are read, so the caller can tell `has_more`. A
+/// person in no workspace gets 404 WORKSPACE_NOT_FOUND, as on the other
+/// routes that act on the active workspace.
 pub async fn list(
     s: &Services,
     user: UserCaller,
@@ -291,9 +292,7 @@ pub async fn list(
     starting_after: Option<String>,
     limit: i64,
 ) -> Result<(Vec<Run>, bool)> {
-    let Some(m) = user.active_workspace().cloned() else {
-        return Ok((Vec::new(), false));
-    };
+    let m = user.active_or_404()?.clone();
     if !access::can_read_runs(m.role) {
         return Ok((Vec::new(), false));
     }

@@ -92,14 +92,7 @@ fn member_not_found() -> Error {
 
 /// The caller's active workspace, or 404 when they belong to none.
 fn active(user: &UserCaller) -> Result<String> {
-    user.active_workspace()
-        .map(|m| m.workspace_id.clone())
-        .ok_or_else(|| {
-            Error::new(
-                Code::WorkspaceNotFound,
-                "you belong to no workspace; create one with POST /v1/workspaces",
-            )
-        })
+    Ok(user.active_or_404()?.workspace_id.clone())
 }
 
 /// Every workspace of the caller, in the order they joined them, the

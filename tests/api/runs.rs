@@ -1007,3 +1007,25 @@ async fn the_run_page_cancels_after_asking_and_the_action_page_names_the_run() {
     assert!(!page.contains(r#"id="run-cancel""#));
     assert!(page.contains("wrong window"));
 }
+
+/// A person in no workspace gets 404 `WORKSPACE_NOT_FOUND` from the runs
+/// list, as from billing and analytics, with what to do.
+#[tokio::test]
+async fn the_runs_list_of_a_person_in_no_workspace_is_not_found() {
+    let app = TestApp::spawn().await;
+    let conn = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let user = hds::store::users::create(&conn, "loner@example.com", None, &app.now()).unwrap();
+    let (token, _) =
+        hds::store::users::issue_token(&conn, &user.id, "test", None, &app.now()).unwrap();
+    let loner = app.bearer(&token);
+    for path in ["/v1/runs", "/v1/billing", "/v1/analytics/summary"] {
+        let e = loner.get_err(path, 404, "WORKSPACE_NOT_FOUND").await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("the dashboard's Workspaces page"),
+            "{path}: {e}"
+        );
+    }
+}

@@ -72,6 +72,7 @@ pub async fn create_run(
 /// The active workspace's runs in one environment, newest first.
 #[utoipa::path(get, path = "/v1/runs", tag = "runs", params(RunParams),
     responses((status = 200, description = "the runs, newest first", body = List<Run>),
+              (status = 404, description = "WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: status, environment, limit or starting_after (not a run id)", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_runs(
