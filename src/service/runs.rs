@@ -265,18 +265,27 @@ pub async fn page(
     user: UserCaller,
     id: String,
 ) -> Result<(Run, Vec<RunEvent>, Vec<RunAction>)> {
-    let (r, events) = get_for_user(s, user, id).await?;
+    let (r, events) = get_for_user(s, user.clone(), id).await?;
     let run_id = r.id.clone();
     let actions =
-        s.db.read(move |c| store::actions_of(c, &run_id))
-            .await?
-            .into_iter()
-            .map(|(id, title, status, visibility)| RunAction {
-                id,
-                title: (visibility != "restricted").then_some(title),
-                status,
-            })
-            .collect();
+        s.db.read(move |c| {
+            let mut out = Vec::new();
+            for (id, title, status, visibility) in store::actions_of(c, &run_id)? {
+                // A restricted Action's title is for those who may see it
+                // (its listed reviewers, owners and admins): read whole
+                // only for those, which are few.
+                let shown = visibility != "restricted"
+                    || crate::store::actions::get(c, &id)?
+                        .is_some_and(|a| crate::service::actions::access(&a, &user).is_some());
+                out.push(RunAction {
+                    id,
+                    title: shown.then_some(title),
+                    status,
+                });
+            }
+            Ok(out)
+        })
+        .await?;
     Ok((r, events, actions))
 }
 

@@ -1029,3 +1029,44 @@ async fn the_runs_list_of_a_person_in_no_workspace_is_not_found() {
         );
     }
 }
+
+/// A restricted Action in a run shows its title to those who may see it
+/// (its listed reviewer, an admin) and only its id to other members.
+#[tokio::test]
+async fn a_restricted_action_in_a_run_is_titled_for_those_who_may_see_it() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "payroll"})).await;
+    let rid = id(&run);
+    let listed = app.member(Role::Reviewer);
+    let other = app.member(Role::Reviewer);
+    let mut body = two_options("Pay the bonuses");
+    body["run_id"] = json!(rid);
+    body["visibility"] = json!("restricted");
+    body["reviewer_emails"] = json!([listed.person().email]);
+    let a: Value = src.post("/v1/actions", body, 201).await;
+    let aid = a["data"]["id"].as_str().unwrap().to_owned();
+    for (who, titled) in [
+        (listed.person(), true),
+        (app.admin().person(), true),
+        (other.person(), false),
+    ] {
+        let page = app
+            .browser(who)
+            .await
+            .page(&format!("/app/runs/{rid}"))
+            .await;
+        assert_eq!(
+            page.contains("Pay the bonuses"),
+            titled,
+            "{}: {page}",
+            who.email
+        );
+        assert_eq!(
+            page.contains(&format!("Restricted Action {aid}")),
+            !titled,
+            "{}",
+            who.email
+        );
+    }
+}
