@@ -56,11 +56,40 @@ pub fn markdown_text(md: &str) -> String {
 /// backticks is an example, not a mention.
 pub fn markdown_prose(md: &str) -> String {
     use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    // Inline markup joins its words as written (`**cc**@x` is one word);
+    // blocks start and end words (a tight list item has no paragraph).
+    let inline = |t: &Tag| {
+        matches!(
+            t,
+            Tag::Emphasis
+                | Tag::Strong
+                | Tag::Strikethrough
+                | Tag::Link { .. }
+                | Tag::Image { .. }
+                | Tag::Superscript
+                | Tag::Subscript
+        )
+    };
+    let inline_end = |t: &TagEnd| {
+        matches!(
+            t,
+            TagEnd::Emphasis
+                | TagEnd::Strong
+                | TagEnd::Strikethrough
+                | TagEnd::Link
+                | TagEnd::Image
+                | TagEnd::Superscript
+                | TagEnd::Subscript
+        )
+    };
     let mut out = String::new();
     let mut in_code_block = false;
     for ev in Parser::new_ext(md, MARKDOWN) {
         match ev {
-            Event::Start(Tag::CodeBlock(_)) => in_code_block = true,
+            Event::Start(Tag::CodeBlock(_)) => {
+                in_code_block = true;
+                out.push(' ');
+            }
             Event::End(TagEnd::CodeBlock) => {
                 in_code_block = false;
                 out.push(' ');
@@ -68,8 +97,12 @@ pub fn markdown_prose(md: &str) -> String {
             Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) if !in_code_block => {
                 out.push_str(&t)
             }
-            Event::Code(_) | Event::SoftBreak | Event::HardBreak => out.push(' '),
-            Event::End(_) => out.push(' '),
+            // Code is not prose, and what follows it straight does not
+            // start a word.
+            Event::Code(_) => out.push('`'),
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::Start(t) if !inline(&t) => out.push(' '),
+            Event::End(t) if !inline_end(&t) => out.push(' '),
             _ => {}
         }
     }
@@ -90,6 +123,17 @@ mod tests {
             !prose.contains("bob@") && !prose.contains("carl@"),
             "{prose}"
         );
+        // A nested tight list still separates its items' words.
+        assert!(markdown_prose("- a\n  - @b@x.com").contains(" @b@x.com"));
+        // Inline markup or code right before an address: not a word start.
+        for glued in [
+            "`x`@ada@x.com",
+            "**cc**@ada@x.com",
+            "[l](https://e.org)@ada@x.com",
+        ] {
+            let p = markdown_prose(glued);
+            assert!(!p.contains(" @ada"), "{glued}: {p:?}");
+        }
     }
 
     #[test]

@@ -75,7 +75,13 @@ impl Mailer {
 
     /// The message of a stored mail.
     pub fn message(&self, m: &Outgoing) -> Result<Message, String> {
-        let to: Mailbox = ascii_domain(&m.to)
+        let to = ascii_domain(&m.to);
+        if to.rsplit_once('@').is_some_and(|(_, d)| !d.is_ascii()) {
+            return Err(
+                "not sent: the address's domain is not a valid international domain name".into(),
+            );
+        }
+        let to: Mailbox = to
             .parse()
             .map_err(|e| format!("not sent: the address cannot be used ({e})"))?;
         let domain = self.from.email.domain().to_owned();
@@ -106,6 +112,12 @@ impl Mailer {
             .map_err(|e| format!("not sent: the message could not be built ({e})"))
     }
 
+    /// Whether the envelope's addresses are ASCII as sent (the domain of
+    /// the recipient in its IDNA form): only a non-ASCII one needs SMTPUTF8.
+    fn envelope_is_ascii(&self, m: &Outgoing) -> bool {
+        ascii_domain(&m.to).is_ascii() && self.from.email.to_string().is_ascii()
+    }
+
     /// One attempt; answers what it came to and how long it took (ms).
     pub async fn send(&self, m: &Outgoing) -> (Outcome, i64) {
         let started = Instant::now();
@@ -119,7 +131,7 @@ impl Mailer {
                 .await;
                 match sent {
                     Ok(Ok(_)) => Outcome::Sent,
-                    Ok(Err(e)) => judge(&e),
+                    Ok(Err(e)) => judge(&e, !self.envelope_is_ascii(m)),
                     Err(_) => Outcome::Retry(format!(
                         "timed out: the conversation took more than {ATTEMPT_TIMEOUT_SECS} s"
                     )),
@@ -135,7 +147,8 @@ impl Mailer {
 /// that holds an encoded word of its own (`=?utf-8?b?SGFja2Vk?=`, from an
 /// Action's title or a workspace's name) would be decoded by mail clients
 /// into other words than hds shows and logs. Such a subject is sent whole
-/// as encoded words (RFC 2047, at most 45 bytes of text each, folded),
+/// as encoded words (RFC 2047, at most 39 bytes of text each, so that
+/// `Subject: ` and the first word fit a 76-character line; folded),
 /// which read back as the very text.
 fn subject_header(subject: &str) -> HeaderValue {
     use base64::Engine as _;
@@ -152,7 +165,7 @@ fn subject_header(subject: &str) -> HeaderValue {
     let mut words = Vec::new();
     let mut chunk = String::new();
     for ch in subject.chars() {
-        if chunk.len() + ch.len_utf8() > 45 {
+        if chunk.len() + ch.len_utf8() > 39 {
             words.push(encode(&chunk));
             chunk.clear();
         }
@@ -183,7 +196,7 @@ fn ascii_domain(address: &str) -> String {
 /// A failed conversation, judged: a 5xx reply is final, all else may pass;
 /// except a refused login (530, 534, 535, 538), which is this server's
 /// `[smtp]` credentials, not the mail: retried, so it goes once they are fixed.
-fn judge(e: &lettre::transport::smtp::Error) -> Outcome {
+fn judge(e: &lettre::transport::smtp::Error, non_ascii_envelope: bool) -> Outcome {
     let described = describe(e);
     let login = e
         .status()
@@ -193,12 +206,13 @@ fn judge(e: &lettre::transport::smtp::Error) -> Outcome {
             "{described} (the relay refused the login: check [smtp] username and password)"
         ));
     }
-    // A mail the relay cannot take as it is (an address with letters
-    // outside ASCII before the @, and a relay without SMTPUTF8): no later
-    // attempt would differ.
-    if e.is_client() {
+    // An address with letters outside ASCII before the @, through a relay
+    // without SMTPUTF8: no later attempt would differ. Other client errors
+    // (no STARTTLS, no common AUTH mechanism) are the relay's or [smtp]'s,
+    // and retried like a refused login.
+    if e.is_client() && non_ascii_envelope {
         return Outcome::Failed(format!(
-            "not sent: {described} (the relay cannot take this message as it is; an address with letters outside ASCII before the @ needs a relay that speaks SMTPUTF8)"
+            "not sent: {described} (an address with letters outside ASCII before the @ needs a relay that speaks SMTPUTF8)"
         ));
     }
     if e.is_permanent() {
@@ -294,10 +308,19 @@ mod tests {
         // A subject holding an encoded word of its own is sent encoded
         // whole: a client reads back the very text, not "Hacked".
         let tricky = Outgoing {
-            subject: "New: deploy =?utf-8?b?SGFja2Vk?= and a long tail to fold over words".into(),
+            subject: "New: déploy =?utf-8?b?SGFja2Vk?= and a löng tail to fold ovér wörds".into(),
             ..m.clone()
         };
         let raw = String::from_utf8(mailer.message(&tricky).unwrap().formatted()).unwrap();
+        let subject_lines: Vec<&str> = raw
+            .split("\r\n")
+            .skip_while(|l| !l.starts_with("Subject: "))
+            .take_while(|l| l.starts_with("Subject: ") || l.starts_with(' '))
+            .collect();
+        assert!(subject_lines.len() > 1, "folded: {subject_lines:?}");
+        for line in &subject_lines {
+            assert!(line.len() <= 76, "{line}");
+        }
         let header: String = raw
             .split("\r\n")
             .skip_while(|l| !l.starts_with("Subject: "))

@@ -1028,6 +1028,13 @@ async fn the_runs_list_of_a_person_in_no_workspace_is_not_found() {
             "{path}: {e}"
         );
     }
+    // The Runs page, in every signed-in person's navigation, shows none.
+    let person = crate::helpers::Person {
+        id: user.id.clone(),
+        email: "loner@example.com".into(),
+    };
+    let page = app.browser(&person).await.page("/app/runs").await;
+    assert!(page.contains(r#"id="runs-none""#), "{page}");
 }
 
 /// A restricted Action in a run shows its title to those who may see it
@@ -1046,20 +1053,29 @@ async fn a_restricted_action_in_a_run_is_titled_for_those_who_may_see_it() {
     body["reviewer_emails"] = json!([listed.person().email]);
     let a: Value = src.post("/v1/actions", body, 201).await;
     let aid = a["data"]["id"].as_str().unwrap().to_owned();
+    let viewer = app.member(Role::Viewer);
     for (who, titled) in [
         (listed.person(), true),
         (app.admin().person(), true),
         (other.person(), false),
+        (viewer.person(), false),
     ] {
         let page = app
             .browser(who)
             .await
             .page(&format!("/app/runs/{rid}"))
             .await;
+        let list = page
+            .split(r#"<ul id="run-actions">"#)
+            .nth(1)
+            .and_then(|rest| rest.split("</ul>").next())
+            .unwrap_or_default();
         assert_eq!(
-            page.contains("Pay the bonuses"),
+            list.contains(&format!(
+                r#"<a href="/app/actions/{aid}">Pay the bonuses</a>"#
+            )),
             titled,
-            "{}: {page}",
+            "{}: {list}",
             who.email
         );
         assert_eq!(

@@ -119,7 +119,9 @@ pub async fn runs_page(
     let status = q.status.filter(|s| run::STATUSES.contains(&s.as_str()));
     let after = q.starting_after.filter(|s| !s.is_empty());
     let later = after.is_some();
-    let (rows, has_more) = runs::list(
+    // In no workspace yet: no runs to show, with the page's navigation
+    // (the API answers 404 WORKSPACE_NOT_FOUND).
+    let (rows, has_more) = match runs::list(
         &st.services,
         p.user.clone(),
         env,
@@ -127,7 +129,11 @@ pub async fn runs_page(
         after,
         PAGE_SIZE,
     )
-    .await?;
+    .await
+    {
+        Err(e) if e.code == crate::error::Code::WorkspaceNotFound => (Vec::new(), false),
+        other => other?,
+    };
     let more = match rows.last() {
         Some(last) if has_more => {
             let mut qs = form_urlencoded::Serializer::new(String::new());
