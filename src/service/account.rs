@@ -133,7 +133,7 @@ pub async fn delete(s: &Services, user: &UserCaller, req: AccountDeleteRequest) 
                 reason: "account deleted".into(),
             };
             work::release_held(c, fx, &release, &now)?;
-            invitations::revoke_offered_by(c, &ws.id, &uid, None, &now)?;
+            invitations::revoke_offered_by(c, fx, &ws.id, &uid, None, &now)?;
             workspaces::remove_member(c, &ws.id, &uid)?;
         }
         let shared: Vec<String> = memberships.iter().map(|(ws, _)| ws.id.clone()).collect();

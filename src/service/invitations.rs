@@ -14,6 +14,7 @@ use crate::domain::{credentials, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::UserCaller;
+use crate::service::effects::Effects;
 use crate::service::mail::{self, Letter, MailKind};
 use crate::service::signin::{self, SessionMeta, SignedIn};
 use crate::store::invitations::{self as store, Invitation, Link, NewInvitation};
@@ -423,6 +424,7 @@ fn pending_link(c: &Connection, secret: &str, now: &str) -> Result<(Invitation, 
 /// Answers how many.
 pub(crate) fn revoke_offered_by(
     c: &Connection,
+    fx: &mut Effects,
     ws: &str,
     member: &str,
     role: Option<Role>,
@@ -435,9 +437,7 @@ pub(crate) fn revoke_offered_by(
         }
         if store::revoke(c, ws, &inv.id, now)? {
             revoked += 1;
-            if let Some(u) = users::by_email(c, &inv.email)? {
-                crate::store::notifications::read_invitation_notices(c, &u.id, ws, now)?;
-            }
+            crate::service::notifications::invitation_ended(c, fx, ws, &inv.email, now)?;
         }
     }
     Ok(revoked)
@@ -454,7 +454,14 @@ fn same_email(a: &str, b: &str) -> bool {
 /// The join itself, inside the writer's transaction: the invitation is
 /// pending, the person not yet a member, then pending → accepted by
 /// compare-and-set and the membership added. Anything refused writes nothing.
-fn join(c: &Connection, secret: &str, user_id: &str, email: &str, now: &str) -> Result<Invitation> {
+fn join(
+    c: &Connection,
+    fx: &mut Effects,
+    secret: &str,
+    user_id: &str,
+    email: &str,
+    now: &str,
+) -> Result<Invitation> {
     let inv = pending(c, secret, now)?;
     if !same_email(&inv.email, email) {
         return Err(Error::new(
@@ -476,7 +483,10 @@ fn join(c: &Connection, secret: &str, user_id: &str, email: &str, now: &str) -> 
         return Err(link_not_found());
     }
     workspaces::add_member(c, &inv.workspace_id, user_id, inv.role, now)?;
+    // A new workspace's Actions reach this person's inbox, and the notice
+    // of the invitation is read: both change what their open pages show.
     crate::store::notifications::read_invitation_notices(c, user_id, &inv.workspace_id, now)?;
+    fx.changed();
     Ok(inv)
 }
 
@@ -515,7 +525,7 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
         user.credential_id.clone(),
     );
     let now = time::format(s.clock.now());
-    s.db.write(move |c| {
+    s.write(move |c, fx| {
         if users::credential_method(c, &cred)?.as_deref() == Some(signin::INVITATION_METHOD) {
             return Err(Error::new(
                 Code::Forbidden,
@@ -524,7 +534,7 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
                  to accept another invitation",
             ));
         }
-        let inv = join(c, &secret, &uid, &email, &now)?;
+        let inv = join(c, fx, &secret, &uid, &email, &now)?;
         // Signed in some other way and joining again: the sessions an
         // invitation link opened for this person end here (whoever created
         // that invitation held the link too).
@@ -568,7 +578,7 @@ pub async fn accept_by_link(
 ) -> Result<(SignedIn, Joined)> {
     let secret = secret.to_owned();
     let clock_now = s.clock.now();
-    s.db.write(move |c| {
+    s.write(move |c, fx| {
         let now = time::format(clock_now);
         let (inv, link) = pending_link(c, &secret, &now)?;
         if link == Link::Shown && store::mailed(c, &inv.id)? {
@@ -582,7 +592,7 @@ pub async fn accept_by_link(
             ));
         }
         let user = users::create(c, &inv.email, None, &now)?;
-        join(c, &secret, &user.id, &user.email, &now)?;
+        join(c, fx, &secret, &user.id, &user.email, &now)?;
         let signed_in = signin::open_session(c, &user.id, &meta, clock_now)?;
         users::select_workspace(c, &user.id, &signed_in.token_id, &inv.workspace_id)?;
         let joined = joined(c, &inv, &user.id, &signed_in.token_id)?;

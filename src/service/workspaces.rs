@@ -258,7 +258,7 @@ pub async fn change_role(
             };
             work::release_held(c, fx, &release, &now)?;
             // Nor do their invitations offer what they may no longer offer.
-            invitations::revoke_offered_by(c, &ws, &member.user_id, Some(role), &now)?;
+            invitations::revoke_offered_by(c, fx, &ws, &member.user_id, Some(role), &now)?;
         }
         Ok(member)
     })
@@ -295,7 +295,7 @@ pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<(
         };
         work::release_held(c, fx, &release, &now)?;
         // Their pending invitations go with them.
-        invitations::revoke_offered_by(c, &ws, &member.user_id, None, &now)?;
+        invitations::revoke_offered_by(c, fx, &ws, &member.user_id, None, &now)?;
         store::remove_member(c, &ws, &target)?;
         // What they were told about this workspace goes with them, and
         // what was still to be mailed to them.

@@ -1405,3 +1405,65 @@ async fn an_invitation_notice_is_read_once_its_invitation_ends() {
         "{bob_unread}"
     );
 }
+
+/// The change counter `/app/events` reports, read at once.
+async fn events_version(browser: &Actor, since: Option<&str>) -> Option<String> {
+    let url = match since {
+        Some(v) => browser.url(&format!("/app/events?since={v}")),
+        None => browser.url("/app/events"),
+    };
+    let text = browser
+        .http()
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .map(str::to_owned)
+}
+
+/// An invitation revoked because whoever sent it may no longer invite (their
+/// role changed) ends its notice too, and the invited person's open pages
+/// hear of it at once: their header bell is live.
+#[tokio::test]
+async fn an_invitation_revoked_with_its_inviters_role_wakes_the_invited_persons_pages() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let carol = app.member(Role::Admin);
+    let bob = app.outsider();
+    invite(&carol, &bob.person().email, "viewer").await;
+    let summary: Value = bob.get("/v1/notifications/summary", 200).await;
+    assert_eq!(summary["by_kind"]["invitation.received"], 1, "{summary}");
+
+    let page = app.browser(bob.person()).await;
+    let before = events_version(&page, None).await.expect("a version");
+    // Nothing changed yet: a held request would wait, so ask in the
+    // background and make the change while it waits.
+    let waiting = {
+        let url = page.url(&format!("/app/events?since={before}"));
+        let req = page.http().get(&url);
+        tokio::spawn(async move { req.send().await.unwrap().text().await.unwrap() })
+    };
+    let _: Value = owner
+        .patch(
+            &format!("/v1/workspaces/members/{}", carol.person().id),
+            json!({ "role": "reviewer" }),
+            200,
+        )
+        .await;
+    let text = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+        .await
+        .expect("the held event request answers once the invitation ends")
+        .unwrap();
+    assert!(text.contains("event: changed"), "{text}");
+    let summary: Value = bob.get("/v1/notifications/summary", 200).await;
+    assert!(
+        summary["by_kind"].get("invitation.received").is_none(),
+        "{summary}"
+    );
+    assert_ne!(events_version(&page, None).await.unwrap(), before);
+}
