@@ -355,10 +355,12 @@ async fn chromium_signs_in_through_the_provider_and_evil_next_is_refused() {
     let cookie = &out["session_cookie"];
     assert_eq!(cookie["httpOnly"], true, "{out}");
     assert_eq!(cookie["sameSite"], "Lax", "{out}");
+    // Refused at hds: the browser lands on the sign-in page, told why.
     for attempt in out["evil"].as_array().unwrap() {
-        assert_eq!(attempt["status"], 422, "{out}");
-        assert!(
-            attempt["url"].as_str().unwrap().starts_with(&app.base),
+        assert_eq!(attempt["status"], 200, "{out}");
+        assert_eq!(
+            attempt["url"],
+            format!("{}/app/signin?error=VALIDATION_ERROR", app.base),
             "{out}"
         );
     }
@@ -394,6 +396,26 @@ async fn next_must_be_a_local_path() {
             body["error"]["details"]["errors"][0]["field"], "next",
             "{next}"
         );
+        // A browser that followed such a link is not shown JSON: it lands on
+        // the sign-in page, told why, and is never sent to the other site.
+        let r = browser
+            .get(format!("{}/v1/auth/op/start?next={next}", app.base))
+            .header("accept", "text/html,application/xhtml+xml")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::SEE_OTHER, "{next}");
+        let to = r.headers()["location"].to_str().unwrap().to_owned();
+        assert_eq!(to, "/app/signin?error=VALIDATION_ERROR", "{next}");
+        let page = browser
+            .get(format!("{}{to}", app.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains("That sign-in link leads elsewhere"), "{page}");
     }
     let r = app
         .call(

@@ -52,16 +52,12 @@ pub async fn start_signin(
     ApiQuery(p): ApiQuery<StartParams>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    // A `next` pointing elsewhere is refused outright, never redirected.
-    let next = local_next(p.next.as_deref())?;
-    if crate::http::carries_secret(&next) {
-        // The login row keeps `next` until the callback: no secret goes there.
-        return Err(Error::validation(vec![FieldError::new(
-            "next",
-            "`next` must not hold a sign-in or invitation link's secret; \
-             open the link again after signing in (invitation pages return by /app/invitations/continue)",
-        )]));
-    }
+    // A `next` pointing elsewhere is refused outright, never redirected;
+    // a browser that followed such a link lands on the sign-in page, told.
+    let next = match start_next(p.next.as_deref()) {
+        Ok(next) => next,
+        Err(e) => return Ok(refusal(&headers, e)),
+    };
     let binding = cookie(&headers, BINDING_COOKIE);
     let started = match oidc::start(&st.services, &provider, next, binding.as_deref()).await {
         Ok(started) => started,
@@ -153,6 +149,20 @@ async fn finish(
 /// A failed browser sign-in. A person's browser (a navigation accepts HTML)
 /// lands on the sign-in page, which explains the code (a refusal gets its own
 /// page); API clients get the JSON error. Internal errors stay opaque 500s.
+/// `next` of a sign-in start: a local path (`local_next`) that holds no
+/// link's secret, since the login row keeps it until the callback.
+fn start_next(next: Option<&str>) -> Result<String> {
+    let next = local_next(next)?;
+    if crate::http::carries_secret(&next) {
+        return Err(Error::validation(vec![FieldError::new(
+            "next",
+            "`next` must not hold a sign-in or invitation link's secret; \
+             open the link again after signing in (invitation pages return by /app/invitations/continue)",
+        )]));
+    }
+    Ok(next)
+}
+
 fn refusal(headers: &HeaderMap, e: Error) -> Response {
     let navigation = headers
         .get(header::ACCEPT)
