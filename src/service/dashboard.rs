@@ -16,7 +16,7 @@ use crate::service::actions::{access, access_of};
 use crate::service::caller::UserCaller;
 use crate::service::inbox::{self, InboxParams};
 use crate::store::actions as store;
-use crate::store::{events, receipts, sources, users, votes};
+use crate::store::{events, receipts, sources, users};
 
 /// One Action as its page shows it.
 pub struct ActionView {
@@ -90,7 +90,7 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
             work,
             run,
             source_name: sources::name(c, &a.workspace_id, &a.source_id)?,
-            votes: votes::all(c, &a.id, a.action_version)?,
+            votes: crate::service::votes::counted_votes(c, &a)?,
             action: a,
             history,
             may_decide,

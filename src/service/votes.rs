@@ -4,6 +4,7 @@
 //! with the approve choice. The quorum's resolution carries a receipt that lists
 //! the votes.
 
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -16,11 +17,11 @@ use crate::domain::event::ActionEvent;
 use crate::domain::{time, words};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access_now, check_reason};
+use crate::service::actions::{access_now, access_of, check_reason};
 use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
 use crate::service::effects;
-use crate::store::{actions as store, votes};
+use crate::store::{actions as store, users, votes, workspaces};
 
 /// POST /v1/actions/{id}/votes
 #[derive(Debug, Deserialize, ToSchema)]
@@ -73,6 +74,37 @@ pub struct Voted {
     pub replayed: bool,
 }
 
+/// The votes on the Action's version that count, oldest first: (user id,
+/// vote, reason). A vote counts while its voter may still vote on it
+/// (`ActionAccess::can_vote`, not their own request): one removed from the
+/// workspace or made a viewer since stays in the history, but counts
+/// toward no quorum and is not in the receipt. A role change "takes effect
+/// at once" for votes as for everything else.
+pub(crate) fn counted(
+    c: &Connection,
+    a: &ActionRecord,
+) -> Result<Vec<(String, String, Option<String>)>> {
+    let mut out = Vec::new();
+    for (user_id, vote, reason) in votes::with_reasons(c, &a.id, a.action_version)? {
+        let Some(role) = workspaces::role_of(c, &a.workspace_id, &user_id)? else {
+            continue;
+        };
+        let email = users::by_id(c, &user_id)?
+            .map(|u| u.email)
+            .unwrap_or_default();
+        let access = access_of(a, role, &user_id, &email);
+        if access.can_vote() && !access.self_approval_forbidden() {
+            out.push((user_id, vote, reason));
+        }
+    }
+    Ok(out)
+}
+
+/// `counted` without the reasons.
+pub(crate) fn counted_votes(c: &Connection, a: &ActionRecord) -> Result<Vec<(String, String)>> {
+    Ok(counted(c, a)?.into_iter().map(|(u, v, _)| (u, v)).collect())
+}
+
 fn tally(list: &[(String, String)], a: &ActionRecord) -> Tally {
     let policy = a.spec.approval_policy.as_ref();
     let (approvals, rejections) = approval::count(list);
@@ -117,7 +149,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         if let Some(v) = votes::of_user(c, &a.id, a.action_version, &user.user_id)? {
             decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
             if v == req.vote {
-                let tally = tally(&votes::all(c, &a.id, a.action_version)?, &a);
+                let tally = tally(&counted_votes(c, &a)?, &a);
                 return Ok(Voted {
                     action: a,
                     tally,
@@ -158,7 +190,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
             event,
             &now,
         )?;
-        let list = votes::all(c, &a.id, a.action_version)?;
+        let list = counted_votes(c, &a)?;
         let (approvals, rejections) = approval::count(&list);
         let current = match approval::outcome(&policy, approvals, rejections) {
             Some(approved) => {
@@ -166,7 +198,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                 // Each vote with the hash of its reason, as a decision's
                 // receipt binds its reason (the quorum's own reason is the
                 // tally).
-                let voted: Vec<Value> = votes::with_reasons(c, &a.id, a.action_version)?
+                let voted: Vec<Value> = counted(c, &a)?
                     .into_iter()
                     .map(|(u, v, reason)| {
                         let mut one = json!({ "user_id": u, "vote": v });

@@ -218,3 +218,58 @@ async fn a_material_change_starts_a_new_count() {
         .collect();
     assert_eq!(versions, [1, 2]);
 }
+
+/// A vote counts while its voter may still vote: one removed from the
+/// workspace or made a viewer since counts toward no quorum and is left out
+/// of the receipt (the history still says it was cast).
+#[tokio::test]
+async fn a_vote_of_someone_removed_or_demoted_since_no_longer_counts() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (v1, v2, v3) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Rotate the root credentials");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([
+        admin.person().id,
+        v1.person().id,
+        v2.person().id,
+        v3.person().id
+    ]);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let a = app.create_action(body).await;
+    let path = votes_of(&a);
+    let member =
+        |who: &crate::helpers::Actor| format!("/v1/workspaces/members/{}", who.person().id);
+
+    let _: Value = v1.post(&path, vote(&a, "approve"), 200).await;
+    let r = admin.call(Method::DELETE, &member(&v1), None, &[]).await;
+    assert_eq!(r.status, 204);
+    let r: Value = v2.post(&path, vote(&a, "approve"), 200).await;
+    assert_eq!(r["data"]["status"], "open", "{r}");
+    assert_eq!(r["tally"]["approvals"], 1, "{r}");
+
+    let _: Value = admin
+        .patch(&member(&v2), json!({"role": "viewer"}), 200)
+        .await;
+    let r: Value = v3.post(&path, vote(&a, "approve"), 200).await;
+    assert_eq!(r["data"]["status"], "open", "{r}");
+    assert_eq!(r["tally"]["approvals"], 1, "{r}");
+
+    let done: Value = admin.post(&path, vote(&a, "approve"), 200).await;
+    let d = &done["data"];
+    assert_eq!(d["status"], "resolved", "{done}");
+    assert_eq!(d["resolution_reason"], "2 approvals, 0 rejections");
+    let voters: Vec<&str> = d["receipt"]["payload"]["decision"]["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["user_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(voters.len(), 2, "{voters:?}");
+    assert!(voters.contains(&v3.person().id.as_str()), "{voters:?}");
+    assert!(voters.contains(&admin.person().id.as_str()), "{voters:?}");
+}
