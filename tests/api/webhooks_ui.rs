@@ -204,6 +204,33 @@ async fn viewers_and_reviewers_see_no_log_and_a_forged_resend_queues_nothing() {
             body.contains("only workspace owners and admins manage Sources"),
             "{body}"
         );
+        // Rotating or revoking: refused at once, before any confirmation
+        // page could offer a button the server then refuses.
+        for (path, form) in [
+            ("rotate", vec![("environment", "live")]),
+            (
+                "rotate",
+                vec![("environment", "none"), ("webhook_secret", "yes")],
+            ),
+            ("revoke", vec![]),
+        ] {
+            let mut form = form;
+            form.push(("_csrf", browser.csrf()));
+            let resp = browser
+                .post_form(
+                    &format!("/app/sources/{src}/{path}"),
+                    Some(&app.base),
+                    &form,
+                )
+                .await;
+            assert_eq!(resp.status(), StatusCode::FORBIDDEN, "{role:?} {path}");
+            let body = resp.text().await.unwrap();
+            assert!(!body.contains("name=\"confirmed\""), "{body}");
+            assert!(
+                body.contains("only workspace owners and admins manage Sources"),
+                "{body}"
+            );
+        }
         // Without the token: the CSRF refusal.
         let resp = browser
             .post_form(

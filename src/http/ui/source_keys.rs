@@ -189,6 +189,8 @@ pub async fn rotate_source(
     form: FormData,
 ) -> std::result::Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
+    // Refused before asking: no confirmation offers what the server refuses.
+    sources::workspace(&p.user, true)?;
     let head = source_head(&st, &p, &id).await?;
     let asked = match RotateForm::read(&form) {
         Ok(a) => a,

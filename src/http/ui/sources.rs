@@ -134,6 +134,8 @@ pub async fn revoke_source(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
+    // Refused before asking: no confirmation offers what the server refuses.
+    sources::workspace(&p.user, true)?;
     let name = source_name(&st, &p, &id).await?;
     if form.get("confirmed") != Some("yes") {
         let ask = Ask {
