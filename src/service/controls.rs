@@ -329,15 +329,28 @@ pub async fn report(
     .await
 }
 
+/// A context request's result: the request, and whether it is the one
+/// the same Idempotency-Key made before.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    pub request: ContextRequest,
+    pub replayed: bool,
+}
+
 /// POST /v1/actions/{id}/context-requests: an open question to the Source,
 /// listed on the Action (`poll`, `callback`) and sent as
-/// `action.context_requested` (`callback`).
+/// `action.context_requested` (`callback`). `key`: the caller's
+/// Idempotency-Key, scoped to them as a control's; the same key with the
+/// same question answers the first request again (even once the Action has
+/// closed or the request was answered), with another question
+/// IDEMPOTENCY_KEY_REUSED.
 pub async fn ask(
     s: &Services,
     user: UserCaller,
     action_id: String,
     req: ContextRequestCreate,
-) -> Result<ContextRequest> {
+    key: Option<String>,
+) -> Result<Asked> {
     let question = req.question.replace("\r\n", "\n");
     if question.trim().is_empty() {
         return Err(Error::field(
@@ -348,9 +361,27 @@ pub async fn ask(
     if let Some(e) = text_problem("question", &question) {
         return Err(e);
     }
+    let route = format!("POST /v1/actions/{action_id}/context-requests");
+    let hash = key
+        .as_ref()
+        .map(|_| request_hash(&route, &json!({ "question": question })));
     let now = time::format(s.clock.now());
     s.write(move |c, fx| {
         let (a, acc) = load(c, &action_id, &user)?;
+        if let (Some(k), Some(h)) = (key.as_deref(), hash.as_deref())
+            && let Some((done, stored)) = rq::context_by_key(c, &user.user_id, k)?
+        {
+            if stored != h {
+                return Err(Error::new(
+                    Code::IdempotencyKeyReused,
+                    "this Idempotency-Key was already used for a different question; use a new key per question",
+                ));
+            }
+            return Ok(Asked {
+                request: done,
+                replayed: true,
+            });
+        }
         if !acc.can_ask_for_context() {
             return Err(forbidden(
                 "you may read this Action but not ask its Source for context",
@@ -386,7 +417,7 @@ pub async fn ask(
             answered_at: None,
             answered_in_version: None,
         };
-        rq::insert_context(c, &request)?;
+        rq::insert_context(c, &request, key.as_deref(), hash.as_deref())?;
         let event = ActionEvent::ContextRequested {
             context_request_id: request.id.clone(),
         };
@@ -399,7 +430,10 @@ pub async fn ask(
             more.insert("context_request".into(), serde_json::to_value(&request)?);
             webhooks::enqueue(c, fx, &a, EventType::ContextRequested, more, &now)?;
         }
-        Ok(request)
+        Ok(Asked {
+            request,
+            replayed: false,
+        })
     })
     .await
 }

@@ -37,6 +37,9 @@ fn migrations() -> Migrations<'static> {
             hash_session_ids,
         ),
         M::up(include_str!("../../migrations/0026_mailed_invitations.sql")),
+        M::up(include_str!(
+            "../../migrations/0027_context_request_keys.sql"
+        )),
     ])
 }
 

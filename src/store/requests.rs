@@ -152,10 +152,18 @@ fn context_row(r: &Row) -> rusqlite::Result<ContextRequest> {
     })
 }
 
-pub fn insert_context(c: &Connection, r: &ContextRequest) -> Result<()> {
+/// A new context request, with its asker's Idempotency-Key and the hash
+/// of what was asked, when given.
+pub fn insert_context(
+    c: &Connection,
+    r: &ContextRequest,
+    idempotency_key: Option<&str>,
+    request_hash: Option<&str>,
+) -> Result<()> {
     c.prepare_cached(
-        "INSERT INTO context_requests(id, action_id, question, status, requested_by, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO context_requests(id, action_id, question, status, requested_by, created_at,
+                                      idempotency_key, request_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         r.id,
@@ -163,9 +171,35 @@ pub fn insert_context(c: &Connection, r: &ContextRequest) -> Result<()> {
         r.question,
         r.status,
         r.requested_by.user_id,
-        r.created_at
+        r.created_at,
+        idempotency_key,
+        request_hash
     ])?;
     Ok(())
+}
+
+/// The context request this user made with this Idempotency-Key, with its
+/// request hash (through `context_requests_by_key`).
+pub fn context_by_key(
+    c: &Connection,
+    user_id: &str,
+    key: &str,
+) -> Result<Option<(ContextRequest, String)>> {
+    let id_hash: Option<(String, String)> = c
+        .prepare_cached(
+            "SELECT id, coalesce(request_hash, '') FROM context_requests
+              WHERE requested_by = ?1 AND idempotency_key = ?2",
+        )?
+        .query_row(params![user_id, key], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((id, hash)) = id_hash else {
+        return Ok(None);
+    };
+    let request = c
+        .prepare_cached(&format!("{CONTEXT} WHERE r.id = ?1"))?
+        .query_row([&id], context_row)
+        .optional()?;
+    Ok(request.map(|r| (r, hash)))
 }
 
 /// The context requests of several Actions (`ids`), oldest first per

@@ -250,3 +250,103 @@ async fn a_material_patch_answers_open_questions_and_a_priority_change_does_not(
     // The first answer keeps its version.
     assert_eq!(p["data"]["context_requests"][0]["answered_in_version"], 2);
 }
+
+async fn ask_keyed(
+    a: &Value,
+    who: &crate::helpers::Actor,
+    question: &str,
+    key: &str,
+) -> crate::helpers::Resp {
+    who.call(
+        reqwest::Method::POST,
+        &ask_path(a),
+        Some(&json!({ "question": question })),
+        &[("idempotency-key", key)],
+    )
+    .await
+}
+
+/// A retried question with the same Idempotency-Key asks once: one request,
+/// one webhook; another question under that key is refused, and keys are
+/// each person's own.
+#[tokio::test]
+async fn a_question_retried_with_its_idempotency_key_is_asked_once() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(action(Some("callback"))).await;
+    let reviewer = app.member(Role::Reviewer);
+    let first = ask_keyed(&a, &reviewer, "Which release?", "q-1").await;
+    let data = first.ok(201)["data"].clone();
+    assert_eq!(first.ok(201)["idempotent_replay"], false);
+    let again = ask_keyed(&a, &reviewer, "Which release?", "q-1").await;
+    assert_eq!(again.ok(201)["idempotent_replay"], true);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.ok(201)["data"]["id"], data["id"]);
+    let other = ask_keyed(&a, &reviewer, "Which region?", "q-1").await;
+    other.error(409, "IDEMPOTENCY_KEY_REUSED");
+    // Another person's key of the same name is theirs.
+    let second = app.member(Role::Reviewer);
+    let theirs = ask_keyed(&a, &second, "Which release?", "q-1").await;
+    assert_ne!(theirs.ok(201)["data"]["id"], data["id"]);
+    let bad = ask_keyed(&a, &reviewer, "Which release?", "").await;
+    bad.error(400, "INVALID_IDEMPOTENCY_KEY");
+
+    let asked: Vec<(String, Value)> = webhook_types(&app)
+        .await
+        .into_iter()
+        .filter(|(t, _)| t == "action.context_requested")
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    let src: Value = app
+        .source()
+        .get(
+            &format!("/v1/source/actions/{}", a["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(
+        src["data"]["context_requests"].as_array().unwrap().len(),
+        2,
+        "{src}"
+    );
+}
+
+/// The dashboard's "Ask the Source" form carries one key per rendering: a
+/// double submit asks once; a new rendering asks again.
+#[tokio::test]
+async fn a_double_submitted_question_in_the_dashboard_is_asked_once() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(action(Some("poll"))).await;
+    let id = a["id"].as_str().unwrap();
+    let reviewer = app.member(Role::Reviewer);
+    let browser = app.browser(reviewer.person()).await;
+    let page = browser.page(&format!("/app/actions/{id}")).await;
+    let form_start = page.find(r#"id="context-form""#).expect("the form");
+    let press = page[form_start..]
+        .split(r#"name="press_id" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a press id in the form")
+        .to_owned();
+    let path = format!("/app/actions/{id}/context-requests");
+    for _ in 0..2 {
+        let r = browser
+            .post_form(
+                &path,
+                Some(&app.base),
+                &[
+                    ("_csrf", browser.csrf()),
+                    ("press_id", &press),
+                    ("question", "Which release?"),
+                ],
+            )
+            .await;
+        assert_eq!(r.status(), 303);
+        assert_eq!(
+            r.headers()["location"],
+            format!("/app/actions/{id}?done=asked")
+        );
+    }
+    assert_eq!(app.count_rows("context_requests"), 1);
+    let again = browser.page(&format!("/app/actions/{id}")).await;
+    assert!(!again.contains(&press), "a new rendering, a new key");
+}

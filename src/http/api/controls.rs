@@ -101,19 +101,28 @@ pub async fn report_control_result(
 }
 
 /// Ask the Action's Source for more context.
-#[utoipa::path(post, path = "/v1/actions/{action_id}/context-requests", tag = "controls", params(("action_id" = String, Path)),
+#[utoipa::path(post, path = "/v1/actions/{action_id}/context-requests", tag = "controls",
+    params(("action_id" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters, scoped to you: the same key and question answer the first request again")),
     request_body = ContextRequestCreate,
-    responses((status = 201, description = "the context request, `open` until a PATCH changes the Action's content", body = Data<ContextRequest>),
+    responses((status = 201, description = "the context request, `open` until a PATCH changes the Action's content (idempotent_replay: true when the same key and question were sent before: the first request, as it is now)", body = Envelope<ContextRequest>),
+              (status = 400, description = "INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),
               (status = 403, description = "FORBIDDEN (viewers; managers not listed on a restricted Action)", body = crate::http::openapi::ErrorBody),
-              (status = 409, description = "CONTEXT_REQUESTS_UNSUPPORTED (context_request_mode is unsupported), ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "CONTEXT_REQUESTS_UNSUPPORTED (context_request_mode is unsupported), ACTION_NOT_OPEN, IDEMPOTENCY_KEY_REUSED", body = crate::http::openapi::ErrorBody),
               (status = 422, description = "VALIDATION_ERROR: question empty or over 2,000 characters", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_context_request(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
+    headers: HeaderMap,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<ContextRequestCreate>,
-) -> Result<(StatusCode, Json<Data<ContextRequest>>)> {
-    let data = controls::ask(&st.services, user, id, req).await?;
-    Ok((StatusCode::CREATED, Json(Data { data })))
+) -> Result<Response> {
+    let idem = idempotency_key(&headers)?;
+    let r = controls::ask(&st.services, user, id, req, idem).await?;
+    let body = Envelope {
+        data: r.request,
+        idempotent_replay: r.replayed,
+    };
+    Ok(replayable(StatusCode::CREATED, body, r.replayed))
 }

@@ -124,11 +124,14 @@ pub async fn ask_for_context(
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &page, &form)?;
     let question = form.get("question").unwrap_or_default().to_owned();
+    // One question per rendering of the form: a double submit replays.
+    let idem = form.text("press_id").map(|p| format!("ui:{p}:context"));
     let r = controls::ask(
         &st.services,
         page.user.clone(),
         id.clone(),
         ContextRequestCreate { question },
+        idem,
     )
     .await
     .map(|_| ());
