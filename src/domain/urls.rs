@@ -196,8 +196,13 @@ pub fn normalise_callback_url(raw: &str, allow_private: bool) -> Result<String, 
         format!("callback_url is not a valid absolute URL ({e}); send e.g. https://hooks.example.com/hds")
     })?;
     if u.scheme() != "https" && !(allow_private && u.scheme() == "http") {
+        let allowed = if allow_private {
+            "http or https"
+        } else {
+            "https"
+        };
         return Err(format!(
-            "callback_url must use https, not `{}:`",
+            "callback_url must use {allowed}, not `{}:`",
             u.scheme()
         ));
     }
@@ -426,6 +431,9 @@ mod tests {
             let err = normalise_callback_url(bad, false).expect_err(bad);
             assert!(err.contains(why), "{bad}: {err}");
         }
+        // For development, http is allowed too, and the refusal says so.
+        let err = normalise_callback_url("ftp://127.0.0.1/h", true).expect_err("ftp");
+        assert!(err.contains("must use http or https, not `ftp:`"), "{err}");
     }
 
     /// What is stored and sent is the WHATWG serialisation: a backslash is a

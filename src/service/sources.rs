@@ -283,6 +283,20 @@ pub async fn rotate_keys(
             "nothing to rotate: choose keys (environment) and/or webhook_secret: true",
         ));
     }
+    // An overlap for something not replaced would be silently ignored:
+    // refused, so a caller who meant to rotate it learns it was not.
+    if envs.is_empty() && req.key_overlap_seconds.is_some() {
+        return Err(Error::field(
+            "key_overlap_seconds",
+            "key_overlap_seconds applies only when keys are replaced; environment is none",
+        ));
+    }
+    if !req.webhook_secret && req.webhook_secret_overlap_seconds.is_some() {
+        return Err(Error::field(
+            "webhook_secret_overlap_seconds",
+            "webhook_secret_overlap_seconds applies only with webhook_secret: true",
+        ));
+    }
     let webhook = req.webhook_secret;
     let secret_overlap = overlap(
         "webhook_secret_overlap_seconds",

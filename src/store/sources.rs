@@ -36,6 +36,9 @@ pub struct Source {
     pub description: Option<String>,
     pub status: &'static str,
     pub keys: Vec<KeyInfo>,
+    /// While a replaced webhook secret still signs beside the current one
+    /// (its overlap): until when. None when only the current one signs.
+    pub previous_webhook_secret_expires_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
     pub revoked_at: Option<String>,
@@ -162,8 +165,8 @@ pub fn rotate_keys(
     Ok(get(c, workspace_id, id, now)?.map(|s| (s, secrets)))
 }
 
-const SELECT: &str =
-    "SELECT id, workspace_id, name, description, created_at, updated_at, revoked_at FROM sources";
+const SELECT: &str = "SELECT id, workspace_id, name, description, created_at, updated_at, revoked_at, \
+     previous_webhook_secret_expires_at FROM sources";
 
 /// A Source with the keys that work at `now`: per environment the current
 /// key, then a replaced one still in its overlap.
@@ -203,6 +206,9 @@ fn row(c: &Connection, r: &rusqlite::Row, now: &str) -> Result<Source> {
         } else {
             keys
         },
+        previous_webhook_secret_expires_at: r
+            .get::<_, Option<String>>(7)?
+            .filter(|until| revoked_at.is_none() && until.as_str() > now),
         created_at: r.get(4)?,
         updated_at: r.get(5)?,
         revoked_at,

@@ -288,6 +288,22 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
         .await;
     let new = r["secrets"]["webhook_secret"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
+    // The Source says until when the old secret signs, and so does its page.
+    let until = r["data"]["previous_webhook_secret_expires_at"]
+        .as_str()
+        .expect("the old secret's end")
+        .to_owned();
+    let got: Value = app.admin().get(&format!("/v1/sources/{src}"), 200).await;
+    assert_eq!(got["data"]["previous_webhook_secret_expires_at"], until);
+    let page = app
+        .browser(app.admin().person())
+        .await
+        .page(&format!("/app/sources/{src}"))
+        .await;
+    assert!(
+        page.contains("old webhook secret signs beside the new one until"),
+        "{page}"
+    );
     rx.secrets(&[&old, &new]).await;
     decided(&app, "During", &rx.url("during")).await;
     let d = &rx.wait_for("during", 1).await[0];
@@ -311,6 +327,49 @@ async fn during_a_secret_rotation_both_secrets_verify_and_after_it_only_the_new_
     assert_eq!(d["signature"].as_str().unwrap().split(' ').count(), 1);
     assert_eq!(d["verified"][&old], false);
     assert_eq!(d["verified"][&new], true);
+    let got: Value = app.admin().get(&format!("/v1/sources/{src}"), 200).await;
+    assert_eq!(
+        got["data"]["previous_webhook_secret_expires_at"],
+        Value::Null
+    );
+
+    // At most two sign: a second replacement within an overlap ends the
+    // oldest at once, and the one it replaces signs beside the newest.
+    let rotate = |overlap: i64| json!({"environment": "none", "webhook_secret": true, "webhook_secret_overlap_seconds": overlap});
+    let path = format!("/v1/sources/{src}/keys/rotate");
+    let r: Value = app.admin().post(&path, rotate(600), 200).await;
+    let third = r["secrets"]["webhook_secret"].as_str().unwrap().to_owned();
+    let r: Value = app.admin().post(&path, rotate(600), 200).await;
+    let fourth = r["secrets"]["webhook_secret"].as_str().unwrap().to_owned();
+    rx.secrets(&[&new, &third, &fourth]).await;
+    decided(&app, "Twice", &rx.url("twice")).await;
+    let d = &rx.wait_for("twice", 1).await[0];
+    assert_eq!(
+        d["signature"].as_str().unwrap().split(' ').count(),
+        2,
+        "{d}"
+    );
+    assert_eq!(d["verified"][&new], false, "{d}");
+    assert_eq!(d["verified"][&third], true, "{d}");
+    assert_eq!(d["verified"][&fourth], true, "{d}");
+
+    // An overlap for what is not replaced is refused, not ignored.
+    for (body, field) in [
+        (
+            json!({"environment": "live", "webhook_secret_overlap_seconds": 10}),
+            "webhook_secret_overlap_seconds",
+        ),
+        (
+            json!({"environment": "none", "webhook_secret": true, "key_overlap_seconds": 0}),
+            "key_overlap_seconds",
+        ),
+    ] {
+        let e = app
+            .admin()
+            .post_err(&path, body, 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
+    }
 
     // Bad input: the overlap's bounds.
     let e = app

@@ -75,6 +75,8 @@ pub struct SourceHead {
     pub created: When,
     /// The keys that work now: current ones, and replaced ones in their overlap.
     pub keys: Vec<KeyVm>,
+    /// Until when a replaced webhook secret still signs beside the current one.
+    pub old_secret_until: Option<When>,
 }
 
 pub(super) async fn source_head(
@@ -87,6 +89,10 @@ pub(super) async fn source_head(
     Ok(SourceHead {
         created: When::new(&s.created_at, now),
         keys: s.keys.into_iter().map(|k| key_vm(k, now)).collect(),
+        old_secret_until: s
+            .previous_webhook_secret_expires_at
+            .as_deref()
+            .map(|until| When::new(until, now)),
         active: s.status == "active",
         id: s.id,
         name: s.name,

@@ -205,10 +205,10 @@ pub async fn rotate_source(
         None => format!("New webhook secret for “{}”", head.name),
     };
     let req = KeyRotate {
+        webhook_secret_overlap_seconds: asked.webhook_secret.then_some(asked.overlap),
+        key_overlap_seconds: asked.keys().map(|_| asked.overlap),
         environment: Some(asked.environment),
         webhook_secret: asked.webhook_secret,
-        webhook_secret_overlap_seconds: Some(asked.overlap),
-        key_overlap_seconds: Some(asked.overlap),
     };
     match sources::rotate_keys(&st.services, p.user.clone(), id.clone(), req).await {
         Ok((_, secrets)) => show_once(&st, &p, &id, title, secrets, "rotated").await,

@@ -17,6 +17,10 @@ pub struct SourceOut {
     /// `active` or `revoked`.
     pub status: &'static str,
     pub keys: Vec<KeyOut>,
+    /// While a replaced webhook secret still signs beside the current one
+    /// (the end of `webhook_secret_overlap_seconds`): until when; `null`
+    /// when only the current secret signs.
+    pub previous_webhook_secret_expires_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
     pub revoked_at: Option<String>,
@@ -64,6 +68,7 @@ impl From<&Source> for SourceOut {
             description: s.description.clone(),
             status: s.status,
             keys: s.keys.iter().map(KeyOut::from).collect(),
+            previous_webhook_secret_expires_at: s.previous_webhook_secret_expires_at.clone(),
             created_at: s.created_at.clone(),
             updated_at: s.updated_at.clone(),
             revoked_at: s.revoked_at.clone(),
