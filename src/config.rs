@@ -83,18 +83,18 @@ pub struct Config {
     /// the connection's start or from its first byte after an idle wait; a
     /// slower client is disconnected.
     #[arg(long, env = "HDS_HEADER_READ_TIMEOUT", default_value_t = 10, value_name = "SECS",
-        value_parser = clap::value_parser!(u64).range(1..))]
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub header_read_timeout: u64,
     /// Seconds a client has to send a request's body, counted from its headers;
     /// a slower body is refused (nothing of it is used) and the connection closed.
     #[arg(long, env = "HDS_BODY_READ_TIMEOUT", default_value_t = 30, value_name = "SECS",
-        value_parser = clap::value_parser!(u64).range(1..))]
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub body_read_timeout: u64,
     /// Seconds a keep-alive connection may wait idle for its next request
     /// before hds closes it. Keep it above a reverse proxy's idle timeout for
     /// its upstream connections (nginx: 60 s).
     #[arg(long, env = "HDS_KEEP_ALIVE_TIMEOUT", default_value_t = 75, value_name = "SECS",
-        value_parser = clap::value_parser!(u64).range(1..))]
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub keep_alive_timeout: u64,
     /// Connections served at once; further ones wait in the listen queue until
     /// one closes. Keep it below the open-file limit (`ulimit -n`) minus ~100.
@@ -115,8 +115,14 @@ pub struct Config {
     /// client that does not read what it asked for) before hds closes the
     /// connection. A response that keeps flowing is never cut.
     #[arg(long, env = "HDS_WRITE_TIMEOUT", default_value_t = 30, value_name = "SECS",
-        value_parser = clap::value_parser!(u64).range(1..))]
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub write_timeout: u64,
+    /// `/ready` answers 503 when the data dir's file system has less than
+    /// this many MiB free (writes are about to fail for want of space), so a
+    /// load balancer sends no more work; 0: no such check.
+    #[arg(long, env = "HDS_READY_MIN_FREE_MB", default_value_t = 64, value_name = "MIB",
+        value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub ready_min_free_mb: u64,
     /// On the first start of an empty data dir, the admin to create.
     #[arg(
         long,
@@ -417,6 +423,7 @@ impl Config {
             max_connections: 4096,
             max_connections_per_address: 256,
             write_timeout: 30,
+            ready_min_free_mb: 64,
             admin_email: "admin@localhost.localdomain".into(),
             config_file: None,
             auth: AuthConfig::default(),

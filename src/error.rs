@@ -304,10 +304,25 @@ impl Error {
     }
 
     pub fn internal(cause: impl Into<anyhow::Error>) -> Self {
+        Self::internal_saying("internal error; the request was not applied", cause)
+    }
+
+    /// The disk holding the database is full (SQLITE_FULL): 503, nothing of
+    /// the write kept.
+    pub fn disk_full(cause: impl Into<anyhow::Error>) -> Self {
         let mut e = Self::new(
-            Code::Internal,
-            "internal error; the request was not applied",
-        );
+            Code::Unavailable,
+            "the disk holding hds's data is full: the write was not committed, and nothing of it was kept; retry once space is freed",
+        )
+        .retry_after(1);
+        e.0.cause = Some(cause.into());
+        e
+    }
+
+    /// An internal error whose message says more than "not applied" (the
+    /// cause is logged, never shown).
+    pub fn internal_saying(message: &str, cause: impl Into<anyhow::Error>) -> Self {
+        let mut e = Self::new(Code::Internal, message);
         e.0.cause = Some(cause.into());
         e
     }
@@ -399,6 +414,12 @@ impl std::error::Error for Error {}
 
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
+        // A full disk refuses the statement, and the write it was part of
+        // is undone (the writer's savepoint, or its whole batch): nothing
+        // kept, worth a retry once space is freed.
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            return Self::disk_full(e);
+        }
         Self::internal(e)
     }
 }

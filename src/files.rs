@@ -50,3 +50,17 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
 fn set_mode(_: &Path, _: u32) -> std::io::Result<()> {
     Ok(())
 }
+
+/// Bytes free to an unprivileged writer on the file system holding `dir`
+/// (`statvfs`: available blocks times fragment size); None where it cannot
+/// be read.
+#[cfg(target_os = "linux")]
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    let s = rustix::fs::statvfs(dir).ok()?;
+    Some(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn free_bytes(_: &Path) -> Option<u64> {
+    None
+}

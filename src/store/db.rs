@@ -83,6 +83,11 @@ enum Failed {
     /// COMMIT itself failed. In WAL mode its frames may still have reached
     /// the log and come back after a crash: the outcome is unknown.
     Commit(String),
+    /// COMMIT found the disk full (SQLITE_FULL): a write to the log was
+    /// refused, and the frame that marks a commit is written last, so the
+    /// log holds no commit of this batch, which is rolled back: nothing of
+    /// it was kept.
+    DiskFull,
 }
 /// A write closure; gets None when the transaction could not even begin.
 type Job = Box<dyn FnOnce(Option<&Connection>) -> Ran + Send>;
@@ -235,9 +240,14 @@ impl Db {
                             "the write was not committed, and nothing of it was kept; retry shortly",
                         )
                         .retry_after(1)),
-                        (Ok(_), Some(Failed::Commit(e))) => {
-                            Err(Error::internal(anyhow::anyhow!("commit failed: {e}")))
-                        }
+                        (Ok(_), Some(Failed::DiskFull)) => Err(Error::disk_full(
+                            anyhow::anyhow!("COMMIT found the disk full"),
+                        )),
+                        (Ok(_), Some(Failed::Commit(e))) => Err(Error::internal_saying(
+                            "internal error: the write's commit failed, so whether it was kept is unknown; \
+                             read before you retry, or retry with the same Idempotency-Key",
+                            anyhow::anyhow!("commit failed: {e}"),
+                        )),
                         (Err(e), _) => Err(e),
                     };
                     let _ = reply.send(out);
@@ -409,7 +419,11 @@ fn writer_loop(
             false => conn.execute_batch("COMMIT").err().map(|e| {
                 tracing::error!(error = %e, "COMMIT failed; rolling the batch back");
                 rollback(&conn);
-                Failed::Commit(e.to_string())
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+                    Failed::DiskFull
+                } else {
+                    Failed::Commit(e.to_string())
+                }
             }),
         };
         metrics.batch_done(size, began.elapsed(), failed.is_none());

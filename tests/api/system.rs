@@ -17,6 +17,8 @@ async fn system_routes_answer() {
     );
     let ready = app.call(Method::GET, "/ready", None, None, &[]).await;
     assert_eq!(ready.ok(200)["checks"]["database_write"], "ok");
+    assert_eq!(ready.ok(200)["checks"]["disk_space"], "ok");
+    assert!(ready.ok(200)["checks"]["disk_free_bytes"].as_u64().unwrap() > 0);
     let docs = app.call(Method::GET, "/v1/docs", None, None, &[]).await;
     let sections = docs.ok(200)["sections"].as_array().unwrap().clone();
     assert!(
@@ -716,4 +718,80 @@ async fn openapi_names_bodies_as_specified_and_declares_keys_and_optional_bodies
             .unwrap_or_default();
         assert!(forbidden.contains("PLAN_LIMIT_REACHED"), "{path}");
     }
+}
+
+/// Less free space than `--ready-min-free-mb` on the data dir's file system:
+/// not ready, so a load balancer sends no more work before writes fail.
+#[tokio::test]
+async fn ready_fails_when_the_data_dirs_disk_is_nearly_full() {
+    // More than any test machine has free: the check must fail.
+    let app = TestApp::spawn_with(|c| c.ready_min_free_mb = 1_048_576).await;
+    let ready = app.call(Method::GET, "/ready", None, None, &[]).await;
+    let body = ready.ok(503);
+    assert_eq!(body["status"], "unavailable", "{body}");
+    assert_eq!(body["checks"]["disk_space"], "failing", "{body}");
+    assert_eq!(body["checks"]["database_write"], "ok", "{body}");
+    assert!(
+        body["checks"]["disk_free_bytes"].as_u64().is_some(),
+        "{body}"
+    );
+}
+
+/// A database that can grow no further (as on a full disk; here the writer's
+/// `max_page_count`) refuses a write with 503 and `Retry-After`, keeps
+/// nothing of it, and takes writes again once there is room.
+#[tokio::test]
+async fn a_full_database_answers_503_and_keeps_nothing_of_the_write() {
+    let app = TestApp::spawn().await;
+    let limit = |pages: Option<i64>| {
+        let db = app.state.services.db.clone();
+        async move {
+            db.write(move |c| {
+                let now: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+                let max = pages.unwrap_or(now);
+                let set: i64 =
+                    c.query_row(&format!("PRAGMA max_page_count = {max}"), [], |r| r.get(0))?;
+                Ok(set)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    limit(None).await;
+    let long = "x".repeat(20_000);
+    let mut created = 0;
+    let mut refused = None;
+    for i in 0..200 {
+        let body = serde_json::json!({
+            "title": format!("Fill {i}"),
+            "description": long,
+            "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
+        });
+        let r = app.post("/v1/actions", &app.live_key(), body).await;
+        if r.status.as_u16() == 201 {
+            created += 1;
+            continue;
+        }
+        refused = Some(r);
+        break;
+    }
+    let r = refused.expect("a create refused once the database is full");
+    let body = r.ok(503);
+    assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("disk holding hds's data is full"),
+        "{body}"
+    );
+    assert_eq!(r.headers["retry-after"], "1");
+    limit(Some(1_073_741_823)).await;
+    assert_eq!(app.count_rows("actions"), created);
+    let body = serde_json::json!({
+        "title": "Room again",
+        "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
+    });
+    let r = app.post("/v1/actions", &app.live_key(), body).await;
+    r.ok(201);
 }

@@ -49,7 +49,11 @@ pub async fn health() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// Readiness: the database answers a read and the writer commits.
+/// Readiness: the database answers a read, the writer commits, and the data
+/// dir's file system has `--ready-min-free-mb` free. Below that, a write that
+/// grows the log or the database (a create with a long description, a
+/// checkpoint) is about to fail, which the writer's probe alone cannot tell
+/// (it writes no page).
 #[utoipa::path(get, path = "/ready", tag = "system", responses((status = 200, description = "ready", body = Ready), (status = 503, description = "not ready", body = Ready)))]
 pub async fn ready(State(st): State<AppState>) -> Response {
     let db = &st.services.db;
@@ -61,13 +65,25 @@ pub async fn ready(State(st): State<AppState>) -> Response {
         .write(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
         .await
         .is_ok();
-    let ok = read && write;
+    let free = crate::files::free_bytes(&st.services.config.data_dir);
+    let min_free = st
+        .services
+        .config
+        .ready_min_free_mb
+        .saturating_mul(1024 * 1024);
+    let space = free.is_none_or(|f| f >= min_free);
+    let ok = read && write && space;
     let check = |ok: bool| if ok { "ok" } else { "failing" };
     let body = Ready {
         status: if ok { "ready" } else { "unavailable" },
         checks: ReadyChecks {
             database_read: check(read),
             database_write: check(write),
+            disk_space: match free {
+                None => "unknown",
+                Some(_) => check(space),
+            },
+            disk_free_bytes: free,
         },
     };
     let status = if ok {
