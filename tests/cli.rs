@@ -922,6 +922,40 @@ fn operator_mistakes_are_refused_with_what_to_do() {
     .unwrap();
     let err = fails(&["serve", "--listen", "127.0.0.1:0"], &data, "line 3");
     assert!(!err.contains("s3cretpw"), "{err}");
+    std::fs::remove_file(data.join("hds.toml")).unwrap();
+    // A backup that fails leaves nothing behind, so that a retry can write
+    // to the same path (here the data dir's database is not one).
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("hds.db"), vec![b'x'; 8192]).unwrap();
+    let to = dir.path().join("broken-backup.db");
+    fails(
+        &["backup", to.to_str().unwrap()],
+        &broken,
+        "nothing was left at",
+    );
+    assert!(!to.exists(), "the failed backup's file was removed");
+    // A timeout past a day is refused at the start, not a panic per connection.
+    for flag in [
+        "--header-read-timeout",
+        "--body-read-timeout",
+        "--keep-alive-timeout",
+        "--write-timeout",
+    ] {
+        let out = hds(
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                flag,
+                "18446744073709551614",
+            ],
+            &data,
+        );
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("1..=86400"), "{flag}: {err}");
+    }
 }
 
 /// SIGTERM answers a held long poll at once with the Action as it is,

@@ -28,6 +28,13 @@ pub struct RestoreArgs {
     pub force: bool,
 }
 
+/// SQLite's rollback journal beside a database file (`PATH-journal`).
+fn journal_of(path: &std::path::Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-journal");
+    PathBuf::from(name)
+}
+
 fn copy(src: &Connection, dst: &mut Connection) -> anyhow::Result<()> {
     // All pages in one step: a stepwise copy restarts whenever the server
     // writes, and might never finish under load.
@@ -41,11 +48,35 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
     }
     let src = Connection::open_with_flags(a.dir.existing_db()?, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", a.dir.db_path().display()))?;
-    let mut dst =
-        Connection::open(&a.path).with_context(|| format!("creating {}", a.path.display()))?;
-    crate::files::restrict_file(&a.path)?;
-    copy(&src, &mut dst)?;
-    let n: i64 = dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?;
+    // The file is made here, and only here (never one that appeared since
+    // the check above), so a failed copy can take it away again: a retry
+    // must not find a half-written or empty backup in its way.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&a.path)
+        .with_context(|| format!("creating {}", a.path.display()))?;
+    let written = (|| -> anyhow::Result<i64> {
+        crate::files::restrict_file(&a.path)?;
+        let mut dst = Connection::open(&a.path)?;
+        copy(&src, &mut dst)?;
+        Ok(dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?)
+    })();
+    let n = match written {
+        Ok(n) => n,
+        Err(e) => {
+            for leftover in [a.path.clone(), journal_of(&a.path)] {
+                let _ = std::fs::remove_file(leftover);
+            }
+            return Err(e.context(format!(
+                "backing up {} to {} (nothing was left at {}; if the disk is full, check both the \
+                 data dir's and the backup's file system)",
+                a.dir.db_path().display(),
+                a.path.display(),
+                a.path.display()
+            )));
+        }
+    };
     crate::cli::say!(
         "backed up {} ({n} Actions) to {}",
         a.dir.db_path().display(),
