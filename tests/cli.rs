@@ -770,6 +770,34 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     child.kill().unwrap();
     child.wait().unwrap();
 
+    // Restored into a new data dir and only then given the keys directory:
+    // the commands that read keys without a server honour its marker.
+    let elsewhere = dir.path().join("elsewhere");
+    let out = hds(&["restore", backup.to_str().unwrap()], &elsewhere);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(data.join("keys"))
+        .arg(elsewhere.join("keys"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &elsewhere);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("is revoked"), "{said}");
+    let out = hds(&["keys", "list"], &elsewhere);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with(old_kid.as_str()))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains("revoked"), "{listed}");
+
     // Restoring the backup from before the revocation does not bring the
     // key back: it is revoked again, and as it was that backup's active
     // key, the server makes a new one.

@@ -63,6 +63,7 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::List(dir) => {
             let conn = open_cli_connection(&dir.existing_db()?)?;
             let keys = receipts::keys(&conn).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let keys = crate::service::keyring::as_marked(&dir.keys_dir(), keys);
             let head = format!("{:<45} {:<8} {:<26} RETIRED", "KID", "STATUS", "CREATED");
             let rows = keys.into_iter().map(|k| {
                 format!(

@@ -392,6 +392,8 @@ fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
         )
     })?;
     let keys = crate::store::receipts::keys(&conn).map_err(|e| e.to_string())?;
+    // A key revoked after this database's backup is revoked here too.
+    let keys = crate::service::keyring::as_marked(&a.dir.keys_dir(), keys);
     if keys.is_empty() {
         return Err(format!(
             "{} lists no receipt key",

@@ -143,10 +143,24 @@ pub fn revoke(dir: &Path, c: &Connection, kid: &str, now: &str) -> anyhow::Resul
 /// marker that is not the key its name says is left alone, with a warning.
 /// Returns the kids it revoked again.
 pub fn apply_revocations(dir: &Path, c: &Connection, now: &str) -> anyhow::Result<Vec<String>> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(Vec::new());
-    };
     let mut again = Vec::new();
+    for (kid, x) in revocation_markers(dir) {
+        if receipts::mark_revoked(c, &kid, &x, now)? {
+            tracing::warn!(key.kid = %kid, "a receipt key revoked after this database's backup is revoked again");
+            again.push(kid);
+        }
+    }
+    Ok(again)
+}
+
+/// The keys the keys directory records as revoked: (kid, public half) of
+/// each `<kid>.revoked` that is the key its name says. A marker that is not
+/// is left alone, with a warning.
+fn revocation_markers(dir: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(kid) = name.to_str().and_then(|n| n.strip_suffix(".revoked")) else {
@@ -158,12 +172,22 @@ pub fn apply_revocations(dir: &Path, c: &Connection, now: &str) -> anyhow::Resul
             tracing::warn!(file = %name.to_string_lossy(), "a revocation marker is not named after its key's thumbprint; left alone");
             continue;
         }
-        if receipts::mark_revoked(c, kid, x, now)? {
-            tracing::warn!(key.kid = %kid, "a receipt key revoked after this database's backup is revoked again");
-            again.push(kid.to_owned());
+        out.push((kid.to_owned(), x.to_owned()));
+    }
+    out
+}
+
+/// The database's keys as the keys directory has them: one its marker
+/// records as revoked is revoked, whatever a database restored from before
+/// the revocation says, for the commands that read keys without a server
+/// (`hds verify-receipt --data-dir`, `hds keys list`).
+pub fn as_marked(dir: &Path, mut keys: Vec<receipt::PublicKey>) -> Vec<receipt::PublicKey> {
+    for (kid, x) in revocation_markers(dir) {
+        if let Some(k) = keys.iter_mut().find(|k| k.kid == kid && k.x == x) {
+            k.status = "revoked".into();
         }
     }
-    Ok(again)
+    keys
 }
 
 fn load(dir: &Path, kid: &str) -> anyhow::Result<SigningKey> {
