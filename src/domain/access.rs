@@ -9,6 +9,7 @@
 //! | decide, vote, claim, assign, snooze, comment, controls, context | ✓     | ✓     | ✓ (listed if restricted) | ✗ |
 //! | manage Sources, invitations, members, notifications    | ✓     | ✓ (not owners) | ✗ | ✗   |
 //! | grant or remove `owner`, open the billing portal       | ✓     | ✗     | ✗        | ✗      |
+//! | leave the workspace (not its last owner)               | ✓     | ✓     | ✓        | ✓      |
 
 use std::fmt;
 
@@ -289,13 +290,25 @@ pub fn grantable_roles(actor: Role, from: Role) -> Vec<Role> {
 /// a workspace with `owners` owners: the roles they may give (never `from`
 /// itself) and whether they may remove them. Exactly what the API allows,
 /// the last-owner rule included, so no button is refused.
-pub fn member_changes_offered(actor: Role, from: Role, owners: i64) -> (Vec<Role>, bool) {
+pub fn member_changes_offered(
+    actor: Role,
+    from: Role,
+    owners: i64,
+    is_self: bool,
+) -> (Vec<Role>, bool) {
     let roles = grantable_roles(actor, from)
         .into_iter()
         .filter(|to| !leaves_no_owner(from, Some(*to), owners))
         .collect();
-    let removal = can_change_member(actor, from, None) && !leaves_no_owner(from, None, owners);
+    let removal = (is_self && can_leave(from) || can_change_member(actor, from, None))
+        && !leaves_no_owner(from, None, owners);
     (roles, removal)
+}
+
+/// Leave a workspace (remove oneself): any member, whatever their role; the
+/// last owner only once another member is owner (`leaves_no_owner`).
+pub fn can_leave(_role: Role) -> bool {
+    true
 }
 
 /// Whether a change from `from` to `to` (None: removal) would leave the
@@ -436,14 +449,32 @@ mod tests {
         assert!(leaves_no_owner(Owner, Some(Admin), 1));
         // The sole owner is offered no demotion and no removal; with two
         // owners, both.
-        assert_eq!(member_changes_offered(Owner, Owner, 1), (vec![], false));
         assert_eq!(
-            member_changes_offered(Owner, Owner, 2),
+            member_changes_offered(Owner, Owner, 1, false),
+            (vec![], false)
+        );
+        assert_eq!(
+            member_changes_offered(Owner, Owner, 1, true),
+            (vec![], false)
+        );
+        assert_eq!(
+            member_changes_offered(Viewer, Viewer, 1, true),
+            (vec![], true)
+        );
+        assert_eq!(
+            member_changes_offered(Viewer, Reviewer, 1, false),
+            (vec![], false)
+        );
+        assert_eq!(
+            member_changes_offered(Owner, Owner, 2, false),
             (vec![Admin, Reviewer, Viewer], true)
         );
-        assert_eq!(member_changes_offered(Admin, Owner, 1), (vec![], false));
         assert_eq!(
-            member_changes_offered(Admin, Viewer, 1),
+            member_changes_offered(Admin, Owner, 1, false),
+            (vec![], false)
+        );
+        assert_eq!(
+            member_changes_offered(Admin, Viewer, 1, false),
             (vec![Admin, Reviewer], true)
         );
         assert!(leaves_no_owner(Owner, None, 1));

@@ -200,20 +200,27 @@ fn check_change(
 ) -> Result<Member> {
     // The actor's role as of this transaction, not as of authentication.
     let actor = store::role_of(c, ws, actor_id)?.ok_or_else(workspace_not_found)?;
-    crate::service::caller::require_manager(actor, access::manages_workspace, "members")?;
+    let leaving = to.is_none() && actor_id == target && access::can_leave(actor);
+    if !leaving {
+        crate::service::caller::require_manager(actor, access::manages_workspace, "members")?;
+    }
     let member = store::member(c, ws, target)?.ok_or_else(member_not_found)?;
-    if !access::can_change_member(actor, member.role, to) {
+    if !leaving && !access::can_change_member(actor, member.role, to) {
         return Err(forbidden(member.role, to));
     }
     if access::leaves_no_owner(member.role, to, store::owner_count(c, ws)?) {
-        let what = if to.is_some() { "demoted" } else { "removed" };
-        return Err(Error::new(
-            Code::LastOwner,
+        let message = if leaving {
+            "you are the workspace's last owner and cannot leave it; make another member owner \
+             first (with no one else in it, deleting your account keeps it, ownerless, for the operator)"
+                .to_owned()
+        } else {
+            let what = if to.is_some() { "demoted" } else { "removed" };
             format!(
                 "{} is the workspace's last owner and cannot be {what}; make another member owner first",
                 member.email
-            ),
-        ));
+            )
+        };
+        return Err(Error::new(Code::LastOwner, message));
     }
     Ok(member)
 }

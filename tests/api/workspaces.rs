@@ -1106,3 +1106,73 @@ async fn unknown_fields_are_all_reported_before_a_wrong_type() {
     assert_eq!(app.count_rows("invitations"), 0);
     assert_eq!(app.count_rows("workspaces"), 1);
 }
+
+/// Any member may leave (remove themselves), whatever their role; the last
+/// owner may not until another member is owner. The dashboard offers it on
+/// the Members page, behind a confirmation, then shows the Workspaces page.
+#[tokio::test]
+async fn any_member_may_leave_but_the_last_owner() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    for role in [Role::Viewer, Role::Reviewer, Role::Admin] {
+        let who = app.member(role);
+        let r = who
+            .call(Method::DELETE, &member_path(&who), None, &[])
+            .await;
+        assert_eq!(r.status, 204, "{role:?}: {}", r.body);
+        assert_eq!(role_of(&app, &who).await, None, "{role:?}");
+        let list: Value = who.get("/v1/workspaces", 200).await;
+        assert_eq!(list["data"], json!([]), "{role:?}");
+    }
+    // The last owner stays, told what to do.
+    let r = owner
+        .call(Method::DELETE, &member_path(&owner), None, &[])
+        .await;
+    let e = r.error(409, "LAST_OWNER");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("you are the workspace's last owner"),
+        "{e}"
+    );
+    // With a second owner, an owner leaves too.
+    let second = app.member(Role::Admin);
+    let _: Value = owner
+        .patch(&member_path(&second), json!({"role": "owner"}), 200)
+        .await;
+    let r = second
+        .call(Method::DELETE, &member_path(&second), None, &[])
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+
+    // The dashboard: a viewer sees "Leave", is asked, and lands on Workspaces.
+    let viewer = app.member(Role::Viewer);
+    let browser = app.browser(viewer.person()).await;
+    let page = browser.page("/app/members").await;
+    assert!(page.contains(r#"id="leave-workspace""#), "{page}");
+    let path = format!("/app/members/{}/remove", viewer.person().id);
+    let r = browser
+        .post_form(&path, Some(&app.base), &[("_csrf", browser.csrf())])
+        .await;
+    assert_eq!(r.status(), 200);
+    let asked = r.text().await.unwrap();
+    assert!(asked.contains("Leave this workspace?"), "{asked}");
+    assert_eq!(role_of(&app, &viewer).await.as_deref(), Some("viewer"));
+    let r = browser
+        .post_form(
+            &path,
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("confirmed", "yes")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/app/workspaces?done=left");
+    assert_eq!(role_of(&app, &viewer).await, None);
+    let page = browser.page("/app/workspaces?done=left").await;
+    assert!(page.contains("You left the workspace"), "{page}");
+    // The last owner is told why there is no button.
+    let page = app.browser(owner.person()).await.page("/app/members").await;
+    assert!(!page.contains(r#"id="leave-workspace""#), "{page}");
+    assert!(page.contains("You are its last owner"), "{page}");
+}

@@ -89,7 +89,7 @@ pub async fn update_member(
 
 /// Remove a member from the active workspace.
 #[utoipa::path(delete, path = "/v1/workspaces/members/{user_id}", tag = "workspaces", params(("user_id" = String, Path)),
-    responses((status = 204, description = "removed"),
+    responses((status = 204, description = "removed; your own user_id: you left the workspace (any role but its last owner)"),
         (status = 403, description = "FORBIDDEN (details.required_role)", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "MEMBER_NOT_FOUND / WORKSPACE_NOT_FOUND", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "LAST_OWNER", body = crate::http::openapi::ErrorBody)),

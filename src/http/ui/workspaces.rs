@@ -59,6 +59,7 @@ pub struct WorkspaceVm {
 pub struct WorkspacesPage {
     layout: Layout,
     workspaces: Vec<WorkspaceVm>,
+    flash: Option<&'static str>,
     error: Option<String>,
 }
 
@@ -80,6 +81,7 @@ async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, 
                 active: w.active,
             })
             .collect(),
+        flash: None,
         error: None,
     })
 }
@@ -88,8 +90,12 @@ async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, 
 pub async fn workspaces_page(
     State(st): State<AppState>,
     p: PageUser,
+    PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<WorkspacesPage, UiError> {
-    workspaces_view(&st, &p).await
+    let mut out = workspaces_view(&st, &p).await?;
+    out.flash = (q.done.as_deref() == Some("left"))
+        .then_some("You left the workspace. This session now acts on the workspace below marked active, if any.");
+    Ok(out)
 }
 
 /// POST /app/workspaces: creates a team workspace the person owns and
@@ -134,6 +140,9 @@ pub struct MembersPage {
     layout: Layout,
     workspace_name: String,
     my_role: Role,
+    my_id: String,
+    /// The person may leave (they are not its last owner).
+    may_leave: bool,
     members: Vec<MemberVm>,
     manages: bool,
     flash: Option<&'static str>,
@@ -153,14 +162,15 @@ async fn members_view(st: &AppState, p: &PageUser) -> Result<MembersPage, UiErro
     let now = st.services.clock.now();
     let owners = listed.iter().filter(|m| m.role == Role::Owner).count();
     let owners = i64::try_from(owners).unwrap_or(i64::MAX);
-    let members = listed
+    let members: Vec<MemberVm> = listed
         .into_iter()
         .map(|m| {
-            let (grantable, removable) = access::member_changes_offered(me, m.role, owners);
+            let is_me = m.user_id == p.user.user_id;
+            let (grantable, removable) = access::member_changes_offered(me, m.role, owners, is_me);
             MemberVm {
                 grantable,
                 removable,
-                is_me: m.user_id == p.user.user_id,
+                is_me,
                 joined: When::new(&m.joined_at, now),
                 user_id: m.user_id,
                 email: m.email,
@@ -169,10 +179,13 @@ async fn members_view(st: &AppState, p: &PageUser) -> Result<MembersPage, UiErro
             }
         })
         .collect();
+    let may_leave = members.iter().any(|m| m.is_me && m.removable);
     Ok(MembersPage {
         layout: Layout::signed_in(st, p, "Members", "members").await?,
         workspace_name: active.workspace.name,
         my_role: me,
+        my_id: p.user.user_id.clone(),
+        may_leave,
         members,
         manages: access::manages_workspace(me),
         flash: None,
@@ -257,19 +270,31 @@ pub async fn remove_member(
             Ok(m) => m,
             Err(e) => return page_with_error(e, members_view(&st, &p)).await,
         };
-        let ask = Ask {
-            heading: "Remove this member?".into(),
-            message: format!(
-                "{} loses access to this workspace at once: its inbox, Actions and Sources. Their decisions and receipts are kept.",
-                m.email
-            ),
-            post_to: format!("/app/members/{id}/remove"),
-            confirm_label: "Remove the member".into(),
-            cancel_url: "/app/members".into(),
+        let ask = if id == p.user.user_id {
+            Ask {
+                heading: "Leave this workspace?".into(),
+                message: "You lose access to this workspace at once: its inbox, Actions and Sources. Your decisions and receipts are kept. To come back, you need a new invitation.".into(),
+                post_to: format!("/app/members/{id}/remove"),
+                confirm_label: "Leave the workspace".into(),
+                cancel_url: "/app/members".into(),
+            }
+        } else {
+            Ask {
+                heading: "Remove this member?".into(),
+                message: format!(
+                    "{} loses access to this workspace at once: its inbox, Actions and Sources. Their decisions and receipts are kept.",
+                    m.email
+                ),
+                post_to: format!("/app/members/{id}/remove"),
+                confirm_label: "Remove the member".into(),
+                cancel_url: "/app/members".into(),
+            }
         };
         return ConfirmPage::ask(&st, &p, "members", &form, ask).await;
     }
+    let leaving = id == p.user.user_id;
     match workspaces::remove(&st.services, &p.user, id).await {
+        Ok(()) if leaving => Ok(see_other("/app/workspaces?done=left")),
         Ok(()) => Ok(see_other("/app/members?done=removed")),
         Err(e) => page_with_error(e, members_view(&st, &p)).await,
     }
