@@ -86,6 +86,24 @@ pub(crate) fn access_now(
     Ok(access.can_see().then_some(access))
 }
 
+/// The 403 for work on an Action the caller may see but not do: a viewer's
+/// names `details.required_role: "reviewer"` (their role is what stands in
+/// the way); anyone else's is refused because only the Action's listed
+/// reviewers work on it (restricted, or voted on), which the message says
+/// and `details.listed: false` marks: no role would help.
+pub(crate) fn refused(acc: ActionAccess, message: &str) -> Error {
+    match crate::domain::access::required_for_decision(acc.role) {
+        Some(role) => {
+            Error::new(Code::Forbidden, message).with_detail("required_role", role.as_str())
+        }
+        None => Error::new(
+            Code::Forbidden,
+            format!("{message}: only the reviewers listed on this Action do"),
+        )
+        .with_detail("listed", false),
+    }
+}
+
 /// The relation to the Action of any member (`role` in its workspace),
 /// whether or not they may see it: the assignment rules ask it of the
 /// person being assigned.

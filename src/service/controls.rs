@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
-use crate::domain::access::{ActionAccess, Role};
+use crate::domain::access::ActionAccess;
 use crate::domain::action::{ActionRecord, Actor};
 use crate::domain::decision;
 use crate::domain::event::ActionEvent;
@@ -21,7 +21,7 @@ use crate::domain::webhook::EventType;
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access, access_now};
+use crate::service::actions::{access, access_now, refused};
 use crate::service::caller::{SourceCaller, UserCaller};
 use crate::service::effects;
 use crate::service::idempotency::request_hash;
@@ -76,10 +76,6 @@ pub struct ContextRequestCreate {
 pub struct Invoked {
     pub request: ControlRequest,
     pub replayed: bool,
-}
-
-fn forbidden(message: &str) -> Error {
-    Error::new(Code::Forbidden, message).with_detail("required_role", Role::Reviewer.as_str())
 }
 
 /// The Action and the caller's relation to it as of this transaction; 404
@@ -143,7 +139,8 @@ pub async fn invoke(
             });
         }
         if !acc.can_invoke_controls() {
-            return Err(forbidden(
+            return Err(refused(
+                acc,
                 "you may read this Action but not press its controls",
             ));
         }
@@ -383,7 +380,8 @@ pub async fn ask(
             });
         }
         if !acc.can_ask_for_context() {
-            return Err(forbidden(
+            return Err(refused(
+                acc,
                 "you may read this Action but not ask its Source for context",
             ));
         }

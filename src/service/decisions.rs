@@ -8,7 +8,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::access;
 use crate::domain::action::{ActionRecord, Actor, Outcome, Resolution, Status};
 use crate::domain::decision::{self, MAX_REASON};
 use crate::domain::event::ActionEvent;
@@ -193,11 +192,10 @@ pub(crate) fn decide_in(
         return Err(Error::self_approval_forbidden());
     }
     if !access.can_decide() {
-        let refused = Error::new(Code::Forbidden, "you may see this Action but not decide it");
-        return Err(match access::required_for_decision(access.role) {
-            Some(role) => refused.with_detail("required_role", role.as_str()),
-            None => refused,
-        });
+        return Err(crate::service::actions::refused(
+            access,
+            "you may see this Action but not decide it",
+        ));
     }
     decision::ensure_open(&a, &time::format(now))?;
     if a.spec.approval_policy.is_some() {

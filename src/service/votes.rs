@@ -17,7 +17,7 @@ use crate::domain::event::ActionEvent;
 use crate::domain::{time, words};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access_now, access_of, check_reason};
+use crate::service::actions::{access_now, access_of, check_reason, refused};
 use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
 use crate::service::effects;
@@ -137,10 +137,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
             return Err(Error::self_approval_forbidden());
         }
         if !access.can_vote() {
-            return Err(Error::new(
-                Code::Forbidden,
-                "only the Action's listed reviewers with a deciding role vote",
-            ));
+            return Err(refused(access, "you may see this Action but not vote on it"));
         }
         // A vote counts for the version it was cast on: a retried vote
         // answers as before (even after it closed the Action) only while

@@ -15,7 +15,7 @@ use crate::domain::event::ActionEvent;
 use crate::domain::{ids, time};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access_now, access_of};
+use crate::service::actions::{access_now, access_of, refused};
 use crate::service::caller::UserCaller;
 use crate::service::effects;
 use crate::service::notifications;
@@ -119,10 +119,7 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
             return Err(Error::self_approval_forbidden());
         }
         if !acc.can_claim() {
-            return Err(forbidden(
-                "only members who may decide this Action claim it",
-                Role::Reviewer,
-            ));
+            return Err(refused(acc, "you may see this Action but not claim it"));
         }
         decision::ensure_open(&a, &now)?;
         let previous = a.work.assignee.clone();
@@ -255,7 +252,7 @@ pub async fn assign(
                     Role::Admin,
                 )
             } else {
-                forbidden("you may see this Action but not assign it", Role::Reviewer)
+                refused(acc, "you may see this Action but not assign it")
             });
         }
         decision::ensure_open(&a, &now)?;
@@ -390,10 +387,7 @@ pub async fn snooze(
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         if !acc.can_snooze() {
-            return Err(forbidden(
-                "you may see this Action but not snooze it",
-                Role::Reviewer,
-            ));
+            return Err(refused(acc, "you may see this Action but not snooze it"));
         }
         decision::ensure_open(&a, &now)?;
         // Nothing to change: the same time again, or un-snoozing an Action
@@ -519,9 +513,9 @@ pub async fn add_comment(
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         if !acc.can_comment() {
-            return Err(forbidden(
+            return Err(refused(
+                acc,
                 "you may read this Action's comments but not write one",
-                Role::Reviewer,
             ));
         }
         let mut mentions = Vec::new();

@@ -273,3 +273,53 @@ async fn a_vote_of_someone_removed_or_demoted_since_no_longer_counts() {
     assert!(voters.contains(&v3.person().id.as_str()), "{voters:?}");
     assert!(voters.contains(&admin.person().id.as_str()), "{voters:?}");
 }
+
+/// A refusal says what stands in the way: a viewer's role
+/// (`required_role: "reviewer"`), or, for an owner or admin, that only the
+/// listed reviewers work on this Action (`listed: false`, no role would
+/// help), alike for voting, deciding and claiming.
+#[tokio::test]
+async fn a_refusal_names_the_role_or_the_listing_that_is_missing() {
+    let app = TestApp::spawn().await;
+    let viewer = app.member(Role::Viewer);
+    let admin = app.member(Role::Admin);
+    let reviewer = app.member(Role::Reviewer);
+    let mut body = two_options("Open the firewall");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([viewer.person().id, reviewer.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 1});
+    let a = app.create_action(body).await;
+    let id = a["id"].as_str().unwrap();
+    let claim = format!("/v1/actions/{id}/claim");
+
+    let e = viewer
+        .post_err(&votes_of(&a), vote(&a, "approve"), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "reviewer", "{e}");
+    let e = viewer.post_err(&claim, json!({}), 403, "FORBIDDEN").await;
+    assert_eq!(e["details"]["required_role"], "reviewer", "{e}");
+
+    let e = admin
+        .post_err(&votes_of(&a), vote(&a, "approve"), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"], json!({"listed": false}), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("only the reviewers listed"),
+        "{e}"
+    );
+    let e = admin.post_err(&claim, json!({}), 403, "FORBIDDEN").await;
+    assert_eq!(e["details"], json!({"listed": false}), "{e}");
+    let decide = json!({"option_id": "approve", "action_version": a["action_version"], "fingerprint": a["fingerprint"]});
+    let e = admin
+        .post_err(
+            &format!("/v1/actions/{id}/decision"),
+            decide,
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"], json!({"listed": false}), "{e}");
+}
