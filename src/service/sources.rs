@@ -104,9 +104,7 @@ fn rotate_environment_schema() -> utoipa::openapi::Object {
 }
 
 pub(crate) fn workspace(user: &UserCaller, admin: bool) -> Result<String> {
-    let m = user
-        .active_workspace()
-        .ok_or_else(|| Error::new(Code::Forbidden, "you are not a member of any workspace"))?;
+    let m = user.active_or_404()?;
     if admin {
         caller::require_manager(m.role, access::can_manage_sources, "Sources")?;
     }

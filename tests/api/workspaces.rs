@@ -1028,6 +1028,30 @@ async fn a_person_in_no_workspace_is_sent_to_the_workspaces_page() {
         )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
+    // Every route of the active workspace answers alike: 404, naming the way out.
+    for path in [
+        "/v1/sources",
+        "/v1/workspaces/members",
+        "/v1/billing",
+        "/v1/runs",
+    ] {
+        let e = reviewer.get_err(path, 404, "WORKSPACE_NOT_FOUND").await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("POST /v1/workspaces"),
+            "{path}: {e}"
+        );
+    }
+    reviewer
+        .post_err(
+            "/v1/sources",
+            json!({"name": "x"}),
+            404,
+            "WORKSPACE_NOT_FOUND",
+        )
+        .await;
 }
 
 /// On every JSON body, unknown fields are reported together before any

@@ -17,7 +17,7 @@ use crate::service::webhooks;
 use crate::store::deliveries::{Attempt, Delivery};
 
 /// List the workspace's Sources.
-#[utoipa::path(get, path = "/v1/sources", tag = "sources", responses((status = 200, description = "the Sources", body = List<SourceOut>), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+#[utoipa::path(get, path = "/v1/sources", tag = "sources", responses((status = 200, description = "the Sources", body = List<SourceOut>), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody), (status = 404, description = "WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_sources(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -31,7 +31,7 @@ pub async fn list_sources(
 
 /// Create a Source; its keys and webhook secret are shown only in this response.
 #[utoipa::path(post, path = "/v1/sources", tag = "sources", request_body = SourceCreate,
-    responses((status = 201, description = "the Source; secrets has live_key, test_key and webhook_secret", body = SourceWithSecrets), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace. PLAN_LIMIT_REACHED: the plan allows no more Sources (details.resource, details.limit, details.used)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 201, description = "the Source; secrets has live_key, test_key and webhook_secret", body = SourceWithSecrets), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role). PLAN_LIMIT_REACHED: the plan allows no more Sources (details.resource, details.limit, details.used)", body = crate::http::openapi::ErrorBody), (status = 404, description = "WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn create_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -43,7 +43,7 @@ pub async fn create_source(
 
 /// Read one Source.
 #[utoipa::path(get, path = "/v1/sources/{source_id}", tag = "sources", params(("source_id" = String, Path)),
-    responses((status = 200, description = "the Source", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the Source", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn get_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -57,7 +57,7 @@ pub async fn get_source(
 
 /// Rename or describe a Source.
 #[utoipa::path(patch, path = "/v1/sources/{source_id}", tag = "sources", params(("source_id" = String, Path)), request_body = SourceUpdate,
-    responses((status = 200, description = "the Source as changed", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the Source as changed", body = Data<SourceOut>), (status = 404, description = "SOURCE_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn update_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -72,7 +72,7 @@ pub async fn update_source(
 
 /// Revoke a Source; its Actions and history are kept.
 #[utoipa::path(delete, path = "/v1/sources/{source_id}", tag = "sources", params(("source_id" = String, Path)),
-    responses((status = 204, description = "revoked"), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 204, description = "revoked"), (status = 404, description = "SOURCE_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn revoke_source(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -86,7 +86,7 @@ pub async fn revoke_source(
 /// `key_overlap_seconds` (default a day) have passed, and is listed in `keys`
 /// with its `expires_at` meanwhile.
 #[utoipa::path(post, path = "/v1/sources/{source_id}/keys/rotate", tag = "sources", params(("source_id" = String, Path)), request_body = KeyRotate,
-    responses((status = 200, description = "the Source; secrets has only the rotated keys and secret", body = SourceWithSecrets), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the Source; secrets has only the rotated keys and secret", body = SourceWithSecrets), (status = 404, description = "SOURCE_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn rotate_source_keys(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -117,7 +117,7 @@ pub struct DeliveryParams {
 
 /// The Source's webhook deliveries, newest first (guide: "Webhooks").
 #[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries", tag = "sources", params(("source_id" = String, Path), DeliveryParams),
-    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 422, description = "VALIDATION_ERROR: limit, or a cursor that is not a delivery id, or both starting_after and before", body = crate::http::openapi::ErrorBody), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 422, description = "VALIDATION_ERROR: limit, or a cursor that is not a delivery id, or both starting_after and before", body = crate::http::openapi::ErrorBody), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_deliveries(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -137,7 +137,7 @@ pub async fn list_deliveries(
 
 /// One delivery and every attempt of it.
 #[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries/{delivery_id}", tag = "sources", params(("source_id" = String, Path), ("delivery_id" = String, Path)),
-    responses((status = 200, description = "the delivery, with `attempts`", body = Data<DeliveryDetail>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role); a member who belongs to no workspace", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the delivery, with `attempts`", body = Data<DeliveryDetail>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn get_delivery(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
@@ -152,7 +152,7 @@ pub async fn get_delivery(
 /// Send a delivery again now: the same message (same `webhook-id` and body),
 /// signed afresh, with a new round of retries.
 #[utoipa::path(post, path = "/v1/sources/{source_id}/deliveries/{delivery_id}/resend", tag = "sources", params(("source_id" = String, Path), ("delivery_id" = String, Path)),
-    responses((status = 202, description = "queued: the delivery, pending", body = Data<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 202, description = "queued: the delivery, pending", body = Data<Delivery>), (status = 404, description = "SOURCE_NOT_FOUND or DELIVERY_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins manage Sources (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn resend_delivery(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
