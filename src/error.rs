@@ -312,7 +312,7 @@ impl Error {
     pub fn disk_full(cause: impl Into<anyhow::Error>) -> Self {
         let mut e = Self::new(
             Code::Unavailable,
-            "the disk holding hds's data is full: the write was not committed, and nothing of it was kept; retry once space is freed",
+            "the disk holding hds's data is full: what this request would have written was not kept; retry once space is freed",
         )
         .retry_after(1);
         e.0.cause = Some(cause.into());

@@ -1525,3 +1525,78 @@ fn a_shared_directory_keeps_its_mode() {
     assert_eq!(mode(&shared.join("hds.db")), 0o600);
     assert_eq!(mode(&shared.join("keys")), 0o700);
 }
+
+/// A disk that fills while hds runs (a 2 MiB tmpfs): the COMMIT that finds
+/// it full answers 503 SERVICE_UNAVAILABLE with Retry-After, never 500,
+/// keeps nothing of the refused creates, and /ready says the disk is the
+/// problem. Mounting needs root; elsewhere the test says so and passes.
+#[tokio::test]
+async fn a_disk_that_fills_answers_503_and_keeps_only_what_was_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("full");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&mnt)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let data = mnt.join("d");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let long = "x".repeat(20_000);
+    let (mut created, mut refused) = (0, 0);
+    for i in 0..150 {
+        let r = http
+            .post(format!("{base}/v1/actions"))
+            .bearer_auth(&key)
+            .json(&json!({"title": format!("fill {i}"), "description": long,
+                "options": [{"label": "Yes"}, {"label": "No"}]}))
+            .send()
+            .await
+            .unwrap();
+        match r.status().as_u16() {
+            201 => created += 1,
+            503 => {
+                assert_eq!(r.headers()["retry-after"], "1");
+                let e: Value = r.json().await.unwrap();
+                assert_eq!(e["error"]["code"], "SERVICE_UNAVAILABLE", "{e}");
+                assert!(
+                    e["error"]["message"].as_str().unwrap().contains("disk"),
+                    "{e}"
+                );
+                refused += 1;
+            }
+            other => panic!("create {i}: {other} {}", r.text().await.unwrap()),
+        }
+    }
+    assert!(
+        created > 0 && refused > 0,
+        "{created} created, {refused} refused"
+    );
+    let ready = http.get(format!("{base}/ready")).send().await.unwrap();
+    assert_eq!(ready.status().as_u16(), 503);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["checks"]["disk_space"], "failing", "{ready}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What was acknowledged is there, and nothing else.
+    let conn = rusqlite::Connection::open(data.join("hds.db")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM actions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, created);
+}

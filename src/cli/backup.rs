@@ -28,10 +28,11 @@ pub struct RestoreArgs {
     pub force: bool,
 }
 
-/// SQLite's rollback journal beside a database file (`PATH-journal`).
-fn journal_of(path: &std::path::Path) -> PathBuf {
+/// A file SQLite keeps beside a database (`PATH-journal`, `PATH-wal`,
+/// `PATH-shm`); with an empty suffix, the database itself.
+fn beside(path: &std::path::Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push("-journal");
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -65,7 +66,7 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
     let n = match written {
         Ok(n) => n,
         Err(e) => {
-            for leftover in [a.path.clone(), journal_of(&a.path)] {
+            for leftover in ["", "-journal", "-wal", "-shm"].map(|suffix| beside(&a.path, suffix)) {
                 let _ = std::fs::remove_file(leftover);
             }
             return Err(e.context(format!(

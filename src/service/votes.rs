@@ -74,35 +74,53 @@ pub struct Voted {
     pub replayed: bool,
 }
 
-/// The votes on the Action's version that count, oldest first: (user id,
-/// vote, reason). A vote counts while its voter may still vote on it
-/// (`ActionAccess::can_vote`, not their own request): one removed from the
-/// workspace or made a viewer since stays in the history, but counts
-/// toward no quorum and is not in the receipt. A role change "takes effect
-/// at once" for votes as for everything else.
-pub(crate) fn counted(
-    c: &Connection,
-    a: &ActionRecord,
-) -> Result<Vec<(String, String, Option<String>)>> {
+/// One vote cast on the Action's version, and whether it counts.
+pub(crate) struct CastVote {
+    pub user_id: String,
+    pub vote: String,
+    pub reason: Option<String>,
+    pub counts: bool,
+}
+
+/// Every vote cast on the Action's version, oldest first, each marked
+/// whether it counts. An approval counts while its voter may still vote on
+/// the Action (`ActionAccess::can_vote`, not their own request): the
+/// approval of someone removed from the workspace or made a viewer since
+/// counts toward no quorum. A rejection always counts (fail closed): taking
+/// a rejecting reviewer's role away, then giving it back once the approvals
+/// are in, must not erase their no.
+pub(crate) fn cast_votes(c: &Connection, a: &ActionRecord) -> Result<Vec<CastVote>> {
     let mut out = Vec::new();
     for (user_id, vote, reason) in votes::with_reasons(c, &a.id, a.action_version)? {
-        let Some(role) = workspaces::role_of(c, &a.workspace_id, &user_id)? else {
-            continue;
-        };
-        let email = users::by_id(c, &user_id)?
-            .map(|u| u.email)
-            .unwrap_or_default();
-        let access = access_of(a, role, &user_id, &email);
-        if access.can_vote() && !access.self_approval_forbidden() {
-            out.push((user_id, vote, reason));
-        }
+        let counts = vote != "approve" || may_still_vote(c, a, &user_id)?;
+        out.push(CastVote {
+            user_id,
+            vote,
+            reason,
+            counts,
+        });
     }
     Ok(out)
 }
 
-/// `counted` without the reasons.
+fn may_still_vote(c: &Connection, a: &ActionRecord, user_id: &str) -> Result<bool> {
+    let Some(role) = workspaces::role_of(c, &a.workspace_id, user_id)? else {
+        return Ok(false);
+    };
+    let email = users::by_id(c, user_id)?
+        .map(|u| u.email)
+        .unwrap_or_default();
+    let access = access_of(a, role, user_id, &email);
+    Ok(access.can_vote() && !access.self_approval_forbidden())
+}
+
+/// The votes that count (`cast_votes`), as (user id, vote).
 pub(crate) fn counted_votes(c: &Connection, a: &ActionRecord) -> Result<Vec<(String, String)>> {
-    Ok(counted(c, a)?.into_iter().map(|(u, v, _)| (u, v)).collect())
+    Ok(cast_votes(c, a)?
+        .into_iter()
+        .filter(|v| v.counts)
+        .map(|v| (v.user_id, v.vote))
+        .collect())
 }
 
 fn tally(list: &[(String, String)], a: &ActionRecord) -> Tally {
@@ -192,15 +210,20 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         let current = match approval::outcome(&policy, approvals, rejections) {
             Some(approved) => {
                 let (option_id, response) = choice(&a, approved);
-                // Each vote with the hash of its reason, as a decision's
-                // receipt binds its reason (the quorum's own reason is the
-                // tally).
-                let voted: Vec<Value> = counted(c, &a)?
+                // Each vote cast on this version with the hash of its
+                // reason, as a decision's receipt binds its reason (the
+                // quorum's own reason is the tally); one that no longer
+                // counts says so (`counted: false`), so the receipt hides
+                // no vote that was cast.
+                let voted: Vec<Value> = cast_votes(c, &a)?
                     .into_iter()
-                    .map(|(u, v, reason)| {
-                        let mut one = json!({ "user_id": u, "vote": v });
-                        if let Some(r) = reason {
+                    .map(|v| {
+                        let mut one = json!({ "user_id": v.user_id, "vote": v.vote });
+                        if let Some(r) = v.reason {
                             one["reason_sha256"] = json!(hex::encode(Sha256::digest(r.as_bytes())));
+                        }
+                        if !v.counts {
+                            one["counted"] = json!(false);
                         }
                         one
                     })

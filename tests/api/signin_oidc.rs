@@ -360,7 +360,7 @@ async fn chromium_signs_in_through_the_provider_and_evil_next_is_refused() {
         assert_eq!(attempt["status"], 200, "{out}");
         assert_eq!(
             attempt["url"],
-            format!("{}/app/signin?error=VALIDATION_ERROR", app.base),
+            format!("{}/app/signin?error=INVALID_NEXT", app.base),
             "{out}"
         );
     }
@@ -406,7 +406,7 @@ async fn next_must_be_a_local_path() {
             .unwrap();
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{next}");
         let to = r.headers()["location"].to_str().unwrap().to_owned();
-        assert_eq!(to, "/app/signin?error=VALIDATION_ERROR", "{next}");
+        assert_eq!(to, "/app/signin?error=INVALID_NEXT", "{next}");
         let page = browser
             .get(format!("{}{to}", app.base))
             .send()

@@ -18,7 +18,6 @@ async fn system_routes_answer() {
     let ready = app.call(Method::GET, "/ready", None, None, &[]).await;
     assert_eq!(ready.ok(200)["checks"]["database_write"], "ok");
     assert_eq!(ready.ok(200)["checks"]["disk_space"], "ok");
-    assert!(ready.ok(200)["checks"]["disk_free_bytes"].as_u64().unwrap() > 0);
     let docs = app.call(Method::GET, "/v1/docs", None, None, &[]).await;
     let sections = docs.ok(200)["sections"].as_array().unwrap().clone();
     assert!(
@@ -731,10 +730,8 @@ async fn ready_fails_when_the_data_dirs_disk_is_nearly_full() {
     assert_eq!(body["status"], "unavailable", "{body}");
     assert_eq!(body["checks"]["disk_space"], "failing", "{body}");
     assert_eq!(body["checks"]["database_write"], "ok", "{body}");
-    assert!(
-        body["checks"]["disk_free_bytes"].as_u64().is_some(),
-        "{body}"
-    );
+    // How much is free is for the operator's own tools, not this public route.
+    assert!(body["checks"].get("disk_free_bytes").is_none(), "{body}");
 }
 
 /// A database that can grow no further (as on a full disk; here the writer's

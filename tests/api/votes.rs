@@ -263,15 +263,63 @@ async fn a_vote_of_someone_removed_or_demoted_since_no_longer_counts() {
     let d = &done["data"];
     assert_eq!(d["status"], "resolved", "{done}");
     assert_eq!(d["resolution_reason"], "2 approvals, 0 rejections");
-    let voters: Vec<&str> = d["receipt"]["payload"]["decision"]["votes"]
+    // The receipt lists every vote cast on the version; those that no
+    // longer count say so.
+    let votes = d["receipt"]["payload"]["decision"]["votes"]
         .as_array()
         .unwrap()
-        .iter()
-        .map(|v| v["user_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(voters.len(), 2, "{voters:?}");
-    assert!(voters.contains(&v3.person().id.as_str()), "{voters:?}");
-    assert!(voters.contains(&admin.person().id.as_str()), "{voters:?}");
+        .clone();
+    assert_eq!(votes.len(), 4, "{votes:?}");
+    let of = |who: &crate::helpers::Actor| {
+        votes
+            .iter()
+            .find(|v| v["user_id"] == who.person().id.as_str())
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(of(&v1)["counted"], false);
+    assert_eq!(of(&v2)["counted"], false);
+    assert!(of(&v3).get("counted").is_none(), "{votes:?}");
+    assert!(of(&admin).get("counted").is_none(), "{votes:?}");
+}
+
+/// A rejection stands whatever becomes of its voter (fail closed): taking
+/// a rejecting reviewer's role away, collecting approvals, and giving it
+/// back cannot erase their no.
+#[tokio::test]
+async fn a_rejection_counts_even_after_its_voter_is_demoted() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (no, yes1, yes2) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Ship without the review");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([no.person().id, yes1.person().id, yes2.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2, "reject_threshold": 2});
+    let a = app.create_action(body).await;
+    let path = votes_of(&a);
+    let member = format!("/v1/workspaces/members/{}", no.person().id);
+
+    let r: Value = no.post(&path, vote(&a, "reject"), 200).await;
+    assert_eq!(r["tally"]["rejections"], 1, "{r}");
+    let _: Value = admin.patch(&member, json!({"role": "viewer"}), 200).await;
+    let r: Value = yes1.post(&path, vote(&a, "approve"), 200).await;
+    assert_eq!(r["tally"]["rejections"], 1, "{r}");
+    let done: Value = yes2.post(&path, vote(&a, "approve"), 200).await;
+    let d = &done["data"];
+    assert_eq!(d["status"], "resolved", "{done}");
+    assert_eq!(d["resolution_reason"], "2 approvals, 1 rejection", "{done}");
+    let votes = d["receipt"]["payload"]["decision"]["votes"]
+        .as_array()
+        .unwrap();
+    assert_eq!(votes.len(), 3, "{votes:?}");
+    assert!(
+        votes.iter().all(|v| v.get("counted").is_none()),
+        "{votes:?}"
+    );
 }
 
 /// A refusal says what stands in the way: a viewer's role

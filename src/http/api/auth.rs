@@ -40,7 +40,7 @@ pub struct StartParams {
 /// Start the browser sign-in: redirects to the identity provider.
 #[utoipa::path(get, path = "/v1/auth/{provider}/start", tag = "auth",
     params(("provider" = String, Path), StartParams),
-    responses((status = 303, description = "to the provider's authorization page; sets the hds_oidc_binding cookie"),
+    responses((status = 303, description = "to the provider's authorization page; sets the hds_oidc_binding cookie. A browser (Accept: text/html) whose `next` is refused goes to /app/signin?error=INVALID_NEXT instead of the 422"),
         (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
         (status = 422, description = "VALIDATION_ERROR: `next` is not a local path", body = crate::http::openapi::ErrorBody),
         (status = 429, description = "RATE_LIMITED: this address's sign-in budget is used up; see Retry-After", body = crate::http::openapi::ErrorBody),
@@ -56,7 +56,11 @@ pub async fn start_signin(
     // a browser that followed such a link lands on the sign-in page, told.
     let next = match start_next(p.next.as_deref()) {
         Ok(next) => next,
-        Err(e) => return Ok(refusal(&headers, e)),
+        Err(e) if navigation(&headers) => {
+            tracing::info!(error.message = %e.message, "browser sign-in start refused its next");
+            return Ok(Redirect::to("/app/signin?error=INVALID_NEXT").into_response());
+        }
+        Err(e) => return Err(e),
     };
     let binding = cookie(&headers, BINDING_COOKIE);
     let started = match oidc::start(&st.services, &provider, next, binding.as_deref()).await {
@@ -163,12 +167,16 @@ fn start_next(next: Option<&str>) -> Result<String> {
     Ok(next)
 }
 
-fn refusal(headers: &HeaderMap, e: Error) -> Response {
-    let navigation = headers
+/// A browser navigating (it accepts HTML), not an API client.
+fn navigation(headers: &HeaderMap) -> bool {
+    headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("text/html"));
-    if !navigation || e.code == Code::Internal {
+        .is_some_and(|a| a.contains("text/html"))
+}
+
+fn refusal(headers: &HeaderMap, e: Error) -> Response {
+    if !navigation(headers) || e.code == Code::Internal {
         return e.into_response();
     }
     tracing::info!(error.code = e.code.as_str(), error.message = %e.message, "browser sign-in failed");

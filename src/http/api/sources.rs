@@ -117,7 +117,7 @@ pub struct DeliveryParams {
 
 /// The Source's webhook deliveries, newest first (guide: "Webhooks").
 #[utoipa::path(get, path = "/v1/sources/{source_id}/deliveries", tag = "sources", params(("source_id" = String, Path), DeliveryParams),
-    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 422, description = "VALIDATION_ERROR: limit, or a cursor that is not a delivery id, or both starting_after and before", body = crate::http::openapi::ErrorBody), (status = 404, description = "SOURCE_NOT_FOUND", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
+    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>), (status = 422, description = "VALIDATION_ERROR: limit, or a cursor that is not a delivery id, or both starting_after and before", body = crate::http::openapi::ErrorBody), (status = 404, description = "SOURCE_NOT_FOUND; WORKSPACE_NOT_FOUND when the caller belongs to no workspace", body = crate::http::openapi::ErrorBody), (status = 403, description = "FORBIDDEN: only workspace owners and admins read the delivery log (details.required_role)", body = crate::http::openapi::ErrorBody)), security(("user_token" = []), ("session_cookie" = [])))]
 pub async fn list_deliveries(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,

@@ -83,7 +83,6 @@ pub async fn ready(State(st): State<AppState>) -> Response {
                 None => "unknown",
                 Some(_) => check(space),
             },
-            disk_free_bytes: free,
         },
     };
     let status = if ok {

@@ -101,7 +101,7 @@ pub async fn press_control(
                 fingerprint: form.get("fingerprint").unwrap_or_default().to_owned(),
             };
             // One press per rendering of the form: a double submit replays.
-            let idem = form.text("press_id").map(|p| format!("ui:{p}:{key}"));
+            let idem = press_key(&form, &key);
             controls::invoke(s, page.user.clone(), id.clone(), key, req, idem)
                 .await
                 .map(|_| ())
@@ -125,7 +125,7 @@ pub async fn ask_for_context(
     check_csrf(&st, &headers, &page, &form)?;
     let question = form.get("question").unwrap_or_default().to_owned();
     // One question per rendering of the form: a double submit replays.
-    let idem = form.text("press_id").map(|p| format!("ui:{p}:context"));
+    let idem = press_key(&form, "context");
     let r = controls::ask(
         &st.services,
         page.user.clone(),
@@ -136,4 +136,15 @@ pub async fn ask_for_context(
     .await
     .map(|_| ());
     back(&st, &page, &id, "asked", r).await
+}
+
+/// The Idempotency-Key of one press of a form (`press_id`, one per
+/// rendering of the page) on `what`, held to the rule of the API's header
+/// (`idempotency::parse_key`); a press_id the page never made (too long,
+/// not printable ASCII) makes no key: the press is then a new one.
+fn press_key(form: &FormData, what: &str) -> Option<String> {
+    let key = form.text("press_id").map(|p| format!("ui:{p}:{what}"))?;
+    crate::service::idempotency::parse_key(Some(&key))
+        .ok()
+        .flatten()
 }

@@ -141,7 +141,7 @@ fn notice(code: &str) -> Option<Notice> {
             "Your e-mail domain may join, but the workspace's plan allows no more members. Ask one of its owners to free a place or change the plan.",
             "banner-error",
         ),
-        "VALIDATION_ERROR" => (
+        "INVALID_NEXT" => (
             "That sign-in link leads elsewhere",
             "The link asked to continue to a page that is not on this site, or that holds a secret. Sign in here: you will land on your inbox.",
             "banner-error",

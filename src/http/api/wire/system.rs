@@ -48,9 +48,6 @@ pub struct ReadyChecks {
     /// `--ready-min-free-mb` (64 MiB by default): writes are about to fail for
     /// want of space. `unknown` where free space cannot be read.
     pub disk_space: &'static str,
-    /// Bytes free on the data dir's file system; absent when unknown.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disk_free_bytes: Option<u64>,
 }
 
 /// GET /v1/receipts/keys: a JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037).
