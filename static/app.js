@@ -31,6 +31,63 @@
     });
   }
 
+  // ---- swapping a live part in without disturbing the reader ----
+  // What a fragment shows, without what changes by itself (relative times,
+  // the change counter, the "new" highlight): a refresh that brings nothing
+  // new is not swapped in, so focus and screen readers are left alone.
+  function shown(el) {
+    if (!el) return "";
+    var copy = el.cloneNode(true);
+    copy.removeAttribute("data-version");
+    copy.querySelectorAll("[data-version]").forEach(function (e) { e.removeAttribute("data-version"); });
+    copy.querySelectorAll("time").forEach(function (t) { t.textContent = ""; });
+    copy.querySelectorAll(".is-new").forEach(function (e) { e.classList.remove("is-new"); });
+    return copy.outerHTML;
+  }
+
+  // Where focus is inside `root`, told so that the same control can be found
+  // in a fresh copy: by id, else by link target, else by name and value.
+  function focusIn(root) {
+    var el = document.activeElement;
+    if (!el || el === document.body || !root.contains(el)) return null;
+    return {
+      id: el.id,
+      tag: el.tagName,
+      href: el.getAttribute("href"),
+      name: el.getAttribute("name"),
+      value: el.getAttribute("value"),
+    };
+  }
+
+  function refocus(root, was) {
+    if (!was) return;
+    var found = null;
+    if (was.id) found = document.getElementById(was.id);
+    if (!found && was.href) found = root.querySelector(was.tag + '[href="' + CSS.escape(was.href) + '"]');
+    if (!found && was.name) {
+      found = root.querySelector(was.tag + '[name="' + CSS.escape(was.name) + '"]' +
+        (was.value ? '[value="' + CSS.escape(was.value) + '"]' : ""));
+    }
+    if (found && root.contains(found)) found.focus({ preventScroll: true });
+  }
+
+  // Puts `fresh` in place of `live`'s content unless it shows the same;
+  // keeps focus on the same control. Answers whether it swapped.
+  function swapIn(live, fresh) {
+    if (shown(live.firstElementChild) === shown(fresh)) return false;
+    var was = focusIn(live);
+    live.replaceChildren(document.adoptNode(fresh));
+    refreshTimes(live);
+    refocus(live, was);
+    return true;
+  }
+
+  // Tells a screen reader, once, in a status region outside the swapped part.
+  function say(id, text) {
+    var region = document.getElementById(id);
+    if (region && text && region.textContent !== text) region.textContent = text;
+  }
+
   // ---- the change stream: one EventSource per page, shared ----
   // The server says "something changed" (GET /app/events); every live part
   // of the page subscribes here and fetches its own fresh state. Also every
@@ -152,6 +209,8 @@
       var doc = new DOMParser().parseFromString(html, "text/html");
       var fresh = doc.querySelector(".inbox-list");
       if (!fresh) return;
+      if (shown(live.firstElementChild) === shown(fresh)) return;
+      var was = focusIn(live);
       var before = ids(live);
       var focused = document.activeElement && document.activeElement.closest
         ? document.activeElement.closest("li[data-id]")
@@ -167,7 +226,9 @@
       live.replaceChildren(document.adoptNode(fresh));
       var count = document.getElementById("nav-open-count");
       if (count) count.textContent = fresh.getAttribute("data-open-count");
-      if (focusedId) {
+      refocus(live, was);
+      if (focusedId && !live.contains(document.activeElement)) {
+        // The focused control is gone: its row's link, if the row is there.
         var target = live.querySelector('li[data-id="' + CSS.escape(focusedId) + '"] .row-link');
         if (target) target.focus({ preventScroll: true });
       }
@@ -201,11 +262,10 @@
       document.body.classList.toggle("has-floating-bar", chosen.length > 0);
       options.replaceChildren();
       note.textContent = "";
-      if (!chosen.length) {
-        count.textContent = "Pick requests with the same options to decide them together.";
-        return;
-      }
-      count.textContent = chosen.length === 1 ? "1 request picked:" : chosen.length + " requests picked:";
+      var counted = !chosen.length ? "Pick requests with the same options to decide them together."
+        : chosen.length === 1 ? "1 request picked:" : chosen.length + " requests picked:";
+      if (count.textContent !== counted) count.textContent = counted;
+      if (!chosen.length) return;
       var shape = chosen[0].getAttribute("data-options");
       var same = chosen.every(function (box) { return box.getAttribute("data-options") === shape; });
       if (!same) {
@@ -240,12 +300,28 @@
   function liveRequests() {
     var live = document.getElementById("requests-live");
     if (!live) return;
+    function statuses(root) {
+      var out = {};
+      root.querySelectorAll("li[id][data-status]").forEach(function (li) {
+        out[li.id] = li.getAttribute("data-status");
+      });
+      return out;
+    }
     liveRegion(live.getAttribute("data-url"), "requests", function (html) {
       var doc = new DOMParser().parseFromString(html, "text/html");
       var fresh = doc.querySelector(".requests-fragment");
       if (!fresh) return;
-      live.replaceChildren(document.adoptNode(fresh));
-      refreshTimes(live);
+      var before = statuses(live);
+      var news = [];
+      fresh.querySelectorAll("li[id][data-status]").forEach(function (li) {
+        var now = li.getAttribute("data-status");
+        if (before[li.id] !== now) {
+          var what = li.querySelector(".ev-what");
+          var name = what ? what.firstChild.textContent.trim() : "A request";
+          news.push(name + ": " + now);
+        }
+      });
+      if (swapIn(live, fresh) && news.length) say("requests-status", news.join(". "));
     });
   }
 
@@ -261,17 +337,62 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.querySelector(pair[1]);
         if (!fresh) return;
-        live.replaceChildren(document.adoptNode(fresh));
-        refreshTimes(live);
+        var status = document.getElementById("run-status");
+        var before = status ? status.textContent : null;
+        if (!swapIn(live, fresh)) return;
+        // The run page says a new status once, outside the swapped part.
+        var after = document.getElementById("run-status");
+        if (after && before !== null && after.textContent !== before) {
+          var counts = document.getElementById("run-counts");
+          say("run-announce", "Run " + after.textContent + (counts ? ": " + counts.textContent : ""));
+        }
       });
     });
+  }
+
+  // ---- single-key shortcuts: on unless the person turned them off ----
+  // (WCAG 2.1.4: a speech-input user's words must not press keys.) Every
+  // `button[data-keys-toggle]` shows the state and flips it, remembered in
+  // this browser.
+  function keysOn() {
+    try {
+      return window.localStorage.getItem("hds-keys") !== "off";
+    } catch (err) {
+      return true;
+    }
+  }
+
+  function keysToggles() {
+    var buttons = document.querySelectorAll("button[data-keys-toggle]");
+    function label() {
+      var on = keysOn();
+      buttons.forEach(function (b) {
+        b.textContent = on ? "Turn single-key shortcuts off" : "Turn single-key shortcuts on";
+        b.setAttribute("aria-pressed", on ? "false" : "true");
+      });
+      document.querySelectorAll("[data-keys-hint]").forEach(function (el) {
+        el.classList.toggle("keys-off", !on);
+      });
+    }
+    buttons.forEach(function (b) {
+      b.hidden = false;
+      b.addEventListener("click", function () {
+        try {
+          window.localStorage.setItem("hds-keys", keysOn() ? "off" : "on");
+        } catch (err) {
+          return;
+        }
+        label();
+      });
+    });
+    label();
   }
 
   // ---- inbox: j / k / Enter ----
   function keyboard() {
     if (!document.getElementById("inbox-live")) return;
     document.addEventListener("keydown", function (e) {
-      if (e.altKey || e.ctrlKey || e.metaKey) return;
+      if (e.altKey || e.ctrlKey || e.metaKey || !keysOn()) return;
       var t = e.target;
       if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
       if (e.key === "x") {
@@ -358,7 +479,7 @@
     // Only where some button has a key (a typed answer has none).
     if (hint && form && form.querySelector("button[data-key]")) hint.hidden = false;
     document.addEventListener("keydown", function (e) {
-      if (e.altKey || e.ctrlKey || e.metaKey || e.repeat) return;
+      if (e.altKey || e.ctrlKey || e.metaKey || e.repeat || !keysOn()) return;
       var t = e.target;
       if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
       if (document.querySelector("dialog[open]")) return;
@@ -377,6 +498,12 @@
         return;
       }
       if (!form) return;
+      // A key decides only while focus is on nothing in particular or in
+      // the decision form: pressed on another button or link (Claim, a
+      // link in the description), it means nothing.
+      var active = document.activeElement;
+      if (active && active !== document.body && !form.contains(active) &&
+          active.matches("a, button, summary, [tabindex]")) return;
       var button = form.querySelector('button[data-key="' + CSS.escape(e.key) + '"]');
       if (!button) return;
       e.preventDefault();
@@ -408,6 +535,7 @@
     liveInbox();
     liveRequests();
     liveRuns();
+    keysToggles();
     keyboard();
     confirmDestructive();
     decisionKeys();

@@ -651,3 +651,30 @@ async fn a_vote_for_a_destructive_option_asks_first() {
     assert_eq!(now.body["data"]["status"], "resolved");
     assert_eq!(now.body["data"]["resolution_option_id"], "drop");
 }
+
+/// Single-key shortcuts cannot decide by accident (WCAG 2.1.4): not while
+/// another button has the focus, not once turned off (remembered in the
+/// browser); and a live refresh keeps the keyboard focus where it was.
+#[tokio::test]
+async fn shortcut_keys_decide_only_when_meant_and_refreshes_keep_the_focus() {
+    let app = TestApp::spawn().await;
+    let env = [
+        ("LINK", signin_link(&app).await),
+        ("SOURCE_KEY", app.live_key()),
+    ];
+    let r = run_script(&app, "browser-keys.mjs", &env).await;
+    assert_eq!(r["on_another_button"]["status"], "open", "{r}");
+    assert_eq!(r["label_on"], "Turn single-key shortcuts off", "{r}");
+    assert_eq!(r["label_off"], "Turn single-key shortcuts on", "{r}");
+    assert_eq!(r["while_off"]["status"], "open", "{r}");
+    assert_eq!(r["remembered"], "off", "{r}");
+    assert_eq!(r["decided"], "resolved", "{r}");
+    assert!(
+        r["focused_before"]
+            .as_str()
+            .unwrap()
+            .contains("status=resolved"),
+        "{r}"
+    );
+    assert_eq!(r["focused_after"], r["focused_before"], "{r}");
+}

@@ -464,7 +464,9 @@ impl ConfirmPage {
         ask: Ask,
     ) -> Result<Response, UiError> {
         Ok(ConfirmPage {
-            layout: Layout::signed_in(st, p, "Confirm", nav).await?,
+            // The page's title is its question ("Revoke this Source?"), not a
+            // "Confirm" shared by every confirmation.
+            layout: Layout::signed_in(st, p, ask.heading.clone(), nav).await?,
             heading: ask.heading,
             message: ask.message,
             post_to: ask.post_to,
