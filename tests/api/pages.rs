@@ -196,3 +196,42 @@ async fn counts_on_pages_use_the_right_plural() {
         "{page}"
     );
 }
+
+/// A refused form ties its message to the field it is about
+/// (`aria-invalid`, `aria-describedby` naming the message), so a screen
+/// reader on that field hears why (WCAG 3.3.1).
+#[tokio::test]
+async fn a_refused_field_carries_its_message() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let browser = app.browser(admin.person()).await;
+    let tied = r#"aria-invalid="true" aria-describedby="form-error""#;
+    for (path, form, field) in [
+        ("/app/sources", vec![("name", " ")], r#"name="name""#),
+        ("/app/workspaces", vec![("name", " ")], r#"name="name""#),
+        ("/app/account/tokens", vec![("name", " ")], r#"name="name""#),
+        (
+            "/app/account/delete",
+            vec![("confirm", "someone@else.example"), ("understood", "yes")],
+            r#"name="confirm""#,
+        ),
+        (
+            "/app/account/delete",
+            vec![("confirm", "admin@example.com")],
+            r#"name="understood""#,
+        ),
+    ] {
+        let mut form = form;
+        form.push(("_csrf", browser.csrf()));
+        let r = browser.post_form(path, Some(&app.base), &form).await;
+        assert_eq!(r.status(), 422, "{path}");
+        let html = r.text().await.unwrap();
+        assert!(html.contains(r#"id="form-error""#), "{path}: {html}");
+        let input = html
+            .split("<input")
+            .find(|i| i.contains(field))
+            .unwrap_or_else(|| panic!("{path}: no {field}"));
+        assert!(input.contains(tied), "{path}: {input}");
+        assert_eq!(html.matches("aria-invalid").count(), 1, "{path}");
+    }
+}

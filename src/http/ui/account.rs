@@ -57,6 +57,8 @@ pub struct AccountPage {
     no_tokens: Option<&'static str>,
     flash: Option<&'static str>,
     error: Option<String>,
+    /// The form field the error is about.
+    error_field: Option<String>,
 }
 
 /// "Chrome on Linux" from a User-Agent header; None when unrecognised.
@@ -133,6 +135,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
         no_tokens: by_invitation.then_some(INVITATION_SESSION_NO_TOKENS),
         flash: None,
         error: None,
+        error_field: None,
     })
 }
 
@@ -202,6 +205,7 @@ pub async fn create_token(
         Err(e) if e.code.status().is_client_error() => {
             let mut out = page(&st, &p).await?;
             out.error = Some(e.message.clone());
+            out.error_field = crate::http::ui::view::error_field(&e);
             Ok((e.code.status(), out).into_response())
         }
         Err(e) => Err(e.into()),
@@ -265,6 +269,7 @@ pub async fn delete_account(
         Err(e) if e.code.status().is_client_error() => {
             let mut out = page(&st, &p).await?;
             out.error = Some(e.message.clone());
+            out.error_field = crate::http::ui::view::error_field(&e);
             Ok((e.code.status(), out).into_response())
         }
         Err(e) => Err(e.into()),

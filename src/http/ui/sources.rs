@@ -56,6 +56,8 @@ pub struct SourcesPage {
     admin: bool,
     flash: Option<&'static str>,
     error: Option<String>,
+    /// The form field the error is about.
+    error_field: Option<String>,
 }
 
 fn source_vm(v: Source, now: time::Timestamp) -> SourceVm {
@@ -81,10 +83,11 @@ async fn page(st: &AppState, page: &PageUser) -> Result<SourcesPage, UiError> {
             .is_some_and(|m| access::can_manage_sources(m.role)),
         flash: None,
         error: None,
+        error_field: None,
     })
 }
 
-shows_error!(SourcesPage);
+shows_error!(fields: SourcesPage);
 
 /// GET /app/sources
 pub async fn sources_page(

@@ -318,11 +318,35 @@ impl IntoResponse for UiError {
 /// A page that can say, above its content, why a form was not done.
 pub trait ShowsError {
     fn show_error(&mut self, message: String);
+    /// The form field the error is about (`details.errors[0].field`), for
+    /// pages whose template ties the message to that field
+    /// (`aria-invalid`, `aria-describedby`).
+    fn show_field(&mut self, _field: String) {}
+}
+
+/// The field a refusal is about: the first of `details.errors`.
+pub fn error_field(e: &Error) -> Option<String> {
+    e.details
+        .get("errors")
+        .and_then(|v| v.get(0))
+        .and_then(|v| v.get("field"))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
 }
 
 /// Implements [`ShowsError`] for page structs whose template shows an
 /// `error: Option<String>` field.
 macro_rules! shows_error {
+    (fields: $($page:ty),+ $(,)?) => {$(
+        impl $crate::http::ui::view::ShowsError for $page {
+            fn show_error(&mut self, message: String) {
+                self.error = Some(message);
+            }
+            fn show_field(&mut self, field: String) {
+                self.error_field = Some(field);
+            }
+        }
+    )+};
     ($($page:ty),+ $(,)?) => {$(
         impl $crate::http::ui::view::ShowsError for $page {
             fn show_error(&mut self, message: String) {
@@ -355,6 +379,9 @@ pub async fn page_with_message<P: ShowsError + IntoResponse>(
     }
     let mut out = page.await?;
     out.show_error(message);
+    if let Some(field) = error_field(&e) {
+        out.show_field(field);
+    }
     Ok((e.code.status(), out).into_response())
 }
 

@@ -61,9 +61,11 @@ pub struct WorkspacesPage {
     workspaces: Vec<WorkspaceVm>,
     flash: Option<&'static str>,
     error: Option<String>,
+    /// The form field the error is about.
+    error_field: Option<String>,
 }
 
-shows_error!(WorkspacesPage);
+shows_error!(fields: WorkspacesPage);
 
 async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, UiError> {
     let all = workspaces::list(&st.services, &p.user).await?;
@@ -83,6 +85,7 @@ async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, 
             .collect(),
         flash: None,
         error: None,
+        error_field: None,
     })
 }
 
