@@ -460,7 +460,23 @@ pub async fn inbox_page(
         .map(|c| (c.id.clone(), c.name.clone()))
         .collect();
     let list = read_list(s, &page.user, &filters, &names).await?;
-    let mut layout = Layout::with_count(&page, "Inbox", "inbox", list.open_count.clone());
+    // Each tab and search has a title of its own (WCAG 2.4.2): a browser's
+    // history and a screen reader tell "Inbox – Resolved" from "Inbox".
+    let tab = match filters.status.as_str() {
+        "snoozed" => Some("Snoozed"),
+        "resolved" => Some("Resolved"),
+        "cancelled" => Some("Cancelled"),
+        "expired" => Some("Expired"),
+        _ => None,
+    };
+    let search = some(&filters.q);
+    let title = match (tab, search) {
+        (None, None) => "Inbox".to_owned(),
+        (Some(t), None) => format!("Inbox – {t}"),
+        (None, Some(q)) => format!("Inbox – “{q}”"),
+        (Some(t), Some(q)) => format!("Inbox – {t} – “{q}”"),
+    };
+    let mut layout = Layout::with_count(&page, title, "inbox", list.open_count.clone());
     layout.header(&st, &page).await?;
     Ok(InboxPage {
         rows_url: format!("/app/inbox/rows?{}", filters.page_query()),
