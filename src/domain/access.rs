@@ -6,7 +6,9 @@
 //! |--------------------------------------------------------|-------|-------|----------|--------|
 //! | read Actions, comments, runs, analytics, billing usage | ✓     | ✓     | ✓        | ✓      |
 //! | read a `restricted` Action                             | ✓     | ✓     | listed   | listed |
-//! | decide, vote, claim, assign, snooze, comment, controls, context | ✓     | ✓     | ✓ (listed if restricted) | ✗ |
+//! | decide, claim, controls, context                       | ✓ (listed if restricted) | ✓ (listed if restricted) | ✓ (listed if restricted) | ✗ |
+//! | vote (approval policy)                                 | listed | listed | listed   | ✗      |
+//! | assign, snooze, comment                                | ✓     | ✓     | ✓ (listed if restricted) | ✗ |
 //! | manage Sources, invitations, members, notifications    | ✓     | ✓ (not owners) | ✗ | ✗   |
 //! | grant or remove `owner`, open the billing portal       | ✓     | ✗     | ✗        | ✗      |
 //! | leave the workspace (not its last owner)               | ✓     | ✓     | ✓        | ✓      |
@@ -126,7 +128,7 @@ impl ActionAccess {
 
     /// Vote: listed reviewers with a deciding role, on an approval-policy Action.
     pub fn can_vote(self) -> bool {
-        self.approval && self.listed && self.role != Role::Viewer
+        self.approval && self.listed && may_vote(self.role)
     }
 
     /// Refused as their own request: deciding or voting answers 403
@@ -207,6 +209,12 @@ impl ActionAccess {
         }
         self.can_work_on() && !held_by_other
     }
+}
+
+/// Whether a role votes at all (where listed): every role but viewer. A
+/// member whose role no longer does has their approvals withdrawn.
+pub fn may_vote(role: Role) -> bool {
+    role != Role::Viewer
 }
 
 /// Owners and admins: manage Sources, invitations, members and the

@@ -17,11 +17,11 @@ use crate::domain::event::ActionEvent;
 use crate::domain::{time, words};
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
-use crate::service::actions::{access_now, access_of, check_reason, refused};
+use crate::service::actions::{access_now, check_reason, refused};
 use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
 use crate::service::effects;
-use crate::store::{actions as store, users, votes, workspaces};
+use crate::store::{actions as store, votes};
 
 /// POST /v1/actions/{id}/votes
 #[derive(Debug, Deserialize, ToSchema)]
@@ -83,35 +83,22 @@ pub(crate) struct CastVote {
 }
 
 /// Every vote cast on the Action's version, oldest first, each marked
-/// whether it counts. An approval counts while its voter may still vote on
-/// the Action (`ActionAccess::can_vote`, not their own request): the
-/// approval of someone removed from the workspace or made a viewer since
-/// counts toward no quorum. A rejection always counts (fail closed): taking
-/// a rejecting reviewer's role away, then giving it back once the approvals
-/// are in, must not erase their no.
+/// whether it counts. An approval counts unless it was withdrawn: its
+/// voter was removed from the workspace, made a viewer, or deleted their
+/// account since (`work::release_held`), and it stays withdrawn on this
+/// version even if they get a voting role back, so no role change can make
+/// a quorum that no vote resolved. A rejection always counts (fail closed):
+/// taking a rejecting reviewer's role away must not erase their no.
 pub(crate) fn cast_votes(c: &Connection, a: &ActionRecord) -> Result<Vec<CastVote>> {
-    let mut out = Vec::new();
-    for (user_id, vote, reason) in votes::with_reasons(c, &a.id, a.action_version)? {
-        let counts = vote != "approve" || may_still_vote(c, a, &user_id)?;
-        out.push(CastVote {
-            user_id,
-            vote,
-            reason,
-            counts,
-        });
-    }
-    Ok(out)
-}
-
-fn may_still_vote(c: &Connection, a: &ActionRecord, user_id: &str) -> Result<bool> {
-    let Some(role) = workspaces::role_of(c, &a.workspace_id, user_id)? else {
-        return Ok(false);
-    };
-    let email = users::by_id(c, user_id)?
-        .map(|u| u.email)
-        .unwrap_or_default();
-    let access = access_of(a, role, user_id, &email);
-    Ok(access.can_vote() && !access.self_approval_forbidden())
+    Ok(votes::on_version(c, &a.id, a.action_version)?
+        .into_iter()
+        .map(|v| CastVote {
+            counts: v.vote != "approve" || !v.withdrawn,
+            user_id: v.user_id,
+            vote: v.vote,
+            reason: v.reason,
+        })
+        .collect())
 }
 
 /// The votes that count (`cast_votes`), as (user id, vote).

@@ -318,6 +318,11 @@ pub(crate) fn release_held(
     r: &Release,
     now: &str,
 ) -> Result<usize> {
+    // Approvals of someone who may no longer vote are withdrawn: they
+    // count toward no quorum (service::votes::cast_votes).
+    if !r.role.is_some_and(crate::domain::access::may_vote) {
+        crate::store::votes::withdraw_approvals(c, r.workspace_id, r.user_id, now)?;
+    }
     let mut released = 0;
     for id in work::held_open(c, r.workspace_id, r.user_id, r.email)? {
         let Some(a) = store::get(c, &id)? else {

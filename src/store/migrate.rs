@@ -40,6 +40,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0027_context_request_keys.sql"
         )),
+        M::up(include_str!(
+            "../../migrations/0028_withdrawn_approvals.sql"
+        )),
     ])
 }
 

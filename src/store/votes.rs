@@ -37,21 +37,71 @@ pub fn insert(c: &Connection, v: &NewVote) -> Result<()> {
     Ok(())
 }
 
-/// Every vote on this version of the Action with its reason, oldest
-/// first: (user id, vote, reason), for the receipt of a quorum.
-pub fn with_reasons(
-    c: &Connection,
-    action_id: &str,
-    action_version: i64,
-) -> Result<Vec<(String, String, Option<String>)>> {
+/// A vote on a version of an Action.
+pub struct Vote {
+    pub user_id: String,
+    pub vote: String,
+    pub reason: Option<String>,
+    /// An approval withdrawn because its voter may no longer vote.
+    pub withdrawn: bool,
+}
+
+/// Every vote on this version of the Action, oldest first, for the tally
+/// and the receipt of a quorum.
+pub fn on_version(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<Vote>> {
     let mut st = c.prepare_cached(
-        "SELECT user_id, vote, reason FROM action_votes WHERE action_id = ?1 AND action_version = ?2
+        "SELECT user_id, vote, reason, withdrawn_at IS NOT NULL FROM action_votes
+          WHERE action_id = ?1 AND action_version = ?2
          ORDER BY created_at, user_id",
     )?;
     let rows = st.query_map(params![action_id, action_version], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        Ok(Vote {
+            user_id: r.get(0)?,
+            vote: r.get(1)?,
+            reason: r.get(2)?,
+            withdrawn: r.get(3)?,
+        })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Withdraws the approvals `user_id` cast on the open Actions of
+/// `workspace_id` (they may no longer vote there): through
+/// `action_votes_by_user`, each Action read by its key. Answers how many.
+pub fn withdraw_approvals(
+    c: &Connection,
+    workspace_id: &str,
+    user_id: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(c.prepare_cached(WITHDRAW_APPROVALS)?
+        .execute(params![workspace_id, user_id, now])?)
+}
+
+const WITHDRAW_APPROVALS: &str = "UPDATE action_votes SET withdrawn_at = ?3
+  WHERE user_id = ?2 AND vote = 'approve' AND withdrawn_at IS NULL
+    AND EXISTS (SELECT 1 FROM actions a
+                 WHERE a.id = action_votes.action_id
+                   AND a.workspace_id = ?1 AND a.status = 'open')";
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    /// Withdrawing a member's approvals seeks their votes by user and reads
+    /// each Action by its key: no scan, however many votes the instance holds.
+    #[test]
+    fn withdrawing_approvals_seeks_the_voters_votes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let text = crate::store::query_plan(&c, super::WITHDRAW_APPROVALS).join("\n");
+        assert!(
+            text.contains("SEARCH action_votes USING INDEX action_votes_by_user (user_id=?)"),
+            "{text}"
+        );
+        assert!(text.contains("SEARCH a USING INDEX"), "{text}");
+        assert!(!text.contains("SCAN"), "{text}");
+    }
 }
 
 /// Every vote on this version of the Action, oldest first: (user id, vote).

@@ -371,3 +371,48 @@ async fn a_refusal_names_the_role_or_the_listing_that_is_missing() {
         .await;
     assert_eq!(e["details"], json!({"listed": false}), "{e}");
 }
+
+/// An approval withdrawn by a demotion stays withdrawn on that version when
+/// the voter gets their role back: no role change can make a quorum that
+/// no vote resolved (found racing role changes against votes).
+#[tokio::test]
+async fn a_withdrawn_approval_stays_withdrawn_when_the_role_comes_back() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let (r0, r1, r2) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Merge the hotfix");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([r0.person().id, r1.person().id, r2.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let a = app.create_action(body).await;
+    let path = votes_of(&a);
+    let member = format!("/v1/workspaces/members/{}", r0.person().id);
+
+    let _: Value = r0.post(&path, vote(&a, "approve"), 200).await;
+    let _: Value = admin.patch(&member, json!({"role": "viewer"}), 200).await;
+    let r: Value = r1.post(&path, vote(&a, "approve"), 200).await;
+    assert_eq!(r["tally"]["approvals"], 1, "{r}");
+    let _: Value = admin.patch(&member, json!({"role": "reviewer"}), 200).await;
+    // Back as a reviewer: their approval still does not count, and their
+    // retry says so; the tally never shows a quorum that is not resolved.
+    let r: Value = r0.post(&path, vote(&a, "approve"), 200).await;
+    assert_eq!(r["idempotent_replay"], true, "{r}");
+    assert_eq!(r["data"]["status"], "open", "{r}");
+    assert_eq!(r["tally"]["approvals"], 1, "{r}");
+    let done: Value = r2.post(&path, vote(&a, "approve"), 200).await;
+    let d = &done["data"];
+    assert_eq!(d["status"], "resolved", "{done}");
+    assert_eq!(d["resolution_option_id"], "approve", "{done}");
+    let votes = d["receipt"]["payload"]["decision"]["votes"]
+        .as_array()
+        .unwrap();
+    let r0s = votes
+        .iter()
+        .find(|v| v["user_id"] == r0.person().id.as_str())
+        .unwrap();
+    assert_eq!(r0s["counted"], false, "{votes:?}");
+}
