@@ -84,6 +84,18 @@ const WITHDRAW_APPROVALS: &str = "UPDATE action_votes SET withdrawn_at = ?3
                  WHERE a.id = action_votes.action_id
                    AND a.workspace_id = ?1 AND a.status = 'open')";
 
+/// Every vote on this version of the Action, oldest first: (user id, vote).
+pub fn all(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<(String, String)>> {
+    let mut st = c.prepare_cached(
+        "SELECT user_id, vote FROM action_votes WHERE action_id = ?1 AND action_version = ?2
+         ORDER BY created_at, user_id",
+    )?;
+    let rows = st.query_map(params![action_id, action_version], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use rusqlite::Connection;
@@ -102,16 +114,4 @@ mod tests {
         assert!(text.contains("SEARCH a USING INDEX"), "{text}");
         assert!(!text.contains("SCAN"), "{text}");
     }
-}
-
-/// Every vote on this version of the Action, oldest first: (user id, vote).
-pub fn all(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<(String, String)>> {
-    let mut st = c.prepare_cached(
-        "SELECT user_id, vote FROM action_votes WHERE action_id = ?1 AND action_version = ?2
-         ORDER BY created_at, user_id",
-    )?;
-    let rows = st.query_map(params![action_id, action_version], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
