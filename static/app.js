@@ -41,7 +41,10 @@
     copy.removeAttribute("data-version");
     copy.querySelectorAll("[data-version]").forEach(function (e) { e.removeAttribute("data-version"); });
     copy.querySelectorAll("time").forEach(function (t) { t.textContent = ""; });
-    copy.querySelectorAll(".is-new").forEach(function (e) { e.classList.remove("is-new"); });
+    copy.querySelectorAll(".is-new").forEach(function (e) {
+      e.classList.remove("is-new");
+      if (!e.classList.length) e.removeAttribute("class");
+    });
     return copy.outerHTML;
   }
 
@@ -317,8 +320,9 @@
         var now = li.getAttribute("data-status");
         if (before[li.id] !== now) {
           var what = li.querySelector(".ev-what");
-          var name = what ? what.firstChild.textContent.trim() : "A request";
-          news.push(name + ": " + now);
+          var name = what ? (what.firstChild || what).textContent.trim() : "";
+          if (name.length > 80) name = name.slice(0, 79) + "…";
+          news.push((name || "A request") + ": " + now);
         }
       });
       if (swapIn(live, fresh) && news.length) say("requests-status", news.join(". "));
@@ -354,7 +358,10 @@
   // (WCAG 2.1.4: a speech-input user's words must not press keys.) Every
   // `button[data-keys-toggle]` shows the state and flips it, remembered in
   // this browser.
+  // Where the browser keeps no storage, the choice holds for this page.
+  var keysChoice = null;
   function keysOn() {
+    if (keysChoice !== null) return keysChoice;
     try {
       return window.localStorage.getItem("hds-keys") !== "off";
     } catch (err) {
@@ -368,7 +375,6 @@
       var on = keysOn();
       buttons.forEach(function (b) {
         b.textContent = on ? "Turn single-key shortcuts off" : "Turn single-key shortcuts on";
-        b.setAttribute("aria-pressed", on ? "false" : "true");
       });
       document.querySelectorAll("[data-keys-hint]").forEach(function (el) {
         el.classList.toggle("keys-off", !on);
@@ -377,10 +383,13 @@
     buttons.forEach(function (b) {
       b.hidden = false;
       b.addEventListener("click", function () {
+        var next = !keysOn();
+        keysChoice = next;
         try {
-          window.localStorage.setItem("hds-keys", keysOn() ? "off" : "on");
+          window.localStorage.setItem("hds-keys", next ? "on" : "off");
+          keysChoice = null;
         } catch (err) {
-          return;
+          // Kept in memory for this page.
         }
         label();
       });
@@ -501,9 +510,12 @@
       // A key decides only while focus is on nothing in particular or in
       // the decision form: pressed on another button or link (Claim, a
       // link in the description), it means nothing.
+      // (`main` takes the focus from the skip link or a click on text: it
+      // is nothing in particular.)
       var active = document.activeElement;
-      if (active && active !== document.body && !form.contains(active) &&
-          active.matches("a, button, summary, [tabindex]")) return;
+      var control = 'a[href], button, summary, [tabindex]:not([tabindex="-1"])';
+      if (active && active !== document.body && active.matches(control) &&
+          (!form.contains(active) || active.hasAttribute("data-keys-toggle"))) return;
       var button = form.querySelector('button[data-key="' + CSS.escape(e.key) + '"]');
       if (!button) return;
       e.preventDefault();

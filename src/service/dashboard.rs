@@ -35,7 +35,8 @@ pub struct ActionView {
     /// keys, when there is a receipt.
     pub receipt_check: Option<Result<(), String>>,
     /// (user id, vote) of an Action with an approval policy.
-    pub votes: Vec<(String, String)>,
+    /// Every vote cast on this version: (user id, vote, whether it counts).
+    pub votes: Vec<(String, String, bool)>,
     /// E-mail of every user named in the history.
     pub people: HashMap<String, String>,
     /// What this user may do to work on it, and the thread.
@@ -90,7 +91,10 @@ pub async fn action(s: &Services, user: &UserCaller, id: String) -> Result<Actio
             work,
             run,
             source_name: sources::name(c, &a.workspace_id, &a.source_id)?,
-            votes: crate::service::votes::counted_votes(c, &a)?,
+            votes: crate::service::votes::cast_votes(c, &a)?
+                .into_iter()
+                .map(|v| (v.user_id, v.vote, v.counts))
+                .collect(),
             action: a,
             history,
             may_decide,

@@ -321,7 +321,16 @@ pub(crate) fn release_held(
     // Approvals of someone who may no longer vote are withdrawn: they
     // count toward no quorum (service::votes::cast_votes).
     if !r.role.is_some_and(crate::domain::access::may_vote) {
-        crate::store::votes::withdraw_approvals(c, r.workspace_id, r.user_id, now)?;
+        let n = crate::store::votes::withdraw_approvals(c, r.workspace_id, r.user_id, now)?;
+        if n > 0 {
+            tracing::info!(
+                workspace.id = %r.workspace_id,
+                user.id = %r.user_id,
+                approvals = n,
+                reason = %r.reason,
+                "approvals withdrawn: their voter may no longer vote"
+            );
+        }
     }
     let mut released = 0;
     for id in work::held_open(c, r.workspace_id, r.user_id, r.email)? {

@@ -320,6 +320,47 @@ mod tests {
         );
     }
 
+    /// 0028 on a database of schema 27: an approval on an open Action by
+    /// someone who may not vote there now (gone, or a viewer) is withdrawn,
+    /// as the build before did not count it; a member's approval, a
+    /// rejection and an approval on a closed Action are left as they were.
+    #[test]
+    fn migration_28_withdraws_the_approvals_that_no_longer_counted() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 27).unwrap();
+        c.execute_batch(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank,
+                   title, action_version, fingerprint, spec, visibility, created_at, updated_at)
+               VALUES ('act_open', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"title":"t"}', 'restricted', '2026', '2026'),
+                      ('act_done', 'ws_1', 'src_1', 'live', 'resolved', 'normal', 1, 't', 1, 'f', '{"title":"t"}', 'restricted', '2026', '2026');
+               INSERT INTO workspaces(id, name, kind, created_at) VALUES ('ws_1', 'W', 'team', '2026');
+               INSERT INTO memberships(workspace_id, user_id, role, created_at)
+               VALUES ('ws_1', 'usr_member', 'reviewer', '2026'), ('ws_1', 'usr_viewer', 'viewer', '2026');
+               INSERT INTO action_votes(action_id, action_version, user_id, vote, created_at)
+               VALUES ('act_open', 1, 'usr_member', 'approve', '2026-01'),
+                      ('act_open', 1, 'usr_viewer', 'approve', '2026-02'),
+                      ('act_open', 1, 'usr_gone', 'approve', '2026-03'),
+                      ('act_open', 1, 'usr_gone2', 'reject', '2026-04'),
+                      ('act_done', 1, 'usr_gone', 'approve', '2026-05');
+               PRAGMA foreign_keys = ON;"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let withdrawn: Vec<(String, String)> = all(
+            &c,
+            "SELECT action_id, user_id FROM action_votes WHERE withdrawn_at IS NOT NULL ORDER BY created_at",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        assert_eq!(
+            withdrawn,
+            [
+                ("act_open".to_owned(), "usr_viewer".to_owned()),
+                ("act_open".to_owned(), "usr_gone".to_owned())
+            ]
+        );
+    }
+
     /// 0023 on a database of schema 22: each vote takes the version its
     /// `vote_cast` event was recorded with, or the Action's current one
     /// without it; a reviewer may then vote once per version.

@@ -668,6 +668,7 @@ async fn shortcut_keys_decide_only_when_meant_and_refreshes_keep_the_focus() {
     assert_eq!(r["label_off"], "Turn single-key shortcuts on", "{r}");
     assert_eq!(r["while_off"]["status"], "open", "{r}");
     assert_eq!(r["remembered"], "off", "{r}");
+    assert_eq!(r["focused_on_click"], "MAIN", "{r}");
     assert_eq!(r["decided"], "resolved", "{r}");
     assert!(
         r["focused_before"]

@@ -403,6 +403,14 @@ async fn a_withdrawn_approval_stays_withdrawn_when_the_role_comes_back() {
     assert_eq!(r["idempotent_replay"], true, "{r}");
     assert_eq!(r["data"]["status"], "open", "{r}");
     assert_eq!(r["tally"]["approvals"], 1, "{r}");
+    // Their page says why, and offers no vote they could not cast.
+    let page = app
+        .browser(r0.person())
+        .await
+        .page(&format!("/app/actions/{}", a["id"].as_str().unwrap()))
+        .await;
+    assert!(page.contains("Your approval was withdrawn"), "{page}");
+    assert!(!page.contains(r#"name="vote" value="reject""#), "{page}");
     let done: Value = r2.post(&path, vote(&a, "approve"), 200).await;
     let d = &done["data"];
     assert_eq!(d["status"], "resolved", "{done}");

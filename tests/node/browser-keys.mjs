@@ -37,9 +37,11 @@ run(async (browser) => {
   const whileOff = { url: page.url(), status: await status() };
   const remembered = await page.evaluate(() => window.localStorage.getItem("hds-keys"));
 
-  // On again: the key decides.
+  // On again: the key decides, also after a click on the page's text
+  // (which gives the focus to <main>, nothing in particular).
   await toggle.click();
-  await page.evaluate(() => document.activeElement && document.activeElement.blur());
+  await page.locator("h1").click();
+  const focusedOnClick = await page.evaluate(() => document.activeElement.tagName);
   await page.keyboard.press("a");
   await page.waitForURL(`${BASE}/app/actions/${action.id}?done=decided`);
   const decided = await status();
@@ -60,6 +62,7 @@ run(async (browser) => {
     while_off: whileOff,
     remembered,
     decided,
+    focused_on_click: focusedOnClick,
     focused_before: focusedBefore,
     focused_after: focusedAfter,
     csp_violations: page.violations,

@@ -66,6 +66,9 @@ pub struct ApprovalVm {
     pub approvals: usize,
     pub rejections: usize,
     pub my_vote: Option<String>,
+    /// The person's approval was withdrawn (their role changed after they
+    /// voted): it counts no more, and their vote on this version is used.
+    pub my_vote_withdrawn: bool,
     /// The question asked before a vote that stands for a destructive
     /// option, for (approve, reject).
     pub confirm_approve: Option<String>,
@@ -270,13 +273,25 @@ impl ActionVm {
             }),
             approval: a.spec.approval_policy.as_ref().map(|p| ApprovalVm {
                 needs: approval_needs(p.required_approvals, p.reject_threshold.unwrap_or(1)),
-                approvals: v.votes.iter().filter(|(_, x)| x == "approve").count(),
-                rejections: v.votes.iter().filter(|(_, x)| x == "reject").count(),
+                approvals: v
+                    .votes
+                    .iter()
+                    .filter(|(_, x, counts)| *counts && x == "approve")
+                    .count(),
+                rejections: v
+                    .votes
+                    .iter()
+                    .filter(|(_, x, counts)| *counts && x == "reject")
+                    .count(),
                 my_vote: v
                     .votes
                     .iter()
-                    .find(|(u, _)| *u == me.user_id)
-                    .map(|(_, x)| x.clone()),
+                    .find(|(u, _, _)| *u == me.user_id)
+                    .map(|(_, x, _)| x.clone()),
+                my_vote_withdrawn: v
+                    .votes
+                    .iter()
+                    .any(|(u, _, counts)| *u == me.user_id && !counts),
                 confirm_approve: vote_confirm(a, true),
                 confirm_reject: vote_confirm(a, false),
             }),
