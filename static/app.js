@@ -358,6 +358,10 @@
   // (WCAG 2.1.4: a speech-input user's words must not press keys.) Every
   // `button[data-keys-toggle]` shows the state and flips it, remembered in
   // this browser.
+  // What takes the keyboard's focus on purpose (not `main`, which takes it
+  // from the skip link or a click on text).
+  var CONTROL = 'a[href], button, summary, [tabindex]:not([tabindex="-1"])';
+
   // Where the browser keeps no storage, the choice holds for this page.
   var keysChoice = null;
   function keysOn() {
@@ -378,6 +382,15 @@
       });
       document.querySelectorAll("[data-keys-hint]").forEach(function (el) {
         el.classList.toggle("keys-off", !on);
+      });
+      // The letters on the buttons, and what they tell assistive
+      // technology, go with the keys.
+      document.querySelectorAll(".key-hint").forEach(function (el) {
+        el.hidden = !on;
+      });
+      document.querySelectorAll("[data-key]").forEach(function (el) {
+        if (on) el.setAttribute("aria-keyshortcuts", el.getAttribute("data-key"));
+        else el.removeAttribute("aria-keyshortcuts");
       });
     }
     buttons.forEach(function (b) {
@@ -404,6 +417,11 @@
       if (e.altKey || e.ctrlKey || e.metaKey || !keysOn()) return;
       var t = e.target;
       if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      // Only with nothing in particular focused, or a row: pressed on a tab,
+      // a filter button or the toggle, a key means nothing.
+      var active = document.activeElement;
+      if (active && active !== document.body && active.matches(CONTROL) &&
+          !active.matches(".row-link")) return;
       if (e.key === "x") {
         var row = document.activeElement && document.activeElement.closest
           ? document.activeElement.closest("li[data-id]") : null;
@@ -492,6 +510,14 @@
       var t = e.target;
       if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
       if (document.querySelector("dialog[open]")) return;
+      // A key means something only while focus is on nothing in particular
+      // or in the decision form: pressed on another button or link (Claim,
+      // a link in the description) or on the toggle, it means nothing.
+      // (`main` takes the focus from the skip link or a click on text: it is
+      // nothing in particular.)
+      var active = document.activeElement;
+      if (active && active !== document.body && active.matches(CONTROL) &&
+          (!form || !form.contains(active) || active.hasAttribute("data-keys-toggle"))) return;
       if (e.key === "?" && help && typeof help.showModal === "function") {
         help.showModal();
         e.preventDefault();
@@ -507,15 +533,6 @@
         return;
       }
       if (!form) return;
-      // A key decides only while focus is on nothing in particular or in
-      // the decision form: pressed on another button or link (Claim, a
-      // link in the description), it means nothing.
-      // (`main` takes the focus from the skip link or a click on text: it
-      // is nothing in particular.)
-      var active = document.activeElement;
-      var control = 'a[href], button, summary, [tabindex]:not([tabindex="-1"])';
-      if (active && active !== document.body && active.matches(control) &&
-          (!form.contains(active) || active.hasAttribute("data-keys-toggle"))) return;
       var button = form.querySelector('button[data-key="' + CSS.escape(e.key) + '"]');
       if (!button) return;
       e.preventDefault();

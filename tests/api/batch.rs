@@ -313,7 +313,15 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
         .await;
     assert_eq!(r.status(), 200);
     let confirm = r.text().await.unwrap();
-    assert!(confirm.contains("Reject, for 2 requests"), "{confirm}");
+    assert!(
+        confirm.contains("Choose “Reject” for 2 requests?"),
+        "{confirm}"
+    );
+    assert!(
+        confirm
+            .contains("<title>This is destructive: Choose “Reject” for 2 requests? · hds</title>"),
+        "{confirm}"
+    );
     assert!(confirm.contains(&format!("value=\"{pa}\"")), "{confirm}");
     let r = browser
         .post_form(

@@ -664,6 +664,7 @@ async fn shortcut_keys_decide_only_when_meant_and_refreshes_keep_the_focus() {
     ];
     let r = run_script(&app, "browser-keys.mjs", &env).await;
     assert_eq!(r["on_another_button"]["status"], "open", "{r}");
+    assert_eq!(r["on_another_button"]["help_open"], false, "{r}");
     assert_eq!(r["label_on"], "Turn single-key shortcuts off", "{r}");
     assert_eq!(r["label_off"], "Turn single-key shortcuts on", "{r}");
     assert_eq!(r["while_off"]["status"], "open", "{r}");

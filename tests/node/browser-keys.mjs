@@ -23,8 +23,13 @@ run(async (browser) => {
   // Focus on another button: the decision key means nothing.
   await page.getByRole("button", { name: "Claim it" }).focus();
   await page.keyboard.press("a");
+  await page.keyboard.press("?");
   await page.waitForTimeout(400);
-  const onAnotherButton = { url: page.url(), status: await status() };
+  const onAnotherButton = {
+    url: page.url(),
+    status: await status(),
+    help_open: await page.evaluate(() => !!document.querySelector("dialog[open]")),
+  };
 
   // Turned off: nothing decides, even with nothing focused.
   const toggle = page.locator("#decide-keys [data-keys-toggle]");
@@ -50,6 +55,8 @@ run(async (browser) => {
   await page.goto(`${BASE}/app`);
   const tab = page.locator('nav.tabs a[href*="status=resolved"]');
   await tab.focus();
+  // j on a focused tab means nothing: the focus stays there.
+  await page.keyboard.press("j");
   const focusedBefore = await page.evaluate(() => document.activeElement.getAttribute("href"));
   const fresh = await createAction(SOURCE_KEY, { title: "A new request arrives", options });
   await page.locator(`li[data-id="${fresh.id}"]`).waitFor();

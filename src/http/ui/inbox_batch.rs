@@ -92,7 +92,7 @@ pub async fn decide_batch(
             let ask = Ask {
                 heading: "This is destructive".into(),
                 message: format!(
-                    "This is destructive: {label}, for {n} request{}. Confirm?",
+                    "Choose “{label}” for {n} request{}? It cannot be undone.",
                     if n == 1 { "" } else { "s" }
                 ),
                 post_to: "/app/inbox/decide".into(),

@@ -481,6 +481,23 @@ pub struct Ask {
     pub cancel_url: String,
 }
 
+impl Ask {
+    /// The page's title: the heading when it is the question, else the
+    /// heading and the message's first sentence ("This is destructive:
+    /// Choose “Reject” for “…”?"), so each confirmation is told apart.
+    fn title(&self) -> String {
+        if self.heading.ends_with('?') {
+            return self.heading.clone();
+        }
+        let end = self
+            .message
+            .find(['?', '.'])
+            .map_or(self.message.len(), |i| i + 1);
+        let first: String = self.message[..end].chars().take(120).collect();
+        format!("{}: {}", self.heading, first)
+    }
+}
+
 impl ConfirmPage {
     /// The page that asks first, carrying `form` over with `confirmed=yes`.
     pub async fn ask(
@@ -493,7 +510,7 @@ impl ConfirmPage {
         Ok(ConfirmPage {
             // The page's title is its question ("Revoke this Source?"), not a
             // "Confirm" shared by every confirmation.
-            layout: Layout::signed_in(st, p, ask.heading.clone(), nav).await?,
+            layout: Layout::signed_in(st, p, ask.title(), nav).await?,
             heading: ask.heading,
             message: ask.message,
             post_to: ask.post_to,
@@ -526,7 +543,43 @@ pub fn see_other(location: &str) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::ago;
+    use super::{Ask, ago};
+
+    /// Each confirmation page has a title of its own: its question.
+    #[test]
+    fn a_confirmation_is_titled_by_its_question() {
+        let ask = |heading: &str, message: &str| Ask {
+            heading: heading.into(),
+            message: message.into(),
+            post_to: String::new(),
+            confirm_label: String::new(),
+            cancel_url: String::new(),
+        };
+        assert_eq!(
+            ask(
+                "Revoke this Source?",
+                "“Deploy” can no longer send anything."
+            )
+            .title(),
+            "Revoke this Source?"
+        );
+        assert_eq!(
+            ask(
+                "This is destructive",
+                "Choose “Reject” for “Bulk item 5”? This is destructive."
+            )
+            .title(),
+            "This is destructive: Choose “Reject” for “Bulk item 5”?"
+        );
+        assert_eq!(
+            ask(
+                "This is destructive",
+                "Choose “Reject” for 2 requests? It cannot be undone."
+            )
+            .title(),
+            "This is destructive: Choose “Reject” for 2 requests?"
+        );
+    }
 
     #[test]
     fn ages_read_like_people_say_them() {
