@@ -272,21 +272,23 @@ async fn read_list(
         .map(|a| row(a, names, &people, user, now, role))
         .collect();
     let pick = |f: fn(&InboxCounts) -> i64| counts.as_ref().map(f);
-    let tabs = [
-        ("open", "Open", pick(|c| c.open)),
-        ("snoozed", "Snoozed", pick(|c| c.snoozed)),
-        ("resolved", "Resolved", pick(|c| c.resolved)),
-        ("cancelled", "Cancelled", pick(|c| c.cancelled)),
-        ("expired", "Expired", pick(|c| c.expired)),
-    ]
-    .into_iter()
-    .map(|(status, label, count)| Tab {
-        label,
-        count: count.map(inbox::count_label),
-        query: f.query(status),
-        current: f.status() == status,
-    })
-    .collect();
+    let counted = [
+        pick(|c| c.open),
+        pick(|c| c.snoozed),
+        pick(|c| c.resolved),
+        pick(|c| c.cancelled),
+        pick(|c| c.expired),
+    ];
+    let tabs = STATUS_TABS
+        .into_iter()
+        .zip(counted)
+        .map(|((status, label), count)| Tab {
+            label,
+            count: count.map(inbox::count_label),
+            query: f.query(status),
+            current: f.status() == status,
+        })
+        .collect();
     // The nav's number counts the environment the inbox lists, so with
     // only the environment chosen it is the Open tab's; otherwise count again.
     let only_environment = f.q.trim().is_empty()
@@ -440,6 +442,16 @@ fn answer_kind(spec: &ActionSpec) -> String {
     .into()
 }
 
+/// The inbox's tabs, in order: the status each lists and its label. The
+/// first (open) is the inbox itself.
+const STATUS_TABS: [(&str, &str); 5] = [
+    ("open", "Open"),
+    ("snoozed", "Snoozed"),
+    ("resolved", "Resolved"),
+    ("cancelled", "Cancelled"),
+    ("expired", "Expired"),
+];
+
 /// GET /app
 pub async fn inbox_page(
     State(st): State<AppState>,
@@ -462,13 +474,11 @@ pub async fn inbox_page(
     let list = read_list(s, &page.user, &filters, &names).await?;
     // Each tab and search has a title of its own (WCAG 2.4.2): a browser's
     // history and a screen reader tell "Inbox – Resolved" from "Inbox".
-    let tab = match filters.status.as_str() {
-        "snoozed" => Some("Snoozed"),
-        "resolved" => Some("Resolved"),
-        "cancelled" => Some("Cancelled"),
-        "expired" => Some("Expired"),
-        _ => None,
-    };
+    let tab = STATUS_TABS
+        .iter()
+        .skip(1)
+        .find(|(status, _)| *status == filters.status)
+        .map(|(_, label)| *label);
     let search = some(&filters.q);
     let title = match (tab, search) {
         (None, None) => "Inbox".to_owned(),
