@@ -362,6 +362,16 @@
   // from the skip link or a click on text).
   var CONTROL = 'a[href], button, summary, [tabindex]:not([tabindex="-1"])';
 
+  // The control that has the focus on purpose, or null: nothing in
+  // particular (the body, `main`, or a control left focused in a dialog that
+  // has just closed, before the browser moved the focus back).
+  function focusedControl() {
+    var active = document.activeElement;
+    if (!active || active === document.body || !active.matches(CONTROL)) return null;
+    if (active.closest("dialog:not([open])")) return null;
+    return active;
+  }
+
   // Where the browser keeps no storage, the choice holds for this page.
   var keysChoice = null;
   function keysOn() {
@@ -419,9 +429,8 @@
       if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
       // Only with nothing in particular focused, or a row: pressed on a tab,
       // a filter button or the toggle, a key means nothing.
-      var active = document.activeElement;
-      if (active && active !== document.body && active.matches(CONTROL) &&
-          !active.matches(".row-link")) return;
+      var active = focusedControl();
+      if (active && !active.matches(".row-link")) return;
       if (e.key === "x") {
         var row = document.activeElement && document.activeElement.closest
           ? document.activeElement.closest("li[data-id]") : null;
@@ -515,9 +524,8 @@
       // a link in the description) or on the toggle, it means nothing.
       // (`main` takes the focus from the skip link or a click on text: it is
       // nothing in particular.)
-      var active = document.activeElement;
-      if (active && active !== document.body && active.matches(CONTROL) &&
-          (!form || !form.contains(active) || active.hasAttribute("data-keys-toggle"))) return;
+      var active = focusedControl();
+      if (active && (!form || !form.contains(active) || active.hasAttribute("data-keys-toggle"))) return;
       if (e.key === "?" && help && typeof help.showModal === "function") {
         help.showModal();
         e.preventDefault();
