@@ -20,7 +20,7 @@ use crate::error::{Code, Error, FieldError, Result};
 use crate::service::Services;
 use crate::service::billing;
 use crate::service::caller::{Caller, SourceCaller, UserCaller};
-use crate::service::effects;
+use crate::service::effects::{self, On};
 use crate::service::idempotency::{self, Outcome, Reply, Serialised};
 use crate::service::notifications;
 use crate::store::{actions as store, events, workspaces};
@@ -286,7 +286,7 @@ pub async fn create(
                 store::insert(c, &a, &spec_json, answer_key)?;
                 billing::record_use(c, &src.workspace_id, Resource::Actions, clock_now)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
-                effects::record(c, fx, &a.id, &Actor::source(&src.source_id), 1, event, &a.created_at)?;
+                effects::record(c, fx, On::new(&a.id, &a.workspace_id), &Actor::source(&src.source_id), 1, event, &a.created_at)?;
                 notifications::action_created(c, fx, &nctx, &a, &a.created_at)?;
                 // People named by id or e-mail are shown as GET shows them
                 // (completed from the members); only then is the answer
@@ -557,7 +557,15 @@ pub async fn patch(
             before: before.clone(),
         };
         let actor = Actor::source(&src.source_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &a.updated_at)?;
+        effects::record(
+            c,
+            fx,
+            On::new(&a.id, &a.workspace_id),
+            &actor,
+            a.action_version,
+            event,
+            &a.updated_at,
+        )?;
         if before.contains_key("expires_at") {
             notifications::action_updated(c, &a, &a.updated_at)?;
         }

@@ -23,7 +23,7 @@ use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::actions::{access, access_now, refused};
 use crate::service::caller::{SourceCaller, UserCaller};
-use crate::service::effects;
+use crate::service::effects::{self, On};
 use crate::service::idempotency::request_hash;
 use crate::service::notifications;
 use crate::service::webhooks;
@@ -196,7 +196,7 @@ pub async fn invoke(
             control_key: control.key.clone(),
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        effects::record(c, fx, On::new(&a.id, &a.workspace_id), &actor, a.action_version, event, &now)?;
         let more = extra([
             ("control", serde_json::to_value(&control)?),
             ("control_request", serde_json::to_value(&request)?),
@@ -299,7 +299,7 @@ pub async fn report(
         debug_assert!(requests::result_allowed(&r.status, &req.status));
         rq::set_result(c, &r.id, &req.status, req.message.as_deref(), &now)?;
         // The Action page lists its control requests: refresh open ones.
-        fx.changed();
+        fx.workspace_changed(&a.workspace_id);
         if requests::is_final(&req.status) {
             let label = a
                 .spec
@@ -420,7 +420,7 @@ pub async fn ask(
             context_request_id: request.id.clone(),
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        effects::record(c, fx, On::new(&a.id, &a.workspace_id), &actor, a.action_version, event, &now)?;
         if mode == ContextMode::Callback {
             // The Action as the Source reads it now: the question listed.
             let a = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;

@@ -18,7 +18,7 @@ use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::actions::{access_now, check_reason, envelope, owned};
 use crate::service::caller::{SourceCaller, UserCaller};
-use crate::service::effects::{self, Effects};
+use crate::service::effects::{self, Effects, On};
 use crate::service::idempotency::{self, Reply};
 use crate::service::notifications;
 use crate::store::{actions as store, receipts as receipt_store};
@@ -277,7 +277,15 @@ pub async fn cancel(
         }
         let event = ActionEvent::Cancelled { reason: req.reason };
         let at = &resolution.decided_at;
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, at)?;
+        effects::record(
+            c,
+            fx,
+            On::new(&a.id, &a.workspace_id),
+            &actor,
+            a.action_version,
+            event,
+            at,
+        )?;
         let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
         Ok((200, envelope(&closed, false)))
     })
@@ -362,7 +370,7 @@ pub async fn report_outcome(
         effects::record(
             c,
             fx,
-            &a.id,
+            On::new(&a.id, &a.workspace_id),
             &Actor::source(&src.source_id),
             a.action_version,
             event,
@@ -412,7 +420,15 @@ pub fn expire_due(
                         ActionEvent::Expired { reason }
                     };
                     let v = a.action_version;
-                    effects::record(c, fx, &a.id, &Actor::system(), v, event, &now_s)?;
+                    effects::record(
+                        c,
+                        fx,
+                        On::new(&a.id, &a.workspace_id),
+                        &Actor::system(),
+                        v,
+                        event,
+                        &now_s,
+                    )?;
                 }
             }
         }

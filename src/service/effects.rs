@@ -11,6 +11,7 @@ use rusqlite::Connection;
 use crate::domain::action::{ActionRecord, Actor};
 use crate::domain::event::ActionEvent;
 use crate::error::Result;
+use crate::service::changes::Topic;
 use crate::store::events;
 
 /// What a committed write must trigger.
@@ -18,8 +19,8 @@ use crate::store::events;
 pub struct Effects {
     /// Actions that closed: their long polls answer now.
     closed: Vec<String>,
-    /// Some Action changed: open dashboards refresh their inbox.
-    inbox_changed: bool,
+    /// What open pages show that changed (`service::changes`): they refresh.
+    changed: Vec<Topic>,
     /// A job row was written: the worker runs it now rather than at its next tick.
     jobs_queued: bool,
 }
@@ -28,16 +29,27 @@ impl Effects {
     pub fn closed(&self) -> &[String] {
         &self.closed
     }
-    pub fn inbox_changed(&self) -> bool {
-        self.inbox_changed
+    pub fn changed_topics(&self) -> &[Topic] {
+        &self.changed
     }
     pub fn jobs_queued(&self) -> bool {
         self.jobs_queued
     }
-    /// Declares a change that open pages show but that records no history
-    /// event (a control request's result).
-    pub fn changed(&mut self) {
-        self.inbox_changed = true;
+    /// Declares a change that the workspace's open pages show but that
+    /// records no history event (a control request's result, a run, a
+    /// notice to every member).
+    pub fn workspace_changed(&mut self, workspace_id: &str) {
+        self.touch(Topic::Workspace(workspace_id.to_owned()));
+    }
+    /// Declares a change that only this person's open pages show (their
+    /// notices, invitations, settings).
+    pub fn user_changed(&mut self, user_id: &str) {
+        self.touch(Topic::User(user_id.to_owned()));
+    }
+    fn touch(&mut self, t: Topic) {
+        if !self.changed.contains(&t) {
+            self.changed.push(t);
+        }
     }
     /// Declares that the transaction wrote a job row.
     pub fn queued_job(&mut self) {
@@ -50,15 +62,34 @@ impl Effects {
                 self.closed.push(id);
             }
         }
-        self.inbox_changed |= other.inbox_changed;
+        for t in other.changed {
+            self.touch(t);
+        }
         self.jobs_queued |= other.jobs_queued;
     }
-    fn note(&mut self, action_id: &str, event: &ActionEvent) {
+    fn note(&mut self, on: On<'_>, event: &ActionEvent) {
         // Every event changes what an inbox row or Action page shows, the
         // execution outcome included.
-        self.inbox_changed = true;
-        if event.closes() && !self.closed.iter().any(|id| id == action_id) {
-            self.closed.push(action_id.to_owned());
+        self.workspace_changed(on.workspace_id);
+        if event.closes() && !self.closed.iter().any(|id| id == on.action_id) {
+            self.closed.push(on.action_id.to_owned());
+        }
+    }
+}
+
+/// The Action an event is about: its id, and its workspace (whose open
+/// pages are told).
+#[derive(Clone, Copy)]
+pub struct On<'a> {
+    pub action_id: &'a str,
+    pub workspace_id: &'a str,
+}
+
+impl<'a> On<'a> {
+    pub fn new(action_id: &'a str, workspace_id: &'a str) -> Self {
+        Self {
+            action_id,
+            workspace_id,
         }
     }
 }
@@ -69,17 +100,17 @@ impl Effects {
 pub fn record(
     c: &Connection,
     fx: &mut Effects,
-    action_id: &str,
+    on: On<'_>,
     actor: &Actor,
     version: i64,
     event: ActionEvent,
     at: &str,
 ) -> Result<()> {
-    events::insert(c, action_id, actor, version, &event, at)?;
+    events::insert(c, on.action_id, actor, version, &event, at)?;
     if event.closes() {
-        crate::service::webhooks::enqueue_for_event(c, fx, action_id, &event, at)?;
+        crate::service::webhooks::enqueue_for_event(c, fx, on.action_id, &event, at)?;
     }
-    fx.note(action_id, &event);
+    fx.note(on, &event);
     Ok(())
 }
 
@@ -99,6 +130,6 @@ pub fn record_closed(
     if let Some(kind) = crate::service::webhooks::event_type_of(&event) {
         crate::service::webhooks::enqueue(c, fx, closed, kind, Default::default(), at)?;
     }
-    fx.note(&closed.id, &event);
+    fx.note(On::new(&closed.id, &closed.workspace_id), &event);
     Ok(())
 }

@@ -486,7 +486,8 @@ fn join(
     // A new workspace's Actions reach this person's inbox, and the notice
     // of the invitation is read: both change what their open pages show.
     crate::store::notifications::read_invitation_notices(c, user_id, &inv.workspace_id, now)?;
-    fx.changed();
+    fx.user_changed(user_id);
+    fx.workspace_changed(&inv.workspace_id);
     Ok(inv)
 }
 

@@ -9,6 +9,7 @@ pub mod analytics;
 pub mod batch;
 pub mod billing;
 pub mod caller;
+pub mod changes;
 pub mod controls;
 pub mod dashboard;
 pub mod decisions;
@@ -54,9 +55,9 @@ pub struct Services {
     pub waiters: Arc<waiters::Waiters>,
     pub inflight: Arc<idempotency::InFlight>,
     pub key_cache: Arc<key_cache::KeyCache>,
-    /// Bumped after every committed change to any Action, so open dashboards
-    /// refresh their inbox (the value itself means nothing).
-    pub changes: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Moved after every committed change that open dashboards show, by
+    /// workspace and person, so a page refreshes when what it shows changed.
+    pub changes: Arc<changes::Changes>,
     /// Identity providers' discovery documents and keys, fetched on first use.
     pub oidc: Arc<oidc::Providers>,
     /// Wakes the job worker after a commit that queued a job.
@@ -75,6 +76,7 @@ pub struct Services {
 impl Services {
     pub fn new(db: Db, config: Arc<Config>, clock: Clock) -> Self {
         let keyring = Arc::new(keyring::Keyring::new(config.data_dir.join("keys")));
+        let changes = Arc::new(changes::Changes::new(changes_base(&clock)));
         Self {
             db,
             config,
@@ -83,7 +85,7 @@ impl Services {
             waiters: Arc::default(),
             inflight: Arc::default(),
             key_cache: Arc::default(),
-            changes: Arc::new(tokio::sync::watch::Sender::new(0)),
+            changes,
             stop: Arc::new(tokio::sync::watch::Sender::new(false)),
             oidc: Arc::default(),
             jobs_wake: Arc::default(),
@@ -131,10 +133,14 @@ impl Services {
         if fx.jobs_queued() {
             self.jobs_wake.notify_one();
         }
-        if fx.inbox_changed() {
-            self.changes.send_modify(|n| *n = n.wrapping_add(1));
-        }
+        self.changes.bump(fx.changed_topics());
     }
+}
+
+/// This start's time in milliseconds: the base of every page's view
+/// (`changes`), so a view from before a restart is not taken for a current one.
+fn changes_base(clock: &Clock) -> u64 {
+    u64::try_from(clock.now().unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
 }
 
 /// A job with the effects it declares, as a writer closure.

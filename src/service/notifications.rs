@@ -124,7 +124,7 @@ fn deliver(
     let row = n.new_row(&id, now);
     if route.in_app {
         store::insert(c, user_id, &row)?;
-        fx.changed();
+        fx.user_changed(user_id);
     }
     match route.email_now {
         // A mail that cannot be written never refuses what caused it.
@@ -219,7 +219,7 @@ pub fn action_created(
                     .map(|m| m.user_id.as_str())
                     .collect();
                 store::broadcast(c, &n.new_row(&id, now), &hidden)?;
-                fx.changed();
+                fx.workspace_changed(&a.workspace_id);
                 // Who wants it by e-mail is asked only when mail can go.
                 if ctx.smtp
                     && policy.email_enabled
@@ -538,7 +538,7 @@ pub fn invitation_received(
     };
     let id = ids::new_ordered_id(ids::NOTIFICATION);
     store::insert(c, &user.id, &n.new_row(&id, now))?;
-    fx.changed();
+    fx.user_changed(&user.id);
     Ok(())
 }
 
@@ -556,7 +556,7 @@ pub fn invitation_ended(
     if let Some(user) = crate::store::users::by_email(c, email)?
         && store::read_invitation_notices(c, &user.id, workspace_id, now)? > 0
     {
-        fx.changed();
+        fx.user_changed(&user.id);
     }
     Ok(())
 }
@@ -809,7 +809,7 @@ pub async fn read_all(s: &Services, user: UserCaller) -> Result<i64> {
     s.write(move |c, fx| {
         let marks = broadcast_marks(c, &user)?;
         let n = store::read_all(c, &user.user_id, &marks, &now)?;
-        fx.changed();
+        fx.user_changed(&user.user_id);
         Ok(n)
     })
     .await
@@ -826,7 +826,7 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
                 format!("no notification `{id}` of yours; list yours with GET /v1/notifications"),
             )
         })?;
-        fx.changed();
+        fx.user_changed(&user.user_id);
         Ok(n)
     })
     .await
@@ -923,7 +923,7 @@ pub async fn update_preferences(
                 &now,
             )?;
         }
-        fx.changed();
+        fx.user_changed(&user.user_id);
         Ok(prefs_out(m.workspace_id, next, &policy, smtp))
     })
     .await
@@ -993,7 +993,7 @@ pub async fn update_policy(
                 )
             })?;
         store::set_policy(c, &m.workspace_id, &next, &user.user_id, &now)?;
-        fx.changed();
+        fx.workspace_changed(&m.workspace_id);
         Ok(policy_out(m.workspace_id, next))
     })
     .await

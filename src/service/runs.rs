@@ -1,7 +1,7 @@
 //! Runs as use cases (guide: "Runs"; DESIGN §13): a Source creates a run,
 //! reports progress and completes it; people read their workspace's runs.
 //! A finished run refuses every change (409 RUN_NOT_ACTIVE); a failed one
-//! notifies (`run.failed`). Every write declares `fx.changed()`, so open run
+//! notifies (`run.failed`). Every write declares `fx.workspace_changed`, so open run
 //! pages refresh.
 
 use crate::domain::billing::Resource;
@@ -220,7 +220,7 @@ pub async fn create(
             if started {
                 store::add_event(c, &r.id, "started", "running", None, &now)?;
             }
-            fx.changed();
+            fx.workspace_changed(&src.workspace_id);
             Ok((201, serde_json::json!({ "data": r })))
         },
     )
@@ -419,7 +419,7 @@ pub async fn progress(
         if starts_waiting {
             store::add_event(c, &r.id, "waiting", &r.status, new_message.as_deref(), &now)?;
         }
-        fx.changed();
+        fx.workspace_changed(&r.workspace_id);
         Ok(r)
     })
     .await
@@ -488,7 +488,7 @@ pub async fn complete(
                 &now,
             )?;
         }
-        fx.changed();
+        fx.workspace_changed(&r.workspace_id);
         let r = store::get(c, &r.id)?.ok_or_else(Error::run_not_found)?;
         Ok((r, false))
     })
@@ -546,7 +546,7 @@ pub async fn cancel_for_user(
             Some(reason) if !reason.is_empty() => format!("Cancelled by {}: {reason}", user.email),
             _ => format!("Cancelled by {}", user.email),
         };
-        cancel_in(c, fx, &r.id, &why, &now)?;
+        cancel_in(c, fx, (&r.workspace_id, &r.id), &why, &now)?;
         let r = store::get(c, &r.id)?.ok_or_else(Error::run_not_found)?;
         Ok((r, false))
     })
@@ -567,13 +567,13 @@ pub fn cancel_refused() -> Error {
 fn cancel_in(
     c: &Connection,
     fx: &mut crate::service::effects::Effects,
-    run_id: &str,
+    (workspace_id, run_id): (&str, &str),
     why: &str,
     now: &str,
 ) -> Result<()> {
     store::complete(c, run_id, "cancelled", None, None, now)?;
     store::add_event(c, run_id, "completed", "cancelled", Some(why), now)?;
-    fx.changed();
+    fx.workspace_changed(workspace_id);
     Ok(())
 }
 
@@ -588,7 +588,13 @@ pub fn cancel_of_revoked_source(
 ) -> Result<usize> {
     let ids = store::active_of_source(c, workspace_id, source_id)?;
     for id in &ids {
-        cancel_in(c, fx, id, "Cancelled: its Source was revoked", now)?;
+        cancel_in(
+            c,
+            fx,
+            (workspace_id, id),
+            "Cancelled: its Source was revoked",
+            now,
+        )?;
     }
     Ok(ids.len())
 }

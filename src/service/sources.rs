@@ -11,7 +11,7 @@ use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::caller::{self, UserCaller};
-use crate::service::effects;
+use crate::service::effects::{self, On};
 use crate::service::workspaces::check_name;
 use crate::store::actions;
 use crate::store::sources::{self as store, Secrets, Source};
@@ -244,7 +244,7 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
                     reason: resolution.reason.clone(),
                 };
                 let by = &resolution.decided_by;
-                effects::record(c, fx, &action_id, by, version, event, &now)?;
+                effects::record(c, fx, On::new(&action_id, &ws), by, version, event, &now)?;
             }
             crate::service::runs::cancel_of_revoked_source(c, fx, &ws, &id, &now)?;
             Ok(true)

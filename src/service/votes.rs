@@ -20,7 +20,7 @@ use crate::service::Services;
 use crate::service::actions::{access_now, check_reason, refused};
 use crate::service::caller::UserCaller;
 use crate::service::decisions::resolve_with_receipt;
-use crate::service::effects;
+use crate::service::effects::{self, On};
 use crate::store::{actions as store, votes};
 
 /// POST /v1/actions/{id}/votes
@@ -186,7 +186,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         effects::record(
             c,
             fx,
-            &a.id,
+            On::new(&a.id, &a.workspace_id),
             &Actor::user(&user.user_id),
             a.action_version,
             event,

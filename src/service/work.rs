@@ -17,7 +17,7 @@ use crate::error::{Code, Error, Result};
 use crate::service::Services;
 use crate::service::actions::{access_now, access_of, refused};
 use crate::service::caller::UserCaller;
-use crate::service::effects;
+use crate::service::effects::{self, On};
 use crate::service::notifications;
 use crate::store::actions as store;
 use crate::store::work::{self, Comment, Member};
@@ -150,7 +150,7 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
             previous_user_id: previous.and_then(|p| p.user_id),
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        effects::record(c, fx, On::new(&a.id, &a.workspace_id), &actor, a.action_version, event, &now)?;
         Ok(Worked {
             action: reread(c, &a.id)?,
             unchanged: false,
@@ -282,7 +282,15 @@ pub async fn assign(
             reason: None,
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        effects::record(
+            c,
+            fx,
+            On::new(&a.id, &a.workspace_id),
+            &actor,
+            a.action_version,
+            event,
+            &now,
+        )?;
         Ok(Worked {
             action: reread(c, &a.id)?,
             unchanged: false,
@@ -353,7 +361,15 @@ pub(crate) fn release_held(
             previous_user_id: Some(r.user_id.to_owned()),
             reason: Some(r.reason.clone()),
         };
-        effects::record(c, fx, &a.id, &r.by, a.action_version, event, now)?;
+        effects::record(
+            c,
+            fx,
+            On::new(&a.id, &a.workspace_id),
+            &r.by,
+            a.action_version,
+            event,
+            now,
+        )?;
         released += 1;
     }
     Ok(released)
@@ -427,7 +443,15 @@ pub async fn snooze(
         notifications::snoozed(c, &a, until.as_deref(), &user.user_id)?;
         let event = ActionEvent::Snoozed { until };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        effects::record(
+            c,
+            fx,
+            On::new(&a.id, &a.workspace_id),
+            &actor,
+            a.action_version,
+            event,
+            &now,
+        )?;
         Ok(Worked {
             action: reread(c, &a.id)?,
             unchanged: false,
@@ -557,7 +581,15 @@ pub async fn add_comment(
             mentions,
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, &a.id, &actor, a.action_version, event, &now)?;
+        effects::record(
+            c,
+            fx,
+            On::new(&a.id, &a.workspace_id),
+            &actor,
+            a.action_version,
+            event,
+            &now,
+        )?;
         Ok(cm)
     })
     .await

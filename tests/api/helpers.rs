@@ -548,6 +548,24 @@ impl Actor {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
+    /// What `/app/events` says this browser's view is now (asked without a
+    /// `since`, so it answers at once): it moves when something they may
+    /// see changes.
+    pub async fn change_view(&self) -> String {
+        let text = self
+            .http()
+            .get(self.url("/app/events"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("id: "))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no id in {text}"))
+    }
     /// The bearer credential (panics for a cookie session).
     pub fn token(&self) -> &str {
         self.token.as_deref().expect("a bearer credential")

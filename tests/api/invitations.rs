@@ -1406,26 +1406,6 @@ async fn an_invitation_notice_is_read_once_its_invitation_ends() {
     );
 }
 
-/// The change counter `/app/events` reports, read at once.
-async fn events_version(browser: &Actor, since: Option<&str>) -> Option<String> {
-    let url = match since {
-        Some(v) => browser.url(&format!("/app/events?since={v}")),
-        None => browser.url("/app/events"),
-    };
-    let text = browser
-        .http()
-        .get(&url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("id: "))
-        .map(str::to_owned)
-}
-
 /// An invitation revoked because whoever sent it may no longer invite (their
 /// role changed) ends its notice too, and the invited person's open pages
 /// hear of it at once: their header bell is live.
@@ -1440,7 +1420,7 @@ async fn an_invitation_revoked_with_its_inviters_role_wakes_the_invited_persons_
     assert_eq!(summary["by_kind"]["invitation.received"], 1, "{summary}");
 
     let page = app.browser(bob.person()).await;
-    let before = events_version(&page, None).await.expect("a version");
+    let before = page.change_view().await;
     // Nothing changed yet: a held request would wait, so ask in the
     // background and make the change while it waits.
     let waiting = {
@@ -1465,5 +1445,5 @@ async fn an_invitation_revoked_with_its_inviters_role_wakes_the_invited_persons_
         summary["by_kind"].get("invitation.received").is_none(),
         "{summary}"
     );
-    assert_ne!(events_version(&page, None).await.unwrap(), before);
+    assert_ne!(page.change_view().await, before);
 }

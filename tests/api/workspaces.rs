@@ -1200,3 +1200,51 @@ async fn any_member_may_leave_but_the_last_owner() {
     assert!(!page.contains(r#"id="leave-workspace""#), "{page}");
     assert!(page.contains("You are its last owner"), "{page}");
 }
+
+/// Open pages hear of what their reader may see, and of nothing else: an
+/// Action created in another workspace does not move a person's view (so
+/// not even the timing of a refresh tells them of its activity), one in
+/// their own does, and so does a change to their own notices alone.
+#[tokio::test]
+async fn a_page_is_told_of_changes_in_its_readers_workspaces_only() {
+    let app = TestApp::spawn().await;
+    let owner = app.admin();
+    let bob = app.outsider();
+    let made: Value = bob.post("/v1/sources", json!({"name": "B bot"}), 201).await;
+    let b_source = app.bearer(made["secrets"]["live_key"].as_str().unwrap());
+    let ann_page = app.browser(owner.person()).await;
+    let bob_page = app.browser(bob.person()).await;
+    let (ann_before, bob_before) = (ann_page.change_view().await, bob_page.change_view().await);
+
+    // Ann's page waits for a change from the view it holds.
+    let held = {
+        let req = ann_page
+            .http()
+            .get(ann_page.url("/app/events"))
+            .header("last-event-id", &ann_before);
+        tokio::spawn(async move { req.send().await.unwrap().text().await.unwrap() })
+    };
+    let _: Value = b_source.post("/v1/actions", two_options("In B"), 201).await;
+    let bob_after = bob_page.change_view().await;
+    assert_ne!(bob_after, bob_before, "B's owner is told");
+    assert_eq!(ann_page.change_view().await, ann_before, "A's owner is not");
+    assert!(!held.is_finished(), "the held stream answered B's change");
+
+    // Bob's own notices move his view alone.
+    let _: Value = bob.post("/v1/notifications/read-all", json!({}), 200).await;
+    assert_ne!(bob_page.change_view().await, bob_after);
+    assert_eq!(ann_page.change_view().await, ann_before);
+
+    // A change in Ann's workspace answers her held stream with her new view.
+    app.create_action(two_options("In A")).await;
+    let text = tokio::time::timeout(std::time::Duration::from_secs(10), held)
+        .await
+        .expect("the held stream answers a change in Ann's workspace")
+        .unwrap();
+    let now = ann_page.change_view().await;
+    assert_ne!(now, ann_before);
+    assert!(
+        text.contains(&format!("id: {now}\n")),
+        "{text} (view {now})"
+    );
+}

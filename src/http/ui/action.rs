@@ -87,7 +87,7 @@ pub(crate) async fn current_page(
     page: &PageUser,
     id: &str,
 ) -> Result<ActionPage, UiError> {
-    let version = *st.services.changes.borrow();
+    let version = st.services.changes.view(&page.user);
     let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
     page_for(st, page, &view, version).await
 }
@@ -103,7 +103,7 @@ pub async fn action_page(
 ) -> Result<ActionPage, UiError> {
     // Read the version first: a change committed during the read bumps it
     // again, so the live list cannot miss it.
-    let version = *st.services.changes.borrow();
+    let version = st.services.changes.view(&page.user);
     let view = dashboard::action(&st.services, &page.user, id).await?;
     let mut out = page_for(&st, &page, &view, version).await?;
     out.flash = match q.done.as_deref() {
@@ -192,7 +192,7 @@ async fn refused(
     form: &FormData,
     e: Error,
 ) -> Result<Response, UiError> {
-    let version = *st.services.changes.borrow();
+    let version = st.services.changes.view(&page.user);
     let view = dashboard::action(&st.services, &page.user, id.to_owned()).await?;
     let mut out = page_for(st, page, &view, version).await?;
     out.reason = form.get("reason").unwrap_or_default().to_owned();

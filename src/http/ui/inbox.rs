@@ -237,7 +237,7 @@ async fn read_list(
 ) -> Result<InboxList> {
     // Read the version first: a change committed during the read bumps it
     // again, so the script refreshes once more rather than missing it.
-    let version = *s.changes.borrow();
+    let version = s.changes.view(user);
     let now = s.clock.now();
     let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
         || f.environment() != "live"
@@ -522,35 +522,43 @@ pub struct Since {
     since: Option<u64>,
 }
 
-/// GET /app/events: server-sent events saying "an Action changed". Each
-/// response carries at most one event and ends; EventSource reconnects by
-/// itself (`retry`) and sends the last event's id back as `Last-Event-ID`, so
-/// a change made between two connections is reported at once rather than
-/// missed, and no connection outlives the long-poll ceiling (a server
-/// shutdown never waits on an open dashboard).
+/// GET /app/events: server-sent events saying "something you can see
+/// changed" (`service::changes`: the Actions, runs and notices of the
+/// reader's workspaces and their own notices, never another workspace's).
+/// Each response carries at most one event and ends; EventSource reconnects
+/// by itself (`retry`) and sends the last event's id back as
+/// `Last-Event-ID`, so a change made between two connections is reported at
+/// once rather than missed, and no connection outlives the long-poll ceiling
+/// (a server shutdown never waits on an open dashboard).
 pub async fn inbox_events(
     State(st): State<AppState>,
-    _page: PageUser,
+    page: PageUser,
     headers: HeaderMap,
     PageQuery(q): PageQuery<Since>,
 ) -> Response {
-    let mut rx = st.services.changes.subscribe();
+    let changes = &st.services.changes;
+    let mut rx = changes.subscribe();
     let seen = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
         .or(q.since);
-    let current = *rx.borrow_and_update();
-    let changed = if seen != Some(current) {
-        Some(current)
-    } else {
-        let stopping = st.services.stopping();
+    let deadline = tokio::time::Instant::now() + MAX_WAIT;
+    let stopping = st.services.stopping();
+    tokio::pin!(stopping);
+    // Bounded: each turn waits for a change or ends at the deadline.
+    let changed = loop {
+        rx.borrow_and_update();
+        let current = changes.view(&page.user);
+        if seen != Some(current) {
+            break Some(current);
+        }
         tokio::select! {
-            r = tokio::time::timeout(MAX_WAIT, rx.changed()) => match r {
-                Ok(Ok(())) => Some(*rx.borrow_and_update()),
-                _ => None,
+            r = tokio::time::timeout_at(deadline, rx.changed()) => match r {
+                Ok(Ok(())) => continue,
+                _ => break None,
             },
-            () = stopping => None,
+            () = &mut stopping => break None,
         }
     };
     let body = match changed {

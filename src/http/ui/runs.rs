@@ -105,7 +105,7 @@ pub async fn runs_page(
     p: PageUser,
     PageQuery(q): PageQuery<ListQuery>,
 ) -> Result<RunsPage, UiError> {
-    let version = *st.services.changes.borrow();
+    let version = st.services.changes.view(&p.user);
     // live (default), test, or all: both, as the API lists them.
     let (env, env_name) = match q.environment.as_deref() {
         Some("all") => (EnvFilter::All, "all"),
@@ -269,7 +269,7 @@ pub async fn run_page(
 ) -> Result<RunPage, UiError> {
     // Read the version first: a report committed during the read bumps it
     // again, so the live part cannot miss it.
-    let version = *st.services.changes.borrow();
+    let version = st.services.changes.view(&p.user);
     let live = live(&st, &p, id).await?;
     Ok(RunPage {
         layout: Layout::signed_in(&st, &p, format!("Run {}", live.run.name), "runs").await?,

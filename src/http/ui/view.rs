@@ -98,7 +98,7 @@ impl Layout {
     pub async fn header(&mut self, st: &AppState, page: &PageUser) -> Result<(), UiError> {
         // Read the version first: a notification committed during the count
         // bumps it again, so the script counts once more rather than miss it.
-        self.version = *st.services.changes.borrow();
+        self.version = st.services.changes.view(&page.user);
         self.workspaces = Self::switcher(st, page).await?;
         let summary =
             crate::service::notifications::summary(&st.services, page.user.clone()).await?;
