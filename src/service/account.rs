@@ -90,6 +90,16 @@ pub fn placeholder_email(user_id: &str) -> String {
     format!("deleted-{user_id}@invalid")
 }
 
+/// How the dashboard names a person by address: a deleted account's
+/// placeholder reads "a deleted account" (the API shows the placeholder).
+pub fn shown_address(email: String) -> String {
+    if email.starts_with("deleted-usr_") && email.ends_with("@invalid") {
+        "a deleted account".to_owned()
+    } else {
+        email
+    }
+}
+
 /// Deletes the caller's account in one transaction: refused with 409
 /// `LAST_OWNER` (nothing written) when they are the last owner of a
 /// workspace that has other members; otherwise they leave every workspace
@@ -133,6 +143,7 @@ pub async fn delete(s: &Services, user: &UserCaller, req: AccountDeleteRequest) 
                 reason: "account deleted".into(),
             };
             work::release_held(c, fx, &release, &now)?;
+            store::pin_assignments(c, &ws.id, &uid, &email, &placeholder_email(&uid))?;
             invitations::revoke_offered_by(c, fx, &ws.id, &uid, None, &now)?;
             workspaces::remove_member(c, &ws.id, &uid)?;
         }

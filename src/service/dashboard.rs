@@ -196,7 +196,7 @@ fn people_in(c: &Connection, history: &[HistoryEntry]) -> Result<HashMap<String,
             && !people.contains_key(id)
             && let Some(u) = users::by_id(c, id)?
         {
-            people.insert(u.id, u.email);
+            people.insert(u.id, crate::service::account::shown_address(u.email));
         }
     }
     Ok(people)
@@ -221,8 +221,8 @@ pub async fn open_count_in(s: &Services, user: &UserCaller, environment: &str) -
 }
 
 /// The e-mail addresses of the people who decided these Actions (the
-/// inbox's resolved rows say who decided), by user id. A deleted account
-/// has no address and is left out.
+/// inbox's resolved rows say who decided), by user id; a deleted account
+/// reads "a deleted account".
 pub async fn deciders(s: &Services, actions: &[ActionRecord]) -> Result<HashMap<String, String>> {
     let ids: Vec<String> = actions
         .iter()
@@ -240,7 +240,7 @@ pub async fn deciders(s: &Services, actions: &[ActionRecord]) -> Result<HashMap<
                 && let Some(u) = users::by_id(c, &id)?
                 && !u.email.is_empty()
             {
-                people.insert(u.id, u.email);
+                people.insert(u.id, crate::service::account::shown_address(u.email));
             }
         }
         Ok(people)

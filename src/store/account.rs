@@ -456,6 +456,35 @@ fn scrubbed(text: &str, email: &str, name: Option<&str>, instead: &str) -> Strin
     }
 }
 
+/// The workspace's Actions assigned to a person whose account is being
+/// deleted (closed ones: the open ones were released), by id or by their
+/// address: pinned to their user id and showing `placeholder`, so the
+/// address no longer names them and a later account with the same address
+/// inherits none of them. The assignee is not part of the fingerprint:
+/// receipts are untouched. Through `actions_assignee_user` and
+/// `actions_assignee_email`.
+pub fn pin_assignments(
+    c: &Connection,
+    workspace_id: &str,
+    user_id: &str,
+    email: &str,
+    placeholder: &str,
+) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE actions SET assignee_user_id = ?2, assignee_email = lower(?4),
+                spec = json_set(spec, '$.assignee_user_id', ?2, '$.assignee_email', ?4)
+          WHERE workspace_id = ?1 AND assignee_user_id IS NULL AND assignee_email = lower(?3)",
+    )?
+    .execute(params![workspace_id, user_id, email, placeholder])?;
+    c.prepare_cached(
+        "UPDATE actions SET assignee_email = lower(?3),
+                spec = json_set(spec, '$.assignee_email', ?3)
+          WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND assignee_email IS NOT NULL",
+    )?
+    .execute(params![workspace_id, user_id, placeholder])?;
+    Ok(())
+}
+
 /// Erases the person's personal data once their memberships are gone: every
 /// credential revoked, identities and sign-in links deleted, what they were
 /// told and their preferences deleted, mail to them stopped and its address
@@ -547,6 +576,32 @@ mod tests {
             let text = plan.join("\n");
             assert!(text.contains(wants), "{table}: {text}");
             assert!(!plan.iter().any(|l| l.starts_with(&format!("SCAN {table}"))), "{table}: {text}");
+        }
+    }
+
+    /// Pinning a deleted person's assignments seeks them in the workspace
+    /// through the assignee indexes, never a scan of the instance's Actions.
+    #[test]
+    fn pinning_assignments_uses_the_assignee_indexes() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, wants) in [
+            (
+                "UPDATE actions SET assignee_user_id = ?2 WHERE workspace_id = ?1 AND assignee_user_id IS NULL AND assignee_email = lower(?3)",
+                "actions_assignee_email",
+            ),
+            (
+                "UPDATE actions SET assignee_email = ?3 WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND assignee_email IS NOT NULL",
+                "actions_assignee_user",
+            ),
+        ] {
+            let plan = crate::store::query_plan(&c, sql);
+            let text = plan.join("\n");
+            assert!(text.contains(wants), "{text}");
+            assert!(
+                !plan.iter().any(|l| l.starts_with("SCAN actions")),
+                "{text}"
+            );
         }
     }
 }

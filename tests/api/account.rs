@@ -593,6 +593,85 @@ async fn a_deleted_account_leaves_no_address_in_run_timelines() {
     );
 }
 
+/// The Actions assigned to a deleted account (by address or by id) keep
+/// pointing at that account, not at its address: they show the placeholder
+/// through the API and "a deleted account" in the dashboard, and a new
+/// account with the same address inherits none of them.
+#[tokio::test]
+async fn a_deleted_accounts_assignments_pass_to_nobody_with_its_address() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    // One Action names the address before anyone has it, one the person's id.
+    let email = "later.leaver@example.com";
+    let by_address =
+        assigned_and_decided(&app, json!({"assignee_email": email.to_uppercase()})).await;
+    let leaver = app.member_as(Role::Reviewer, email);
+    let uid = leaver.person().id.clone();
+    let by_id = assigned_and_decided(&app, json!({"assignee_user_id": uid})).await;
+    let ids = [by_address, by_id];
+    let mine: Value = leaver
+        .get("/v1/me/actions?scope=mine&status=all", 200)
+        .await;
+    assert_eq!(mine["data"].as_array().unwrap().len(), 2, "{mine}");
+    let fingerprints: Vec<Value> = {
+        let mut out = Vec::new();
+        for id in &ids {
+            let a: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
+            out.push(a["data"]["fingerprint"].clone());
+        }
+        out
+    };
+
+    deletes_own_account(&leaver).await;
+    let placeholder = format!("deleted-{uid}@invalid");
+    for (id, fingerprint) in ids.iter().zip(&fingerprints) {
+        let a: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
+        let assignee = &a["data"]["assignee"];
+        assert_eq!(assignee["user_id"], uid.as_str(), "{a}");
+        // The placeholder, or nothing where the address came from the account.
+        if let Some(shown) = assignee["email"].as_str() {
+            assert!(shown.eq_ignore_ascii_case(&placeholder), "{a}");
+        }
+        assert!(
+            !a.to_string().to_lowercase().contains(&email.to_lowercase()),
+            "{a}"
+        );
+        assert_eq!(&a["data"]["fingerprint"], fingerprint, "content unchanged");
+    }
+    let page = app
+        .browser(admin.person())
+        .await
+        .page(&format!("/app/actions/{}", ids[0]))
+        .await;
+    assert!(page.contains("a deleted account"), "{page}");
+    assert!(!page.contains("deleted-usr_"), "{page}");
+
+    // Someone later given the same address starts with nothing assigned.
+    let newcomer = app.member_as(Role::Reviewer, email);
+    assert_ne!(newcomer.person().id, uid);
+    let mine: Value = newcomer
+        .get("/v1/me/actions?scope=mine&status=all", 200)
+        .await;
+    assert_eq!(mine["data"], json!([]), "{mine}");
+}
+
+/// A new Action with these assignee fields, decided by the owner: its id.
+async fn assigned_and_decided(app: &TestApp, assignee: Value) -> String {
+    let mut body = two_options("Rotate the keys");
+    body.as_object_mut()
+        .unwrap()
+        .extend(assignee.as_object().unwrap().clone());
+    let a: Value = app.source().post("/v1/actions", body, 201).await;
+    let a = &a["data"];
+    let id = a["id"].as_str().unwrap().to_owned();
+    let decision = json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "approve"});
+    let _: Value = app
+        .admin()
+        .post(&format!("/v1/actions/{id}/decision"), decision, 200)
+        .await;
+    id
+}
+
 /// `DELETE /v1/account` confirmed with the person's own address: 204.
 async fn deletes_own_account(who: &Actor) {
     let email = who.person().email.clone();

@@ -431,6 +431,12 @@ impl TestApp {
     /// token is issued in the store, as no route issues API tokens yet.
     pub fn member(&self, role: Role) -> Actor {
         let email = self.next_email(role.as_str());
+        self.member_as(role, &email)
+    }
+
+    /// `member`, with this address.
+    pub fn member_as(&self, role: Role, email: &str) -> Actor {
+        let email = email.to_owned();
         let args = hds::cli::users::LinkArgs {
             email: email.clone(),
             create_as: Some(role.as_str().to_owned()),

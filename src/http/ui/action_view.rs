@@ -176,7 +176,7 @@ fn person_label(p: &crate::domain::action::Person, me: &UserCaller) -> String {
     match (&p.name, &p.email) {
         (Some(n), Some(e)) => format!("{n} <{e}>"),
         (Some(n), None) => n.clone(),
-        (None, Some(e)) => e.clone(),
+        (None, Some(e)) => crate::service::account::shown_address(e.clone()),
         (None, None) => p.user_id.clone().unwrap_or_default(),
     }
 }
