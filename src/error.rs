@@ -214,21 +214,37 @@ pub struct FieldError {
 }
 
 /// Error text quotes what the caller sent (a field path, an unknown key);
-/// control characters in it are written as `\u{…}` escapes, so a message is
-/// always one printable line.
+/// control characters, line and paragraph separators, direction overrides
+/// and invisible characters in it are written as `\u{…}` escapes, so a
+/// message is always one printable line that reads as it is stored.
 fn printable(s: String) -> String {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(escaped) {
         return s;
     }
     s.chars()
         .map(|c| {
-            if c.is_control() {
+            if escaped(c) {
                 c.escape_unicode().to_string()
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+/// What `printable` writes as an escape.
+fn escaped(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{061C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
 }
 
 impl FieldError {
@@ -436,5 +452,24 @@ impl From<anyhow::Error> for Error {
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Self::internal(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn quoted_input_reads_as_it_is_stored() {
+        assert_eq!(printable("bo\ndy".into()), "bo\\u{a}dy");
+        assert_eq!(
+            printable("a\u{202e}b\u{2066}c".into()),
+            "a\\u{202e}b\\u{2066}c"
+        );
+        assert_eq!(
+            printable("x\u{200b}y\u{2028}".into()),
+            "x\\u{200b}y\\u{2028}"
+        );
+        assert_eq!(printable("café – ok".into()), "café – ok");
     }
 }

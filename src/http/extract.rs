@@ -15,23 +15,43 @@ use crate::error::{Code, Error, FieldError};
 /// Largest request body of any route (guide: "Limits": Action create/patch).
 pub const MAX_BODY: usize = 256 * 1024;
 
-fn too_large(rej: BytesRejection, action: bool) -> Error {
-    if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        let code = if action {
-            Code::ActionPayloadTooLarge
-        } else {
-            Code::PayloadTooLarge
-        };
-        return Error::new(
-            code,
-            format!("request body is larger than {} KB", MAX_BODY / 1024),
-        )
-        .with_detail("limit_bytes", MAX_BODY);
-    }
+fn too_large(action: bool) -> Error {
+    let code = if action {
+        Code::ActionPayloadTooLarge
+    } else {
+        Code::PayloadTooLarge
+    };
     Error::new(
-        Code::ValidationError,
-        format!("could not read the request body: {rej}"),
+        code,
+        format!("request body is larger than {} KB", MAX_BODY / 1024),
     )
+    .with_detail("limit_bytes", MAX_BODY)
+}
+
+/// The whole body, at most `MAX_BODY`: a `Content-Length` over it is
+/// refused before anything is read (the client need not send it all to be
+/// told), a body that grows past it as soon as it does.
+async fn body<S: Send + Sync>(req: Request, state: &S, action: bool) -> Result<Bytes, Error> {
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large(action));
+    }
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|rej: BytesRejection| {
+            if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large(action)
+            } else {
+                Error::validation(vec![FieldError::new(
+                    "body",
+                    format!("could not read the request body: {rej}"),
+                )])
+            }
+        })
 }
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
@@ -137,9 +157,7 @@ impl<S: Send + Sync, T: DeserializeOwned, const ACTION: bool> FromRequest<S>
 {
     type Rejection = Error;
     async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|r| too_large(r, ACTION))?;
+        let bytes = body(req, state, ACTION).await?;
         Ok(Self(parse(&bytes)?))
     }
 }
@@ -151,11 +169,7 @@ pub struct ActionBytes(pub Bytes);
 impl<S: Send + Sync> FromRequest<S> for ActionBytes {
     type Rejection = Error;
     async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
-        Ok(Self(
-            Bytes::from_request(req, state)
-                .await
-                .map_err(|r| too_large(r, true))?,
-        ))
+        Ok(Self(body(req, state, true).await?))
     }
 }
 
@@ -165,9 +179,7 @@ pub struct OptionalJson<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
     type Rejection = Error;
     async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|r| too_large(r, false))?;
+        let bytes = body(req, state, false).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self(T::default()));
         }

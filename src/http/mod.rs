@@ -188,7 +188,7 @@ async fn strict_transport(State(https): State<bool>, mut resp: Response) -> Resp
 }
 
 async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
-    let path = uri.path();
+    let path = &*clipped(uri.path());
     if is_dashboard(path) {
         let e = Error::new(Code::NotFound, format!("There is no page at {path}."));
         return ui::view::UiError(e).into_response();
@@ -203,7 +203,7 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
 async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Response {
     let e = Error::new(
         Code::MethodNotAllowed,
-        format!("{method} is not allowed on {}", uri.path()),
+        format!("{method} is not allowed on {}", clipped(uri.path())),
     );
     if is_dashboard(uri.path()) {
         return ui::view::UiError(e).into_response();
@@ -309,6 +309,22 @@ pub fn carries_secret(next: &str) -> bool {
         .any(|part| secret_view(part).is_some())
 }
 
+/// Longest path an error message or the access log repeats.
+const SHOWN_PATH: usize = 256;
+
+/// `path`, cut to `SHOWN_PATH` bytes with a mark saying how long it was: a
+/// 60 KB path is not echoed whole into an answer or a log line.
+fn clipped(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.len() <= SHOWN_PATH {
+        return path.into();
+    }
+    let mut end = SHOWN_PATH;
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &path[..end], path.len()).into()
+}
+
 /// The path as the access log shows it: a secret segment, and whatever
 /// follows it but `accept`, replaced by `…`. A path that needed that is
 /// shown resolved (no empty, `.` or `..` segments), its other segments
@@ -366,7 +382,7 @@ async fn observe(
         HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("req_invalid"));
     req.headers_mut().insert("x-request-id", value.clone());
     let method = req.method().clone();
-    let path = loggable_path(req.uri().path());
+    let path = clipped(&loggable_path(req.uri().path())).into_owned();
     let route = req.extensions().get::<MatchedPath>().cloned();
     let span = tracing::info_span!("request", request.id = %id);
     let mut resp = next.run(req).instrument(span.clone()).await;
@@ -414,7 +430,18 @@ async fn observe(
 
 #[cfg(test)]
 mod tests {
-    use super::loggable_path;
+    use super::{clipped, loggable_path};
+
+    #[test]
+    fn long_paths_are_cut_where_they_are_repeated() {
+        assert_eq!(clipped("/v1/actions/act_1"), "/v1/actions/act_1");
+        let long = format!("/{}", "x".repeat(60_000));
+        let shown = clipped(&long);
+        assert_eq!(shown, format!("/{}… (60001 bytes)", "x".repeat(255)));
+        // Never inside a character.
+        let wide = format!("/{}", "é".repeat(200));
+        assert!(clipped(&wide).starts_with('/') && clipped(&wide).len() < 300);
+    }
 
     #[test]
     fn secret_path_segments_are_not_logged() {

@@ -479,8 +479,64 @@ async fn a_stalled_body_is_refused_and_nothing_is_stored() {
         "{}",
         r.body
     );
+    assert_eq!(
+        r.body["error"]["details"]["errors"][0]["field"], "body",
+        "{}",
+        r.body
+    );
     assert!(r.head.contains("connection: close"), "{}", r.head);
     until_closed(&mut s, Duration::from_secs(5)).await;
     let list: Value = app.admin().get("/v1/me/actions", 200).await;
     assert_eq!(list["data"], json!([]), "{list}");
+}
+
+/// A `Content-Length` over the limit is refused at once, before the body
+/// arrives (the client is not left to send it, nor to wait for the body
+/// timeout): 413 with the limit, on every kind of body.
+#[tokio::test]
+async fn a_declared_length_over_the_limit_is_refused_before_the_body() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Rotate")).await;
+    let id = a["id"].as_str().unwrap();
+    for (path, key, code) in [
+        (
+            "/v1/actions".to_owned(),
+            app.live_key(),
+            "ACTION_PAYLOAD_TOO_LARGE",
+        ),
+        (
+            format!("/v1/actions/{id}"),
+            app.live_key(),
+            "ACTION_PAYLOAD_TOO_LARGE",
+        ),
+        (
+            format!("/v1/actions/{id}/comments"),
+            app.user_token(),
+            "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            format!("/v1/actions/{id}/cancel"),
+            app.live_key(),
+            "PAYLOAD_TOO_LARGE",
+        ),
+    ] {
+        let method = if path.ends_with(id) { "PATCH" } else { "POST" };
+        let mut s = connect(&app).await;
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: hds\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: application/json\r\nContent-Length: 999999999\r\n\r\n{{}}"
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        // Within the 10 s read_response allows, far below the body timeout.
+        let r = read_response(&mut s).await;
+        assert_eq!(r.status, 413, "{path}: {}", r.head);
+        assert_eq!(r.body["error"]["code"], code, "{path}: {}", r.body);
+        assert_eq!(
+            r.body["error"]["details"]["limit_bytes"], 262_144,
+            "{}",
+            r.body
+        );
+    }
+    let a: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(a["data"]["status"], "open", "nothing applied: {a}");
 }

@@ -49,6 +49,36 @@ async fn unknown_routes_and_methods_use_the_envelope() {
     app.call(Method::PUT, "/v1/actions", None, None, &[])
         .await
         .error(405, "METHOD_NOT_ALLOWED");
+    // A long path is repeated cut short, saying how long it was.
+    let long = format!("/v1/{}", "x".repeat(60_000));
+    for method in [Method::GET, Method::PUT] {
+        let r = app.call(method.clone(), &long, None, None, &[]).await;
+        let text = r.body.to_string();
+        assert!(text.len() < 1_000, "{method}: {} bytes", text.len());
+        assert!(text.contains("… (60004 bytes)"), "{method}: {text}");
+    }
+    let r = app.call(Method::PUT, "/v1/actions", None, None, &[]).await;
+    assert!(
+        r.body
+            .to_string()
+            .contains("PUT is not allowed on /v1/actions"),
+        "{:?}",
+        r.body
+    );
+    // Input quoted in a message reads as sent: a direction override is
+    // written as an escape, not applied to the text around it.
+    let r = app
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&app.live_key()),
+            Some(&serde_json::json!({"title": "t", "ti\u{202e}eltit": 1})),
+            &[],
+        )
+        .await;
+    let text = r.body.to_string();
+    assert!(text.contains("ti\\\\u{202e}eltit"), "{text}");
+    assert!(!text.contains('\u{202e}'), "{text}");
 }
 
 #[tokio::test]

@@ -701,6 +701,25 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
         .await;
     assert_eq!(r.status(), 303);
     assert_eq!(active_of(&browser).await, ws_a);
+    // `next` leads back to a local page; anything else (another site, a
+    // control character that cannot be a header) goes to the inbox.
+    for (next, to) in [
+        ("/app/runs?status=failed", "/app/runs?status=failed"),
+        ("/app\r\nSet-Cookie: x=1", "/app"),
+        ("/app/x\u{7f}", "/app"),
+        ("//evil.example/app", "/app"),
+        ("/app/x/../../v1/account", "/app"),
+    ] {
+        let r = browser
+            .post_form(
+                "/app/workspaces/select",
+                Some(&app.base),
+                &[("_csrf", &csrf), ("workspace_id", &ws_a), ("next", next)],
+            )
+            .await;
+        assert_eq!(r.status(), 303, "{next:?}");
+        assert_eq!(r.headers()["location"], to, "{next:?}");
+    }
     // The admin's bearer token was never switched.
     assert_eq!(active_of(&admin).await, ws_a);
     let r = browser

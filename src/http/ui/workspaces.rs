@@ -22,10 +22,8 @@ use crate::service::workspaces::{self, MemberUpdate, WorkspaceCreate, WorkspaceS
 
 /// A local path to return to after switching; anything else goes to the inbox.
 fn back_to(form: &FormData) -> String {
-    match form.get("next") {
-        Some(n) if n.starts_with("/app") && !n.starts_with("//") && !n.contains('\\') => {
-            n.to_owned()
-        }
+    match crate::http::session::local_next(form.get("next")) {
+        Ok(n) if n.starts_with("/app") => n,
         _ => "/app".to_owned(),
     }
 }
