@@ -18,8 +18,13 @@ pub const BUCKETS: usize = BOUNDS.len() + 1;
 /// The `q`-quantile (0 < q ≤ 1) of the decision times a histogram counts, in
 /// seconds: the bucket that holds the rank, interpolated linearly inside it
 /// (from 0 for the first bucket). The open last bucket answers its lower
-/// bound (7 days), a floor. None when the histogram is empty.
+/// bound (7 days), a floor. Rounded to a tenth of a second (no float
+/// noise such as 24.000000000000004). None when the histogram is empty.
 pub fn percentile(hist: &[i64; BUCKETS], q: f64) -> Option<f64> {
+    raw_percentile(hist, q).map(|s| (s * 10.0).round() / 10.0)
+}
+
+fn raw_percentile(hist: &[i64; BUCKETS], q: f64) -> Option<f64> {
     let total: i64 = hist.iter().sum();
     if total <= 0 {
         return None;
@@ -142,13 +147,15 @@ mod tests {
         assert_eq!(percentile(&h, 0.9), Some(114.0));
         // 9 fast ones (≤ 10 s) and one in (1 h, 2 h]: p50 fast, p90 still fast, p100 slow.
         let h = hist(&[(0, 9), (8, 1)]);
-        assert_eq!(percentile(&h, 0.5), Some(50.0 / 9.0));
+        assert_eq!(percentile(&h, 0.5), Some(5.6), "50/9 s, to a tenth");
         assert_eq!(percentile(&h, 0.9), Some(10.0));
         assert_eq!(percentile(&h, 1.0), Some(7200.0));
         // Beyond a week: the floor of the open bucket.
         assert_eq!(percentile(&hist(&[(14, 3)]), 0.5), Some(604800.0));
         // A single decision: every percentile lies in its bucket.
         assert_eq!(percentile(&hist(&[(4, 1)]), 0.5), Some(210.0));
+        // 10 in (10, 30]: 10 + 20 × 0.7 is 24.000000000000004 in floats.
+        assert_eq!(percentile(&hist(&[(1, 10)]), 0.7), Some(24.0));
     }
 
     #[test]

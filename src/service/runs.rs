@@ -477,13 +477,19 @@ pub async fn complete(
             &now,
         )?;
         if req.status == "failed" {
+            // A test run's failure never reads as real work (as test Actions).
+            let name = if r.environment == crate::domain::action::Environment::Test {
+                format!("[test] {}", r.name)
+            } else {
+                r.name.clone()
+            };
             notifications::run_failed(
                 c,
                 fx,
                 &nctx,
                 &r.workspace_id,
                 &r.id,
-                &r.name,
+                &name,
                 req.error.as_deref(),
                 &now,
             )?;

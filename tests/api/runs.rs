@@ -557,6 +557,30 @@ async fn a_failed_run_notifies_owners_admins_and_its_open_actions_assignees() {
             .iter()
             .any(|n| n["kind"] == "run.failed")
     );
+
+    // A test run's failure says so, as test Actions do.
+    let test_src = app.source_test();
+    let run = new_run(&test_src, json!({"name": "smoke", "status": "running"})).await;
+    test_src
+        .post::<Value>(
+            &format!("/v1/source/runs/{}/complete", id(&run)),
+            json!({"status": "failed", "error": "x"}),
+            200,
+        )
+        .await;
+    let list: Value = app.admin().get("/v1/notifications", 200).await;
+    let titles: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "run.failed")
+        .map(|n| n["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Run failed: [test] smoke", "Run failed: etl"],
+        "{list}"
+    );
 }
 
 #[tokio::test]
