@@ -357,6 +357,15 @@ impl Error {
         )
     }
 
+    /// A `starting_after` that is not an item of the list it pages (another
+    /// workspace's, or none at all): 422 naming the field.
+    pub fn unknown_cursor(id: &str, what: &str) -> Self {
+        Self::field(
+            "starting_after",
+            format!("{id} is not {what}; give the id of the last item of the page before"),
+        )
+    }
+
     pub fn run_not_found() -> Self {
         Self::new(
             Code::RunNotFound,

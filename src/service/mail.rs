@@ -274,6 +274,14 @@ pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<
                 )
             })?;
             caller::require_manager(role, access::can_read_email_log, "the e-mail log")?;
+            if let Some(after) = p.starting_after.as_deref().filter(|s| !s.is_empty())
+                && !store::in_log(c, &ws, after)?
+            {
+                return Err(Error::unknown_cursor(
+                    after,
+                    "a mail of this workspace's log",
+                ));
+            }
             store::list(
                 c,
                 &ws,

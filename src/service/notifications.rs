@@ -764,6 +764,11 @@ pub async fn list(
     let n = usize::try_from(limit).unwrap_or(100);
     s.db.read(move |c| {
         let marks = broadcast_marks(c, &user)?;
+        if let Some(b) = before.as_deref()
+            && !store::is_cursor(c, &user.user_id, &marks, b)?
+        {
+            return Err(Error::unknown_cursor(b, "one of your notifications"));
+        }
         let mut rows = store::list(
             c,
             &user.user_id,

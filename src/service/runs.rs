@@ -316,6 +316,11 @@ pub async fn list(
     };
     let mut runs =
         s.db.read(move |c| {
+            if let Some(after) = starting_after.as_deref()
+                && store::get(c, after)?.is_none_or(|r| r.workspace_id != m.workspace_id)
+            {
+                return Err(Error::unknown_cursor(after, "a run of this workspace"));
+            }
             // Both environments: a page of each by its index, merged by id
             // (ids sort by creation), newest first.
             let mut runs = Vec::new();

@@ -142,6 +142,11 @@ pub async fn list(
 ) -> Result<Vec<Delivery>> {
     s.db.read(move |c| {
         let id = source_in_workspace(c, &user, &source_id)?;
+        if let Some(b) = before.as_deref()
+            && deliveries::get(c, &id, b)?.is_none()
+        {
+            return Err(Error::unknown_cursor(b, "a delivery of this Source"));
+        }
         deliveries::list_for_source(c, &id, before.as_deref(), limit)
     })
     .await

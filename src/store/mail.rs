@@ -172,6 +172,14 @@ fn map_row(r: &rusqlite::Row) -> rusqlite::Result<Mail> {
     })
 }
 
+/// Whether `id` is a mail of the workspace's log (a page may start after it).
+pub fn in_log(c: &Connection, workspace_id: &str, id: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT 1 FROM mail_outbox WHERE id = ?1 AND workspace_id = ?2")?
+            .exists(rusqlite::params![id, workspace_id])?,
+    )
+}
+
 /// A workspace's mail newest first (ids are ULIDs: id order is creation
 /// order), `starting_after` a mail id to page on from, optionally of one
 /// status (`mail_outbox_by_workspace`, `mail_outbox_by_status`).

@@ -406,6 +406,11 @@ async fn the_log_pages_newest_first_and_refuses_bad_queries_with_their_field() {
             "?starting_after=mail_not-a-ulid-at-all-xxxxxxxx",
             "starting_after",
         ),
+        // The right shape, but no mail of this log.
+        (
+            "?starting_after=mail_01JD8XQ0000000000000000000",
+            "starting_after",
+        ),
         ("?sort=asc", ""),
     ] {
         let e = owner

@@ -501,6 +501,23 @@ async fn read_marks_pages_and_unread_only() {
             "{e}"
         );
     }
+    // A notification id of the right shape that is not the caller's (none
+    // at all here): 422, not a page that starts anywhere.
+    let e = r1
+        .get_err(
+            "/v1/notifications?starting_after=ntf_01JD8XQ0000000000000000000",
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "starting_after");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not one of your notifications"),
+        "{e}"
+    );
     let mut sorted = seen.clone();
     sorted.sort();
     sorted.reverse();

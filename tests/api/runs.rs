@@ -202,6 +202,11 @@ async fn list_queries_out_of_range_are_refused() {
             "starting_after",
         ),
         ("starting_after=run_x", "starting_after"),
+        // A run id of the right shape that is no run of this workspace.
+        (
+            "starting_after=run_01JD8XQ0000000000000000000",
+            "starting_after",
+        ),
     ] {
         let e = admin
             .get_err(&format!("/v1/runs?{q}"), 422, "VALIDATION_ERROR")

@@ -459,6 +459,24 @@ async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
         assert_eq!(page["data"].as_array().unwrap().len(), 0);
         assert_eq!(page["has_more"], false);
     }
+    // Another Source's delivery, or an id of the right shape that is no
+    // delivery, is no place to start: 422, not an empty page.
+    for cursor in [did.to_string(), "msg_01JD8XQ0000000000000000000".to_owned()] {
+        let path = if cursor == did.to_string() {
+            format!("/v1/sources/{other_src}/deliveries?starting_after={cursor}")
+        } else {
+            format!("/v1/sources/{src}/deliveries?starting_after={cursor}")
+        };
+        let e = admin.get_err(&path, 422, "VALIDATION_ERROR").await;
+        assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("is not a delivery of this Source"),
+            "{e}"
+        );
+    }
     let both = admin
         .get_err(
             &format!("/v1/sources/{src}/deliveries?starting_after={did}&before={did}"),
