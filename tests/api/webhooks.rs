@@ -461,12 +461,10 @@ async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
     }
     // Another Source's delivery, or an id of the right shape that is no
     // delivery, is no place to start: 422, not an empty page.
-    for cursor in [did.to_string(), "msg_01JD8XQ0000000000000000000".to_owned()] {
-        let path = if cursor == did.to_string() {
-            format!("/v1/sources/{other_src}/deliveries?starting_after={cursor}")
-        } else {
-            format!("/v1/sources/{src}/deliveries?starting_after={cursor}")
-        };
+    for path in [
+        format!("/v1/sources/{other_src}/deliveries?starting_after={did}"),
+        format!("/v1/sources/{src}/deliveries?starting_after=msg_01JD8XQ0000000000000000000"),
+    ] {
         let e = admin.get_err(&path, 422, "VALIDATION_ERROR").await;
         assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
         assert!(
