@@ -22,6 +22,8 @@ pub enum Kind {
     Expiring,
     #[serde(rename = "action.returned")]
     Returned,
+    #[serde(rename = "action.closed")]
+    Closed,
     #[serde(rename = "control_request.finished")]
     ControlRequestFinished,
     #[serde(rename = "outcome.failed")]
@@ -33,26 +35,28 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Assigned,
         Kind::New,
         Kind::Mentioned,
         Kind::Commented,
         Kind::Expiring,
         Kind::Returned,
+        Kind::Closed,
         Kind::ControlRequestFinished,
         Kind::OutcomeFailed,
         Kind::RunFailed,
         Kind::InvitationReceived,
     ];
 
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "action.assigned",
         "action.new",
         "action.mentioned",
         "action.commented",
         "action.expiring",
         "action.returned",
+        "action.closed",
         "control_request.finished",
         "outcome.failed",
         "run.failed",
@@ -79,6 +83,7 @@ impl Kind {
             Kind::Commented => "A comment on an Action I hold, commented on or am listed on",
             Kind::Expiring => "An Action I hold is about to expire",
             Kind::Returned => "An Action I snoozed is back",
+            Kind::Closed => "An Action I requested or hold was decided, cancelled or expired",
             Kind::ControlRequestFinished => "A control I pressed finished",
             Kind::OutcomeFailed => "An Action I decided failed when carried out",
             Kind::RunFailed => "A run failed",
@@ -98,6 +103,9 @@ impl Kind {
             }
             Kind::Expiring => "An Action a member holds is about to expire",
             Kind::Returned => "An Action a member snoozed is back",
+            Kind::Closed => {
+                "An Action a member requested or holds was decided, cancelled or expired"
+            }
             Kind::ControlRequestFinished => "A control a member pressed finished",
             Kind::OutcomeFailed => "An Action a member decided failed when carried out",
             Kind::RunFailed => "A run failed",
@@ -105,9 +113,9 @@ impl Kind {
         }
     }
 
-    /// E-mail is on by default except for the two kinds that come often.
+    /// E-mail is on by default except for the kinds that come often.
     fn email_default(self) -> bool {
-        !matches!(self, Kind::New | Kind::Commented)
+        !matches!(self, Kind::New | Kind::Commented | Kind::Closed)
     }
 }
 
@@ -258,6 +266,8 @@ pub struct EventsUpdate {
     pub expiring: Option<ChannelsUpdate>,
     #[serde(rename = "action.returned")]
     pub returned: Option<ChannelsUpdate>,
+    #[serde(rename = "action.closed")]
+    pub closed: Option<ChannelsUpdate>,
     #[serde(rename = "control_request.finished")]
     pub control_request_finished: Option<ChannelsUpdate>,
     #[serde(rename = "outcome.failed")]
@@ -278,6 +288,7 @@ impl EventsUpdate {
             self.commented,
             self.expiring,
             self.returned,
+            self.closed,
             self.control_request_finished,
             self.outcome_failed,
             self.run_failed,

@@ -393,6 +393,87 @@ pub fn snoozed(
     }
 }
 
+/// An Action closed (decided, resolved by its Source or on expiry,
+/// cancelled, expired): the person it was requested by and its assignee
+/// hear `action.closed`, each once, unless they closed it themselves.
+/// `a` is the Action before it closed; `status` and `r` say how it did.
+/// Costs nothing more for an Action that names neither.
+pub fn action_closed(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    status: crate::domain::action::Status,
+    r: &crate::domain::action::Resolution,
+    now: &str,
+) -> Result<()> {
+    use crate::domain::action::Status;
+    if a.work.requested_by.is_none() && a.work.assignee.is_none() {
+        return Ok(());
+    }
+    let closer = (r.decided_by.kind == ActorKind::User)
+        .then_some(r.decided_by.id.as_deref())
+        .flatten();
+    let mut people: Vec<String> = Vec::new();
+    for p in [&a.work.requested_by, &a.work.assignee]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(m) = member_of(c, &a.workspace_id, p)?
+            && Some(m.user_id.as_str()) != closer
+            && !people.contains(&m.user_id)
+        {
+            people.push(m.user_id);
+        }
+    }
+    if people.is_empty() {
+        return Ok(());
+    }
+    let who = match (r.decided_by.kind, closer) {
+        (ActorKind::User, Some(id)) => person_name(c, id)?,
+        (ActorKind::Source, _) => "The Source".to_owned(),
+        _ => "hds, on expiry,".to_owned(),
+    };
+    let label = r.option_id.as_deref().map(|id| {
+        a.spec
+            .options
+            .iter()
+            .flatten()
+            .find(|o| o.id.as_deref() == Some(id))
+            .map_or_else(|| id.to_owned(), |o| o.label.clone())
+    });
+    let (title, mut body) = match status {
+        Status::Resolved => (
+            format!("Decided: {}", named(a)),
+            match label {
+                Some(l) => format!("{who} chose “{l}”."),
+                None => format!("{who} answered it."),
+            },
+        ),
+        Status::Cancelled => (
+            format!("Cancelled: {}", named(a)),
+            format!("{who} cancelled it."),
+        ),
+        _ => (
+            format!("Expired: {}", named(a)),
+            "Nobody decided it before it expired.".to_owned(),
+        ),
+    };
+    if let Some(reason) = r
+        .reason
+        .as_deref()
+        .filter(|_| r.decided_by.kind != ActorKind::System)
+    {
+        body.push_str(&format!(" Reason: {}", excerpt(reason)));
+    }
+    let policy = store::policy(c, &a.workspace_id)?;
+    let n = Notice::about(a, Kind::Closed, title, body);
+    for id in people {
+        deliver(c, fx, ctx, &policy, &id, &n, now)?;
+    }
+    Ok(())
+}
+
 /// The Source reported a failed outcome: whoever decided it (a person) and
 /// its assignee hear `outcome.failed`.
 pub fn outcome_failed(

@@ -344,6 +344,98 @@ async fn expiry_warnings_and_snooze_returns_follow_the_test_clock() {
     assert_eq!(warned, 1);
 }
 
+/// `who`'s `action.closed` notifications about `a`.
+async fn closed_about(who: &Actor, a: &Value) -> Vec<Value> {
+    all_of(who)
+        .await
+        .into_iter()
+        .filter(|n| n["kind"] == "action.closed" && n["action_id"] == a["id"])
+        .collect()
+}
+
+/// `who` approves `a`, saying why.
+async fn decide(who: &Actor, a: &Value) {
+    let body = json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "approve", "reason": "tests green"});
+    let path = format!("/v1/actions/{}/decision", a["id"].as_str().unwrap());
+    who.post::<Value>(&path, body, 200).await;
+}
+
+/// The person an Action was requested by, and its assignee, hear how it
+/// closed (`action.closed`): decided (who chose what, and why), cancelled
+/// by the Source, or expired; never the person who closed it.
+#[tokio::test]
+async fn the_requester_and_the_assignee_hear_how_their_action_closed() {
+    let app = TestApp::spawn().await;
+    let (admin, ann, bob) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let made = |title: &str, expires_at: Option<String>| {
+        let mut body = two_options(title);
+        body["requested_by_user_id"] = json!(ann.person().id);
+        body["assignee_email"] = json!(bob.person().email);
+        if let Some(t) = expires_at {
+            body["expires_at"] = json!(t);
+        }
+        body
+    };
+    // The owner decides: both hear who chose what and why; the owner nothing.
+    let a = app.create_action(made("Deploy 42", None)).await;
+    decide(&admin, &a).await;
+    for who in [&ann, &bob] {
+        let got = closed_about(who, &a).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["title"], "Decided: Deploy 42");
+        let body = got[0]["body"].as_str().unwrap();
+        assert!(
+            body.ends_with("chose “Approve”. Reason: tests green"),
+            "{body}"
+        );
+        assert!(body.starts_with("Admin chose"), "the decider's name: {body}");
+    }
+    assert!(closed_about(&admin, &a).await.is_empty());
+
+    // The assignee decides: the requester hears, the assignee does not.
+    let b = app.create_action(made("Deploy 43", None)).await;
+    decide(&bob, &b).await;
+    assert_eq!(closed_about(&ann, &b).await.len(), 1);
+    assert!(closed_about(&bob, &b).await.is_empty());
+
+    // The Source cancels.
+    let c = app.create_action(made("Deploy 44", None)).await;
+    app.source()
+        .post::<Value>(
+            &format!("/v1/actions/{}/cancel", c["id"].as_str().unwrap()),
+            json!({"reason": "superseded"}),
+            200,
+        )
+        .await;
+    let got = closed_about(&ann, &c).await;
+    assert_eq!(got[0]["title"], "Cancelled: Deploy 44");
+    assert_eq!(
+        got[0]["body"],
+        "The Source cancelled it. Reason: superseded"
+    );
+
+    // Nobody decides before the deadline.
+    let clock = app.state.services.clock.clone();
+    let soon = hds::domain::time::format(clock.now() + time::Duration::minutes(5));
+    let d = app.create_action(made("Deploy 45", Some(soon))).await;
+    clock.advance(time::Duration::minutes(6));
+    let got = until_has(&ann, "action.closed", &d).await;
+    assert_eq!(got["title"], "Expired: Deploy 45");
+    assert_eq!(got["body"], "Nobody decided it before it expired.");
+    assert_eq!(closed_about(&bob, &d).await.len(), 1);
+
+    // An Action that names neither tells no one.
+    let e = app.create_action(two_options("Deploy 46")).await;
+    decide(&admin, &e).await;
+    for who in [&ann, &bob, &admin] {
+        assert!(closed_about(who, &e).await.is_empty());
+    }
+}
+
 #[tokio::test]
 async fn a_failed_outcome_and_a_finished_control_reach_who_acted() {
     let app = TestApp::spawn().await;
@@ -613,7 +705,7 @@ async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
     assert_eq!(prefs["email_digest"], "off");
     assert_eq!(prefs["mandatory"], json!([]));
     assert_eq!(prefs["email_configured"], false);
-    assert_eq!(prefs["events"].as_object().unwrap().len(), 10);
+    assert_eq!(prefs["events"].as_object().unwrap().len(), 11);
     assert_eq!(
         prefs["events"]["action.assigned"],
         json!({"in_app": true, "email": true})

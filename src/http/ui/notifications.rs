@@ -77,6 +77,7 @@ pub fn kind_label(kind: &str) -> &'static str {
         "action.commented" => "Comment",
         "action.expiring" => "Expiring",
         "action.returned" => "Back from snooze",
+        "action.closed" => "Closed",
         "control_request.finished" => "Control finished",
         "outcome.failed" => "Outcome failed",
         "run.failed" => "Run failed",
