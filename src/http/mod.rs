@@ -112,7 +112,11 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         ))
         // account (guide: "Account: export and deletion")
         .routes(routes!(api::account::export_account))
-        .routes(routes!(api::account::delete_account))
+        .routes(routes!(
+            api::account::get_account,
+            api::account::update_account,
+            api::account::delete_account
+        ))
         // analytics (guide: "Analytics")
         .routes(routes!(api::analytics::analytics_summary))
         .routes(routes!(api::analytics::record_analytics_event))

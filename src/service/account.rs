@@ -45,6 +45,71 @@ pub struct AccountExport {
     pub invitations_sent: Vec<ExportInvitation>,
 }
 
+/// The caller's account, as `GET` and `PATCH /v1/account` answer it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Account {
+    /// Always `account`.
+    pub object: &'static str,
+    pub id: String,
+    pub email: String,
+    /// Shown beside the address wherever people see who did something;
+    /// null until set here or by an identity provider's sign-in.
+    pub name: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// PATCH /v1/account: any subset of the fields.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccountUpdate {
+    /// 1-100 characters, one line (trimmed); `null` clears it.
+    #[serde(default, deserialize_with = "crate::service::sources::present")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 100)]
+    pub name: Option<Option<String>>,
+}
+
+fn account_of(u: crate::store::users::User) -> Account {
+    Account {
+        object: "account",
+        id: u.id,
+        email: u.email,
+        name: u.name,
+        created_at: u.created_at,
+    }
+}
+
+/// GET /v1/account
+pub async fn get(s: &Services, user: &UserCaller) -> Result<Account> {
+    let uid = user.user_id.clone();
+    s.db.read(move |c| {
+        users::by_id(c, &uid)?
+            .map(account_of)
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("signed-in user {uid} not found")))
+    })
+    .await
+}
+
+/// PATCH /v1/account: sets or clears the name; answers the account.
+pub async fn update(s: &Services, user: &UserCaller, req: AccountUpdate) -> Result<Account> {
+    let name = match req.name {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(n)) => Some(Some(crate::service::workspaces::check_name(&n)?)),
+    };
+    let uid = user.user_id.clone();
+    s.write(move |c, fx| {
+        if let Some(name) = name {
+            users::set_name(c, &uid, name.as_deref())?;
+            fx.user_changed(&uid);
+        }
+        users::by_id(c, &uid)?
+            .map(account_of)
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("signed-in user {uid} not found")))
+    })
+    .await
+}
+
 /// DELETE /v1/account
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

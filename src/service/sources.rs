@@ -50,7 +50,9 @@ pub struct SourceUpdate {
 }
 
 /// Distinguishes an absent field (None) from an explicit null (Some(None)).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
     Ok(Some(Option::deserialize(d)?))
 }
 

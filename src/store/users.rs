@@ -126,6 +126,13 @@ pub fn by_id(c: &Connection, id: &str) -> Result<Option<User>> {
 }
 
 /// Fills in a missing display name (from the identity provider).
+/// Sets (or, with None, clears) the person's name.
+pub fn set_name(c: &Connection, id: &str, name: Option<&str>) -> Result<()> {
+    c.prepare_cached("UPDATE users SET name = ?2 WHERE id = ?1")?
+        .execute(params![id, name])?;
+    Ok(())
+}
+
 pub fn set_name_if_missing(c: &Connection, id: &str, name: &str) -> Result<()> {
     c.execute(
         "UPDATE users SET name = ?2 WHERE id = ?1 AND name IS NULL",

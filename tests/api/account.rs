@@ -768,3 +768,116 @@ async fn the_account_page_lists_what_works_and_signs_out_everywhere_else() {
     assert_eq!(r.status(), 401);
     let _: Value = reviewer.get("/v1/account/export", 200).await;
 }
+
+/// A person names themselves (`PATCH /v1/account`, or the Account page):
+/// others then see the name beside their address; null or an empty form
+/// field clears it; a bad name is refused naming the field and changes
+/// nothing.
+#[tokio::test]
+async fn a_person_sets_and_clears_their_name() {
+    let app = TestApp::spawn().await;
+    let ann = app.member(Role::Reviewer);
+    let me: Value = ann.get("/v1/account", 200).await;
+    assert_eq!(me["object"], "account");
+    assert_eq!(me["id"], ann.person().id.as_str());
+    assert_eq!(me["email"], ann.person().email.as_str());
+    assert_eq!(me["name"], Value::Null);
+
+    let me: Value = ann
+        .patch("/v1/account", json!({"name": "  Ann Lee "}), 200)
+        .await;
+    assert_eq!(me["name"], "Ann Lee");
+    // Unchanged by an empty body; refused with the field, changing nothing.
+    let me: Value = ann.patch("/v1/account", json!({}), 200).await;
+    assert_eq!(me["name"], "Ann Lee");
+    for bad in [
+        json!({"name": ""}),
+        json!({"name": "x".repeat(101)}),
+        json!({"name": "a\nb"}),
+        json!({"name": 7}),
+    ] {
+        let e = ann
+            .patch_err("/v1/account", bad.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "name", "{bad}: {e}");
+    }
+    let e = ann
+        .patch_err("/v1/account", json!({"nick": "a"}), 422, "VALIDATION_ERROR")
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "nick", "{e}");
+    assert_eq!(
+        ann.get::<Value>("/v1/account", 200).await["name"],
+        "Ann Lee"
+    );
+
+    // Others see it: a comment's author in the Action's history and page.
+    let a = app.create_action(two_options("Rotate the keys")).await;
+    let id = a["id"].as_str().unwrap();
+    let _: Value = ann
+        .post(
+            &format!("/v1/actions/{id}/comments"),
+            json!({"body": "on it"}),
+            201,
+        )
+        .await;
+    let page = app
+        .browser(app.admin().person())
+        .await
+        .page(&format!("/app/actions/{id}"))
+        .await;
+    assert!(page.contains("Ann Lee"), "{page}");
+
+    // null clears it.
+    let me: Value = ann.patch("/v1/account", json!({"name": null}), 200).await;
+    assert_eq!(me["name"], Value::Null);
+
+    // The Account page: set, refused (the field marked), cleared.
+    let browser = app.browser(ann.person()).await;
+    let r = browser
+        .post_form(
+            "/app/account/name",
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("display_name", "Ann B. Lee")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/app/account?done=named");
+    let html = browser.page("/app/account?done=named").await;
+    assert!(html.contains(r#"value="Ann B. Lee""#), "{html}");
+    let long = "y".repeat(101);
+    let r = browser
+        .post_form(
+            "/app/account/name",
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("display_name", &long)],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(html.contains(r#"name="display_name" maxlength="100" autocomplete="name" value="Ann B. Lee" aria-invalid="true""#), "{html}");
+    let r = browser
+        .post_form(
+            "/app/account/name",
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("display_name", " ")],
+        )
+        .await;
+    assert_eq!(r.headers()["location"], "/app/account?done=unnamed");
+    assert_eq!(
+        ann.get::<Value>("/v1/account", 200).await["name"],
+        Value::Null
+    );
+    // A cookie write without its token is refused.
+    let r = browser
+        .post_form(
+            "/app/account/name",
+            Some(&app.base),
+            &[("display_name", "Mallory")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        ann.get::<Value>("/v1/account", 200).await["name"],
+        Value::Null
+    );
+}

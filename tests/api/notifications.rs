@@ -392,7 +392,10 @@ async fn the_requester_and_the_assignee_hear_how_their_action_closed() {
             body.ends_with("chose “Approve”. Reason: tests green"),
             "{body}"
         );
-        assert!(body.starts_with("Admin chose"), "the decider's name: {body}");
+        assert!(
+            body.starts_with("Admin chose"),
+            "the decider's name: {body}"
+        );
     }
     assert!(closed_about(&admin, &a).await.is_empty());
 

@@ -179,6 +179,8 @@ async fn openapi_covers_every_route() {
         ("/v1/workspaces", "get"),
         ("/v1/workspaces", "post"),
         ("/v1/workspaces/select", "post"),
+        ("/v1/account", "get"),
+        ("/v1/account", "patch"),
         ("/v1/account/export", "get"),
         ("/v1/account", "delete"),
         ("/v1/analytics/summary", "get"),

@@ -9,7 +9,7 @@ use crate::app::AppState;
 use crate::error::Result;
 use crate::http::auth::UserAuth;
 use crate::http::extract::ApiJson;
-use crate::service::account::{self, AccountDeleteRequest, AccountExport};
+use crate::service::account::{self, Account, AccountDeleteRequest, AccountExport, AccountUpdate};
 
 /// Download everything hds holds about the caller: profile, memberships, identities, sessions and tokens (never their secrets), decisions, votes, comments, notifications, preferences and the invitations they sent.
 #[utoipa::path(get, path = "/v1/account/export", tag = "account",
@@ -28,6 +28,29 @@ pub async fn export_account(
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(res)
+}
+
+/// The caller's account: id, e-mail address, name.
+#[utoipa::path(get, path = "/v1/account", tag = "account",
+    responses((status = 200, description = "the account", body = Account)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn get_account(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+) -> Result<Json<Account>> {
+    Ok(Json(account::get(&st.services, &user).await?))
+}
+
+/// Set or clear the caller's name, shown beside their address wherever people see who did something.
+#[utoipa::path(patch, path = "/v1/account", tag = "account", request_body = AccountUpdate,
+    responses((status = 200, description = "the account as it now is", body = Account)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn update_account(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiJson(req): ApiJson<AccountUpdate>,
+) -> Result<Json<Account>> {
+    Ok(Json(account::update(&st.services, &user, req).await?))
 }
 
 /// Delete the caller's account: every session and token stops working at once, identities are deleted, e-mail and name erased, memberships removed; decisions, receipts, votes, comments and history keep the user id.

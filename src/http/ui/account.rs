@@ -46,6 +46,8 @@ pub struct NewToken {
 pub struct AccountPage {
     layout: Layout,
     email: String,
+    /// The person's name; empty when none is set.
+    name: String,
     sessions: Vec<CredVm>,
     tokens: Vec<CredVm>,
     new_token: Option<NewToken>,
@@ -112,6 +114,7 @@ fn cred_vm(c: &Credential, current: &str, now: time::Timestamp) -> CredVm {
 
 async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
     let now = st.services.clock.now();
+    let me = account::get(&st.services, &p.user).await?;
     let creds = tokens::list(&st.services, &p.user).await?;
     let by_invitation = creds
         .iter()
@@ -127,6 +130,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
     Ok(AccountPage {
         layout: Layout::signed_in(st, p, "Account", "account").await?,
         email: p.user.email.clone(),
+        name: me.name.unwrap_or_default(),
         sessions: vm(sessions),
         tokens: vm(api),
         new_token: None,
@@ -154,6 +158,8 @@ pub async fn account_page(
     let mut out = page(&st, &p).await?;
     match q.done.as_deref() {
         Some("revoked") => out.flash = Some("Revoked. It stopped working at once."),
+        Some("named") => out.flash = Some("Saved. People now see this name beside your address."),
+        Some("unnamed") => out.flash = Some("Name removed. People now see your address alone."),
         Some("signed_out_elsewhere") => {
             out.flash = Some(
                 "Signed out everywhere else: every other session stopped working at once. API tokens keep working.",
@@ -206,6 +212,38 @@ pub async fn create_token(
             let mut out = page(&st, &p).await?;
             out.error = Some(e.message.clone());
             out.error_field = crate::http::ui::view::error_field(&e);
+            Ok((e.code.status(), out).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// POST /app/account/name: sets the name (an empty one clears it), the use
+/// case of `PATCH /v1/account`.
+pub async fn set_name(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let name = form
+        .get("display_name")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let cleared = name.is_empty();
+    let req = account::AccountUpdate {
+        name: Some((!cleared).then_some(name)),
+    };
+    match account::update(&st.services, &p.user, req).await {
+        Ok(_) if cleared => Ok(see_other("/app/account?done=unnamed")),
+        Ok(_) => Ok(see_other("/app/account?done=named")),
+        Err(e) if e.code.status().is_client_error() => {
+            let mut out = page(&st, &p).await?;
+            out.error = Some(e.message.clone());
+            // The form's field is `display_name` (the token form has a `name`).
+            out.error_field = Some("display_name".to_owned());
             Ok((e.code.status(), out).into_response())
         }
         Err(e) => Err(e.into()),

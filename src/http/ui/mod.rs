@@ -148,6 +148,7 @@ pub fn router() -> Router<AppState> {
         .route("/app/runs/{id}/cancel", post(runs::cancel_run))
         .route("/app/account", get(account::account_page))
         .route("/app/account/tokens", post(account::create_token))
+        .route("/app/account/name", post(account::set_name))
         .route("/app/account/delete", post(account::delete_account))
         .route(
             "/app/account/sessions/end-others",
