@@ -238,12 +238,21 @@ fn escaped(c: char) -> bool {
         || matches!(
             c,
             '\u{00AD}'
+                | '\u{034F}'
                 | '\u{061C}'
-                | '\u{180E}'
+                | '\u{115F}'..='\u{1160}'
+                | '\u{17B4}'..='\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
                 | '\u{200B}'..='\u{200F}'
                 | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
                 | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0000}'..='\u{E0FFF}'
         )
 }
 
@@ -360,9 +369,13 @@ impl Error {
     /// A `starting_after` that is not an item of the list it pages (another
     /// workspace's, or none at all): 422 naming the field.
     pub fn unknown_cursor(id: &str, what: &str) -> Self {
+        // Ids are 30-odd ASCII characters: whatever else was sent is not
+        // repeated whole.
+        let shown: String = id.chars().take(64).collect();
+        let more = if shown.len() < id.len() { "…" } else { "" };
         Self::field(
             "starting_after",
-            format!("{id} is not {what}; give the id of the last item of the page before"),
+            format!("{shown}{more} is not {what}; give the id of the last item of the page before"),
         )
     }
 
@@ -478,6 +491,10 @@ mod tests {
         assert_eq!(
             printable("x\u{200b}y\u{2028}".into()),
             "x\\u{200b}y\\u{2028}"
+        );
+        assert_eq!(
+            printable("a\u{e0041}\u{fe0f}".into()),
+            "a\\u{e0041}\\u{fe0f}"
         );
         assert_eq!(printable("café – ok".into()), "café – ok");
     }

@@ -35,6 +35,21 @@ pub fn is_id(s: &str, prefix: &str) -> bool {
         })
 }
 
+/// Whether the id (`{prefix}_` + a ULID) was made more than `days` days
+/// before `now`: a cursor that old may name a row housekeeping has since
+/// removed, so a list takes it as a position rather than refusing it.
+pub fn older_than(id: &str, days: i64, now: crate::domain::time::Timestamp) -> bool {
+    let Some(ms) = id
+        .split_once('_')
+        .and_then(|(_, u)| ulid::Ulid::from_string(u).ok())
+        .map(|u| u.timestamp_ms())
+    else {
+        return false;
+    };
+    let cutoff = now - ::time::Duration::days(days);
+    i128::from(ms) < cutoff.unix_timestamp_nanos() / 1_000_000
+}
+
 /// What is wrong with `id` as the cursor of a list of ids with `prefix`
 /// (`what` names such an id: "a run"), said alike by every list that pages
 /// by id: None when it is one.

@@ -31,7 +31,11 @@ fn too_large(action: bool) -> Error {
 /// The whole body, at most `MAX_BODY`: a `Content-Length` over it is
 /// refused before anything is read (the client need not send it all to be
 /// told), a body that grows past it as soon as it does.
-async fn body<S: Send + Sync>(req: Request, state: &S, action: bool) -> Result<Bytes, Error> {
+pub(crate) async fn body<S: Send + Sync>(
+    req: Request,
+    state: &S,
+    action: bool,
+) -> Result<Bytes, Error> {
     let declared = req
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)

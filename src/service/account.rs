@@ -52,7 +52,7 @@ pub struct Account {
     pub object: &'static str,
     pub id: String,
     pub email: String,
-    /// Shown beside the address wherever people see who did something;
+    /// Shown with the address in notices, e-mails and comments;
     /// null until set here or by an identity provider's sign-in.
     pub name: Option<String>,
     #[schema(format = DateTime)]
@@ -101,7 +101,11 @@ pub async fn update(s: &Services, user: &UserCaller, req: AccountUpdate) -> Resu
     s.write(move |c, fx| {
         if let Some(name) = name {
             users::set_name(c, &uid, name.as_deref())?;
+            // The name shows on their workspaces' pages too.
             fx.user_changed(&uid);
+            for (ws, _) in workspaces::of_user(c, &uid)? {
+                fx.workspace_changed(&ws.id);
+            }
         }
         users::by_id(c, &uid)?
             .map(account_of)

@@ -123,9 +123,8 @@ pub(crate) fn resolve_with_receipt(
         .err()
         .unwrap_or_else(Error::action_not_found));
     }
-    let nctx = notifications::Ctx::of(s);
     let at = &resolution.decided_at;
-    notifications::action_closed(c, fx, &nctx, a, Status::Resolved, &resolution, at)?;
+    notifications::action_closed(c, fx, s, a, Status::Resolved, &resolution, at)?;
     // The receipt is built from the Action as `store::get` reads it back
     // (people completed from the members), whoever closed it: a person, a
     // quorum or the expiry pass. `a` is only the caller's earlier copy.
@@ -267,7 +266,7 @@ pub async fn cancel(
     let request = serde_json::to_value(&req)?;
     let clock_now = s.clock.now();
     let now = time::format(clock_now);
-    let nctx = notifications::Ctx::of(s);
+    let svc = s.clone();
     idempotency::write(s, &owner, key, &route, request, clock_now, move |c, fx| {
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a, &now)?;
@@ -280,7 +279,7 @@ pub async fn cancel(
             ));
         }
         let at = &resolution.decided_at;
-        notifications::action_closed(c, fx, &nctx, &a, Status::Cancelled, &resolution, at)?;
+        notifications::action_closed(c, fx, &svc, &a, Status::Cancelled, &resolution, at)?;
         let event = ActionEvent::Cancelled { reason: req.reason };
         let at = &resolution.decided_at;
         effects::record(
@@ -419,8 +418,7 @@ pub fn expire_due(
                     Status::Expired
                 };
                 if store::close(c, &a.id, status, &resolution)? {
-                    let nctx = notifications::Ctx::of(s);
-                    notifications::action_closed(c, fx, &nctx, &a, status, &resolution, &now_s)?;
+                    notifications::action_closed(c, fx, s, &a, status, &resolution, &now_s)?;
                     let reason = Some("expired".to_owned());
                     let event = if status == Status::Cancelled {
                         ActionEvent::Cancelled { reason }

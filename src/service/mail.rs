@@ -265,6 +265,7 @@ pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<
     caller::require_manager(m.role, access::can_read_email_log, "the e-mail log")?;
     let limit = check(&p)?;
     let (ws, uid) = (m.workspace_id.clone(), user.user_id.clone());
+    let now = s.clock.now();
     let mut rows =
         s.db.read(move |c| {
             let role = workspaces::role_of(c, &ws, &uid)?.ok_or_else(|| {
@@ -276,6 +277,7 @@ pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<
             caller::require_manager(role, access::can_read_email_log, "the e-mail log")?;
             if let Some(after) = p.starting_after.as_deref().filter(|s| !s.is_empty())
                 && !store::in_log(c, &ws, after)?
+                && !ids::older_than(after, store::KEEP_DAYS, now)
             {
                 return Err(Error::unknown_cursor(
                     after,

@@ -163,9 +163,18 @@ fn source_name(c: &Connection, a: &ActionRecord) -> Result<String> {
     )
 }
 
+/// How a notice names a person: "Name <address>", or the address alone
+/// while they have no name (a name is chosen by its owner, so it never
+/// stands without the address it belongs to).
 fn person_name(c: &Connection, user_id: &str) -> Result<String> {
     Ok(crate::store::users::by_id(c, user_id)?
-        .map(|u| u.name.unwrap_or(u.email))
+        .map(|u| {
+            let email = crate::service::account::shown_address(u.email);
+            match u.name {
+                Some(n) => format!("{n} <{email}>"),
+                None => email,
+            }
+        })
         .unwrap_or_else(|| "Someone".to_owned()))
 }
 
@@ -316,10 +325,7 @@ pub fn commented(
     now: &str,
 ) -> Result<()> {
     let policy = store::policy(c, &a.workspace_id)?;
-    let author = cm
-        .author_name
-        .clone()
-        .map_or_else(|| person_name(c, &cm.author_user_id), Ok)?;
+    let author = person_name(c, &cm.author_user_id)?;
     // Quoted as words: a notification and an e-mail show no Markdown.
     let text = excerpt(&crate::domain::words::markdown_text(&cm.body));
     // The people a comment may concern, looked up one by one (a handful),
@@ -393,15 +399,16 @@ pub fn snoozed(
     }
 }
 
-/// An Action closed (decided, resolved by its Source or on expiry,
-/// cancelled, expired): the person it was requested by and its assignee
-/// hear `action.closed`, each once, unless they closed it themselves.
+/// An Action closed (decided, resolved by its Source, a quorum or on
+/// expiry, cancelled, expired): the person it was requested by and its
+/// assignee hear `action.closed`, each once, when they may see the Action
+/// and did not close it themselves (for a quorum: did not vote on it).
 /// `a` is the Action before it closed; `status` and `r` say how it did.
-/// Costs nothing more for an Action that names neither.
+/// Reads nothing for an Action that names neither.
 pub fn action_closed(
     c: &Connection,
     fx: &mut Effects,
-    ctx: &Ctx,
+    s: &Services,
     a: &ActionRecord,
     status: crate::domain::action::Status,
     r: &crate::domain::action::Resolution,
@@ -411,17 +418,26 @@ pub fn action_closed(
     if a.work.requested_by.is_none() && a.work.assignee.is_none() {
         return Ok(());
     }
-    let closer = (r.decided_by.kind == ActorKind::User)
-        .then_some(r.decided_by.id.as_deref())
-        .flatten();
+    let quorum = r.decided_by == crate::domain::action::Actor::approval_policy();
+    let closers: Vec<&str> = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
+        (ActorKind::User, Some(id)) => vec![id],
+        _ if quorum => r
+            .votes
+            .iter()
+            .flat_map(|v| v.as_array().into_iter().flatten())
+            .filter_map(|v| v["user_id"].as_str())
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut people: Vec<String> = Vec::new();
     for p in [&a.work.requested_by, &a.work.assignee]
         .into_iter()
         .flatten()
     {
         if let Some(m) = member_of(c, &a.workspace_id, p)?
-            && Some(m.user_id.as_str()) != closer
+            && !closers.contains(&m.user_id.as_str())
             && !people.contains(&m.user_id)
+            && access_of(a, m.role, &m.user_id, &m.email).can_see()
         {
             people.push(m.user_id);
         }
@@ -429,9 +445,10 @@ pub fn action_closed(
     if people.is_empty() {
         return Ok(());
     }
-    let who = match (r.decided_by.kind, closer) {
+    let who = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
         (ActorKind::User, Some(id)) => person_name(c, id)?,
         (ActorKind::Source, _) => "The Source".to_owned(),
+        _ if quorum => "The approval policy".to_owned(),
         _ => "hds, on expiry,".to_owned(),
     };
     let label = r.option_id.as_deref().map(|id| {
@@ -459,17 +476,17 @@ pub fn action_closed(
             "Nobody decided it before it expired.".to_owned(),
         ),
     };
-    if let Some(reason) = r
-        .reason
-        .as_deref()
-        .filter(|_| r.decided_by.kind != ActorKind::System)
-    {
+    // The reason a person or Source gave, or a quorum's tally; not the
+    // expiry pass's "expired", which the title already says.
+    let said = r.decided_by.kind != ActorKind::System || quorum;
+    if let Some(reason) = r.reason.as_deref().filter(|_| said) {
         body.push_str(&format!(" Reason: {}", excerpt(reason)));
     }
+    let ctx = Ctx::of(s);
     let policy = store::policy(c, &a.workspace_id)?;
     let n = Notice::about(a, Kind::Closed, title, body);
     for id in people {
-        deliver(c, fx, ctx, &policy, &id, &n, now)?;
+        deliver(c, fx, &ctx, &policy, &id, &n, now)?;
     }
     Ok(())
 }
@@ -843,10 +860,17 @@ pub async fn list(
     limit: i64,
 ) -> Result<(Vec<Notification>, bool)> {
     let n = usize::try_from(limit).unwrap_or(100);
+    let now = s.clock.now();
     s.db.read(move |c| {
         let marks = broadcast_marks(c, &user)?;
+        let mine: Vec<&str> = user
+            .memberships
+            .iter()
+            .map(|m| m.workspace_id.as_str())
+            .collect();
         if let Some(b) = before.as_deref()
-            && !store::is_cursor(c, &user.user_id, &marks, b)?
+            && !store::is_cursor(c, &user.user_id, &mine, b)?
+            && !ids::older_than(b, store::KEEP_DAYS, now)
         {
             return Err(Error::unknown_cursor(b, "one of your notifications"));
         }

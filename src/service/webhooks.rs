@@ -140,10 +140,12 @@ pub async fn list(
     before: Option<String>,
     limit: i64,
 ) -> Result<Vec<Delivery>> {
+    let now = s.clock.now();
     s.db.read(move |c| {
         let id = source_in_workspace(c, &user, &source_id)?;
         if let Some(b) = before.as_deref()
             && deliveries::get(c, &id, b)?.is_none()
+            && !crate::domain::ids::older_than(b, deliveries::KEEP_DAYS, now)
         {
             return Err(Error::unknown_cursor(b, "a delivery of this Source"));
         }

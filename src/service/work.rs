@@ -326,6 +326,11 @@ pub(crate) fn release_held(
     r: &Release,
     now: &str,
 ) -> Result<usize> {
+    // A member change (role, removal, leaving, account deletion): what the
+    // workspace's pages and the person's own show changes (tallies, lists,
+    // the header's switcher).
+    fx.workspace_changed(r.workspace_id);
+    fx.user_changed(r.user_id);
     // Approvals of someone who may no longer vote are withdrawn: they
     // count toward no quorum (service::votes::cast_votes).
     if !r.role.is_some_and(crate::domain::access::may_vote) {

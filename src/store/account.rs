@@ -422,6 +422,16 @@ pub fn scrub_mentions(
 /// `text` with each whole `email` (not part of a longer address or word)
 /// and a leading `name ` replaced by `instead`.
 fn scrubbed(text: &str, email: &str, name: Option<&str>, instead: &str) -> String {
+    // "Name <address>", as notices name a person with a name, goes whole.
+    let whole = name.map(|n| format!("{n} <{email}>"));
+    let replaced;
+    let text = match whole.as_deref().filter(|w| text.contains(w)) {
+        Some(w) => {
+            replaced = text.replace(w, instead);
+            replaced.as_str()
+        }
+        None => text,
+    };
     let part_of_address =
         |ch: Option<char>| ch.is_some_and(|c| c.is_alphanumeric() || "._%+-@".contains(c));
     let mut out = String::with_capacity(text.len());
@@ -479,7 +489,7 @@ pub fn pin_assignments(
     c.prepare_cached(
         "UPDATE actions SET assignee_email = lower(?3),
                 spec = json_set(spec, '$.assignee_email', ?3)
-          WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND assignee_email IS NOT NULL",
+          WHERE workspace_id = ?1 AND assignee_user_id = ?2",
     )?
     .execute(params![workspace_id, user_id, placeholder])?;
     Ok(())
@@ -550,6 +560,10 @@ mod tests {
         );
         assert_eq!(s("Analytics by Ana", Some("Ana")), "Analytics by Ana");
         assert_eq!(
+            s("Ana Lee <ana@example.com> commented on X", Some("Ana Lee")),
+            "a deleted account commented on X"
+        );
+        assert_eq!(
             s("https://x.example/y", Some("https")),
             "https://x.example/y"
         );
@@ -591,7 +605,7 @@ mod tests {
                 "actions_assignee_email",
             ),
             (
-                "UPDATE actions SET assignee_email = ?3 WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND assignee_email IS NOT NULL",
+                "UPDATE actions SET assignee_email = ?3 WHERE workspace_id = ?1 AND assignee_user_id = ?2",
                 "actions_assignee_user",
             ),
         ] {

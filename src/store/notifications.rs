@@ -261,28 +261,21 @@ pub fn list(
 }
 
 /// Whether `id` is one of the person's notifications, so a page may start
-/// after it: their own row, or a broadcast of a workspace they hear of.
-pub fn is_cursor(
-    c: &Connection,
-    user_id: &str,
-    broadcasts: &[Watermark],
-    id: &str,
-) -> Result<bool> {
+/// after it: their own row, or a broadcast of a workspace they belong to
+/// (whether or not they hear of its new Actions now: a settings change
+/// between two pages does not break the second).
+pub fn is_cursor(c: &Connection, user_id: &str, workspaces: &[&str], id: &str) -> Result<bool> {
     let own = c
         .prepare_cached("SELECT 1 FROM notifications WHERE user_id = ?1 AND id = ?2")?
         .exists(params![user_id, id])?;
     if own {
         return Ok(true);
     }
-    let of: Option<(String, i64)> = c
-        .prepare_cached("SELECT workspace_id, n FROM notification_broadcasts WHERE id = ?1")?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+    let of: Option<String> = c
+        .prepare_cached("SELECT workspace_id FROM notification_broadcasts WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
         .optional()?;
-    Ok(of.is_some_and(|(ws, n)| {
-        broadcasts
-            .iter()
-            .any(|w| w.workspace_id == ws && n > w.from)
-    }))
+    Ok(of.is_some_and(|ws| workspaces.contains(&ws.as_str())))
 }
 
 /// Unread counts by kind: the person's counters plus their unread broadcasts.

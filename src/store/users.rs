@@ -125,7 +125,6 @@ pub fn by_id(c: &Connection, id: &str) -> Result<Option<User>> {
     .optional()?)
 }
 
-/// Fills in a missing display name (from the identity provider).
 /// Sets (or, with None, clears) the person's name.
 pub fn set_name(c: &Connection, id: &str, name: Option<&str>) -> Result<()> {
     c.prepare_cached("UPDATE users SET name = ?2 WHERE id = ?1")?
@@ -133,6 +132,7 @@ pub fn set_name(c: &Connection, id: &str, name: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// Fills in a missing display name (from the identity provider).
 pub fn set_name_if_missing(c: &Connection, id: &str, name: &str) -> Result<()> {
     c.execute(
         "UPDATE users SET name = ?2 WHERE id = ?1 AND name IS NULL",

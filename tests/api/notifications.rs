@@ -393,8 +393,8 @@ async fn the_requester_and_the_assignee_hear_how_their_action_closed() {
             "{body}"
         );
         assert!(
-            body.starts_with("Admin chose"),
-            "the decider's name: {body}"
+            body.starts_with("Admin <admin@example.com> chose"),
+            "the decider's name, never without the address: {body}"
         );
     }
     assert!(closed_about(&admin, &a).await.is_empty());
@@ -437,6 +437,44 @@ async fn the_requester_and_the_assignee_hear_how_their_action_closed() {
     for who in [&ann, &bob, &admin] {
         assert!(closed_about(who, &e).await.is_empty());
     }
+
+    // A restricted Action: a requester who may not see it hears nothing of
+    // it; its listed assignee does.
+    let carol = app.member(Role::Reviewer);
+    let mut body = made("Pay the invoice", None);
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([bob.person().id, carol.person().id]);
+    let f = app.create_action(body).await;
+    decide(&carol, &f).await;
+    assert!(
+        closed_about(&ann, &f).await.is_empty(),
+        "unlisted requester"
+    );
+    assert_eq!(closed_about(&bob, &f).await.len(), 1);
+
+    // A quorum: the approval policy chose, with the tally; the voters
+    // (here the assignee) closed it and hear nothing.
+    let mut body = made("Drop the staging database", None);
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([ann.person().id, bob.person().id, carol.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let g = app.create_action(body).await;
+    for who in [&bob, &carol] {
+        let v = json!({"vote": "approve", "action_version": g["action_version"], "fingerprint": g["fingerprint"]});
+        who.post::<Value>(
+            &format!("/v1/actions/{}/votes", g["id"].as_str().unwrap()),
+            v,
+            200,
+        )
+        .await;
+    }
+    let got = closed_about(&ann, &g).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        got[0]["body"],
+        "The approval policy chose “Approve”. Reason: 2 approvals, 0 rejections"
+    );
+    assert!(closed_about(&bob, &g).await.is_empty(), "a voter closed it");
 }
 
 #[tokio::test]
@@ -598,9 +636,10 @@ async fn read_marks_pages_and_unread_only() {
     }
     // A notification id of the right shape that is not the caller's (none
     // at all here): 422, not a page that starts anywhere.
+    let unknown = hds::domain::ids::new_id("ntf");
     let e = r1
         .get_err(
-            "/v1/notifications?starting_after=ntf_01JD8XQ0000000000000000000",
+            &format!("/v1/notifications?starting_after={unknown}"),
             422,
             "VALIDATION_ERROR",
         )
@@ -613,6 +652,15 @@ async fn read_marks_pages_and_unread_only() {
             .contains("is not one of your notifications"),
         "{e}"
     );
+    // One older than what housekeeping keeps may name a row removed since:
+    // a position, not an error.
+    let old: Value = r1
+        .get(
+            "/v1/notifications?starting_after=ntf_01JD8XQ0000000000000000000",
+            200,
+        )
+        .await;
+    assert_eq!(old["data"], json!([]), "{old}");
     let mut sorted = seen.clone();
     sorted.sort();
     sorted.reverse();

@@ -463,7 +463,10 @@ async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
     // delivery, is no place to start: 422, not an empty page.
     for path in [
         format!("/v1/sources/{other_src}/deliveries?starting_after={did}"),
-        format!("/v1/sources/{src}/deliveries?starting_after=msg_01JD8XQ0000000000000000000"),
+        format!(
+            "/v1/sources/{src}/deliveries?starting_after={}",
+            hds::domain::ids::new_id("msg")
+        ),
     ] {
         let e = admin.get_err(&path, 422, "VALIDATION_ERROR").await;
         assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");

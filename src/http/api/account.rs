@@ -41,7 +41,7 @@ pub async fn get_account(
     Ok(Json(account::get(&st.services, &user).await?))
 }
 
-/// Set or clear the caller's name, shown beside their address wherever people see who did something.
+/// Set or clear the caller's name, shown with their address ("Ann Lee <ann@example.com>") in notices, e-mails and comments.
 #[utoipa::path(patch, path = "/v1/account", tag = "account", request_body = AccountUpdate,
     responses((status = 200, description = "the account as it now is", body = Account)),
     security(("user_token" = []), ("session_cookie" = [])))]

@@ -242,8 +242,10 @@ pub async fn set_name(
         Err(e) if e.code.status().is_client_error() => {
             let mut out = page(&st, &p).await?;
             out.error = Some(e.message.clone());
-            // The form's field is `display_name` (the token form has a `name`).
+            // The form's field is `display_name` (the token form has a `name`);
+            // it shows what was typed, to be corrected.
             out.error_field = Some("display_name".to_owned());
+            out.name = form.get("display_name").unwrap_or_default().to_owned();
             Ok((e.code.status(), out).into_response())
         }
         Err(e) => Err(e.into()),

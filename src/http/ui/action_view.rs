@@ -222,10 +222,13 @@ fn work(v: &ActionView, me: &UserCaller, now: Timestamp) -> WorkVm {
                 author: if c.author_user_id == me.user_id {
                     "you".into()
                 } else {
-                    c.author_name
-                        .clone()
-                        .or_else(|| v.people.get(&c.author_user_id).cloned())
-                        .unwrap_or_else(|| c.author_user_id.clone())
+                    // A name is chosen by its owner: never without the address.
+                    match (&c.author_name, v.people.get(&c.author_user_id)) {
+                        (Some(n), Some(e)) => format!("{n} <{e}>"),
+                        (Some(n), None) => n.clone(),
+                        (None, Some(e)) => e.clone(),
+                        (None, None) => c.author_user_id.clone(),
+                    }
                 },
                 when: When::new(&c.created_at, now),
                 body_html: markdown::render(&c.body),

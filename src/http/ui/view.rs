@@ -5,7 +5,6 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -13,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::app::AppState;
 use crate::domain::time::{self, Timestamp};
 use crate::error::{Code, Error};
-use crate::http::extract::{ApiPath, ApiQuery, MAX_BODY};
+use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::rate_limit::AddressBudget;
 use crate::http::session::PageUser;
 use crate::http::ui::assets;
@@ -425,17 +424,10 @@ impl FormData {
 impl<S: Send + Sync> FromRequest<S> for FormData {
     type Rejection = UiError;
     async fn from_request(req: Request, state: &S) -> Result<Self, UiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
-            let e = if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Error::new(
-                    Code::PayloadTooLarge,
-                    format!("the form is larger than {} KB", MAX_BODY / 1024),
-                )
-            } else {
-                Error::field("body", format!("could not read the form: {r}"))
-            };
-            UiError(e)
-        })?;
+        // Refused at once when its Content-Length is over the limit.
+        let bytes = crate::http::extract::body(req, state, false)
+            .await
+            .map_err(UiError)?;
         Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect()))
     }
 }
