@@ -40,6 +40,12 @@ pub struct AccountExport {
     pub decisions: Vec<ExportDecision>,
     pub votes: Vec<ExportVote>,
     pub comments: Vec<ExportComment>,
+    /// Claims, assignments and snoozes.
+    pub work: Vec<ExportWork>,
+    pub control_requests: Vec<ExportControlRequest>,
+    pub context_requests: Vec<ExportContextRequest>,
+    /// Dashboard usage events (kept 90 days).
+    pub usage_events: Vec<ExportUsageEvent>,
     pub notifications: Vec<ExportNotification>,
     pub notification_preferences: Vec<ExportPreferences>,
     pub invitations_sent: Vec<ExportInvitation>,
@@ -145,6 +151,10 @@ pub async fn export(s: &Services, user: &UserCaller) -> Result<AccountExport> {
             decisions: store::decisions(c, &uid)?,
             votes: store::votes(c, &uid)?,
             comments: store::comments(c, &uid)?,
+            work: store::work(c, &uid)?,
+            control_requests: store::control_requests(c, &uid)?,
+            context_requests: store::context_requests(c, &uid)?,
+            usage_events: store::usage_events(c, &uid)?,
             notifications: store::notifications(c, &uid)?,
             notification_preferences: store::preferences(c, &uid)?,
             invitations_sent: store::invitations_sent(c, &uid)?,

@@ -80,6 +80,55 @@ pub struct ExportVote {
     pub created_at: String,
 }
 
+/// Work the person did on an Action: a claim, an assignment (of anyone,
+/// themselves included, or a release) or a snooze, as its history records it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportWork {
+    pub action_id: String,
+    /// `claimed`, `assigned` or `snoozed`.
+    pub kind: String,
+    /// The event's data, as the Action's `history` shows it.
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// A control the person pressed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportControlRequest {
+    pub id: String,
+    pub action_id: String,
+    pub control_key: String,
+    pub status: String,
+    pub message: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// A question the person asked a Source.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportContextRequest {
+    pub id: String,
+    pub action_id: String,
+    pub question: String,
+    pub status: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub answered_at: Option<String>,
+}
+
+/// A dashboard usage event recorded for the person (kept 90 days).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportUsageEvent {
+    pub name: String,
+    #[schema(value_type = Object)]
+    pub properties: serde_json::Value,
+    #[schema(format = DateTime)]
+    pub occurred_at: String,
+}
+
 /// A comment the person wrote.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExportComment {
@@ -244,6 +293,77 @@ pub fn votes(c: &Connection, user_id: &str) -> Result<Vec<ExportVote>> {
                 vote: r.get(2)?,
                 reason: r.get(3)?,
                 created_at: r.get(4)?,
+            })
+        },
+    )
+}
+
+pub fn work(c: &Connection, user_id: &str) -> Result<Vec<ExportWork>> {
+    all(
+        c,
+        "SELECT action_id, kind, data, created_at FROM action_events
+          WHERE actor_type = 'user' AND kind IN ('claimed', 'assigned', 'snoozed') AND actor_id = ?1
+          ORDER BY id",
+        user_id,
+        |r| {
+            Ok(ExportWork {
+                action_id: r.get(0)?,
+                kind: r.get(1)?,
+                data: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+                created_at: r.get(3)?,
+            })
+        },
+    )
+}
+
+pub fn control_requests(c: &Connection, user_id: &str) -> Result<Vec<ExportControlRequest>> {
+    all(
+        c,
+        "SELECT id, action_id, control_key, status, message, created_at FROM control_requests
+          WHERE requested_by = ?1 ORDER BY created_at",
+        user_id,
+        |r| {
+            Ok(ExportControlRequest {
+                id: r.get(0)?,
+                action_id: r.get(1)?,
+                control_key: r.get(2)?,
+                status: r.get(3)?,
+                message: r.get(4)?,
+                created_at: r.get(5)?,
+            })
+        },
+    )
+}
+
+pub fn context_requests(c: &Connection, user_id: &str) -> Result<Vec<ExportContextRequest>> {
+    all(
+        c,
+        "SELECT id, action_id, question, status, created_at, answered_at FROM context_requests
+          WHERE requested_by = ?1 ORDER BY created_at",
+        user_id,
+        |r| {
+            Ok(ExportContextRequest {
+                id: r.get(0)?,
+                action_id: r.get(1)?,
+                question: r.get(2)?,
+                status: r.get(3)?,
+                created_at: r.get(4)?,
+                answered_at: r.get(5)?,
+            })
+        },
+    )
+}
+
+pub fn usage_events(c: &Connection, user_id: &str) -> Result<Vec<ExportUsageEvent>> {
+    all(
+        c,
+        "SELECT name, properties, occurred_at FROM analytics_events WHERE user_id = ?1 ORDER BY id",
+        user_id,
+        |r| {
+            Ok(ExportUsageEvent {
+                name: r.get(0)?,
+                properties: serde_json::from_str(&r.get::<_, String>(1)?).unwrap_or_default(),
+                occurred_at: r.get(2)?,
             })
         },
     )
@@ -585,6 +705,14 @@ mod tests {
             ("action_votes", "SELECT action_id FROM action_votes WHERE user_id = ?1 ORDER BY created_at", "action_votes_by_user"),
             ("action_comments", "SELECT id FROM action_comments WHERE author_user_id = ?1 ORDER BY id", "action_comments_by_author"),
             ("invitations", "SELECT id FROM invitations WHERE invited_by = ?1 ORDER BY created_at", "invitations_by_inviter"),
+            (
+                "action_events",
+                "SELECT action_id FROM action_events WHERE actor_type = 'user' AND kind IN ('claimed', 'assigned', 'snoozed') AND actor_id = ?1 ORDER BY id",
+                "action_events_work_by_user",
+            ),
+            ("control_requests", "SELECT id FROM control_requests WHERE requested_by = ?1 ORDER BY created_at", "control_requests_by_person"),
+            ("context_requests", "SELECT id FROM context_requests WHERE requested_by = ?1 ORDER BY created_at", "context_requests_by_person"),
+            ("analytics_events", "SELECT name FROM analytics_events WHERE user_id = ?1 ORDER BY id", "analytics_events_by_user"),
         ] {
             let plan = crate::store::query_plan(&c, sql);
             let text = plan.join("\n");

@@ -43,6 +43,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0028_withdrawn_approvals.sql"
         )),
+        M::up(include_str!("../../migrations/0029_export_indexes.sql")),
     ])
 }
 

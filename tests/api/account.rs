@@ -54,6 +54,42 @@ async fn export_lists_what_the_person_did_and_no_secret() {
             201,
         )
         .await;
+    // Work, a control pressed, a question asked, a usage event.
+    let _: Value = reviewer
+        .post(&format!("/v1/actions/{bid}/claim"), json!({}), 200)
+        .await;
+    let c = app
+        .create_action(json!({
+            "title": "third",
+            "options": [{"id": "approve", "label": "Approve"}, {"id": "reject", "label": "Reject"}],
+            "callback_url": "https://hooks.example.com/hds",
+            "context_request_mode": "callback",
+            "controls": [{"key": "logs", "label": "Fetch logs", "kind": "callback"}]
+        }))
+        .await;
+    let cid = c["id"].as_str().unwrap();
+    let binding = json!({"action_version": c["action_version"], "fingerprint": c["fingerprint"]});
+    let _: Value = reviewer
+        .post(
+            &format!("/v1/actions/{cid}/controls/logs/invoke"),
+            binding,
+            202,
+        )
+        .await;
+    let _: Value = reviewer
+        .post(
+            &format!("/v1/actions/{cid}/context-requests"),
+            json!({"question": "Which team?"}),
+            201,
+        )
+        .await;
+    let _: Value = reviewer
+        .post(
+            "/v1/analytics/events",
+            json!({"name": "inbox.filter_changed", "properties": {"tab": "mine"}}),
+            200,
+        )
+        .await;
 
     let r = reviewer
         .call(Method::GET, "/v1/account/export", None, &[])
@@ -81,6 +117,14 @@ async fn export_lists_what_the_person_did_and_no_secret() {
     assert_eq!(e["decisions"][0]["receipt_id"], a["receipt"]["id"]);
     assert_eq!(e["comments"][0]["body"], "looking");
     assert_eq!(e["comments"][0]["action_id"], bid);
+    assert_eq!(e["work"][0]["kind"], "claimed", "{}", e["work"]);
+    assert_eq!(e["work"][0]["action_id"], bid);
+    assert_eq!(e["control_requests"][0]["control_key"], "logs");
+    assert_eq!(e["control_requests"][0]["action_id"], cid);
+    assert_eq!(e["context_requests"][0]["question"], "Which team?");
+    assert_eq!(e["context_requests"][0]["status"], "open");
+    assert_eq!(e["usage_events"][0]["name"], "inbox.filter_changed");
+    assert_eq!(e["usage_events"][0]["properties"], json!({"tab": "mine"}));
     for k in [
         "identities",
         "votes",

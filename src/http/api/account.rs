@@ -11,7 +11,7 @@ use crate::http::auth::UserAuth;
 use crate::http::extract::ApiJson;
 use crate::service::account::{self, Account, AccountDeleteRequest, AccountExport, AccountUpdate};
 
-/// Download everything hds holds about the caller: profile, memberships, identities, sessions and tokens (never their secrets), decisions, votes, comments, notifications, preferences and the invitations they sent.
+/// Download everything hds holds about the caller: profile, memberships, identities, sessions and tokens (never their secrets), decisions, votes, comments, work on Actions, control and context requests, usage events, notifications, preferences and the invitations they sent.
 #[utoipa::path(get, path = "/v1/account/export", tag = "account",
     responses((status = 200, description = "the export, as an attachment `hds-account-<user_id>.json`", body = AccountExport)),
     security(("user_token" = []), ("session_cookie" = [])))]
