@@ -242,17 +242,16 @@ fn escaped(c: char) -> bool {
                 | '\u{061C}'
                 | '\u{115F}'..='\u{1160}'
                 | '\u{17B4}'..='\u{17B5}'
-                | '\u{180B}'..='\u{180F}'
+                | '\u{180E}'
                 | '\u{200B}'..='\u{200F}'
                 | '\u{2028}'..='\u{202E}'
                 | '\u{2060}'..='\u{206F}'
                 | '\u{3164}'
-                | '\u{FE00}'..='\u{FE0F}'
                 | '\u{FEFF}'
                 | '\u{FFA0}'
                 | '\u{FFF9}'..='\u{FFFB}'
                 | '\u{1D173}'..='\u{1D17A}'
-                | '\u{E0000}'..='\u{E0FFF}'
+                | '\u{E0001}'
         )
 }
 
@@ -492,10 +491,10 @@ mod tests {
             printable("x\u{200b}y\u{2028}".into()),
             "x\\u{200b}y\\u{2028}"
         );
-        assert_eq!(
-            printable("a\u{e0041}\u{fe0f}".into()),
-            "a\\u{e0041}\\u{fe0f}"
-        );
+        assert_eq!(printable("a\u{e0001}b".into()), "a\\u{e0001}b");
         assert_eq!(printable("café – ok".into()), "café – ok");
+        // What ordinary text needs stays: emoji presentation, flag tags.
+        let flag = "Ops ⚠\u{fe0f} 🏴\u{e0067}\u{e007f}";
+        assert_eq!(printable(flag.into()), flag);
     }
 }

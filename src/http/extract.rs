@@ -177,6 +177,18 @@ impl<S: Send + Sync> FromRequest<S> for ActionBytes {
     }
 }
 
+/// A body read as bytes (a provider's form post), with the limits of every
+/// body: 413 `PAYLOAD_TOO_LARGE` in the envelope, at once for a declared
+/// length over it.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = Error;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        Ok(Self(body(req, state, false).await?))
+    }
+}
+
 /// A JSON body that may be left out entirely (resolve, cancel, key rotation).
 pub struct OptionalJson<T>(pub T);
 

@@ -103,6 +103,7 @@ pub(crate) fn resolve_with_receipt(
     a: &ActionRecord,
     resolution: Resolution,
     now: time::Timestamp,
+    closer: Option<&str>,
 ) -> Result<ActionRecord> {
     // What can fail without a fault of the database (the signing key's file)
     // is read before the first write, so a decision changes nothing when it
@@ -124,7 +125,12 @@ pub(crate) fn resolve_with_receipt(
         .unwrap_or_else(Error::action_not_found));
     }
     let at = &resolution.decided_at;
-    notifications::action_closed(c, fx, s, a, Status::Resolved, &resolution, at)?;
+    let how = notifications::Closed {
+        status: Status::Resolved,
+        resolution: &resolution,
+        closer,
+    };
+    notifications::action_closed(c, fx, s, a, how, at)?;
     // The receipt is built from the Action as `store::get` reads it back
     // (people completed from the members), whoever closed it: a person, a
     // quorum or the expiry pass. `a` is only the caller's earlier copy.
@@ -216,7 +222,7 @@ pub(crate) fn decide_in(
         Actor::user(&user.user_id),
         time::format(now),
     );
-    resolve_with_receipt(c, fx, svc, &a, resolution, now)
+    resolve_with_receipt(c, fx, svc, &a, resolution, now, None)
 }
 
 /// POST /v1/actions/{id}/resolve by the owning Source.
@@ -246,7 +252,7 @@ pub async fn resolve(
             Actor::source(&src.source_id),
             time::format(now),
         );
-        let closed = resolve_with_receipt(c, fx, &svc, &a, resolution, now)?;
+        let closed = resolve_with_receipt(c, fx, &svc, &a, resolution, now, None)?;
         Ok((200, envelope(&closed, false)))
     })
     .await
@@ -279,7 +285,12 @@ pub async fn cancel(
             ));
         }
         let at = &resolution.decided_at;
-        notifications::action_closed(c, fx, &svc, &a, Status::Cancelled, &resolution, at)?;
+        let how = notifications::Closed {
+            status: Status::Cancelled,
+            resolution: &resolution,
+            closer: None,
+        };
+        notifications::action_closed(c, fx, &svc, &a, how, at)?;
         let event = ActionEvent::Cancelled { reason: req.reason };
         let at = &resolution.decided_at;
         effects::record(
@@ -409,7 +420,7 @@ pub fn expire_due(
         match on_expire.as_ref().map(|o| o.action.as_str()) {
             Some("resolve") => {
                 resolution.option_id = on_expire.and_then(|o| o.option_id);
-                resolve_with_receipt(c, fx, s, &a, resolution, now)?;
+                resolve_with_receipt(c, fx, s, &a, resolution, now, None)?;
             }
             other => {
                 let status = if other == Some("cancel") {
@@ -418,7 +429,12 @@ pub fn expire_due(
                     Status::Expired
                 };
                 if store::close(c, &a.id, status, &resolution)? {
-                    notifications::action_closed(c, fx, s, &a, status, &resolution, &now_s)?;
+                    let how = notifications::Closed {
+                        status,
+                        resolution: &resolution,
+                        closer: None,
+                    };
+                    notifications::action_closed(c, fx, s, &a, how, &now_s)?;
                     let reason = Some("expired".to_owned());
                     let event = if status == Status::Cancelled {
                         ActionEvent::Cancelled { reason }

@@ -278,7 +278,7 @@ fn invitation_letter(c: &Connection, inv: &Invitation, accept_url: &str) -> Resu
     };
     let who = match &inviter {
         Some(u) => match &u.name {
-            Some(n) if !n.trim().is_empty() => format!("{} ({})", n.trim(), u.email),
+            Some(n) if !n.trim().is_empty() => format!("{} <{}>", n.trim(), u.email),
             _ => u.email.clone(),
         },
         None => "Someone".into(),

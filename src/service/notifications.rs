@@ -399,36 +399,44 @@ pub fn snoozed(
     }
 }
 
+/// How an Action closed, for `action_closed`.
+#[derive(Clone, Copy)]
+pub struct Closed<'a> {
+    pub status: crate::domain::action::Status,
+    pub resolution: &'a crate::domain::action::Resolution,
+    /// The person whose act closed it when the resolution names none (the
+    /// voter whose vote made a quorum).
+    pub closer: Option<&'a str>,
+}
+
 /// An Action closed (decided, resolved by its Source, a quorum or on
 /// expiry, cancelled, expired): the person it was requested by and its
 /// assignee hear `action.closed`, each once, when they may see the Action
-/// and did not close it themselves (for a quorum: did not vote on it).
-/// `a` is the Action before it closed; `status` and `r` say how it did.
+/// and did not close it themselves (for a quorum: did not cast the vote
+/// that made it).
+/// `a` is the Action before it closed; `how` says how it did.
 /// Reads nothing for an Action that names neither.
 pub fn action_closed(
     c: &Connection,
     fx: &mut Effects,
     s: &Services,
     a: &ActionRecord,
-    status: crate::domain::action::Status,
-    r: &crate::domain::action::Resolution,
+    how: Closed<'_>,
     now: &str,
 ) -> Result<()> {
     use crate::domain::action::Status;
     if a.work.requested_by.is_none() && a.work.assignee.is_none() {
         return Ok(());
     }
+    let (status, r) = (how.status, how.resolution);
     let quorum = r.decided_by == crate::domain::action::Actor::approval_policy();
-    let closers: Vec<&str> = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
-        (ActorKind::User, Some(id)) => vec![id],
-        _ if quorum => r
-            .votes
-            .iter()
-            .flat_map(|v| v.as_array().into_iter().flatten())
-            .filter_map(|v| v["user_id"].as_str())
-            .collect(),
-        _ => Vec::new(),
+    // Who closed it: the deciding person, or the voter whose vote made
+    // the quorum (the other voters did not see it close).
+    let closer = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
+        (ActorKind::User, Some(id)) => Some(id),
+        _ => how.closer,
     };
+    let closers: Vec<&str> = closer.into_iter().collect();
     let mut people: Vec<String> = Vec::new();
     for p in [&a.work.requested_by, &a.work.assignee]
         .into_iter()

@@ -230,7 +230,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                         now,
                     )
                 };
-                resolve_with_receipt(c, fx, &svc, &a, resolution, clock_now)?
+                resolve_with_receipt(c, fx, &svc, &a, resolution, clock_now, Some(&user.user_id))?
             }
             None => store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?,
         };

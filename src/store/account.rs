@@ -492,6 +492,12 @@ pub fn scrub_mentions(
             "UPDATE notification_broadcasts SET title = ?2, body = ?3 WHERE seq = CAST(?1 AS INTEGER)",
         ),
         (
+            "SELECT CAST(id AS TEXT), title, body, NULL FROM notification_digest_items
+              WHERE workspace_id IN (SELECT value FROM json_each(?1))
+                AND (instr(title, ?2) > 0 OR instr(body, ?2) > 0 OR (?3 <> '' AND (substr(title, 1, length(?3)) = ?3 OR substr(body, 1, length(?3)) = ?3)))",
+            "UPDATE notification_digest_items SET title = ?2, body = ?3 WHERE id = CAST(?1 AS INTEGER)",
+        ),
+        (
             "SELECT id, subject, text_body, html_body FROM mail_outbox
               WHERE workspace_id IN (SELECT value FROM json_each(?1))
                 AND (instr(subject, ?2) > 0 OR instr(text_body, ?2) > 0 OR instr(html_body, ?2) > 0
@@ -542,12 +548,16 @@ pub fn scrub_mentions(
 /// `text` with each whole `email` (not part of a longer address or word)
 /// and a leading `name ` replaced by `instead`.
 fn scrubbed(text: &str, email: &str, name: Option<&str>, instead: &str) -> String {
-    // "Name <address>", as notices name a person with a name, goes whole.
-    let whole = name.map(|n| format!("{n} <{email}>"));
+    // "Name <address>", as notices and mails name a person with a name,
+    // goes whole: as written, and as an HTML part escapes it.
     let replaced;
-    let text = match whole.as_deref().filter(|w| text.contains(w)) {
-        Some(w) => {
-            replaced = text.replace(w, instead);
+    let text = match name {
+        Some(n) => {
+            let mut t = text.to_owned();
+            for (open, close) in [("<", ">"), ("&lt;", "&gt;"), ("&#60;", "&#62;")] {
+                t = t.replace(&format!("{n} {open}{email}{close}"), instead);
+            }
+            replaced = t;
             replaced.as_str()
         }
         None => text,
@@ -682,6 +692,20 @@ mod tests {
         assert_eq!(
             s("Ana Lee <ana@example.com> commented on X", Some("Ana Lee")),
             "a deleted account commented on X"
+        );
+        assert_eq!(
+            s(
+                "<h1>Ana Lee &#60;ana@example.com&#62; commented</h1>",
+                Some("Ana Lee")
+            ),
+            "<h1>a deleted account commented</h1>"
+        );
+        assert_eq!(
+            s(
+                "<p>Ana Lee &lt;ana@example.com&gt; invited you</p>",
+                Some("Ana Lee")
+            ),
+            "<p>a deleted account invited you</p>"
         );
         assert_eq!(
             s("https://x.example/y", Some("https")),

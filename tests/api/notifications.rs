@@ -452,14 +452,14 @@ async fn the_requester_and_the_assignee_hear_how_their_action_closed() {
     );
     assert_eq!(closed_about(&bob, &f).await.len(), 1);
 
-    // A quorum: the approval policy chose, with the tally; the voters
-    // (here the assignee) closed it and hear nothing.
+    // A quorum: the approval policy chose, with the tally; the voter whose
+    // vote made it (here the assignee) closed it and hears nothing.
     let mut body = made("Drop the staging database", None);
     body["visibility"] = json!("restricted");
     body["reviewer_user_ids"] = json!([ann.person().id, bob.person().id, carol.person().id]);
     body["approval_policy"] = json!({"required_approvals": 2});
     let g = app.create_action(body).await;
-    for who in [&bob, &carol] {
+    for who in [&carol, &bob] {
         let v = json!({"vote": "approve", "action_version": g["action_version"], "fingerprint": g["fingerprint"]});
         who.post::<Value>(
             &format!("/v1/actions/{}/votes", g["id"].as_str().unwrap()),
@@ -474,7 +474,33 @@ async fn the_requester_and_the_assignee_hear_how_their_action_closed() {
         got[0]["body"],
         "The approval policy chose “Approve”. Reason: 2 approvals, 0 rejections"
     );
-    assert!(closed_about(&bob, &g).await.is_empty(), "a voter closed it");
+    assert!(
+        closed_about(&bob, &g).await.is_empty(),
+        "his vote closed it"
+    );
+
+    // An earlier voter did not see it close: the requester who approved
+    // first (allowed to) hears how it ended.
+    let mut body = made("Rotate the root key", None);
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([ann.person().id, bob.person().id, carol.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2, "allow_self_approval": true});
+    let h = app.create_action(body).await;
+    for who in [&ann, &carol] {
+        let v = json!({"vote": "approve", "action_version": h["action_version"], "fingerprint": h["fingerprint"]});
+        who.post::<Value>(
+            &format!("/v1/actions/{}/votes", h["id"].as_str().unwrap()),
+            v,
+            200,
+        )
+        .await;
+    }
+    assert_eq!(
+        closed_about(&ann, &h).await.len(),
+        1,
+        "an earlier voter hears"
+    );
+    assert_eq!(closed_about(&bob, &h).await.len(), 1, "the assignee hears");
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! (start, callback), the native ID-token exchange and Apple's code exchange.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -14,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::error::{Code, Error, FieldError, Result};
 use crate::http::api::wire::session::{BearerOut, Challenge};
-use crate::http::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::http::extract::{ApiJson, ApiPath, ApiQuery, RawBody};
 use crate::http::rate_limit::AddressBudget;
 use crate::http::session::local_next;
 use crate::service::oidc::{self, AppClient, Callback};
@@ -113,7 +112,7 @@ pub async fn finish_signin_form(
     ApiPath(provider): ApiPath<String>,
     session: Session,
     headers: HeaderMap,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Response> {
     let answer: Callback = serde_urlencoded::from_bytes(&body).map_err(|e| {
         Error::validation(vec![FieldError::new(

@@ -456,10 +456,13 @@ pub fn requests(v: &ActionView, me: &UserCaller, now: Timestamp) -> RequestsVm {
         if r.user_id == me.user_id {
             "you".to_owned()
         } else {
-            r.name
-                .clone()
-                .or_else(|| v.people.get(&r.user_id).cloned())
-                .unwrap_or_else(|| r.user_id.clone())
+            // A name is chosen by its owner: never without the address.
+            match (&r.name, v.people.get(&r.user_id)) {
+                (Some(n), Some(e)) => format!("{n} <{e}>"),
+                (Some(n), None) => n.clone(),
+                (None, Some(e)) => e.clone(),
+                (None, None) => r.user_id.clone(),
+            }
         }
     };
     let label = |key: &str| {
