@@ -286,7 +286,7 @@ pub async fn create(
                 store::insert(c, &a, &spec_json, answer_key)?;
                 billing::record_use(c, &src.workspace_id, Resource::Actions, clock_now)?;
                 let event = ActionEvent::Created { fingerprint: a.fingerprint.clone() };
-                effects::record(c, fx, On::new(&a.id, &a.workspace_id), &Actor::source(&src.source_id), 1, event, &a.created_at)?;
+                effects::record(c, fx, On::of(&a), &Actor::source(&src.source_id), 1, event, &a.created_at)?;
                 notifications::action_created(c, fx, &nctx, &a, &a.created_at)?;
                 // People named by id or e-mail are shown as GET shows them
                 // (completed from the members); only then is the answer
@@ -560,7 +560,7 @@ pub async fn patch(
         effects::record(
             c,
             fx,
-            On::new(&a.id, &a.workspace_id),
+            On::of(&a),
             &actor,
             a.action_version,
             event,

@@ -196,7 +196,7 @@ pub async fn invoke(
             control_key: control.key.clone(),
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, On::new(&a.id, &a.workspace_id), &actor, a.action_version, event, &now)?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         let more = extra([
             ("control", serde_json::to_value(&control)?),
             ("control_request", serde_json::to_value(&request)?),
@@ -420,7 +420,7 @@ pub async fn ask(
             context_request_id: request.id.clone(),
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, On::new(&a.id, &a.workspace_id), &actor, a.action_version, event, &now)?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         if mode == ContextMode::Callback {
             // The Action as the Source reads it now: the question listed.
             let a = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;

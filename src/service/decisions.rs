@@ -293,15 +293,7 @@ pub async fn cancel(
         notifications::action_closed(c, fx, &svc, &a, how, at)?;
         let event = ActionEvent::Cancelled { reason: req.reason };
         let at = &resolution.decided_at;
-        effects::record(
-            c,
-            fx,
-            On::new(&a.id, &a.workspace_id),
-            &actor,
-            a.action_version,
-            event,
-            at,
-        )?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, at)?;
         let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
         Ok((200, envelope(&closed, false)))
     })
@@ -386,7 +378,7 @@ pub async fn report_outcome(
         effects::record(
             c,
             fx,
-            On::new(&a.id, &a.workspace_id),
+            On::of(&a),
             &Actor::source(&src.source_id),
             a.action_version,
             event,
@@ -442,15 +434,7 @@ pub fn expire_due(
                         ActionEvent::Expired { reason }
                     };
                     let v = a.action_version;
-                    effects::record(
-                        c,
-                        fx,
-                        On::new(&a.id, &a.workspace_id),
-                        &Actor::system(),
-                        v,
-                        event,
-                        &now_s,
-                    )?;
+                    effects::record(c, fx, On::of(&a), &Actor::system(), v, event, &now_s)?;
                 }
             }
         }

@@ -92,6 +92,10 @@ impl<'a> On<'a> {
             workspace_id,
         }
     }
+    /// The Action itself.
+    pub fn of(a: &'a ActionRecord) -> Self {
+        Self::new(&a.id, &a.workspace_id)
+    }
 }
 
 /// Records an event in the Action's history and declares its effects; a

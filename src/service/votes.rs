@@ -186,7 +186,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         effects::record(
             c,
             fx,
-            On::new(&a.id, &a.workspace_id),
+            On::of(&a),
             &Actor::user(&user.user_id),
             a.action_version,
             event,

@@ -150,7 +150,7 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
             previous_user_id: previous.and_then(|p| p.user_id),
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(c, fx, On::new(&a.id, &a.workspace_id), &actor, a.action_version, event, &now)?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         Ok(Worked {
             action: reread(c, &a.id)?,
             unchanged: false,
@@ -282,15 +282,7 @@ pub async fn assign(
             reason: None,
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(
-            c,
-            fx,
-            On::new(&a.id, &a.workspace_id),
-            &actor,
-            a.action_version,
-            event,
-            &now,
-        )?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         Ok(Worked {
             action: reread(c, &a.id)?,
             unchanged: false,
@@ -366,15 +358,7 @@ pub(crate) fn release_held(
             previous_user_id: Some(r.user_id.to_owned()),
             reason: Some(r.reason.clone()),
         };
-        effects::record(
-            c,
-            fx,
-            On::new(&a.id, &a.workspace_id),
-            &r.by,
-            a.action_version,
-            event,
-            now,
-        )?;
+        effects::record(c, fx, On::of(&a), &r.by, a.action_version, event, now)?;
         released += 1;
     }
     Ok(released)
@@ -448,15 +432,7 @@ pub async fn snooze(
         notifications::snoozed(c, &a, until.as_deref(), &user.user_id)?;
         let event = ActionEvent::Snoozed { until };
         let actor = Actor::user(&user.user_id);
-        effects::record(
-            c,
-            fx,
-            On::new(&a.id, &a.workspace_id),
-            &actor,
-            a.action_version,
-            event,
-            &now,
-        )?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         Ok(Worked {
             action: reread(c, &a.id)?,
             unchanged: false,
@@ -586,15 +562,7 @@ pub async fn add_comment(
             mentions,
         };
         let actor = Actor::user(&user.user_id);
-        effects::record(
-            c,
-            fx,
-            On::new(&a.id, &a.workspace_id),
-            &actor,
-            a.action_version,
-            event,
-            &now,
-        )?;
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         Ok(cm)
     })
     .await
