@@ -170,7 +170,7 @@ fn person_name(c: &Connection, user_id: &str) -> Result<String> {
     Ok(crate::store::users::by_id(c, user_id)?
         .map(|u| {
             let email = crate::service::account::shown_address(u.email);
-            match u.name {
+            match u.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
                 Some(n) => format!("{n} <{email}>"),
                 None => email,
             }

@@ -545,17 +545,37 @@ pub fn scrub_mentions(
     Ok(())
 }
 
+/// `s` as the mail templates write it into HTML (askama's escaping).
+fn html_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&#38;"),
+            '<' => out.push_str("&#60;"),
+            '>' => out.push_str("&#62;"),
+            '"' => out.push_str("&#34;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
 /// `text` with each whole `email` (not part of a longer address or word)
 /// and a leading `name ` replaced by `instead`.
 fn scrubbed(text: &str, email: &str, name: Option<&str>, instead: &str) -> String {
     // "Name <address>", as notices and mails name a person with a name,
-    // goes whole: as written, and as an HTML part escapes it.
+    // goes whole: as written, and as a mail's HTML part escapes it (the
+    // name's own `&`, `'` and `"` too). An address with such characters
+    // is replaced in its escaped form as well.
     let replaced;
     let text = match name {
         Some(n) => {
-            let mut t = text.to_owned();
-            for (open, close) in [("<", ">"), ("&lt;", "&gt;"), ("&#60;", "&#62;")] {
-                t = t.replace(&format!("{n} {open}{email}{close}"), instead);
+            let (n_html, email_html) = (html_escaped(n), html_escaped(email));
+            let mut t = text.replace(&format!("{n} <{email}>"), instead);
+            t = t.replace(&format!("{n_html} &#60;{email_html}&#62;"), instead);
+            if email_html != email {
+                t = t.replace(&email_html, instead);
             }
             replaced = t;
             replaced.as_str()
@@ -702,8 +722,8 @@ mod tests {
         );
         assert_eq!(
             s(
-                "<p>Ana Lee &lt;ana@example.com&gt; invited you</p>",
-                Some("Ana Lee")
+                "<p>Dan O&#39;Brien &#60;ana@example.com&#62; invited you</p>",
+                Some("Dan O'Brien")
             ),
             "<p>a deleted account invited you</p>"
         );

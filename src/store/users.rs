@@ -134,6 +134,10 @@ pub fn set_name(c: &Connection, id: &str, name: Option<&str>) -> Result<()> {
 
 /// Fills in a missing display name (from the identity provider).
 pub fn set_name_if_missing(c: &Connection, id: &str, name: &str) -> Result<()> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Ok(());
+    }
     c.execute(
         "UPDATE users SET name = ?2 WHERE id = ?1 AND name IS NULL",
         params![id, name],
