@@ -149,6 +149,25 @@ pub struct AccountQuery {
     done: Option<String>,
 }
 
+/// A refused form: the page again with the reason, the field it is about
+/// marked (`adjust` may say otherwise); a failure of the server goes to the
+/// error page.
+async fn refused(
+    st: &AppState,
+    p: &PageUser,
+    e: Error,
+    adjust: impl FnOnce(&mut AccountPage),
+) -> Result<Response, UiError> {
+    if !e.code.status().is_client_error() {
+        return Err(e.into());
+    }
+    let mut out = page(st, p).await?;
+    out.error = Some(e.message.clone());
+    out.error_field = crate::http::ui::view::error_field(&e);
+    adjust(&mut out);
+    Ok((e.code.status(), out).into_response())
+}
+
 /// GET /app/account
 pub async fn account_page(
     State(st): State<AppState>,
@@ -208,13 +227,7 @@ pub async fn create_token(
             };
             shown_once::hold(&st, &p, secret, "/app/account?done=created").await
         }
-        Err(e) if e.code.status().is_client_error() => {
-            let mut out = page(&st, &p).await?;
-            out.error = Some(e.message.clone());
-            out.error_field = crate::http::ui::view::error_field(&e);
-            Ok((e.code.status(), out).into_response())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => refused(&st, &p, e, |_| {}).await,
     }
 }
 
@@ -239,16 +252,16 @@ pub async fn set_name(
     match account::update(&st.services, &p.user, req).await {
         Ok(_) if cleared => Ok(see_other("/app/account?done=unnamed")),
         Ok(_) => Ok(see_other("/app/account?done=named")),
-        Err(e) if e.code.status().is_client_error() => {
-            let mut out = page(&st, &p).await?;
-            out.error = Some(e.message.clone());
-            // The form's field is `display_name` (the token form has a `name`);
-            // it shows what was typed, to be corrected.
-            out.error_field = Some("display_name".to_owned());
-            out.name = form.get("display_name").unwrap_or_default().to_owned();
-            Ok((e.code.status(), out).into_response())
+        // The form's field is `display_name` (the token form has a `name`);
+        // it shows what was typed, to be corrected.
+        Err(e) => {
+            let typed = form.get("display_name").unwrap_or_default().to_owned();
+            refused(&st, &p, e, |out| {
+                out.error_field = Some("display_name".to_owned());
+                out.name = typed;
+            })
+            .await
         }
-        Err(e) => Err(e.into()),
     }
 }
 
@@ -306,13 +319,7 @@ pub async fn delete_account(
             session::end(&p.session).await?;
             Ok(see_other("/app/signin?done=account_deleted"))
         }
-        Err(e) if e.code.status().is_client_error() => {
-            let mut out = page(&st, &p).await?;
-            out.error = Some(e.message.clone());
-            out.error_field = crate::http::ui::view::error_field(&e);
-            Ok((e.code.status(), out).into_response())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => refused(&st, &p, e, |_| {}).await,
     }
 }
 
