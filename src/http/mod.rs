@@ -71,6 +71,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(api::runs::create_run, api::runs::list_runs))
         .routes(routes!(api::runs::get_run))
         .routes(routes!(api::runs::cancel_run))
+        .routes(routes!(api::runs::list_source_runs))
         .routes(routes!(api::runs::get_source_run))
         .routes(routes!(api::runs::report_run_progress))
         .routes(routes!(api::runs::complete_run))

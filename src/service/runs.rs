@@ -327,7 +327,7 @@ pub async fn list(
             for env in environments {
                 runs.extend(store::page(
                     c,
-                    &m.workspace_id,
+                    store::Owner::Workspace(&m.workspace_id),
                     env,
                     status.as_deref(),
                     starting_after.as_deref(),
@@ -336,6 +336,38 @@ pub async fn list(
             }
             runs.sort_by(|a, b| b.id.cmp(&a.id));
             Ok(runs)
+        })
+        .await?;
+    let more = runs.len() as i64 > limit;
+    runs.truncate(limit as usize);
+    Ok((runs, more))
+}
+
+/// GET /v1/source/runs: the Source's own runs in its key's environment,
+/// newest first; `limit` + 1 are read, so the caller can tell `has_more`.
+/// A cursor that is not one of them is 422 on `starting_after`.
+pub async fn list_for_source(
+    s: &Services,
+    src: SourceCaller,
+    status: Option<String>,
+    starting_after: Option<String>,
+    limit: i64,
+) -> Result<(Vec<Run>, bool)> {
+    let mut runs =
+        s.db.read(move |c| {
+            if let Some(after) = starting_after.as_deref()
+                && owned(c, &src, after).is_err()
+            {
+                return Err(Error::unknown_cursor(after, "a run of this Source"));
+            }
+            store::page(
+                c,
+                store::Owner::Source(&src.source_id),
+                src.environment,
+                status.as_deref(),
+                starting_after.as_deref(),
+                limit + 1,
+            )
         })
         .await?;
     let more = runs.len() as i64 > limit;

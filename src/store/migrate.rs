@@ -44,6 +44,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0028_withdrawn_approvals.sql"
         )),
         M::up(include_str!("../../migrations/0029_export_indexes.sql")),
+        M::up(include_str!("../../migrations/0030_source_runs.sql")),
     ])
 }
 

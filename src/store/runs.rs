@@ -23,6 +23,16 @@ const STATUS_PAGE: &str = "SELECT id, workspace_id, source_id, environment, name
     total, message, metadata, result, error, created_at, started_at, updated_at, completed_at \
     FROM runs WHERE workspace_id = ?1 AND environment = ?2 AND status = ?5 AND id < ?3 \
     ORDER BY id DESC LIMIT ?4";
+/// A page of one Source's runs in one environment, newest first, before
+/// the cursor `?3` (by `runs_by_source`).
+const SOURCE_PAGE: &str = "SELECT id, workspace_id, source_id, environment, name, status, completed, \
+    total, message, metadata, result, error, created_at, started_at, updated_at, completed_at \
+    FROM runs WHERE source_id = ?1 AND environment = ?2 AND id < ?3 ORDER BY id DESC LIMIT ?4";
+/// `SOURCE_PAGE` in one status (by `runs_by_source_status`).
+const SOURCE_STATUS_PAGE: &str = "SELECT id, workspace_id, source_id, environment, name, status, \
+    completed, total, message, metadata, result, error, created_at, started_at, updated_at, \
+    completed_at FROM runs WHERE source_id = ?1 AND environment = ?2 AND status = ?5 AND id < ?3 \
+    ORDER BY id DESC LIMIT ?4";
 /// The newest Actions of a run.
 const ACTION_IDS: &str = "SELECT id FROM actions WHERE run_id = ?1 ORDER BY id DESC LIMIT ?2";
 /// The first page's cursor: after every `run_…` id.
@@ -109,10 +119,19 @@ pub fn owner_of(c: &Connection, id: &str) -> Result<Option<(String, String, Stri
     )
 }
 
-/// A page of runs (`limit` + 1 are read by callers wanting `has_more`).
+/// Which runs a page reads: a workspace's (GET /v1/runs) or a Source's
+/// (GET /v1/source/runs), in one environment.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner<'a> {
+    Workspace(&'a str),
+    Source(&'a str),
+}
+
+/// A page of runs (`limit` + 1 are read by callers wanting `has_more`),
+/// newest first, before the run `before` (none: the first page).
 pub fn page(
     c: &Connection,
-    workspace_id: &str,
+    owner: Owner,
     environment: Environment,
     status: Option<&str>,
     before: Option<&str>,
@@ -120,14 +139,19 @@ pub fn page(
 ) -> Result<Vec<Run>> {
     let before = before.unwrap_or(FIRST);
     let env = environment.as_str();
+    let (sql, owner_id) = match (owner, status) {
+        (Owner::Workspace(w), Some(_)) => (STATUS_PAGE, w),
+        (Owner::Workspace(w), None) => (PAGE, w),
+        (Owner::Source(s), Some(_)) => (SOURCE_STATUS_PAGE, s),
+        (Owner::Source(s), None) => (SOURCE_PAGE, s),
+    };
+    let mut st = c.prepare_cached(sql)?;
     let runs: Vec<Run> = match status {
-        Some(s) => c
-            .prepare_cached(STATUS_PAGE)?
-            .query_map(params![workspace_id, env, before, limit, s], row)?
+        Some(s) => st
+            .query_map(params![owner_id, env, before, limit, s], row)?
             .collect::<rusqlite::Result<_>>()?,
-        None => c
-            .prepare_cached(PAGE)?
-            .query_map(params![workspace_id, env, before, limit], row)?
+        None => st
+            .query_map(params![owner_id, env, before, limit], row)?
             .collect::<rusqlite::Result<_>>()?,
     };
     runs.into_iter().map(|r| with_actions(c, r)).collect()
@@ -185,7 +209,7 @@ pub fn name_and_status(
 }
 
 /// The ids of a Source's runs that are still active (queued, running,
-/// waiting), by `runs_by_status`.
+/// waiting), by `runs_by_source_status`.
 pub fn active_of_source(
     c: &Connection,
     workspace_id: &str,
@@ -297,8 +321,8 @@ pub fn actions_of(c: &Connection, run_id: &str) -> Result<Vec<(String, String, S
 mod tests {
     use super::*;
 
-    /// A revoked Source's active runs are found by `runs_by_status`, not by
-    /// reading the workspace's every run.
+    /// A revoked Source's active runs are found by `runs_by_source_status`,
+    /// not by reading the workspace's every run.
     #[test]
     fn a_sources_active_runs_are_read_by_their_status_index() {
         let mut c = Connection::open_in_memory().unwrap();
@@ -307,7 +331,30 @@ mod tests {
           WHERE workspace_id = 'ws' AND environment IN ('live', 'test')
             AND status IN ('queued', 'running', 'waiting') AND source_id = 'src'";
         let plan = crate::store::query_plan(&c, sql).join("\n");
-        assert!(plan.contains("USING INDEX runs_by_status"), "{plan}");
+        assert!(plan.contains("USING INDEX runs_by_source_status"), "{plan}");
+    }
+
+    /// Each page of runs is read by an index that orders it, without a
+    /// sort: a workspace's by `runs_by_workspace`/`runs_by_status`, a
+    /// Source's by `runs_by_source`/`runs_by_source_status`.
+    #[test]
+    fn every_page_of_runs_is_read_in_index_order() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, wants) in [
+            (PAGE, "runs_by_workspace"),
+            (STATUS_PAGE, "runs_by_status"),
+            (SOURCE_PAGE, "runs_by_source "),
+            (SOURCE_STATUS_PAGE, "runs_by_source_status"),
+        ] {
+            let plan = crate::store::query_plan(&c, sql).join("\n");
+            assert!(
+                plan.contains(&format!("USING INDEX {wants}"))
+                    && !plan.contains("TEMP B-TREE")
+                    && !plan.contains("SCAN runs"),
+                "{sql}\nwanted {wants}\ngot {plan}"
+            );
+        }
     }
 
     #[test]

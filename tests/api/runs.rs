@@ -420,6 +420,109 @@ async fn progress_and_complete_refuse_bad_bodies_and_finished_runs() {
     assert_eq!(r["data"]["error"], "stopped by operator");
 }
 
+fn ids_of(list: &Value) -> Vec<String> {
+    list["data"].as_array().unwrap().iter().map(id).collect()
+}
+
+#[tokio::test]
+async fn a_source_lists_its_own_runs_in_its_environment_and_pages_them() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let a = new_run(&src, json!({"name": "a", "status": "running"})).await;
+    let b = new_run(&src, json!({"name": "b"})).await;
+    let c = new_run(&src, json!({"name": "c", "status": "running"})).await;
+    src.post::<Value>(
+        &format!("/v1/source/runs/{}/complete", id(&c)),
+        json!({"status": "succeeded"}),
+        200,
+    )
+    .await;
+    let t = new_run(&app.source_test(), json!({"name": "test run"})).await;
+    let (_, other_key) = app.second_source().await;
+    let other = app.bearer(&other_key);
+    let theirs = new_run(&other, json!({"name": "another Source's"})).await;
+
+    // Its own, in its key's environment, newest first, with what a run is.
+    let all: Value = src.get("/v1/source/runs", 200).await;
+    assert_eq!(all["object"], "list");
+    assert_eq!(all["has_more"], false);
+    assert_eq!(ids_of(&all), [id(&c), id(&b), id(&a)]);
+    assert_eq!(all["data"][0]["status"], "succeeded");
+    assert_eq!(all["data"][2]["name"], "a");
+    assert_eq!(all["data"][2]["status"], "running");
+    // What a runner reads after a restart: the runs it left running.
+    let running: Value = src.get("/v1/source/runs?status=running", 200).await;
+    assert_eq!(ids_of(&running), [id(&a)]);
+    let queued: Value = src
+        .get("/v1/source/runs?status=queued&starting_after=", 200)
+        .await;
+    assert_eq!(ids_of(&queued), [id(&b)]);
+    // The test key sees the test run only; the other Source its own only.
+    let test: Value = app.source_test().get("/v1/source/runs", 200).await;
+    assert_eq!(ids_of(&test), [id(&t)]);
+    let mine: Value = other.get("/v1/source/runs", 200).await;
+    assert_eq!(ids_of(&mine), [id(&theirs)]);
+
+    // Pages: `limit`, then `starting_after` the last id.
+    let p1: Value = src.get("/v1/source/runs?limit=2", 200).await;
+    assert_eq!(
+        (ids_of(&p1), p1["has_more"].clone()),
+        (vec![id(&c), id(&b)], json!(true))
+    );
+    let p2: Value = src
+        .get(
+            &format!("/v1/source/runs?limit=2&starting_after={}", id(&b)),
+            200,
+        )
+        .await;
+    assert_eq!(
+        (ids_of(&p2), p2["has_more"].clone()),
+        (vec![id(&a)], json!(false))
+    );
+
+    // A cursor of another Source's run, or of the other environment, is no
+    // cursor here: 422 naming it, and nothing of theirs is listed.
+    for cursor in [id(&theirs), id(&t), "run_01JD8XQ0000000000000000000".into()] {
+        let e = src
+            .get_err(
+                &format!("/v1/source/runs?starting_after={cursor}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
+        assert!(
+            e["details"]["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("is not a run of this Source"),
+            "{e}"
+        );
+    }
+    for (q, field) in [
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("status=done", "status"),
+        (
+            "starting_after=act_01JD8XQ0000000000000000000",
+            "starting_after",
+        ),
+        ("environment=test", "environment"),
+    ] {
+        let e = src
+            .get_err(&format!("/v1/source/runs?{q}"), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{q}: {e}");
+    }
+    // A person's credential is the other boundary.
+    app.admin()
+        .get_err("/v1/source/runs", 401, "INVALID_API_KEY")
+        .await;
+    app.anonymous()
+        .get_err("/v1/source/runs", 401, "AUTH_REQUIRED")
+        .await;
+}
+
 #[tokio::test]
 async fn another_sources_or_environments_run_is_not_found() {
     let app = TestApp::spawn().await;

@@ -160,6 +160,7 @@ async fn openapi_covers_every_route() {
         ("/v1/runs", "get"),
         ("/v1/runs/{run_id}", "get"),
         ("/v1/runs/{run_id}/cancel", "post"),
+        ("/v1/source/runs", "get"),
         ("/v1/source/runs/{run_id}", "get"),
         ("/v1/source/runs/{run_id}/progress", "patch"),
         ("/v1/source/runs/{run_id}/complete", "post"),

@@ -42,6 +42,51 @@ pub struct RunParams {
     pub starting_after: Option<String>,
 }
 
+/// Query of GET /v1/source/runs.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SourceRunParams {
+    /// Only runs in this status.
+    #[param(schema_with = status_schema)]
+    pub status: Option<String>,
+    /// 1..200, default 100.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<i64>,
+    /// A run id, the last of the previous page: the page after it (older
+    /// runs). Empty: the first page.
+    #[param(pattern = "^(run_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
+    pub starting_after: Option<String>,
+}
+
+/// The checks both run lists make: `limit`, `status` and the cursor's
+/// shape (an empty cursor is the first page, as an absent one).
+fn page_query(
+    errs: &mut Vec<FieldError>,
+    limit: Option<i64>,
+    status: Option<&str>,
+    starting_after: Option<String>,
+) -> (i64, Option<String>) {
+    let limit = limit.unwrap_or(100);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
+    }
+    if status.is_some_and(|s| !run::STATUSES.contains(&s)) {
+        errs.push(FieldError::new(
+            "status",
+            format!("status must be one of {}", run::STATUSES.join(", ")),
+        ));
+    }
+    let starting_after = starting_after.filter(|s| !s.is_empty());
+    if let Some(e) = starting_after
+        .as_deref()
+        .and_then(|id| ids::cursor_problem("starting_after", id, ids::RUN, "a run"))
+    {
+        errs.push(e);
+    }
+    (limit, starting_after)
+}
+
 fn status_schema() -> utoipa::openapi::Object {
     string_enum(run::STATUSES)
 }
@@ -81,10 +126,8 @@ pub async fn list_runs(
     ApiQuery(p): ApiQuery<RunParams>,
 ) -> Result<Json<List<Run>>> {
     let mut errs = Vec::new();
-    let limit = p.limit.unwrap_or(100);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
-    }
+    let (limit, starting_after) =
+        page_query(&mut errs, p.limit, p.status.as_deref(), p.starting_after);
     let environment = match EnvFilter::parse(p.environment.as_deref()) {
         Ok(e) => Some(e),
         Err(_) => {
@@ -95,23 +138,6 @@ pub async fn list_runs(
             None
         }
     };
-    if p.status
-        .as_deref()
-        .is_some_and(|s| !run::STATUSES.contains(&s))
-    {
-        errs.push(FieldError::new(
-            "status",
-            format!("status must be one of {}", run::STATUSES.join(", ")),
-        ));
-    }
-    // An empty cursor is the first page, as an absent one.
-    let starting_after = p.starting_after.filter(|s| !s.is_empty());
-    if let Some(e) = starting_after
-        .as_deref()
-        .and_then(|id| ids::cursor_problem("starting_after", id, ids::RUN, "a run"))
-    {
-        errs.push(e);
-    }
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
@@ -146,6 +172,28 @@ pub async fn get_source_run(
 ) -> Result<Json<Data<Run>>> {
     let data = runs::get_for_source(&st.services, src, id).await?;
     Ok(Json(Data { data }))
+}
+
+/// The Source's own runs in its key's environment, newest first: what a
+/// runner that restarted reads to find the runs it left active.
+#[utoipa::path(get, path = "/v1/source/runs", tag = "runs", params(SourceRunParams),
+    responses((status = 200, description = "the Source's runs, newest first", body = List<Run>),
+              (status = 422, description = "VALIDATION_ERROR: status, limit or starting_after (not a run of this Source)", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn list_source_runs(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiQuery(p): ApiQuery<SourceRunParams>,
+) -> Result<Json<List<Run>>> {
+    let mut errs = Vec::new();
+    let (limit, starting_after) =
+        page_query(&mut errs, p.limit, p.status.as_deref(), p.starting_after);
+    if !errs.is_empty() {
+        return Err(Error::validation(errs));
+    }
+    let (runs, more) =
+        runs::list_for_source(&st.services, src, p.status, starting_after, limit).await?;
+    Ok(Json(List::new(runs, more)))
 }
 
 /// Report progress: counts, a message, `running` or `waiting`.
