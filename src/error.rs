@@ -367,13 +367,14 @@ impl Error {
 
     /// A `starting_after` that is not an item of the list it pages (another
     /// workspace's, or none at all): 422 naming the field.
-    pub fn unknown_cursor(id: &str, what: &str) -> Self {
+    pub fn unknown_cursor(cursor: &crate::domain::ids::Cursor, what: &str) -> Self {
         // Ids are 30-odd ASCII characters: whatever else was sent is not
         // repeated whole.
+        let id = &cursor.id;
         let shown: String = id.chars().take(64).collect();
         let more = if shown.len() < id.len() { "…" } else { "" };
         Self::field(
-            "starting_after",
+            cursor.field,
             format!("{shown}{more} is not {what}; give the id of the last item of the page before"),
         )
     }

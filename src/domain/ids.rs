@@ -50,6 +50,25 @@ pub fn older_than(id: &str, days: i64, now: crate::domain::time::Timestamp) -> b
     i128::from(ms) < cutoff.unix_timestamp_nanos() / 1_000_000
 }
 
+/// The cursor of a list that pages by id: the id, and the query parameter
+/// that carried it (`starting_after`, or its older name `before` on the
+/// delivery log and the notifications), so that an id that is not in the
+/// list is refused naming the parameter the caller used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub field: &'static str,
+    pub id: String,
+}
+
+impl Cursor {
+    pub fn starting_after(id: impl Into<String>) -> Self {
+        Self {
+            field: "starting_after",
+            id: id.into(),
+        }
+    }
+}
+
 /// What is wrong with `id` as the cursor of a list of ids with `prefix`
 /// (`what` names such an id: "a run"), said alike by every list that pages
 /// by id: None when it is one.

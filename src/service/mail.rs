@@ -280,7 +280,7 @@ pub async fn list(s: &Services, user: &UserCaller, p: MailListParams) -> Result<
                 && !ids::older_than(after, store::KEEP_DAYS, now)
             {
                 return Err(Error::unknown_cursor(
-                    after,
+                    &ids::Cursor::starting_after(after),
                     "a mail of this workspace's log",
                 ));
             }

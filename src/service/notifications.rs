@@ -864,7 +864,7 @@ pub async fn list(
     s: &Services,
     user: UserCaller,
     unread_only: bool,
-    before: Option<String>,
+    before: Option<crate::domain::ids::Cursor>,
     limit: i64,
 ) -> Result<(Vec<Notification>, bool)> {
     let n = usize::try_from(limit).unwrap_or(100);
@@ -876,9 +876,11 @@ pub async fn list(
             .iter()
             .map(|m| m.workspace_id.as_str())
             .collect();
-        if let Some(b) = before.as_deref()
-            && !store::is_cursor(c, &user.user_id, &mine, b)?
-            && !ids::older_than(b, store::KEEP_DAYS, now)
+        let cursor = before.as_ref();
+        let before = cursor.map(|b| b.id.as_str());
+        if let Some(b) = cursor
+            && !store::is_cursor(c, &user.user_id, &mine, &b.id)?
+            && !ids::older_than(&b.id, store::KEEP_DAYS, now)
         {
             return Err(Error::unknown_cursor(b, "one of your notifications"));
         }

@@ -319,7 +319,10 @@ pub async fn list(
             if let Some(after) = starting_after.as_deref()
                 && store::get(c, after)?.is_none_or(|r| r.workspace_id != m.workspace_id)
             {
-                return Err(Error::unknown_cursor(after, "a run of this workspace"));
+                return Err(Error::unknown_cursor(
+                    &ids::Cursor::starting_after(after),
+                    "a run of this workspace",
+                ));
             }
             // Both environments: a page of each by its index, merged by id
             // (ids sort by creation), newest first.
@@ -358,7 +361,10 @@ pub async fn list_for_source(
             if let Some(after) = starting_after.as_deref()
                 && owned(c, &src, after).is_err()
             {
-                return Err(Error::unknown_cursor(after, "a run of this Source"));
+                return Err(Error::unknown_cursor(
+                    &ids::Cursor::starting_after(after),
+                    "a run of this Source",
+                ));
             }
             store::page(
                 c,

@@ -137,19 +137,20 @@ pub async fn list(
     s: &Services,
     user: UserCaller,
     source_id: String,
-    before: Option<String>,
+    before: Option<ids::Cursor>,
     limit: i64,
 ) -> Result<Vec<Delivery>> {
     let now = s.clock.now();
     s.db.read(move |c| {
         let id = source_in_workspace(c, &user, &source_id)?;
-        if let Some(b) = before.as_deref()
-            && deliveries::get(c, &id, b)?.is_none()
-            && !crate::domain::ids::older_than(b, deliveries::KEEP_DAYS, now)
+        let before = before.as_ref();
+        if let Some(b) = before
+            && deliveries::get(c, &id, &b.id)?.is_none()
+            && !crate::domain::ids::older_than(&b.id, deliveries::KEEP_DAYS, now)
         {
             return Err(Error::unknown_cursor(b, "a delivery of this Source"));
         }
-        deliveries::list_for_source(c, &id, before.as_deref(), limit)
+        deliveries::list_for_source(c, &id, before.map(|b| b.id.as_str()), limit)
     })
     .await
 }

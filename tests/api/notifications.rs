@@ -678,6 +678,15 @@ async fn read_marks_pages_and_unread_only() {
             .contains("is not one of your notifications"),
         "{e}"
     );
+    // Sent by its older name, the refusal names that one.
+    let e = r1
+        .get_err(
+            &format!("/v1/notifications?before={unknown}"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "before", "{e}");
     // One older than what housekeeping keeps may name a row removed since:
     // a position, not an error.
     let old: Value = r1

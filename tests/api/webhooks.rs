@@ -460,16 +460,27 @@ async fn the_delivery_log_refuses_bad_input_and_other_workspaces() {
         assert_eq!(page["has_more"], false);
     }
     // Another Source's delivery, or an id of the right shape that is no
-    // delivery, is no place to start: 422, not an empty page.
-    for path in [
-        format!("/v1/sources/{other_src}/deliveries?starting_after={did}"),
-        format!(
-            "/v1/sources/{src}/deliveries?starting_after={}",
-            hds::domain::ids::new_id("msg")
+    // delivery, is no place to start: 422, not an empty page, naming the
+    // parameter that carried it (`before` is the older name).
+    for (path, field) in [
+        (
+            format!("/v1/sources/{other_src}/deliveries?starting_after={did}"),
+            "starting_after",
+        ),
+        (
+            format!("/v1/sources/{other_src}/deliveries?before={did}"),
+            "before",
+        ),
+        (
+            format!(
+                "/v1/sources/{src}/deliveries?starting_after={}",
+                hds::domain::ids::new_id("msg")
+            ),
+            "starting_after",
         ),
     ] {
         let e = admin.get_err(&path, 422, "VALIDATION_ERROR").await;
-        assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
         assert!(
             e["message"]
                 .as_str()

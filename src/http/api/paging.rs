@@ -3,7 +3,7 @@
 //! inbox, runs and mails. The delivery log and the notifications first named
 //! it `before`; that name keeps working, with the same meaning.
 
-use crate::domain::ids;
+use crate::domain::ids::{self, Cursor};
 use crate::error::{Error, Result};
 
 /// The page's cursor: `None` is the first page (absent or empty). An id that
@@ -14,7 +14,7 @@ pub fn cursor(
     before: Option<String>,
     prefix: &str,
     what: &str,
-) -> Result<Option<String>> {
+) -> Result<Option<Cursor>> {
     let starting_after = starting_after.filter(|s| !s.is_empty());
     let before = before.filter(|s| !s.is_empty());
     let (field, id) = match (starting_after, before) {
@@ -29,7 +29,7 @@ pub fn cursor(
         (None, None) => return Ok(None),
     };
     match ids::cursor_problem(field, &id, prefix, what) {
-        None => Ok(Some(id)),
+        None => Ok(Some(Cursor { field, id })),
         Some(e) => Err(Error::validation(vec![e])),
     }
 }
@@ -49,11 +49,17 @@ mod tests {
                 "a delivery",
             )
         };
-        assert_eq!(got(Some(&id), None).unwrap(), Some(id.clone()));
-        assert_eq!(got(None, Some(&id)).unwrap(), Some(id.clone()));
+        let named = |field| {
+            Some(Cursor {
+                field,
+                id: id.clone(),
+            })
+        };
+        assert_eq!(got(Some(&id), None).unwrap(), named("starting_after"));
+        assert_eq!(got(None, Some(&id)).unwrap(), named("before"));
         assert_eq!(got(Some(""), Some("")).unwrap(), None);
         assert_eq!(got(None, None).unwrap(), None);
-        assert_eq!(got(Some(""), Some(&id)).unwrap(), Some(id.clone()));
+        assert_eq!(got(Some(""), Some(&id)).unwrap(), named("before"));
         let both = got(Some(&id), Some(&id)).unwrap_err();
         assert_eq!(both.details["errors"][0]["field"], "before");
         let bad = got(Some("ntf_01JD8X"), None).unwrap_err();

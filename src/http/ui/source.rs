@@ -145,7 +145,7 @@ pub(super) async fn page(
     st: &AppState,
     p: &PageUser,
     id: &str,
-    before: Option<String>,
+    before: Option<crate::domain::ids::Cursor>,
 ) -> Result<SourcePage, UiError> {
     let source = source_head(st, p, id).await?;
     let paged = before.is_some();
