@@ -884,14 +884,7 @@ pub async fn list(
         {
             return Err(Error::unknown_cursor(b, "one of your notifications"));
         }
-        let mut rows = store::list(
-            c,
-            &user.user_id,
-            &marks,
-            unread_only,
-            before.as_deref(),
-            n + 1,
-        )?;
+        let mut rows = store::list(c, &user.user_id, &marks, unread_only, before, n + 1)?;
         let more = rows.len() > n;
         rows.truncate(n);
         Ok((rows, more))
