@@ -887,6 +887,7 @@ pub async fn list(
         let mut rows = store::list(c, &user.user_id, &marks, unread_only, before, n + 1)?;
         let more = rows.len() > n;
         rows.truncate(n);
+        store::with_action_status(c, &mut rows)?;
         Ok((rows, more))
     })
     .await

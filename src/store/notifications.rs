@@ -21,6 +21,10 @@ pub struct Notification {
     pub path: String,
     pub read_at: Option<String>,
     pub created_at: String,
+    /// Where the Action it is about stands now (`open`, `resolved`,
+    /// `cancelled`, `expired`), filled by [`with_action_status`]: None when
+    /// it is about no Action.
+    pub action_status: Option<String>,
 }
 
 /// A new notification, for one person or (a broadcast) for a workspace.
@@ -194,7 +198,20 @@ fn personal_row(r: &rusqlite::Row) -> rusqlite::Result<Notification> {
         path: r.get(6)?,
         read_at: r.get(7)?,
         created_at: r.get(8)?,
+        action_status: None,
     })
+}
+
+/// Fills `action_status` of a page of notifications: one lookup by key
+/// per Action named (a page names at most 200).
+pub fn with_action_status(c: &Connection, rows: &mut [Notification]) -> Result<()> {
+    let mut st = c.prepare_cached("SELECT status FROM actions WHERE id = ?1")?;
+    for n in rows {
+        if let Some(id) = n.action_id.as_deref() {
+            n.action_status = st.query_row([id], |r| r.get(0)).optional()?;
+        }
+    }
+    Ok(())
 }
 
 /// A page of the person's notifications, newest first: their own rows and

@@ -109,6 +109,69 @@ async fn the_bell_counts_unread_and_the_page_lists_only_the_persons_own_notifica
     assert!(action.starts_with("act_"));
 }
 
+/// A notice outlives the state it announced: "New: …" about an Action
+/// decided since says so, in the API (`action_status`) and on the page
+/// (a "Decided", "Cancelled" or "Expired" badge), so no one opens it to
+/// find the work done.
+#[tokio::test]
+async fn a_notice_says_where_its_action_stands_now() {
+    let app = TestApp::spawn().await;
+    let ann = app.member(Role::Reviewer);
+    let decided = app.create_action(two_options("Ship 7")).await;
+    let cancelled = app.create_action(two_options("Ship 8")).await;
+    let open = app.create_action(two_options("Ship 9")).await;
+    let body = json!({"action_version": decided["action_version"], "fingerprint": decided["fingerprint"], "option_id": "approve"});
+    app.admin()
+        .post::<Value>(
+            &format!("/v1/actions/{}/decision", decided["id"].as_str().unwrap()),
+            body,
+            200,
+        )
+        .await;
+    app.source()
+        .post::<Value>(
+            &format!("/v1/actions/{}/cancel", cancelled["id"].as_str().unwrap()),
+            json!({}),
+            200,
+        )
+        .await;
+
+    let list: Value = ann.get("/v1/notifications", 200).await;
+    let status_of = |a: &Value| {
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["action_id"] == a["id"] && n["kind"] == "action.new")
+            .map(|n| n["action_status"].clone())
+            .unwrap_or_else(|| panic!("no notice about {}: {list}", a["id"]))
+    };
+    assert_eq!(status_of(&decided), "resolved");
+    assert_eq!(status_of(&cancelled), "cancelled");
+    assert_eq!(status_of(&open), "open");
+    assert_eq!(list["data"].as_array().unwrap().len(), 3, "{list}");
+
+    let page = app
+        .browser(ann.person())
+        .await
+        .page("/app/notifications")
+        .await;
+    let row = |title: &str| {
+        let at = page
+            .find(title)
+            .unwrap_or_else(|| panic!("{title}: {page}"));
+        let end = page[at..].find("</li>").unwrap() + at;
+        page[at..end].to_owned()
+    };
+    assert!(row("New: Ship 7").contains(">Decided</span>"), "{page}");
+    assert!(row("New: Ship 8").contains(">Cancelled</span>"), "{page}");
+    let still_open = row("New: Ship 9");
+    assert!(
+        !still_open.contains(">Decided</span>") && !still_open.contains(">Cancelled</span>"),
+        "{still_open}"
+    );
+}
+
 #[tokio::test]
 async fn marking_read_opens_the_action_and_read_all_empties_the_bell_and_forms_need_the_token() {
     let app = TestApp::spawn().await;

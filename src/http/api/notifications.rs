@@ -33,6 +33,11 @@ pub struct NotificationOut {
     pub title: String,
     pub body: String,
     pub action_id: Option<String>,
+    /// Where that Action stands now: `open`, `resolved`, `cancelled` or
+    /// `expired` (so a client can tell a `New: …` notice whose Action was
+    /// decided since); null when the notification is about no Action.
+    #[schema(nullable, pattern = "^(open|resolved|cancelled|expired)$")]
+    pub action_status: Option<String>,
     /// The dashboard page it is about (`<base-url>/app/actions/{id}` for an Action).
     pub url: String,
     pub workspace_id: String,
@@ -52,6 +57,7 @@ impl NotificationOut {
             title: n.title,
             body: n.body,
             action_id: n.action_id,
+            action_status: n.action_status,
             workspace_id: n.workspace_id,
             read_at: n.read_at,
             created_at: n.created_at,

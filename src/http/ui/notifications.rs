@@ -53,6 +53,9 @@ pub struct Item {
     pub body: String,
     pub unread: bool,
     pub created: When,
+    /// How its Action ended, when it has since: its status and the words
+    /// for it ("Decided", "Cancelled", "Expired").
+    pub closed: Option<(&'static str, &'static str)>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -91,6 +94,12 @@ fn item(n: Notification, now: crate::domain::time::Timestamp) -> Item {
         kind: kind_label(&n.kind),
         unread: n.read_at.is_none(),
         created: When::new(&n.created_at, now),
+        closed: match n.action_status.as_deref() {
+            Some("resolved") => Some(("resolved", "Decided")),
+            Some("cancelled") => Some(("cancelled", "Cancelled")),
+            Some("expired") => Some(("expired", "Expired")),
+            _ => None,
+        },
         id: n.id,
         title: n.title,
         body: n.body,
