@@ -20,6 +20,7 @@ pub mod run;
 pub mod session;
 pub mod strict_json;
 pub mod time;
+pub mod unsubscribe;
 pub mod urls;
 pub mod validate;
 pub mod webhook;

@@ -229,7 +229,8 @@ connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self';
 /// Where a path holds a secret that signs someone in: the segment after
 /// `/app/invitations/` (invitation links, whose URL shape the guide fixes;
 /// not `continue`, the invitation pages' way back from a provider, which
-/// holds none) and after `signin/link/` (one-time sign-in links). Given the
+/// holds none), after `signin/link/` (one-time sign-in links) and after
+/// `/app/unsubscribe/` (the unsubscribe links of notification mails). Given the
 /// path's segments without empty and `.` ones, so that `//app/signin//link/…`,
 /// which a mail client or a person may make of a link, is seen too. Whoever
 /// reads the log or a stored `next` must not be able to use them.
@@ -243,6 +244,9 @@ fn secret_from(segments: &[&str]) -> Option<usize> {
             || (before.eq_ignore_ascii_case("link")
                 && i >= 2
                 && segments[i - 2].eq_ignore_ascii_case("signin"))
+            || (before.eq_ignore_ascii_case("unsubscribe")
+                && i >= 2
+                && segments[i - 2].eq_ignore_ascii_case("app"))
     })
 }
 
@@ -335,10 +339,14 @@ fn clipped(path: &str) -> std::borrow::Cow<'_, str> {
 /// shown resolved (no empty, `.` or `..` segments), its other segments
 /// percent-encoded again: decoded, a `%0A` would start a forged log line.
 fn loggable_path(path: &str) -> String {
-    // Every request passes here: a path with no escape and neither marker
-    // word (nearly all of them) holds no secret, so nothing is decoded.
+    // Every request passes here: a path with no escape and no marker word
+    // (nearly all of them) holds no secret, so nothing is decoded.
     let lower = path.to_ascii_lowercase();
-    if !lower.contains('%') && !lower.contains("link") && !lower.contains("invitations") {
+    if !lower.contains('%')
+        && !lower.contains("link")
+        && !lower.contains("invitations")
+        && !lower.contains("unsubscribe")
+    {
         return path.to_owned();
     }
     let plain = decoded(path);
@@ -457,6 +465,10 @@ mod tests {
         assert_eq!(
             loggable_path("/app/invitations/tok/accept"),
             "/app/invitations/…/accept"
+        );
+        assert_eq!(
+            loggable_path("/app/unsubscribe/usr_1.ws_1.mac"),
+            "/app/unsubscribe/…"
         );
         assert_eq!(loggable_path("/v1/actions/act_1"), "/v1/actions/act_1");
         assert_eq!(

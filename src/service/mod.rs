@@ -28,6 +28,7 @@ pub mod shown_once;
 pub mod signin;
 pub mod sources;
 pub mod tokens;
+pub mod unsubscribe;
 pub mod votes;
 pub mod waiters;
 pub mod webhooks;

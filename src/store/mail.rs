@@ -81,18 +81,41 @@ pub struct Outgoing {
     pub created_at: String,
     /// Attempts made so far (this one is `attempts + 1`).
     pub attempts: i64,
+    /// For a notification mail or a digest: the token of its one-click
+    /// unsubscribe link (`domain::unsubscribe`), filled by the worker.
+    pub unsubscribe_token: Option<String>,
+    /// The person and workspace a notification mail or a digest is for,
+    /// whose link that is; None for an invitation.
+    pub list: Option<(String, String)>,
+}
+
+/// The instance's key of unsubscribe links (made with the database, schema
+/// v31).
+pub fn unsubscribe_key(c: &Connection) -> Result<[u8; 32]> {
+    let v: Vec<u8> = c
+        .prepare_cached("SELECT value FROM instance_secrets WHERE name = 'mail_unsubscribe'")?
+        .query_row([], |r| r.get(0))?;
+    v.try_into().map_err(|_| {
+        crate::error::Error::internal(anyhow::anyhow!(
+            "instance_secrets.mail_unsubscribe is not 32 bytes"
+        ))
+    })
 }
 
 /// The pending mail to attempt; None when it is no longer pending (sent or
 /// failed meanwhile) or its bodies are gone.
 pub fn outgoing(c: &Connection, id: &str) -> Result<Option<Outgoing>> {
     Ok(c.prepare_cached(
-        "SELECT id, to_addr, subject, text_body, html_body, created_at, attempts
+        "SELECT id, to_addr, subject, text_body, html_body, created_at, attempts,
+                CASE WHEN kind IN ('notification', 'digest') THEN user_id END, workspace_id
          FROM mail_outbox WHERE id = ?1 AND status = 'pending'
            AND text_body IS NOT NULL AND html_body IS NOT NULL",
     )?
     .query_row([id], |r| {
+        let (user, workspace): (Option<String>, Option<String>) = (r.get(7)?, r.get(8)?);
         Ok(Outgoing {
+            unsubscribe_token: None,
+            list: user.zip(workspace),
             id: r.get(0)?,
             to: r.get(1)?,
             subject: r.get(2)?,

@@ -21,6 +21,7 @@ use rusqlite::Connection;
 use tokio::task::JoinSet;
 
 use crate::domain::time::{self, Timestamp};
+use crate::domain::unsubscribe;
 use crate::domain::webhook;
 use crate::error::Result;
 use crate::service::Services;
@@ -93,7 +94,12 @@ pub async fn run(s: Services) {
             return;
         }
     };
-    let mailer = match s.config.smtp.as_ref().map(|c| (c, Mailer::new(c))) {
+    let mailer = match s
+        .config
+        .smtp
+        .as_ref()
+        .map(|c| (c, Mailer::new(c, &s.config.base_url)))
+    {
         Some((c, Ok(m))) => {
             tracing::info!(smtp.host = %c.host, smtp.port = c.port, tls = ?c.tls, "e-mail is sent through this server");
             Some(Arc::new(m))
@@ -524,7 +530,13 @@ fn prepare(c: &Connection, job: Job, now: &str, p: &mut Picked) -> Result<()> {
             Pending::Settled | Pending::NoBody => p.tidy.push(job),
         },
         Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
-            Some(mail) => p.work.push(Work::Email { job, mail }),
+            Some(mut mail) => {
+                if let Some((user, workspace)) = &mail.list {
+                    let key = mail_store::unsubscribe_key(c)?;
+                    mail.unsubscribe_token = Some(unsubscribe::token(&key, user, workspace));
+                }
+                p.work.push(Work::Email { job, mail })
+            }
             None => p.tidy.push(job),
         },
         // `due` answers the kind it was asked for.

@@ -51,10 +51,12 @@ pub enum Outcome {
 pub struct Mailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
+    /// `--base-url`, without a trailing slash: where unsubscribe links point.
+    base_url: String,
 }
 
 impl Mailer {
-    pub fn new(cfg: &SmtpConfig) -> anyhow::Result<Self> {
+    pub fn new(cfg: &SmtpConfig, base_url: &str) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let builder = match cfg.tls {
             SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&cfg.host)?,
@@ -70,6 +72,7 @@ impl Mailer {
         Ok(Self {
             transport: builder.build(),
             from: cfg.from.clone(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
         })
     }
 
@@ -91,7 +94,7 @@ impl Mailer {
                 SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
             })
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        Message::builder()
+        let mut message = Message::builder()
             .from(self.from.clone())
             .to(to)
             .raw_header(subject_header(&m.subject))
@@ -104,7 +107,23 @@ impl Mailer {
             ))
             .header(header::UserAgent::from(
                 concat!("hds/", env!("CARGO_PKG_VERSION")).to_owned(),
-            ))
+            ));
+        // RFC 2369 and RFC 8058: a notification mail or a digest says how
+        // to stop it, and the mail provider may do so in one click (a POST
+        // of `List-Unsubscribe=One-Click` to the same address).
+        if let Some(token) = &m.unsubscribe_token {
+            let url = format!("{}/app/unsubscribe/{token}", self.base_url);
+            message = message
+                .raw_header(HeaderValue::new(
+                    HeaderName::new_from_ascii_str("List-Unsubscribe"),
+                    format!("<{url}>"),
+                ))
+                .raw_header(HeaderValue::new(
+                    HeaderName::new_from_ascii_str("List-Unsubscribe-Post"),
+                    "List-Unsubscribe=One-Click".into(),
+                ));
+        }
+        message
             .multipart(MultiPart::alternative_plain_html(
                 m.text_body.clone(),
                 m.html_body.clone(),
@@ -280,7 +299,7 @@ mod tests {
             from: "hds <hds@example.com>".parse().unwrap(),
             tls: SmtpTls::None,
         };
-        let mailer = Mailer::new(&cfg).unwrap();
+        let mailer = Mailer::new(&cfg, "https://hds.example.com/").unwrap();
         let m = Outgoing {
             id: "mail_01ABC".into(),
             to: "ana@example.com".into(),
@@ -289,6 +308,8 @@ mod tests {
             html_body: "<p>hello</p>".into(),
             created_at: "2026-11-23T10:00:00.000Z".into(),
             attempts: 0,
+            unsubscribe_token: None,
+            list: None,
         };
         let raw = String::from_utf8(mailer.message(&m).unwrap().formatted()).unwrap();
         assert!(
@@ -300,6 +321,28 @@ mod tests {
             "{raw}"
         );
         assert!(raw.contains("Auto-Submitted: auto-generated"), "{raw}");
+        assert!(
+            !raw.contains("List-Unsubscribe"),
+            "an invitation has no list: {raw}"
+        );
+        // A notification mail: its unsubscribe link whole on one line (a
+        // URL has no space to fold at), and the one-click marker.
+        let token = format!("usr_{0}.ws_{0}.{1}", "0".repeat(26), "A".repeat(43));
+        let listed = Outgoing {
+            unsubscribe_token: Some(token.clone()),
+            ..m.clone()
+        };
+        let raw = String::from_utf8(mailer.message(&listed).unwrap().formatted()).unwrap();
+        assert!(
+            raw.contains(&format!(
+                "\r\nList-Unsubscribe: <https://hds.example.com/app/unsubscribe/{token}>\r\n"
+            )),
+            "{raw}"
+        );
+        assert!(
+            raw.contains("\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"),
+            "{raw}"
+        );
         assert!(raw.contains("multipart/alternative"), "{raw}");
         assert!(
             raw.contains("text/plain") && raw.contains("text/html"),

@@ -423,3 +423,129 @@ async fn a_removed_member_gets_no_mail_that_was_still_waiting() {
         .unwrap();
     assert_eq!(bodies, 0, "the body is erased");
 }
+
+/// A notification mail carries its one-click unsubscribe link (RFC 2369
+/// `List-Unsubscribe`, RFC 8058 `List-Unsubscribe-Post`). Opening the link
+/// changes nothing; the provider's POST (no cookie, no CSRF token) turns
+/// the person's e-mail from that workspace off: later notifications stay in
+/// the dashboard only. A changed or cut link, or one of a person no longer
+/// a member, does nothing.
+#[tokio::test]
+async fn the_unsubscribe_link_stops_a_persons_mail_in_one_click() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let (owner, r1) = (app.admin(), app.member(Role::Reviewer));
+    let to = r1.person().email.clone();
+    let a = app.create_action(two_options("Ship 2.0")).await;
+    assign(&owner, &a, &r1).await;
+    let m = sink.wait_for(&to, 1).await[0].clone();
+    let header = m["list_unsubscribe"]
+        .as_str()
+        .expect("a List-Unsubscribe header");
+    let prefix = format!("<{}/app/unsubscribe/", app.base);
+    assert!(
+        header.starts_with(&prefix) && header.ends_with('>'),
+        "{header}"
+    );
+    assert_eq!(m["list_unsubscribe_post"], "List-Unsubscribe=One-Click");
+    let url = header
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .to_owned();
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    assert!(
+        token.starts_with(&format!("{}.", r1.person().id)),
+        "{token}"
+    );
+
+    // Any client, no cookie: the page says what it stops, and stops nothing.
+    let anon = reqwest::Client::new();
+    let page = anon.get(&url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains(&format!(
+            "Stop notification e-mail to <strong>{to}</strong>"
+        )),
+        "{html}"
+    );
+    assert!(html.contains("id=\"unsubscribe\""), "{html}");
+    assert!(email_on(&r1).await);
+
+    // A link changed or cut short: 404, nothing changed.
+    let last = token.chars().last().unwrap();
+    let flipped = format!(
+        "{}{}",
+        &token[..token.len() - 1],
+        if last == 'A' { 'B' } else { 'A' }
+    );
+    let other = token.replacen(&r1.person().id, &owner.person().id, 1);
+    for bad in [
+        flipped.as_str(),
+        &token[..token.len() - 3],
+        other.as_str(),
+        "x",
+    ] {
+        let at = format!("{}/app/unsubscribe/{bad}", app.base);
+        for r in [
+            anon.get(&at).send().await.unwrap(),
+            anon.post(&at)
+                .body("List-Unsubscribe=One-Click")
+                .send()
+                .await
+                .unwrap(),
+        ] {
+            assert_eq!(r.status(), 404, "{bad}");
+            let body = r.text().await.unwrap();
+            assert!(
+                body.contains("this unsubscribe link is not valid"),
+                "{body}"
+            );
+        }
+    }
+    assert!(email_on(&r1).await);
+    assert!(email_on(&owner).await);
+
+    // The provider's one-click POST, as RFC 8058 writes it.
+    let r = anon
+        .post(&url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("id=\"unsubscribed\""), "{html}");
+    assert!(!email_on(&r1).await);
+    // Again: the same answer, nothing more to do; the page says it is off.
+    let again = anon.post(&url).send().await.unwrap();
+    assert_eq!(again.status(), 200);
+    let html = anon.get(&url).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("id=\"already-off\""), "{html}");
+
+    // The next assignment reaches the dashboard, and no mail is written.
+    let b = app.create_action(two_options("Ship 2.1")).await;
+    assign(&owner, &b, &r1).await;
+    assert_eq!(in_app(&r1).await[0]["action_id"], b["id"]);
+    let to_r1 = log(&owner).await.into_iter().filter(|m| m.0 == to).count();
+    assert_eq!(to_r1, 1, "only the first mail");
+
+    // Removed from the workspace, the link no longer applies.
+    owner
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/workspaces/members/{}", r1.person().id),
+            None,
+            &[],
+        )
+        .await;
+    let gone = anon.get(&url).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
+}
+
+/// Whether `who` gets e-mail from their active workspace (the master switch).
+async fn email_on(who: &Actor) -> bool {
+    let p: Value = who.get("/v1/notification-preferences", 200).await;
+    p["email"].as_bool().unwrap_or_else(|| panic!("{p}"))
+}

@@ -52,6 +52,8 @@ def parse(raw: bytes) -> dict:
         "message_id": str(msg["message-id"]),
         "date": str(msg["date"]),
         "auto_submitted": str(msg["auto-submitted"]),
+        "list_unsubscribe": str(msg["list-unsubscribe"]) if msg["list-unsubscribe"] else None,
+        "list_unsubscribe_post": str(msg["list-unsubscribe-post"]) if msg["list-unsubscribe-post"] else None,
         "content_type": msg.get_content_type(),
         "text": text.get_content() if text is not None else None,
         "html": html.get_content() if html is not None else None,

@@ -28,6 +28,7 @@ mod signin;
 mod source;
 mod source_keys;
 mod sources;
+mod unsubscribe;
 pub(crate) mod view;
 mod workspaces;
 
@@ -116,6 +117,11 @@ pub fn router() -> Router<AppState> {
         .route(
             "/app/invitations/{token}",
             get(invitations::accept_page).post(invitations::accept_invitation),
+        )
+        // the one-click unsubscribe link of notification mails (guide: "E-mail")
+        .route(
+            "/app/unsubscribe/{token}",
+            get(unsubscribe::unsubscribe_page).post(unsubscribe::unsubscribe),
         )
         // notifications (guide: "Notifications in the dashboard")
         .route("/app/notifications", get(notifications::notifications_page))

@@ -1,0 +1,55 @@
+//! `/app/unsubscribe/{token}` (guide: "E-mail"): the link in a notification
+//! mail's `List-Unsubscribe` header. GET shows what it stops and a button;
+//! POST stops it. No session is needed: the token is the credential, and
+//! RFC 8058 has the mail provider POST `List-Unsubscribe=One-Click` with no
+//! cookie, so the POST reads no form and checks no CSRF token (a forged
+//! POST would need the token, which only the mail carries). The path is
+//! redacted from the log like the other links that carry a secret.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+
+use crate::app::AppState;
+use crate::http::ui::view::{Layout, PageAddressBudget, PagePath, UiError};
+use crate::service::unsubscribe::{self, Subscription};
+
+#[derive(Template, WebTemplate)]
+#[template(path = "unsubscribe.html")]
+pub struct UnsubscribePage {
+    layout: Layout,
+    sub: Subscription,
+    /// The form's target: this page.
+    action: String,
+    /// Whether this answers the POST that turned e-mail off.
+    done: bool,
+}
+
+fn page(token: &str, sub: Subscription, done: bool) -> UnsubscribePage {
+    UnsubscribePage {
+        layout: Layout::public("Unsubscribe"),
+        sub,
+        action: format!("/app/unsubscribe/{token}"),
+        done,
+    }
+}
+
+/// GET /app/unsubscribe/{token}: changes nothing (link scanners open it).
+pub async fn unsubscribe_page(
+    _: PageAddressBudget,
+    State(st): State<AppState>,
+    PagePath(token): PagePath<String>,
+) -> Result<UnsubscribePage, UiError> {
+    let sub = unsubscribe::show(&st.services, token.clone()).await?;
+    Ok(page(&token, sub, false))
+}
+
+/// POST /app/unsubscribe/{token}: the one-click POST, or the page's button.
+pub async fn unsubscribe(
+    _: PageAddressBudget,
+    State(st): State<AppState>,
+    PagePath(token): PagePath<String>,
+) -> Result<UnsubscribePage, UiError> {
+    let sub = unsubscribe::stop(&st.services, token.clone()).await?;
+    Ok(page(&token, sub, true))
+}
