@@ -941,6 +941,9 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
             )
         })?;
         fx.user_changed(&user.user_id);
+        let mut one = [n];
+        store::with_action_status(c, &mut one)?;
+        let [n] = one;
         Ok(n)
     })
     .await

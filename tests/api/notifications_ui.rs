@@ -150,6 +150,22 @@ async fn a_notice_says_where_its_action_stands_now() {
     assert_eq!(status_of(&cancelled), "cancelled");
     assert_eq!(status_of(&open), "open");
     assert_eq!(list["data"].as_array().unwrap().len(), 3, "{list}");
+    // Marking one read answers it with the same status.
+    let notice = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["action_id"] == decided["id"])
+        .unwrap();
+    let read: Value = ann
+        .post(
+            &format!("/v1/notifications/{}/read", notice["id"].as_str().unwrap()),
+            json!({}),
+            200,
+        )
+        .await;
+    assert_eq!(read["data"]["action_status"], "resolved", "{read}");
+    assert_ne!(read["data"]["read_at"], Value::Null, "{read}");
 
     let page = app
         .browser(ann.person())
