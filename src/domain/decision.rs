@@ -48,22 +48,61 @@ pub fn ensure_open(a: &ActionRecord, now: &str) -> Result<(), Error> {
 }
 
 /// The caller's binding must match the current version and fingerprint.
+/// (A version below 1 or a fingerprint of the wrong shape never gets here:
+/// the bodies refuse them, 422 naming the field, `strict_json::version` and
+/// `strict_json::fingerprint`.)
 pub fn check_binding(
     a: &ActionRecord,
     version: Option<i64>,
     fingerprint: Option<&str>,
+) -> Result<(), Error> {
+    binding(
+        a,
+        version,
+        fingerprint,
+        "the Action changed since it was read; re-read it, show the new content, and decide again",
+    )
+}
+
+/// [`check_binding`] for an outcome: the binding names the version that
+/// was decided, which never changes once it is.
+pub fn check_decided_binding(
+    a: &ActionRecord,
+    version: Option<i64>,
+    fingerprint: Option<&str>,
+) -> Result<(), Error> {
+    binding(
+        a,
+        version,
+        fingerprint,
+        "the binding is not the decided version's: send the action_version and fingerprint of the resolved Action (details), as its receipt states them",
+    )
+}
+
+fn binding(
+    a: &ActionRecord,
+    version: Option<i64>,
+    fingerprint: Option<&str>,
+    changed: &str,
 ) -> Result<(), Error> {
     let stale_version = version.is_some_and(|v| v != a.action_version);
     let stale_fp = fingerprint.is_some_and(|f| f != a.fingerprint);
     if !stale_version && !stale_fp {
         return Ok(());
     }
-    Err(Error::new(
-        Code::ActionChanged,
-        "the Action changed since it was read; re-read it, show the new content, and decide again",
-    )
-    .with_detail("action_version", a.action_version)
-    .with_detail("fingerprint", a.fingerprint.clone()))
+    Err(Error::new(Code::ActionChanged, changed)
+        .with_detail("action_version", a.action_version)
+        .with_detail("fingerprint", a.fingerprint.clone()))
+}
+
+/// `sha256:` and 64 lowercase hex digits: the shape of every fingerprint.
+pub fn is_fingerprint(f: &str) -> bool {
+    f.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Checks the chosen option or typed response; returns what is recorded.

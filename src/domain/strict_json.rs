@@ -243,6 +243,29 @@ pub fn optional_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option
     Ok(<Option<V> as serde::Deserialize>::deserialize(d)?.map(|V(v)| v))
 }
 
+/// A `fingerprint` a client sends back: `sha256:` and 64 lowercase hex
+/// digits, so that a malformed one is a malformed body (422 naming it), not
+/// a stale binding (409 `ACTION_CHANGED`, which a client answers by reading
+/// the Action again, forever).
+pub fn fingerprint<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let f = <String as serde::Deserialize>::deserialize(d)?;
+    if !crate::domain::decision::is_fingerprint(&f) {
+        return Err(de::Error::custom(
+            "fingerprint must be `sha256:` and 64 lowercase hex digits, exactly as the Action's fingerprint field gives it",
+        ));
+    }
+    Ok(f)
+}
+
+/// `fingerprint` for an optional field (`null` or absent is None).
+pub fn optional_fingerprint<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct F(#[serde(deserialize_with = "fingerprint")] String);
+    Ok(<Option<F> as serde::Deserialize>::deserialize(d)?.map(|F(f)| f))
+}
+
 /// Deserializes from a parsed body as `&Value` does, except that a struct
 /// is read only from a JSON object, at any depth: serde would also fill a
 /// struct from an array, by position (`{"events": {"action.new": [false,

@@ -40,6 +40,8 @@ pub struct BatchItem {
     #[serde(deserialize_with = "strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
+    #[serde(deserialize_with = "strict_json::fingerprint")]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub fingerprint: String,
     #[serde(default)]
     pub option_id: Option<String>,

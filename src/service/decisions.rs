@@ -30,6 +30,8 @@ pub struct DecisionRequest {
     #[serde(deserialize_with = "strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
+    #[serde(deserialize_with = "strict_json::fingerprint")]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub fingerprint: String,
     #[serde(default)]
     pub option_id: Option<String>,
@@ -53,7 +55,8 @@ pub struct ResolveRequest {
     #[serde(default, deserialize_with = "strict_json::optional_version")]
     #[schema(minimum = 1)]
     pub action_version: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "strict_json::optional_fingerprint")]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub fingerprint: Option<String>,
     #[serde(default)]
     #[schema(max_length = 2000)]
@@ -84,6 +87,8 @@ pub struct OutcomeReport {
     #[serde(deserialize_with = "strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
+    #[serde(deserialize_with = "strict_json::fingerprint")]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub fingerprint: String,
     #[serde(default)]
     #[schema(max_length = 2000)]
@@ -341,9 +346,10 @@ pub async fn report_outcome(
                     a.id,
                     a.status.as_str()
                 ),
-            ));
+            )
+            .with_detail("status", a.status.as_str()));
         }
-        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+        decision::check_decided_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
         let outcome = Outcome {
             status: req.status,
             duration_ms: req.duration_ms,

@@ -33,6 +33,8 @@ pub struct VoteRequest {
     #[serde(deserialize_with = "crate::domain::strict_json::version")]
     #[schema(minimum = 1)]
     pub action_version: i64,
+    #[serde(deserialize_with = "crate::domain::strict_json::fingerprint")]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub fingerprint: String,
     #[serde(default)]
     #[schema(max_length = 2000)]

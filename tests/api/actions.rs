@@ -409,11 +409,36 @@ async fn outcome_is_recorded_once_and_exact_retries_replay() {
     let a = app.create_action(two_options("Deploy")).await;
     let path = format!("/v1/actions/{}/outcome", a["id"].as_str().unwrap());
     let report = json!({"status": "success", "duration_ms": 1234, "rollback": false, "action_version": 1, "fingerprint": a["fingerprint"]});
-    app.post(&path, &app.live_key(), report.clone())
+    let e = app
+        .post(&path, &app.live_key(), report.clone())
         .await
-        .error(409, "ACTION_NOT_RESOLVED");
+        .error(409, "ACTION_NOT_RESOLVED")
+        .clone();
+    assert_eq!(e["details"]["status"], "open", "{e}");
     let decided = app.decide(&a, json!({"option_id": "approve"})).await;
     let receipt = decided.ok(200)["data"]["receipt"].clone();
+    // Not the decided version's binding: 409 saying what to send (nothing
+    // can be decided again); not a binding at all: 422 naming it.
+    let mut wrong = report.clone();
+    wrong["fingerprint"] = json!(format!("sha256:{}", "0".repeat(64)));
+    let e = app
+        .post(&path, &app.live_key(), wrong)
+        .await
+        .error(409, "ACTION_CHANGED")
+        .clone();
+    assert!(
+        e["message"].as_str().unwrap().contains("resolved Action"),
+        "{e}"
+    );
+    assert_eq!(e["details"]["fingerprint"], a["fingerprint"]);
+    wrong = report.clone();
+    wrong["fingerprint"] = json!("sha256:abc");
+    let e = app
+        .post(&path, &app.live_key(), wrong)
+        .await
+        .error(422, "VALIDATION_ERROR")
+        .clone();
+    assert_eq!(e["details"]["errors"][0]["field"], "fingerprint", "{e}");
     let r = app
         .call(
             Method::POST,

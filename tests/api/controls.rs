@@ -157,7 +157,7 @@ async fn an_identical_retry_replays_and_another_body_with_the_key_is_refused() {
         .await
         .error(409, "IDEMPOTENCY_KEY_REUSED");
     // Same key, another body.
-    let other = json!({"action_version": 1, "fingerprint": "sha256:0000"});
+    let other = json!({"action_version": 1, "fingerprint": format!("sha256:{}", "0".repeat(64))});
     invoke_with_key(&reviewer, &a, "restart", "k-1", other)
         .await
         .error(409, "IDEMPOTENCY_KEY_REUSED");
@@ -209,7 +209,7 @@ async fn invoke_refuses_stale_bindings_links_unknown_keys_and_closed_actions() {
     let reviewer = app.member(Role::Reviewer);
     let id = a["id"].as_str().unwrap();
 
-    let stale = json!({"action_version": 1, "fingerprint": "sha256:ffff"});
+    let stale = json!({"action_version": 1, "fingerprint": format!("sha256:{}", "f".repeat(64))});
     let e = reviewer
         .post_err(&invoke_path(&a, "restart"), stale, 409, "ACTION_CHANGED")
         .await;

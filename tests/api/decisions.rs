@@ -69,6 +69,48 @@ async fn decision_codes() {
             assert!(field.ends_with("action_version"), "{path}: {e}");
         }
     }
+    // A fingerprint of the wrong shape is a malformed body too, never 409
+    // ACTION_CHANGED (a client would re-read and retry forever): 422 naming
+    // it, on every route that takes one back.
+    let upper = fp
+        .as_str()
+        .unwrap()
+        .to_uppercase()
+        .replace("SHA256:", "sha256:");
+    for f in ["garbage", "sha256:abc", upper.as_str(), ""] {
+        let binding = json!({"action_version": 1, "fingerprint": f});
+        let mut decide = binding.clone();
+        decide["option_id"] = json!("approve");
+        let mut resolve = decide.clone();
+        resolve["reason"] = json!("x");
+        let mut vote = binding.clone();
+        vote["vote"] = json!("approve");
+        let mut item = decide.clone();
+        item["action_id"] = json!(id);
+        for (who, path, body) in [
+            (&admin, format!("/v1/actions/{id}/decision"), decide),
+            (&source, format!("/v1/actions/{id}/resolve"), resolve),
+            (&admin, format!("/v1/actions/{id}/votes"), vote),
+            (
+                &admin,
+                format!("/v1/actions/{id}/controls/restart/invoke"),
+                binding.clone(),
+            ),
+            (
+                &admin,
+                "/v1/actions/decisions".to_owned(),
+                json!({"decisions": [item]}),
+            ),
+        ] {
+            let e = who.post_err(&path, body, 422, "VALIDATION_ERROR").await;
+            let field = e["details"]["errors"][0]["field"].as_str().unwrap();
+            assert!(field.ends_with("fingerprint"), "{path}: {e}");
+            assert!(
+                e["message"].as_str().unwrap().contains("64 lowercase hex"),
+                "{path}: {e}"
+            );
+        }
+    }
     // No binding at all.
     let decision = format!("/v1/actions/{id}/decision");
     admin

@@ -599,7 +599,9 @@ async fn openapi_lists_every_status_a_route_can_answer() {
     let schemas = &body["components"]["schemas"];
     let decision = &schemas["DecisionRequest"]["properties"];
     assert_eq!(decision["action_version"]["maximum"], 9007199254740991u64);
-    assert_eq!(decision["fingerprint"]["pattern"], "^[^\\u0000]*$");
+    // A field with its own pattern keeps it (it allows no NUL either).
+    assert_eq!(decision["fingerprint"]["pattern"], "^sha256:[0-9a-f]{64}$");
+    assert_eq!(decision["reason"]["pattern"], "^[^\\u0000]*$");
     assert_eq!(decision["reason"]["maxLength"], 2000);
     assert_eq!(
         schemas["VoteRequest"]["properties"]["vote"]["enum"],
