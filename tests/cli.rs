@@ -708,6 +708,21 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     .unwrap();
     let out = hds(&["verify-receipt", receipt.to_str().unwrap()], &data);
     assert_eq!(out.status.code(), Some(0));
+    // A webhook's body, `{type, timestamp, data: {action}}`, as a Source
+    // keeps it: verified, and the Action around the receipt checked too.
+    let hook = dir.path().join("webhook.json");
+    let mut body = serde_json::json!({"type": "action.resolved",
+        "timestamp": "2026-11-23T10:00:00.000Z", "data": {"action": decided["data"]}});
+    std::fs::write(&hook, body.to_string()).unwrap();
+    let out = hds(&["verify-receipt", hook.to_str().unwrap()], &data);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    body["data"]["action"]["resolution_option_id"] = "no".into();
+    std::fs::write(&hook, body.to_string()).unwrap();
+    let out = hds(&["verify-receipt", hook.to_str().unwrap()], &data);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("resolution_option_id"), "{said}");
     // A backup from before the revocation, while the key was still active.
     let backup = dir.path().join("before.db");
     let out = hds(&["backup", backup.to_str().unwrap()], &data);

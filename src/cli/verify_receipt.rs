@@ -1,6 +1,7 @@
 //! `hds verify-receipt FILE [--keys FILE_OR_URL]`: offline verification.
-//! FILE (or `-`) holds a compact JWS, a receipt object, an Action or an API
-//! response; whatever surrounds the JWS must say what it signs.
+//! FILE (or `-`) holds a compact JWS, a receipt object, an Action, an API
+//! response or a webhook's body; whatever surrounds the JWS must say what
+//! it signs.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -117,12 +118,14 @@ fn extract_jws(input: &str) -> Result<String, String> {
         &v["jws"],
         &v["receipt"]["jws"],
         &v["data"]["receipt"]["jws"],
+        // A webhook's body: `{type, timestamp, data: {action}}`.
+        &v["data"]["action"]["receipt"]["jws"],
     ];
     candidates
         .iter()
         .find_map(|c| c.as_str().map(str::to_owned))
         .ok_or_else(|| {
-            "no receipt found in the JSON (looked for jws, receipt.jws, data.receipt.jws)".into()
+            "no receipt found in the JSON (looked for jws, receipt.jws, data.receipt.jws, data.action.receipt.jws)".into()
         })
 }
 
@@ -132,7 +135,7 @@ fn extract_jws(input: &str) -> Result<String, String> {
 /// "Binding"), answer, reason, who decided and when. Otherwise a file could
 /// show one decision while carrying the valid receipt of another.
 fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String> {
-    let action = [v, &v["data"]]
+    let action = [v, &v["data"], &v["data"]["action"]]
         .into_iter()
         .find(|a| a["receipt"].is_object());
     let receipt = match action {
