@@ -107,7 +107,16 @@ impl ActionEvent {
         }
     }
 
-    /// Whether it closes the Action: long polls waiting on it then answer.
+    /// Whether long polls waiting on the Action answer when it is recorded:
+    /// it closed, or a reviewer asked its Source a question (which the
+    /// Source must see to answer: a poll-mode Source learns of it so, and
+    /// a blocking create would otherwise wait out its hold on a reviewer
+    /// who waits for the answer).
+    pub fn wakes_waiters(&self) -> bool {
+        self.closes() || matches!(self, Self::ContextRequested { .. })
+    }
+
+    /// Whether it closes the Action.
     pub fn closes(&self) -> bool {
         matches!(
             self,

@@ -391,7 +391,8 @@ fn check_people(
     }
 }
 
-/// Waits until the Action leaves `open` or `wait` passes, then returns it as it is.
+/// Waits until the Action leaves `open`, a reviewer asks its Source a
+/// question (a context request), or `wait` passes, then returns it as it is.
 pub async fn get_for_source(
     s: &Services,
     src: SourceCaller,

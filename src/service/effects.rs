@@ -17,8 +17,9 @@ use crate::store::events;
 /// What a committed write must trigger.
 #[derive(Debug, Default)]
 pub struct Effects {
-    /// Actions that closed: their long polls answer now.
-    closed: Vec<String>,
+    /// Actions that closed or were asked a question
+    /// (`ActionEvent::wakes_waiters`): their long polls answer now.
+    woken: Vec<String>,
     /// What open pages show that changed (`service::changes`): they refresh.
     changed: Vec<Topic>,
     /// A job row was written: the worker runs it now rather than at its next tick.
@@ -26,8 +27,8 @@ pub struct Effects {
 }
 
 impl Effects {
-    pub fn closed(&self) -> &[String] {
-        &self.closed
+    pub fn woken(&self) -> &[String] {
+        &self.woken
     }
     pub fn changed_topics(&self) -> &[Topic] {
         &self.changed
@@ -57,9 +58,9 @@ impl Effects {
     }
     /// Takes over the effects of a nested step that succeeded (a batch item).
     pub fn absorb(&mut self, other: Effects) {
-        for id in other.closed {
-            if !self.closed.contains(&id) {
-                self.closed.push(id);
+        for id in other.woken {
+            if !self.woken.contains(&id) {
+                self.woken.push(id);
             }
         }
         for t in other.changed {
@@ -71,8 +72,8 @@ impl Effects {
         // Every event changes what an inbox row or Action page shows, the
         // execution outcome included.
         self.workspace_changed(on.workspace_id);
-        if event.closes() && !self.closed.iter().any(|id| id == on.action_id) {
-            self.closed.push(on.action_id.to_owned());
+        if event.wakes_waiters() && !self.woken.iter().any(|id| id == on.action_id) {
+            self.woken.push(on.action_id.to_owned());
         }
     }
 }

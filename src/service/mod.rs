@@ -128,7 +128,7 @@ impl Services {
     /// Applies committed effects: wakes long polls on closed Actions and
     /// tells open dashboards that something changed.
     pub fn apply(&self, fx: &Effects) {
-        for id in fx.closed() {
+        for id in fx.woken() {
             self.waiters.wake(id);
         }
         if fx.jobs_queued() {

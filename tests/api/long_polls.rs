@@ -1,5 +1,5 @@
-//! Every way an Action closes wakes a Source's held long poll, after the
-//! commit (the decision itself: actions.rs; expiry: expiry.rs), and every
+//! Every way an Action closes, and a question to its Source, wakes a
+//! Source's held long poll, after the commit (the decision itself: actions.rs; expiry: expiry.rs), and every
 //! change tells open dashboards to refresh.
 
 use hds::domain::access::Role;
@@ -66,6 +66,41 @@ async fn a_vote_wakes_the_poll_only_when_it_reaches_the_quorum() {
     let d = TestApp::answer(poll).await;
     assert_eq!(d["status"], "resolved");
     assert_eq!(d["resolution_option_id"], "approve");
+}
+
+/// A question to the Source (a context request) wakes its held long poll
+/// with the Action still open, carrying the question: a poll-mode Source
+/// learns of it at once, and a blocking create does not hold out against
+/// a reviewer who waits for the answer. A comment does not wake it.
+#[tokio::test]
+async fn a_question_to_the_source_wakes_its_held_long_poll() {
+    let app = TestApp::spawn().await;
+    let mut body = two_options("Which region?");
+    body["context_request_mode"] = json!("poll");
+    let a = app.create_action(body).await;
+    let id = a["id"].as_str().unwrap();
+    let reviewer = app.member(Role::Reviewer);
+    let poll = app.held_poll(id).await;
+    let _: Value = reviewer
+        .post(
+            &format!("/v1/actions/{id}/comments"),
+            json!({"body": "looking"}),
+            201,
+        )
+        .await;
+    tokio::task::yield_now().await;
+    assert!(!poll.is_finished(), "a comment woke the poll");
+    let q: Value = reviewer
+        .post(
+            &format!("/v1/actions/{id}/context-requests"),
+            json!({"question": "Which region is this for?"}),
+            201,
+        )
+        .await;
+    let d = TestApp::answer(poll).await;
+    assert_eq!(d["status"], "open");
+    assert_eq!(d["context_requests"][0]["id"], q["data"]["id"], "{d}");
+    assert_eq!(d["context_requests"][0]["status"], "open", "{d}");
 }
 
 #[tokio::test]
