@@ -48,6 +48,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(system::openapi))
         // actions (guide: "Endpoints")
         .routes(routes!(actions::create_action))
+        .routes(routes!(actions::list_source_actions))
         .routes(routes!(actions::get_source_action))
         .routes(routes!(actions::get_action, actions::patch_action))
         .routes(routes!(actions::decide_action))

@@ -1,5 +1,6 @@
 //! GET /v1/me/actions: the reviewer's inbox, with every filter and bound of
-//! the guide's "GET /v1/me/actions".
+//! the guide's "GET /v1/me/actions"; and GET /v1/source/actions, the same
+//! list of one Source's own Actions.
 
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -9,7 +10,7 @@ use crate::domain::action::{ActionRecord, Environment, Priority};
 use crate::domain::time;
 use crate::error::{Error, FieldError, Result};
 use crate::service::Services;
-use crate::service::caller::UserCaller;
+use crate::service::caller::{SourceCaller, UserCaller};
 use crate::store::actions::{self as store, InboxQuery};
 
 pub const MAX_SEARCH: usize = 120;
@@ -49,6 +50,10 @@ pub struct InboxParams {
 }
 
 const STATUSES: &[&str] = &["open", "snoozed", "resolved", "cancelled", "expired", "all"];
+/// A Source lists one status at a time: each is read in order from the
+/// index on the Source (`actions_source_inbox`); `all` would need another
+/// index, a cost on every create.
+const SOURCE_STATUSES: &[&str] = &["open", "snoozed", "resolved", "cancelled", "expired"];
 pub const ENVIRONMENTS: &[&str] = &["live", "test", "all"];
 const SCOPES: &[&str] = &["mine", "unassigned", "all"];
 const PRIORITIES: &[&str] = &["low", "normal", "high", "urgent"];
@@ -64,6 +69,10 @@ pub fn string_enum(values: &[&str]) -> utoipa::openapi::Object {
 
 fn status_schema() -> utoipa::openapi::Object {
     string_enum(STATUSES)
+}
+
+fn source_status_schema() -> utoipa::openapi::Object {
+    string_enum(SOURCE_STATUSES)
 }
 fn priority_schema() -> utoipa::openapi::Object {
     string_enum(PRIORITIES)
@@ -105,6 +114,105 @@ pub async fn list(
     let limit = q.limit;
     let mut rows =
         s.db.read(move |c| {
+            let matches = store::matches(c, &q)?;
+            let mut rows = store::inbox(c, &q, &matches)?;
+            crate::store::work::annotate(c, &mut rows)?;
+            Ok(rows)
+        })
+        .await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok((rows, has_more))
+}
+
+/// Query string of GET /v1/source/actions: the Source's own Actions.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SourceActionParams {
+    /// open (default), snoozed, resolved, cancelled, expired
+    #[param(schema_with = source_status_schema)]
+    pub status: Option<String>,
+    /// low, normal, high, urgent
+    #[param(schema_with = priority_schema)]
+    pub priority: Option<String>,
+    /// 1..200, default 100
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<i64>,
+    /// The id of the last Action of the previous page: the page that
+    /// follows it in this list's order. One of this Source's Actions in the
+    /// key's environment, else 422.
+    #[param(pattern = "^act_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub starting_after: Option<String>,
+}
+
+/// GET /v1/source/actions: the Source's own Actions in its key's
+/// environment, in the inbox's order (most pressing first, then oldest),
+/// by the same query as `GET /v1/me/actions?source_id=` for an owner, so
+/// restricted ones included. A cursor that is not one of them is 422.
+pub async fn list_for_source(
+    s: &Services,
+    src: SourceCaller,
+    p: SourceActionParams,
+    now: time::Timestamp,
+) -> Result<(Vec<ActionRecord>, bool)> {
+    let mut errs = Vec::new();
+    let status = one_of(
+        "status",
+        p.status.as_deref(),
+        SOURCE_STATUSES,
+        "open",
+        &mut errs,
+    );
+    if let Some(pr) = &p.priority
+        && Priority::parse(pr).is_none()
+    {
+        errs.push(FieldError::new(
+            "priority",
+            format!("`{pr}` is not valid; use one of low, normal, high, urgent"),
+        ));
+    }
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=200).contains(&limit) {
+        errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
+    }
+    let after = p.starting_after.filter(|s| !s.is_empty());
+    if let Some(a) = &after
+        && !crate::domain::ids::is_id(a, crate::domain::ids::ACTION)
+    {
+        errs.push(FieldError::new(
+            "starting_after",
+            "starting_after must be an Action id (act_ and 26 characters), the last id of the previous page",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(Error::validation(errs));
+    }
+    let q = InboxQuery {
+        workspace_id: src.workspace_id.clone(),
+        user_id: String::new(),
+        user_email: String::new(),
+        sees_restricted: true,
+        status,
+        search: None,
+        source_id: Some(src.source_id.clone()),
+        priority: p.priority,
+        environment: Some(src.environment),
+        scope: "all".into(),
+        limit,
+        now: time::format(now),
+        after,
+    };
+    let mut rows =
+        s.db.read(move |c| {
+            if let Some(a) = &q.after
+                && crate::service::actions::owned(c, &src, a).is_err()
+            {
+                return Err(Error::unknown_cursor(
+                    &crate::domain::ids::Cursor::starting_after(a.as_str()),
+                    "an Action of this Source",
+                ));
+            }
             let matches = store::matches(c, &q)?;
             let mut rows = store::inbox(c, &q, &matches)?;
             crate::store::work::annotate(c, &mut rows)?;

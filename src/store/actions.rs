@@ -1122,6 +1122,36 @@ mod tests {
                 query(|q| q.source_id = Some("src".into())),
                 "actions_source_inbox",
             ),
+            // GET /v1/source/actions: each status of one Source (not
+            // `all`, which no index orders for a Source), and a later page.
+            // A closed status walks the workspace's closed Actions newest
+            // first, as the inbox's `source_id` filter does, until the page
+            // is full (an index on the Source in that order would cost
+            // every create a write).
+            (
+                "source_id+status=resolved",
+                query(|q| {
+                    q.source_id = Some("src".into());
+                    q.status = "resolved".into();
+                }),
+                "actions_closed",
+            ),
+            (
+                "source_id+status=snoozed",
+                query(|q| {
+                    q.source_id = Some("src".into());
+                    q.status = "snoozed".into();
+                }),
+                "actions_snoozed",
+            ),
+            (
+                "source_id+after",
+                query(|q| {
+                    q.source_id = Some("src".into());
+                    q.after = Some("act_x".into());
+                }),
+                "actions_source_inbox",
+            ),
             (
                 "status=snoozed",
                 query(|q| q.status = "snoozed".into()),

@@ -1497,3 +1497,134 @@ async fn a_key_stored_under_the_first_typed_hash_still_replays() {
         .await
         .error(409, "IDEMPOTENCY_KEY_REUSED");
 }
+
+fn action_ids(list: &Value) -> Vec<Value> {
+    list["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect()
+}
+
+/// A Source lists its own Actions (a worker that restarted finds what is
+/// still open): one status at a time, in its key's environment, in the
+/// inbox's order, restricted ones included, never another Source's; pages
+/// continue after the last id; a cursor of anyone else's is 422.
+#[tokio::test]
+async fn a_source_lists_its_own_actions_by_status_and_pages_them() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let mut urgent = two_options("Urgent one");
+    urgent["priority"] = json!("urgent");
+    let old = app.create_action(two_options("Older")).await;
+    let newer = app.create_action(two_options("Newer")).await;
+    let first = app.create_action(urgent).await;
+    let mut restricted = two_options("Restricted");
+    restricted["visibility"] = json!("restricted");
+    restricted["reviewer_user_ids"] = json!([app.admin().person().id]);
+    let hidden = app.create_action(restricted).await;
+    let decided = app.create_action(two_options("Decided")).await;
+    app.decide(&decided, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let cancelled = app.create_action(two_options("Cancelled")).await;
+    source
+        .post::<Value>(
+            &format!("/v1/actions/{}/cancel", cancelled["id"].as_str().unwrap()),
+            json!({}),
+            200,
+        )
+        .await;
+    let test = app
+        .create_action_with(&app.test_key(), two_options("Test one"))
+        .await;
+    let (_, other_key) = app.second_source().await;
+    let theirs = app
+        .create_action_with(&other_key, two_options("Another Source's"))
+        .await;
+
+    // Open (the default): most pressing first, then oldest.
+    let open: Value = source.get("/v1/source/actions", 200).await;
+    assert_eq!(open["object"], "list");
+    assert_eq!(open["has_more"], false);
+    assert_eq!(
+        action_ids(&open),
+        [&first, &old, &newer, &hidden].map(|a| a["id"].clone())
+    );
+    assert_eq!(open["data"][0]["title"], "Urgent one");
+    assert_eq!(open["data"][0]["fingerprint"], first["fingerprint"]);
+    for (status, want) in [("resolved", &decided), ("cancelled", &cancelled)] {
+        let l: Value = source
+            .get(&format!("/v1/source/actions?status={status}"), 200)
+            .await;
+        assert_eq!(action_ids(&l), [want["id"].clone()], "{status}");
+    }
+    let urgent_only: Value = source.get("/v1/source/actions?priority=urgent", 200).await;
+    assert_eq!(action_ids(&urgent_only), [first["id"].clone()]);
+    // The test key's list and the other Source's hold only their own.
+    let t: Value = app.source_test().get("/v1/source/actions", 200).await;
+    assert_eq!(action_ids(&t), [test["id"].clone()]);
+    let o: Value = app.bearer(&other_key).get("/v1/source/actions", 200).await;
+    assert_eq!(action_ids(&o), [theirs["id"].clone()]);
+
+    // Pages.
+    let p1: Value = source.get("/v1/source/actions?limit=2", 200).await;
+    assert_eq!(p1["has_more"], true);
+    assert_eq!(action_ids(&p1), [first["id"].clone(), old["id"].clone()]);
+    let p2: Value = source
+        .get(
+            &format!(
+                "/v1/source/actions?limit=2&starting_after={}",
+                old["id"].as_str().unwrap()
+            ),
+            200,
+        )
+        .await;
+    assert_eq!(p2["has_more"], false);
+    assert_eq!(action_ids(&p2), [newer["id"].clone(), hidden["id"].clone()]);
+
+    // A cursor that is not one of this Source's Actions here, and bad
+    // queries: 422 naming the parameter.
+    for cursor in [&theirs, &test] {
+        let e = source
+            .get_err(
+                &format!(
+                    "/v1/source/actions?starting_after={}",
+                    cursor["id"].as_str().unwrap()
+                ),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("is not an Action of this Source"),
+            "{e}"
+        );
+    }
+    for (q, field) in [
+        ("status=all", "status"),
+        ("status=done", "status"),
+        ("priority=now", "priority"),
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        (
+            "starting_after=run_01JD8XQ0000000000000000000",
+            "starting_after",
+        ),
+        ("environment=test", "environment"),
+        ("source_id=src_x", "source_id"),
+    ] {
+        let e = source
+            .get_err(&format!("/v1/source/actions?{q}"), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{q}: {e}");
+    }
+    app.admin()
+        .get_err("/v1/source/actions", 401, "INVALID_API_KEY")
+        .await;
+}

@@ -135,6 +135,7 @@ async fn openapi_covers_every_route() {
         ("/v1/docs", "get"),
         ("/v1/openapi.json", "get"),
         ("/v1/actions", "post"),
+        ("/v1/source/actions", "get"),
         ("/v1/source/actions/{action_id}", "get"),
         ("/v1/actions/{action_id}", "get"),
         ("/v1/actions/{action_id}", "patch"),

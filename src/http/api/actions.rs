@@ -13,8 +13,8 @@ use utoipa::IntoParams;
 use crate::app::AppState;
 use crate::domain::action::ActionSpec;
 use crate::error::{Code, Error, Result};
-use crate::http::api::wire::Envelope;
 use crate::http::api::wire::actions::{ActionDetail, ActionOut, BatchOut, VoteOut};
+use crate::http::api::wire::{Envelope, List};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
 use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
@@ -102,6 +102,25 @@ pub struct WaitParams {
     /// 0..30 seconds to hold while the Action is open.
     #[param(minimum = 0, maximum = 30)]
     pub wait_seconds: Option<u64>,
+}
+
+/// The Source's own Actions in its key's environment, most pressing first.
+#[utoipa::path(get, path = "/v1/source/actions", tag = "actions", params(crate::service::inbox::SourceActionParams),
+    responses((status = 200, description = "the Source's Actions, in the inbox's order (priority, then oldest first)", body = List<ActionOut>),
+              (status = 422, description = "VALIDATION_ERROR: status, priority, limit or starting_after (not an Action of this Source)", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn list_source_actions(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiQuery(p): ApiQuery<crate::service::inbox::SourceActionParams>,
+) -> Result<Json<List<ActionOut>>> {
+    let (rows, has_more) =
+        crate::service::inbox::list_for_source(&st.services, src, p, st.services.clock.now())
+            .await?;
+    Ok(Json(List::new(
+        rows.iter().map(ActionOut::from).collect(),
+        has_more,
+    )))
 }
 
 /// Read an Action as its Source, optionally long-polling for the decision.
