@@ -224,11 +224,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
                     .unwrap_or("query")
                     .to_owned();
             }
+            let said = plain_parse_error(&inner).unwrap_or(&inner);
             Error::validation(vec![FieldError::new(
                 field.clone(),
-                format!("query parameter {field}: {inner}"),
+                format!("query parameter {field}: {said}"),
             )])
         })
+    }
+}
+
+/// What a person reads instead of the parser's wording for a value of the
+/// wrong type ("invalid digit found in string").
+fn plain_parse_error(inner: &str) -> Option<&'static str> {
+    if inner.contains("invalid digit")
+        || inner.contains("empty string")
+        || inner.contains("too large to fit")
+        || inner.contains("too small to fit")
+    {
+        Some(
+            "must be a whole number within the bounds this route documents (digits only, no sign unless negative values are allowed)",
+        )
+    } else if inner.contains("`true` or `false`") {
+        Some("must be true or false")
+    } else {
+        None
     }
 }
 

@@ -156,10 +156,19 @@ pub async fn invoke(
             .find(|c| c.key == control_key)
             .cloned()
             .ok_or_else(|| {
+                let keys: Vec<&str> = a
+                    .spec
+                    .controls
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.kind == "callback")
+                    .map(|c| c.key.as_str())
+                    .collect();
                 Error::new(
                     Code::ControlNotFound,
                     format!("this Action has no control `{control_key}`"),
                 )
+                .with_detail("control_keys", keys)
             })?;
         if control.kind != "callback" {
             return Err(Error::field(

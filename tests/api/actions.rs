@@ -187,6 +187,23 @@ async fn an_open_action_is_returned_when_the_wait_times_out() {
         r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
         "wait_seconds"
     );
+    // Not a number: said plainly, not in the parser's words.
+    for bad in ["abc", "-1", "1.5", ""] {
+        let r = app
+            .get(
+                &format!(
+                    "/v1/source/actions/{}?wait_seconds={bad}",
+                    a["id"].as_str().unwrap()
+                ),
+                &app.live_key(),
+            )
+            .await;
+        let e = r.error(422, "VALIDATION_ERROR");
+        assert_eq!(e["details"]["errors"][0]["field"], "wait_seconds", "{e}");
+        let said = e["message"].as_str().unwrap();
+        assert!(said.contains("must be a whole number"), "{bad}: {e}");
+        assert!(!said.contains("invalid digit"), "{bad}: {e}");
+    }
 }
 
 #[tokio::test]

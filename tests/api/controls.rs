@@ -258,6 +258,12 @@ async fn invoke_refuses_stale_bindings_links_unknown_keys_and_closed_actions() {
         )
         .await;
     assert!(e["message"].as_str().unwrap().contains("nope"), "{e}");
+    // The keys it has (callback ones: a link control is not invoked).
+    assert_eq!(
+        e["details"]["control_keys"],
+        json!(["restart", "logs"]),
+        "{e}"
+    );
     reviewer
         .post_err(
             &invoke_path(&a, "restart"),
