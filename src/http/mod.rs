@@ -66,6 +66,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         // controls and context requests (guide: "Controls", "Context requests")
         .routes(routes!(controls::invoke_control))
         .routes(routes!(controls::list_control_requests))
+        .routes(routes!(controls::list_source_control_requests))
         .routes(routes!(controls::report_control_result))
         .routes(routes!(controls::create_context_request))
         // runs (guide: "Runs")

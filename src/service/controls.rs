@@ -227,20 +227,35 @@ pub const MAX_CONTEXT_REQUESTS: i64 = 100;
 /// Control requests one list shows by default, and at most: the newest.
 pub const LISTED: usize = 100;
 
-/// GET /v1/actions/{id}/control-requests: up to `limit` (1..=`LISTED`),
+/// Who reads an Action's control requests: a person who sees the Action
+/// (GET /v1/actions/{id}/control-requests), or the Source that owns it, in
+/// its key's environment (GET /v1/source/actions/{id}/control-requests, so
+/// a Source that missed a webhook finds the presses it has not acted on).
+pub enum Reader {
+    Person(UserCaller),
+    Source(SourceCaller),
+}
+
+/// The control requests of an Action: up to `limit` (1..=`LISTED`),
 /// newest first, after `starting_after` (a request of this Action: anything
-/// else is 422) when given, for anyone who sees the Action; `true` when
-/// there are older ones.
+/// else is 422) when given; `true` when there are older ones. An Action
+/// the reader may not see is ACTION_NOT_FOUND.
 pub async fn list(
     s: &Services,
-    user: UserCaller,
+    reader: Reader,
     action_id: String,
     starting_after: Option<String>,
     limit: i64,
 ) -> Result<(Vec<ControlRequest>, bool)> {
     s.db.read(move |c| {
-        let a = store::get(c, &action_id)?.ok_or_else(Error::action_not_found)?;
-        access(&a, &user).ok_or_else(Error::action_not_found)?;
+        let a = match &reader {
+            Reader::Person(user) => {
+                let a = store::get(c, &action_id)?.ok_or_else(Error::action_not_found)?;
+                access(&a, user).ok_or_else(Error::action_not_found)?;
+                a
+            }
+            Reader::Source(src) => crate::service::actions::owned(c, src, &action_id)?,
+        };
         let after = match starting_after {
             Some(id) => Some(
                 rq::control(c, &id)?

@@ -397,6 +397,62 @@ async fn a_demoted_reviewer_is_refused_inside_the_write() {
     assert_eq!(app.count_rows("control_requests"), 0);
 }
 
+/// A Source reads the control requests of its own Actions (one that missed
+/// the webhook finds the presses still `pending`); another Source, or the
+/// other environment's key, gets 404 as for the Action itself.
+#[tokio::test]
+async fn a_source_lists_the_control_requests_of_its_own_action() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(with_controls("Deploy")).await;
+    let id = a["id"].as_str().unwrap();
+    let reviewer = app.member(Role::Reviewer);
+    let first: Value = reviewer
+        .post(&invoke_path(&a, "restart"), binding(&a), 202)
+        .await;
+    let second: Value = reviewer
+        .post(&invoke_path(&a, "logs"), binding(&a), 202)
+        .await;
+    let path = format!("/v1/source/actions/{id}/control-requests");
+    let list: Value = app.source().get(&path, 200).await;
+    assert_eq!(list["object"], "list");
+    assert_eq!(list["has_more"], false);
+    assert_eq!(list["data"][0]["id"], second["data"]["id"], "newest first");
+    assert_eq!(list["data"][1]["id"], first["data"]["id"]);
+    assert_eq!(list["data"][1]["status"], "pending");
+    assert_eq!(list["data"][1]["control_key"], "restart");
+    // The same list a reviewer reads.
+    let theirs: Value = reviewer
+        .get(&format!("/v1/actions/{id}/control-requests"), 200)
+        .await;
+    assert_eq!(theirs, list);
+    let page: Value = app
+        .source()
+        .get(
+            &format!(
+                "{path}?limit=1&starting_after={}",
+                second["data"]["id"].as_str().unwrap()
+            ),
+            200,
+        )
+        .await;
+    assert_eq!(page["data"][0]["id"], first["data"]["id"]);
+    let (_, other_key) = app.second_source().await;
+    for who in [app.bearer(&other_key), app.source_test()] {
+        who.get_err(&path, 404, "ACTION_NOT_FOUND").await;
+    }
+    app.source()
+        .get_err(&format!("{path}?limit=0"), 422, "VALIDATION_ERROR")
+        .await;
+    app.source()
+        .get_err(
+            &format!("{path}?starting_after=ctl_nope"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    reviewer.get_err(&path, 401, "INVALID_API_KEY").await;
+}
+
 #[tokio::test]
 async fn the_source_reports_running_then_a_final_result() {
     let app = TestApp::spawn().await;

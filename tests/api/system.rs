@@ -155,6 +155,7 @@ async fn openapi_covers_every_route() {
             "post",
         ),
         ("/v1/actions/{action_id}/control-requests", "get"),
+        ("/v1/source/actions/{action_id}/control-requests", "get"),
         ("/v1/source/control-requests/{request_id}/result", "post"),
         ("/v1/actions/{action_id}/context-requests", "post"),
         ("/v1/runs", "post"),

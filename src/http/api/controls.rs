@@ -78,7 +78,44 @@ pub async fn list_control_requests(
     }
     // An empty cursor is the first page, as an absent one.
     let after = p.starting_after.filter(|s| !s.is_empty());
-    let (list, has_more) = controls::list(&st.services, user, id, after, limit).await?;
+    let (list, has_more) = controls::list(
+        &st.services,
+        controls::Reader::Person(user),
+        id,
+        after,
+        limit,
+    )
+    .await?;
+    Ok(Json(List::new(list, has_more)))
+}
+
+/// The control requests of one of the Source's own Actions, newest first:
+/// what a Source that missed a webhook reads to find presses it has not
+/// acted on (those still `pending`).
+#[utoipa::path(get, path = "/v1/source/actions/{action_id}/control-requests", tag = "controls", params(("action_id" = String, Path), ControlRequestParams),
+    responses((status = 200, description = "the Action's control requests, newest first; has_more: pass the last id as starting_after", body = List<ControlRequest>),
+              (status = 404, description = "ACTION_NOT_FOUND (unknown, another Source's, or the other environment's)", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR: limit, or a starting_after that is not a control request of this Action", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn list_source_control_requests(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(p): ApiQuery<ControlRequestParams>,
+) -> Result<Json<List<ControlRequest>>> {
+    let limit = p.limit.unwrap_or(controls::LISTED as i64);
+    if !(1..=controls::LISTED as i64).contains(&limit) {
+        return Err(Error::field("limit", "limit must be between 1 and 100"));
+    }
+    let after = p.starting_after.filter(|s| !s.is_empty());
+    let (list, has_more) = controls::list(
+        &st.services,
+        controls::Reader::Source(src),
+        id,
+        after,
+        limit,
+    )
+    .await?;
     Ok(Json(List::new(list, has_more)))
 }
 
