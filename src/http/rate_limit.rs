@@ -183,6 +183,22 @@ impl FromRequestParts<AppState> for AddressBudget {
     }
 }
 
+/// The address of a caller whose budget is not used up (`gate`), without
+/// spending any: for a route whose link carries its own credential (the
+/// unsubscribe link), which spends a unit only when it refuses one
+/// (`AddressLimiter::spend`), so the few addresses a mail provider sends
+/// its one-click POSTs from are not throttled by valid links.
+pub struct AddressGate(pub Option<IpAddr>);
+
+impl FromRequestParts<AppState> for AddressGate {
+    type Rejection = Error;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let client = client_addr::key(parts, &state.services.config);
+        state.addresses.gate(client)?;
+        Ok(Self(client))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -549,3 +549,44 @@ async fn email_on(who: &Actor) -> bool {
     let p: Value = who.get("/v1/notification-preferences", 200).await;
     p["email"].as_bool().unwrap_or_else(|| panic!("{p}"))
 }
+
+/// Valid unsubscribe links spend nothing of the address's budget (a mail
+/// provider sends every recipient's one-click POST from a few addresses);
+/// refused ones do, and once it is used up the address gets 429, valid
+/// links included, until it refills.
+#[tokio::test]
+async fn refused_unsubscribe_links_count_against_the_address_and_valid_ones_do_not() {
+    let app = TestApp::spawn_with(|c| {
+        c.anonymous_rate_limit = 1;
+        c.anonymous_burst = 3;
+    })
+    .await;
+    let r1 = app.member(Role::Reviewer);
+    let ws = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    let key = app
+        .state
+        .services
+        .db
+        .read(|c| hds::store::mail::unsubscribe_key(c))
+        .await
+        .unwrap();
+    let token = hds::domain::unsubscribe::token(&key, &r1.person().id, &ws);
+    let url = format!("{}/app/unsubscribe/{token}", app.base);
+    let anon = reqwest::Client::new();
+    for _ in 0..6 {
+        assert_eq!(anon.get(&url).send().await.unwrap().status(), 200);
+        assert_eq!(anon.post(&url).send().await.unwrap().status(), 200);
+    }
+    let forged = format!(
+        "{}/app/unsubscribe/{}x",
+        app.base,
+        &token[..token.len() - 1]
+    );
+    for _ in 0..3 {
+        assert_eq!(anon.post(&forged).send().await.unwrap().status(), 404);
+    }
+    let limited = anon.post(&forged).send().await.unwrap();
+    assert_eq!(limited.status(), 429);
+    assert!(limited.headers().contains_key("retry-after"));
+    assert_eq!(anon.get(&url).send().await.unwrap().status(), 429);
+}

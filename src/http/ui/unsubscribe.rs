@@ -11,7 +11,8 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 
 use crate::app::AppState;
-use crate::http::ui::view::{Layout, PageAddressBudget, PagePath, UiError};
+use crate::error::{Code, Error};
+use crate::http::ui::view::{Layout, PageAddressGate, PagePath, UiError};
 use crate::service::unsubscribe::{self, Subscription};
 
 #[derive(Template, WebTemplate)]
@@ -34,22 +35,38 @@ fn page(token: &str, sub: Subscription, done: bool) -> UnsubscribePage {
     }
 }
 
+/// A refused link spends a unit of the address's budget of refused
+/// credentials (guide: "Rate limiting"): guessing at tokens is throttled,
+/// valid links never are.
+fn charged(st: &AppState, client: PageAddressGate, e: Error) -> UiError {
+    if e.code == Code::NotFound
+        && let Err(limited) = st.addresses.spend(client.0.0)
+    {
+        return limited.into();
+    }
+    e.into()
+}
+
 /// GET /app/unsubscribe/{token}: changes nothing (link scanners open it).
 pub async fn unsubscribe_page(
-    _: PageAddressBudget,
+    client: PageAddressGate,
     State(st): State<AppState>,
     PagePath(token): PagePath<String>,
 ) -> Result<UnsubscribePage, UiError> {
-    let sub = unsubscribe::show(&st.services, token.clone()).await?;
-    Ok(page(&token, sub, false))
+    match unsubscribe::show(&st.services, token.clone()).await {
+        Ok(sub) => Ok(page(&token, sub, false)),
+        Err(e) => Err(charged(&st, client, e)),
+    }
 }
 
 /// POST /app/unsubscribe/{token}: the one-click POST, or the page's button.
 pub async fn unsubscribe(
-    _: PageAddressBudget,
+    client: PageAddressGate,
     State(st): State<AppState>,
     PagePath(token): PagePath<String>,
 ) -> Result<UnsubscribePage, UiError> {
-    let sub = unsubscribe::stop(&st.services, token.clone()).await?;
-    Ok(page(&token, sub, true))
+    match unsubscribe::stop(&st.services, token.clone()).await {
+        Ok(sub) => Ok(page(&token, sub, true)),
+        Err(e) => Err(charged(&st, client, e)),
+    }
 }

@@ -259,6 +259,22 @@ impl axum::extract::FromRequestParts<AppState> for PageAddressBudget {
     }
 }
 
+/// [`crate::http::rate_limit::AddressGate`] for a page: a blocked address
+/// gets the HTML error page.
+pub struct PageAddressGate(pub crate::http::rate_limit::AddressGate);
+
+impl axum::extract::FromRequestParts<AppState> for PageAddressGate {
+    type Rejection = UiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, UiError> {
+        Ok(Self(
+            crate::http::rate_limit::AddressGate::from_request_parts(parts, state).await?,
+        ))
+    }
+}
+
 impl From<Error> for UiError {
     fn from(e: Error) -> Self {
         Self(e)
