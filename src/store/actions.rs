@@ -562,7 +562,9 @@ enum Search {
 ///   leads the index. (`actions_inbox_all`, which held the open ones of both
 ///   in order, cost every create an index write: migration 0017.)
 /// - priority: one more equality column of the same indexes.
-/// - source_id: `actions_source_inbox` (source_id, environment, status, …).
+/// - source_id: `actions_source_inbox` (source_id, environment, status, …);
+///   on a closed status, `actions_source_closed` (source_id, environment,
+///   status, created_at; partial), newest first.
 /// - scope=mine: a UNION ALL of `assignee_user_id = me` (partial index
 ///   `actions_assignee_user`) and `assignee_email = my e-mail` not already
 ///   mine by id (`actions_assignee_email`, on the lower-cased `assignee_email` column),
@@ -1124,17 +1126,15 @@ mod tests {
             ),
             // GET /v1/source/actions: each status of one Source (not
             // `all`, which no index orders for a Source), and a later page.
-            // A closed status walks the workspace's closed Actions newest
-            // first, as the inbox's `source_id` filter does, until the page
-            // is full (an index on the Source in that order would cost
-            // every create a write).
+            // A closed status reads the Source's own closed Actions newest
+            // first (`actions_source_closed`, partial: written on close).
             (
                 "source_id+status=resolved",
                 query(|q| {
                     q.source_id = Some("src".into());
                     q.status = "resolved".into();
                 }),
-                "actions_closed",
+                "actions_source_closed",
             ),
             (
                 "source_id+status=snoozed",
