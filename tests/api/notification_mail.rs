@@ -567,7 +567,7 @@ async fn refused_unsubscribe_links_count_against_the_address_and_valid_ones_do_n
         .state
         .services
         .db
-        .read(|c| hds::store::mail::unsubscribe_key(c))
+        .read(hds::store::mail::unsubscribe_key)
         .await
         .unwrap();
     let token = hds::domain::unsubscribe::token(&key, &r1.person().id, &ws);
