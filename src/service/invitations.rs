@@ -312,6 +312,7 @@ fn invitation_letter(c: &Connection, inv: &Invitation, accept_url: &str) -> Resu
         workspace_id: Some(inv.workspace_id.clone()),
         user_id: users::by_email(c, &inv.email)?.map(|u| u.id),
         secret: true,
+        unsubscribable: false,
     })
 }
 

@@ -70,6 +70,10 @@ pub struct Letter {
     /// The bodies carry a secret (an accept link): they are erased once the
     /// mail is sent or failed, and never logged.
     pub secret: bool,
+    /// Unsubscribing would stop it: it carries the one-click link
+    /// (`List-Unsubscribe`). Not for a kind its workspace makes mandatory,
+    /// which is mailed whatever the person chose, nor for an invitation.
+    pub unsubscribable: bool,
 }
 
 /// Whether hds sends e-mail at all (`[smtp]` is configured). Callers that
@@ -180,6 +184,7 @@ pub fn enqueue(c: &Connection, fx: &mut Effects, letter: &Letter, now: &str) -> 
             text_body: &text,
             html_body: &html,
             secret: letter.secret,
+            unsubscribable: letter.unsubscribable,
             now,
         },
     )?;
@@ -320,6 +325,7 @@ mod tests {
             workspace_id: None,
             user_id: None,
             secret: true,
+            unsubscribable: false,
         }
     }
 

@@ -63,6 +63,11 @@ pub fn notification(
         workspace_id: Some(n.workspace_id.to_owned()),
         user_id: Some(user_id.to_owned()),
         secret: false,
+        // A kind the workspace makes mandatory is mailed whatever the
+        // person chose: a link that says it unsubscribes would not.
+        unsubscribable: !store::policy(c, n.workspace_id)?
+            .mandatory
+            .contains(&n.kind),
     };
     mail::enqueue(c, fx, &letter, n.created_at)?;
     Ok(())
@@ -197,6 +202,8 @@ pub fn digest(
         workspace_id: Some(workspace_id.to_owned()),
         user_id: Some(user_id.to_owned()),
         secret: false,
+        // A digest holds no mandatory kind (those are mailed at once).
+        unsubscribable: true,
     };
     mail::enqueue(c, fx, &letter, now)?;
     Ok(())

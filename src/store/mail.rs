@@ -44,6 +44,7 @@ pub struct NewMail<'a> {
     pub text_body: &'a str,
     pub html_body: &'a str,
     pub secret: bool,
+    pub unsubscribable: bool,
     pub now: &'a str,
 }
 
@@ -51,8 +52,8 @@ pub struct NewMail<'a> {
 pub fn insert(c: &Connection, m: &NewMail) -> Result<()> {
     c.prepare_cached(
         "INSERT INTO mail_outbox(id, workspace_id, user_id, to_addr, kind, subject, text_body,
-            html_body, secret, status, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', ?10)",
+            html_body, secret, status, created_at, unsubscribable)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', ?10, ?11)",
     )?
     .execute(params![
         m.id,
@@ -64,7 +65,8 @@ pub fn insert(c: &Connection, m: &NewMail) -> Result<()> {
         m.text_body,
         m.html_body,
         m.secret,
-        m.now
+        m.now,
+        m.unsubscribable
     ])?;
     Ok(())
 }
@@ -84,8 +86,8 @@ pub struct Outgoing {
     /// For a notification mail or a digest: the token of its one-click
     /// unsubscribe link (`domain::unsubscribe`), filled by the worker.
     pub unsubscribe_token: Option<String>,
-    /// The person and workspace a notification mail or a digest is for,
-    /// whose link that is; None for an invitation.
+    /// The person and workspace a mail that unsubscribing would stop is
+    /// for, whose link that is (`unsubscribable`); None for any other.
     pub list: Option<(String, String)>,
 }
 
@@ -107,7 +109,7 @@ pub fn unsubscribe_key(c: &Connection) -> Result<[u8; 32]> {
 pub fn outgoing(c: &Connection, id: &str) -> Result<Option<Outgoing>> {
     Ok(c.prepare_cached(
         "SELECT id, to_addr, subject, text_body, html_body, created_at, attempts,
-                CASE WHEN kind IN ('notification', 'digest') THEN user_id END, workspace_id
+                CASE WHEN unsubscribable = 1 THEN user_id END, workspace_id
          FROM mail_outbox WHERE id = ?1 AND status = 'pending'
            AND text_body IS NOT NULL AND html_body IS NOT NULL",
     )?
@@ -342,6 +344,7 @@ mod tests {
                     text_body: "link",
                     html_body: "<p>link</p>",
                     secret,
+                    unsubscribable: false,
                     now: t,
                 },
             )

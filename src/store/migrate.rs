@@ -47,6 +47,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0030_source_runs.sql")),
         M::up(include_str!("../../migrations/0031_unsubscribe_key.sql")),
         M::up(include_str!("../../migrations/0032_source_closed.sql")),
+        M::up(include_str!(
+            "../../migrations/0033_unsubscribable_mail.sql"
+        )),
     ])
 }
 

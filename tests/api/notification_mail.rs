@@ -183,6 +183,14 @@ async fn a_digest_gathers_the_hours_notifications_into_one_mail() {
     assert_eq!(got.len(), 1);
     let m = &got[0];
     assert_eq!(m["subject"], "3 notifications in Test");
+    // A digest holds no mandatory kind: unsubscribing would stop it.
+    assert!(
+        m["list_unsubscribe"]
+            .as_str()
+            .is_some_and(|h| h.contains("/app/unsubscribe/")),
+        "{m}"
+    );
+    assert_eq!(m["list_unsubscribe_post"], "List-Unsubscribe=One-Click");
     let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
     for title in [
         "Assigned to you: Migrate the database",
@@ -530,6 +538,25 @@ async fn the_unsubscribe_link_stops_a_persons_mail_in_one_click() {
     assert_eq!(in_app(&r1).await[0]["action_id"], b["id"]);
     let to_r1 = log(&owner).await.into_iter().filter(|m| m.0 == to).count();
     assert_eq!(to_r1, 1, "only the first mail");
+
+    // A kind the workspace makes mandatory is mailed anyway, and so says
+    // nothing of unsubscribing: its mail carries no link.
+    owner
+        .patch::<Value>(
+            "/v1/workspaces/notification-policy",
+            json!({"mandatory": ["action.assigned"]}),
+            200,
+        )
+        .await;
+    let c = app.create_action(two_options("Ship 2.2")).await;
+    assign(&owner, &c, &r1).await;
+    let got = sink.wait_for(&to, 2).await;
+    let mandatory = got
+        .iter()
+        .find(|m| m["subject"] == "Assigned to you: Ship 2.2")
+        .expect("the mandatory mail");
+    assert_eq!(mandatory["list_unsubscribe"], Value::Null, "{mandatory}");
+    assert_eq!(mandatory["list_unsubscribe_post"], Value::Null);
 
     // Removed from the workspace, the link no longer applies.
     owner
