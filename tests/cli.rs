@@ -723,6 +723,18 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("resolution_option_id"), "{said}");
+    // A genuine Action on top whose receipt lost its JWS, and a changed
+    // decision below carrying the genuine JWS: the JWS is checked against
+    // the Action that holds it, and a file with two is refused outright.
+    let mut genuine = decided["data"].clone();
+    genuine["receipt"] = serde_json::json!({});
+    let mut both = genuine.clone();
+    both["data"] = serde_json::json!({"action": body["data"]["action"]});
+    std::fs::write(&hook, both.to_string()).unwrap();
+    let out = hds(&["verify-receipt", hook.to_str().unwrap()], &data);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("more than one receipt"), "{said}");
     // A backup from before the revocation, while the key was still active.
     let backup = dir.path().join("before.db");
     let out = hds(&["backup", backup.to_str().unwrap()], &data);

@@ -107,6 +107,15 @@ fn verify(a: &Args) -> Result<String, Failure> {
     ))
 }
 
+/// The places of a JSON file where a receipt may be: the file itself (a
+/// receipt object, `jws`), or the `receipt` of an Action that is the file,
+/// its `data` (an API response) or its `data.action` (a webhook's body).
+const ACTION_PLACES: [&[&str]; 3] = [&[], &["data"], &["data", "action"]];
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
+    path.iter().fold(v, |node, key| &node[*key])
+}
+
 /// Finds the compact JWS in whatever was given.
 fn extract_jws(input: &str) -> Result<String, String> {
     if !input.starts_with('{') {
@@ -114,19 +123,36 @@ fn extract_jws(input: &str) -> Result<String, String> {
     }
     let v: Value = serde_json::from_str(input)
         .map_err(|e| format!("input is neither a compact JWS nor JSON: {e}"))?;
-    let candidates = [
-        &v["jws"],
-        &v["receipt"]["jws"],
-        &v["data"]["receipt"]["jws"],
-        // A webhook's body: `{type, timestamp, data: {action}}`.
-        &v["data"]["action"]["receipt"]["jws"],
-    ];
-    candidates
-        .iter()
-        .find_map(|c| c.as_str().map(str::to_owned))
+    holder(&v)?
+        .1
         .ok_or_else(|| {
             "no receipt found in the JSON (looked for jws, receipt.jws, data.receipt.jws, data.action.receipt.jws)".into()
         })
+}
+
+/// The one node of the file that holds a receipt: None for a receipt
+/// object (the file itself), Some(the Action) otherwise; and its JWS, when
+/// it has one. A file with more than one (a receipt beside an Action, two
+/// Actions) is refused: whatever it shows must be what the one JWS signs,
+/// so no second, unchecked decision may sit beside it.
+fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
+    let mut found: Vec<(Option<&Value>, Option<String>)> = Vec::new();
+    if !v["jws"].is_null() {
+        found.push((None, v["jws"].as_str().map(str::to_owned)));
+    }
+    for path in ACTION_PLACES {
+        let a = at(v, path);
+        if !a["receipt"].is_null() {
+            found.push((Some(a), a["receipt"]["jws"].as_str().map(str::to_owned)));
+        }
+    }
+    if found.len() > 1 {
+        return Err(
+            "the file holds more than one receipt or Action with a receipt (at jws, receipt, data.receipt, data.action.receipt); verify each on its own"
+                .into(),
+        );
+    }
+    Ok(found.pop().unwrap_or((None, None)))
 }
 
 /// A receipt object or an Action around the JWS must show what the JWS
@@ -135,9 +161,7 @@ fn extract_jws(input: &str) -> Result<String, String> {
 /// "Binding"), answer, reason, who decided and when. Otherwise a file could
 /// show one decision while carrying the valid receipt of another.
 fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String> {
-    let action = [v, &v["data"], &v["data"]["action"]]
-        .into_iter()
-        .find(|a| a["receipt"].is_object());
+    let (action, _) = holder(v)?;
     let receipt = match action {
         Some(a) => &a["receipt"],
         None => v,
