@@ -859,6 +859,23 @@ fn broadcast_marks(c: &Connection, user: &UserCaller) -> Result<Vec<Watermark>> 
     store::watermarks(c, &user.user_id, &ws)
 }
 
+/// Fills `action_status` of notifications about an Action the reader may
+/// still see (`domain::access`, as on the Action itself): one read by key
+/// per Action named, at most a page's 200. A notice about an Action since
+/// taken from them (a restricted one they are no longer listed on) says
+/// nothing of it.
+fn with_action_status(c: &Connection, user: &UserCaller, rows: &mut [Notification]) -> Result<()> {
+    for n in rows {
+        if let Some(id) = n.action_id.as_deref()
+            && let Some(a) = crate::store::actions::get_plain(c, id)?
+            && crate::service::actions::access(&a, user).is_some()
+        {
+            n.action_status = Some(a.status.as_str().to_owned());
+        }
+    }
+    Ok(())
+}
+
 /// A page of the caller's notifications, newest first, and whether more follow.
 pub async fn list(
     s: &Services,
@@ -887,7 +904,7 @@ pub async fn list(
         let mut rows = store::list(c, &user.user_id, &marks, unread_only, before, n + 1)?;
         let more = rows.len() > n;
         rows.truncate(n);
-        store::with_action_status(c, &mut rows)?;
+        with_action_status(c, &user, &mut rows)?;
         Ok((rows, more))
     })
     .await
@@ -942,7 +959,7 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
         })?;
         fx.user_changed(&user.user_id);
         let mut one = [n];
-        store::with_action_status(c, &mut one)?;
+        with_action_status(c, &user, &mut one)?;
         let [n] = one;
         Ok(n)
     })

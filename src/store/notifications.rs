@@ -22,8 +22,8 @@ pub struct Notification {
     pub read_at: Option<String>,
     pub created_at: String,
     /// Where the Action it is about stands now (`open`, `resolved`,
-    /// `cancelled`, `expired`), filled by [`with_action_status`]: None when
-    /// it is about no Action.
+    /// `cancelled`, `expired`), filled by `service::notifications` for a
+    /// reader who may still see that Action; None otherwise.
     pub action_status: Option<String>,
 }
 
@@ -200,18 +200,6 @@ fn personal_row(r: &rusqlite::Row) -> rusqlite::Result<Notification> {
         created_at: r.get(8)?,
         action_status: None,
     })
-}
-
-/// Fills `action_status` of a page of notifications: one lookup by key
-/// per Action named (a page names at most 200).
-pub fn with_action_status(c: &Connection, rows: &mut [Notification]) -> Result<()> {
-    let mut st = c.prepare_cached("SELECT status FROM actions WHERE id = ?1")?;
-    for n in rows {
-        if let Some(id) = n.action_id.as_deref() {
-            n.action_status = st.query_row([id], |r| r.get(0)).optional()?;
-        }
-    }
-    Ok(())
 }
 
 /// A page of the person's notifications, newest first: their own rows and

@@ -188,6 +188,48 @@ async fn a_notice_says_where_its_action_stands_now() {
     );
 }
 
+/// A notice about an Action its reader may no longer see (an admin,
+/// mentioned on a restricted Action, made a reviewer not listed on it)
+/// stays, but says nothing more of that Action: `action_status` is null.
+#[tokio::test]
+async fn a_notice_tells_the_status_only_while_its_reader_may_see_the_action() {
+    let app = TestApp::spawn().await;
+    let (ann, listed) = (app.member(Role::Admin), app.member(Role::Reviewer));
+    let mut body = two_options("Rotate the root key");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([listed.person().id]);
+    let a = app.create_action(body).await;
+    listed
+        .post::<Value>(
+            &format!("/v1/actions/{}/comments", a["id"].as_str().unwrap()),
+            json!({"body": format!("@{} can you look?", ann.person().email)}),
+            201,
+        )
+        .await;
+    let mention = |l: &Value| {
+        l["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["kind"] == "action.mentioned")
+            .cloned()
+            .unwrap_or_else(|| panic!("{l}"))
+    };
+    let before: Value = ann.get("/v1/notifications", 200).await;
+    assert_eq!(mention(&before)["action_status"], "open");
+    app.admin()
+        .patch::<Value>(
+            &format!("/v1/workspaces/members/{}", ann.person().id),
+            json!({"role": "reviewer"}),
+            200,
+        )
+        .await;
+    let after: Value = ann.get("/v1/notifications", 200).await;
+    let n = mention(&after);
+    assert_eq!(n["action_status"], Value::Null, "{n}");
+    assert_eq!(n["action_id"], a["id"]);
+}
+
 #[tokio::test]
 async fn marking_read_opens_the_action_and_read_all_empties_the_bell_and_forms_need_the_token() {
     let app = TestApp::spawn().await;

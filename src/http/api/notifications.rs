@@ -35,7 +35,8 @@ pub struct NotificationOut {
     pub action_id: Option<String>,
     /// Where that Action stands now: `open`, `resolved`, `cancelled` or
     /// `expired` (so a client can tell a `New: …` notice whose Action was
-    /// decided since); null when the notification is about no Action.
+    /// decided since); null when the notification is about no Action, or
+    /// one the reader may no longer see.
     #[schema(nullable, pattern = "^(open|resolved|cancelled|expired)$")]
     pub action_status: Option<String>,
     /// The dashboard page it is about (`<base-url>/app/actions/{id}` for an Action).
