@@ -141,8 +141,8 @@ pub struct SourceActionParams {
     pub limit: Option<i64>,
     /// The id of the last Action of the previous page: the page that
     /// follows it in this list's order. One of this Source's Actions in the
-    /// key's environment, else 422.
-    #[param(pattern = "^act_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    /// key's environment, else 422. Empty: the first page.
+    #[param(pattern = "^(act_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub starting_after: Option<String>,
 }
 
@@ -206,8 +206,12 @@ pub async fn list_for_source(
     let mut rows =
         s.db.read(move |c| {
             if let Some(a) = &q.after
-                && crate::service::actions::owned(c, &src, a).is_err()
+                && let Err(e) = crate::service::actions::owned(c, &src, a)
             {
+                // Only "not this Source's": a failed read is not the caller's.
+                if e.code != crate::error::Code::ActionNotFound {
+                    return Err(e);
+                }
                 return Err(Error::unknown_cursor(
                     &crate::domain::ids::Cursor::starting_after(a.as_str()),
                     "an Action of this Source",

@@ -125,8 +125,9 @@ impl Services {
         Ok(out)
     }
 
-    /// Applies committed effects: wakes long polls on closed Actions and
-    /// tells open dashboards that something changed.
+    /// Applies committed effects: wakes long polls on Actions that closed or
+    /// were asked a question, and tells open dashboards that something
+    /// changed.
     pub fn apply(&self, fx: &Effects) {
         for id in fx.woken() {
             self.waiters.wake(id);

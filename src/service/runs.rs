@@ -359,8 +359,12 @@ pub async fn list_for_source(
     let mut runs =
         s.db.read(move |c| {
             if let Some(after) = starting_after.as_deref()
-                && owned(c, &src, after).is_err()
+                && let Err(e) = owned(c, &src, after)
             {
+                // Only "not this Source's": a failed read is not the caller's.
+                if e.code != crate::error::Code::RunNotFound {
+                    return Err(e);
+                }
                 return Err(Error::unknown_cursor(
                     &ids::Cursor::starting_after(after),
                     "a run of this Source",

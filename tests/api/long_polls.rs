@@ -88,7 +88,8 @@ async fn a_question_to_the_source_wakes_its_held_long_poll() {
             201,
         )
         .await;
-    tokio::task::yield_now().await;
+    // A woken poll answers after one read: a fifth of a second is ample.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert!(!poll.is_finished(), "a comment woke the poll");
     let q: Value = reviewer
         .post(

@@ -64,7 +64,7 @@ fn blocking(h: &HeaderMap) -> Result<bool> {
 #[utoipa::path(post, path = "/v1/actions", tag = "actions",
     request_body = ActionSpec,
     params(("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters"),
-           ("X-Service-Blocking" = Option<bool>, Header, description = "hold up to 30 s until the Action is decided")),
+           ("X-Service-Blocking" = Option<bool>, Header, description = "hold up to 30 s until the Action is closed or a reviewer asks the Source a question (a context request)")),
     responses((status = 201, description = "created", body = Envelope<ActionOut>),
               (status = 200, description = "an open Action with the same dedupe_key and content (idempotent_replay: true)", body = Envelope<ActionOut>),
               (status = 400, description = "INVALID_OPEN_URL, INVALID_CALLBACK_URL, INVALID_EXPIRATION, INVALID_IDEMPOTENCY_KEY", body = crate::http::openapi::ErrorBody),

@@ -126,8 +126,6 @@ pub async fn list_runs(
     ApiQuery(p): ApiQuery<RunParams>,
 ) -> Result<Json<List<Run>>> {
     let mut errs = Vec::new();
-    let (limit, starting_after) =
-        page_query(&mut errs, p.limit, p.status.as_deref(), p.starting_after);
     let environment = match EnvFilter::parse(p.environment.as_deref()) {
         Ok(e) => Some(e),
         Err(_) => {
@@ -138,6 +136,8 @@ pub async fn list_runs(
             None
         }
     };
+    let (limit, starting_after) =
+        page_query(&mut errs, p.limit, p.status.as_deref(), p.starting_after);
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
