@@ -72,20 +72,23 @@ pub async fn list_control_requests(
     ApiPath(id): ApiPath<String>,
     ApiQuery(p): ApiQuery<ControlRequestParams>,
 ) -> Result<Json<List<ControlRequest>>> {
+    list_for(&st, controls::Reader::Person(user), id, p).await
+}
+
+/// Both lists of control requests: the page's bounds, then the list.
+async fn list_for(
+    st: &AppState,
+    reader: controls::Reader,
+    id: String,
+    p: ControlRequestParams,
+) -> Result<Json<List<ControlRequest>>> {
     let limit = p.limit.unwrap_or(controls::LISTED as i64);
     if !(1..=controls::LISTED as i64).contains(&limit) {
         return Err(Error::field("limit", "limit must be between 1 and 100"));
     }
     // An empty cursor is the first page, as an absent one.
     let after = p.starting_after.filter(|s| !s.is_empty());
-    let (list, has_more) = controls::list(
-        &st.services,
-        controls::Reader::Person(user),
-        id,
-        after,
-        limit,
-    )
-    .await?;
+    let (list, has_more) = controls::list(&st.services, reader, id, after, limit).await?;
     Ok(Json(List::new(list, has_more)))
 }
 
@@ -103,20 +106,7 @@ pub async fn list_source_control_requests(
     ApiPath(id): ApiPath<String>,
     ApiQuery(p): ApiQuery<ControlRequestParams>,
 ) -> Result<Json<List<ControlRequest>>> {
-    let limit = p.limit.unwrap_or(controls::LISTED as i64);
-    if !(1..=controls::LISTED as i64).contains(&limit) {
-        return Err(Error::field("limit", "limit must be between 1 and 100"));
-    }
-    let after = p.starting_after.filter(|s| !s.is_empty());
-    let (list, has_more) = controls::list(
-        &st.services,
-        controls::Reader::Source(src),
-        id,
-        after,
-        limit,
-    )
-    .await?;
-    Ok(Json(List::new(list, has_more)))
+    list_for(&st, controls::Reader::Source(src), id, p).await
 }
 
 /// Report on a control request as the Source that owns its Action.
