@@ -209,6 +209,8 @@ run(async (browser) => {
     { name: "emails", url: "/app/settings/emails" },
     { name: "notification_policy", url: "/app/settings/notification-policy" },
     { name: "guide", url: "/app/guide", shot: "guide" },
+    // The link of a notification mail: it shows, and changes nothing.
+    { name: "unsubscribe", url: requireEnv("UNSUBSCRIBE"), shot: "unsubscribe" },
     { name: "not_found", url: "/app/no-such-page", status: 404 },
   ];
   // Words that the layout split across lines (a table header wrapping per
