@@ -616,7 +616,7 @@ pub fn cancel_refused() -> Error {
 }
 
 /// Cancels an active run in the caller's transaction, with `why` on its
-/// timeline.
+/// timeline and as its `error`, so the Source that reads it learns why.
 fn cancel_in(
     c: &Connection,
     fx: &mut crate::service::effects::Effects,
@@ -624,7 +624,7 @@ fn cancel_in(
     why: &str,
     now: &str,
 ) -> Result<()> {
-    store::complete(c, run_id, "cancelled", None, None, now)?;
+    store::complete(c, run_id, "cancelled", None, Some(why), now)?;
     store::add_event(c, run_id, "completed", "cancelled", Some(why), now)?;
     fx.workspace_changed(workspace_id);
     Ok(())

@@ -542,6 +542,21 @@ pub fn scrub_mentions(
     for (run_id, seq, message) in lines {
         st.execute(params![run_id, seq, scrub(&message)])?;
     }
+    // A run's `error`: "Cancelled by ana@example.com: …" when a person
+    // cancelled it, or a Source's text that names the person.
+    let errors: Vec<(String, String)> = {
+        let mut st = c.prepare_cached(
+            "SELECT id, error FROM runs
+              WHERE workspace_id IN (SELECT value FROM json_each(?1))
+                AND instr(error, ?2) > 0",
+        )?;
+        let rows = st.query_map(params![ws, email], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut st = c.prepare_cached("UPDATE runs SET error = ?2 WHERE id = ?1")?;
+    for (run_id, error) in errors {
+        st.execute(params![run_id, scrub(&error)])?;
+    }
     Ok(())
 }
 

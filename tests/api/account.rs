@@ -635,6 +635,12 @@ async fn a_deleted_account_leaves_no_address_in_run_timelines() {
         page.contains("Cancelled by a deleted account: stuck"),
         "{page}"
     );
+    // The run's `error` says the same, without the address.
+    let got: Value = app.admin().get(&format!("/v1/runs/{rid}"), 200).await;
+    assert_eq!(
+        got["data"]["error"],
+        "Cancelled by a deleted account: stuck"
+    );
 }
 
 /// The Actions assigned to a deleted account (by address or by id) keep

@@ -974,6 +974,12 @@ async fn owners_and_admins_cancel_a_run_left_active() {
         )
         .await;
     assert_eq!(e["details"]["status"], "cancelled");
+    // The Source reads who cancelled it and why, as the run's `error`.
+    let seen: Value = src.get(&format!("/v1/source/runs/{rid}"), 200).await;
+    assert_eq!(
+        seen["data"]["error"],
+        format!("Cancelled by {}: the runner died", admin.person().email)
+    );
     let page = app
         .browser(admin.person())
         .await
@@ -1051,6 +1057,12 @@ async fn revoking_a_source_cancels_its_active_runs() {
     ] {
         let got: Value = admin.get(&format!("/v1/runs/{}", id(run)), 200).await;
         assert_eq!(got["data"]["status"], status, "{got}");
+        if status == "cancelled" {
+            assert_eq!(
+                got["data"]["error"], "Cancelled: its Source was revoked",
+                "{got}"
+            );
+        }
     }
     let page = app
         .browser(admin.person())
