@@ -159,7 +159,7 @@ fn shown(client: Option<IpAddr>) -> String {
 fn refusal(wait: Duration) -> Error {
     Error::new(
         Code::RateLimited,
-        "too many sign-in attempts or failed authentications from this address; wait and retry",
+        "too many sign-in attempts, failed authentications or refused links from this address; wait and retry",
     )
     .with_detail("scope", "address")
     .retry_after(whole_seconds(wait))

@@ -176,6 +176,11 @@ pub fn digest(
     if items.is_empty() {
         return Ok(());
     }
+    // An item of a kind made mandatory after it was held goes out anyway:
+    // unsubscribing would not stop such a digest, so it offers no link.
+    let unsubscribable = !items
+        .iter()
+        .any(|(kind, ..)| Kind::parse(kind).is_some_and(|k| policy.mandatory.contains(&k)));
     let ws = workspace_name(c, workspace_id)?;
     let count = items.len();
     let letter = Letter {
@@ -202,8 +207,7 @@ pub fn digest(
         workspace_id: Some(workspace_id.to_owned()),
         user_id: Some(user_id.to_owned()),
         secret: false,
-        // A digest holds no mandatory kind (those are mailed at once).
-        unsubscribable: true,
+        unsubscribable,
     };
     mail::enqueue(c, fx, &letter, now)?;
     Ok(())

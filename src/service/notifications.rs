@@ -865,13 +865,20 @@ fn broadcast_marks(c: &Connection, user: &UserCaller) -> Result<Vec<Watermark>> 
 /// taken from them (a restricted one they are no longer listed on) says
 /// nothing of it.
 fn with_action_status(c: &Connection, user: &UserCaller, rows: &mut [Notification]) -> Result<()> {
+    // Several notices about one Action read it once.
+    let mut seen: std::collections::HashMap<String, Option<String>> =
+        std::collections::HashMap::new();
     for n in rows {
-        if let Some(id) = n.action_id.as_deref()
-            && let Some(a) = crate::store::actions::get_plain(c, id)?
-            && crate::service::actions::access(&a, user).is_some()
-        {
-            n.action_status = Some(a.status.as_str().to_owned());
+        let Some(id) = n.action_id.as_deref() else {
+            continue;
+        };
+        if !seen.contains_key(id) {
+            let status = crate::store::actions::get_plain(c, id)?
+                .filter(|a| crate::service::actions::access(a, user).is_some())
+                .map(|a| a.status.as_str().to_owned());
+            seen.insert(id.to_owned(), status);
         }
+        n.action_status = seen.get(id).cloned().flatten();
     }
     Ok(())
 }

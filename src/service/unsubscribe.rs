@@ -23,22 +23,31 @@ pub struct Subscription {
     pub email_on: bool,
 }
 
-fn not_found() -> Error {
+fn not_found(link: &'static str) -> Error {
     Error::new(
         Code::NotFound,
         "this unsubscribe link is not valid (it was cut short or changed) or no longer applies \
          (the account or its membership is gone); sign in and open Settings → Notifications",
     )
+    .with_detail("link", link)
 }
+
+/// What a refused link was, in `details.link`: `invalid` (its MAC does not
+/// hold: cut short, changed or made up; the only refusal the address
+/// budget counts) or `stale` (genuine, but its person left the workspace
+/// or deleted their account).
+pub const INVALID: &str = "invalid";
 
 /// The person and workspace of a valid link, while the person is still a
 /// member.
 fn named(c: &rusqlite::Connection, token: &str) -> Result<(String, String, Subscription)> {
     let key = mail_store::unsubscribe_key(c)?;
-    let (user_id, workspace_id) = unsubscribe::verify(&key, token).ok_or_else(not_found)?;
-    workspaces::role_of(c, &workspace_id, &user_id)?.ok_or_else(not_found)?;
-    let user = users::by_id(c, &user_id)?.ok_or_else(not_found)?;
-    let ws = workspaces::get(c, &workspace_id)?.ok_or_else(not_found)?;
+    let (user_id, workspace_id) =
+        unsubscribe::verify(&key, token).ok_or_else(|| not_found(INVALID))?;
+    let stale = || not_found("stale");
+    workspaces::role_of(c, &workspace_id, &user_id)?.ok_or_else(stale)?;
+    let user = users::by_id(c, &user_id)?.ok_or_else(stale)?;
+    let ws = workspaces::get(c, &workspace_id)?.ok_or_else(stale)?;
     let prefs = store::preferences(c, &user_id, &workspace_id)?;
     let sub = Subscription {
         email: user.email,

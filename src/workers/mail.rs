@@ -108,9 +108,10 @@ impl Mailer {
             .header(header::UserAgent::from(
                 concat!("hds/", env!("CARGO_PKG_VERSION")).to_owned(),
             ));
-        // RFC 2369 and RFC 8058: a notification mail or a digest says how
-        // to stop it, and the mail provider may do so in one click (a POST
-        // of `List-Unsubscribe=One-Click` to the same address).
+        // RFC 2369 and RFC 8058: a mail that unsubscribing would stop (a
+        // notification of a kind not mandatory, a digest) says how, and the
+        // mail provider may do so in one click (a POST of
+        // `List-Unsubscribe=One-Click` to the same address).
         if let Some(token) = &m.unsubscribe_token {
             let url = format!("{}/app/unsubscribe/{token}", self.base_url);
             message = message

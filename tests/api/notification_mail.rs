@@ -219,6 +219,32 @@ async fn a_digest_gathers_the_hours_notifications_into_one_mail() {
         .collect();
     assert_eq!(digests.len(), 1);
     assert_eq!(digests[0].1, "digest");
+
+    // Held, then its kind made mandatory: the digest carries it anyway, and
+    // so offers no unsubscribe link, which would not stop it.
+    let c = app.create_action(two_options("Renew the domain")).await;
+    assign(&owner, &c, &r1).await;
+    owner
+        .patch::<Value>(
+            "/v1/workspaces/notification-policy",
+            json!({"mandatory": ["action.assigned"]}),
+            200,
+        )
+        .await;
+    app.state
+        .services
+        .clock
+        .advance(time::Duration::minutes(61));
+    let got = sink.wait_for(&to, 2).await;
+    let held = got
+        .iter()
+        .find(|m| {
+            m["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("Renew the domain"))
+        })
+        .unwrap_or_else(|| panic!("{got:?}"));
+    assert_eq!(held["list_unsubscribe"], Value::Null, "{held}");
 }
 
 #[tokio::test]
@@ -603,6 +629,25 @@ async fn refused_unsubscribe_links_count_against_the_address_and_valid_ones_do_n
     for _ in 0..6 {
         assert_eq!(anon.get(&url).send().await.unwrap().status(), 200);
         assert_eq!(anon.post(&url).send().await.unwrap().status(), 200);
+    }
+    // Genuine but no longer applying (the person left): 404, and still
+    // nothing spent, however many a provider sends.
+    let (r2, ws2) = (app.member(Role::Reviewer), ws.clone());
+    let left = format!(
+        "{}/app/unsubscribe/{}",
+        app.base,
+        hds::domain::unsubscribe::token(&key, &r2.person().id, &ws2)
+    );
+    app.admin()
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/workspaces/members/{}", r2.person().id),
+            None,
+            &[],
+        )
+        .await;
+    for _ in 0..6 {
+        assert_eq!(anon.post(&left).send().await.unwrap().status(), 404);
     }
     let last = if token.ends_with('A') { 'B' } else { 'A' };
     let forged = format!(

@@ -35,11 +35,13 @@ fn page(token: &str, sub: Subscription, done: bool) -> UnsubscribePage {
     }
 }
 
-/// A refused link spends a unit of the address's budget of refused
-/// credentials (guide: "Rate limiting"): guessing at tokens is throttled,
-/// valid links never are.
+/// A link whose MAC does not hold spends a unit of the address's budget of
+/// refused credentials (guide: "Rate limiting"): guessing at tokens is
+/// throttled; genuine links never are, even those that no longer apply (a
+/// provider's one-click POSTs for people who have left).
 fn charged(st: &AppState, client: PageAddressGate, e: Error) -> UiError {
     if e.code == Code::NotFound
+        && e.details.get("link").and_then(|v| v.as_str()) == Some(unsubscribe::INVALID)
         && let Err(limited) = st.addresses.spend(client.0.0)
     {
         return limited.into();
