@@ -66,6 +66,12 @@ pub async fn show(s: &Services, token: String) -> Result<Subscription> {
 /// POST: the person's e-mail from the workspace off. Doing it again
 /// changes nothing and answers the same.
 pub async fn stop(s: &Services, token: String) -> Result<Subscription> {
+    // Refused on a reader first: a forged or stale link, or one already
+    // used, costs no write transaction.
+    let current = show(s, token.clone()).await?;
+    if !current.email_on {
+        return Ok(current);
+    }
     let now = crate::domain::time::format(s.clock.now());
     s.write(move |c, fx| {
         let (user_id, workspace_id, mut sub) = named(c, &token)?;
