@@ -171,21 +171,9 @@ async fn every_page_fits_a_phone_and_the_readme_screenshots_are_taken() {
     std::fs::create_dir_all(&out).unwrap();
     let out = out.to_str().unwrap().to_owned();
     // The admin's unsubscribe link, as a notification mail carries it.
-    let key = app
-        .state
-        .services
-        .db
-        .read(hds::store::mail::unsubscribe_key)
-        .await
-        .unwrap();
-    let unsubscribe = format!(
-        "/app/unsubscribe/{}",
-        hds::domain::unsubscribe::token(
-            &key,
-            app.creds["user_id"].as_str().unwrap(),
-            app.creds["workspace_id"].as_str().unwrap()
-        )
-    );
+    let unsubscribe = app
+        .unsubscribe_path(app.creds["user_id"].as_str().unwrap())
+        .await;
     let env = [
         ("LINK", signin_link(&app).await),
         ("UNSUBSCRIBE", unsubscribe),

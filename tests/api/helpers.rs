@@ -398,6 +398,24 @@ impl TestApp {
     pub fn source(&self) -> Actor {
         self.actor(Some(self.live_key()), None)
     }
+    /// The path of `user_id`'s one-click unsubscribe link for the init
+    /// workspace, as a notification mail carries it (signed with this
+    /// instance's key).
+    pub async fn unsubscribe_path(&self, user_id: &str) -> String {
+        let key = self
+            .state
+            .services
+            .db
+            .read(hds::store::mail::unsubscribe_key)
+            .await
+            .unwrap();
+        let ws = self.creds["workspace_id"].as_str().unwrap();
+        format!(
+            "/app/unsubscribe/{}",
+            hds::domain::unsubscribe::token(&key, user_id, ws)
+        )
+    }
+
     /// The init Source's test key.
     pub fn source_test(&self) -> Actor {
         self.actor(Some(self.test_key()), None)
