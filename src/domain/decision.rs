@@ -79,6 +79,35 @@ pub fn check_decided_binding(
     )
 }
 
+/// Takes `action_version` out of a PATCH body: the version the change is
+/// based on (optional). Not an integer ≥ 1: 422 naming it.
+pub fn patch_base(body: &mut Value) -> Result<Option<i64>, Error> {
+    let Some(v) = body
+        .as_object_mut()
+        .and_then(|o| o.remove("action_version"))
+    else {
+        return Ok(None);
+    };
+    match v.as_i64() {
+        Some(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(Error::field(
+            "action_version",
+            "action_version is the version your change is based on: an integer, 1 or more, as the Action you read states it (or leave it out to change whatever version is current)",
+        )),
+    }
+}
+
+/// A PATCH based on a version that is no longer current changes nothing:
+/// another change came first (guide: "PATCH /v1/actions/{action_id}").
+pub fn check_patch_base(a: &ActionRecord, base: Option<i64>) -> Result<(), Error> {
+    binding(
+        a,
+        base,
+        None,
+        "the Action changed since the version your change is based on: re-read it, apply your change to what it holds now, and send it with the current action_version (details)",
+    )
+}
+
 fn binding(
     a: &ActionRecord,
     version: Option<i64>,

@@ -140,13 +140,23 @@ pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
 /// with their create schemas, and nothing else.
 fn action_patch(spec: Option<&serde_json::Value>) -> Option<serde_json::Value> {
     let props = spec?.get("properties")?.as_object()?;
-    let fields: serde_json::Map<String, serde_json::Value> = crate::domain::action::PATCH_FIELDS
-        .iter()
-        .filter_map(|f| props.get(*f).map(|s| ((*f).to_owned(), s.clone())))
-        .collect();
+    let mut fields: serde_json::Map<String, serde_json::Value> =
+        crate::domain::action::PATCH_FIELDS
+            .iter()
+            .filter_map(|f| props.get(*f).map(|s| ((*f).to_owned(), s.clone())))
+            .collect();
+    fields.insert(
+        "action_version".to_owned(),
+        serde_json::json!({
+            "type": "integer",
+            "minimum": 1,
+            "maximum": crate::domain::strict_json::MAX_SAFE_INTEGER,
+            "description": "Optional precondition: the version this change is based on. When the Action has moved on, the change is refused with 409 ACTION_CHANGED (details name the current version), unless the Action already holds exactly what the body asks."
+        }),
+    );
     Some(serde_json::json!({
         "type": "object",
-        "description": "Any of the fields below; the rules of ActionCreate apply to each. Material changes advance action_version.",
+        "description": "Any of the fields below (action_version is a precondition, not a change); the rules of ActionCreate apply to each. Material changes advance action_version.",
         "properties": fields,
         "additionalProperties": false
     }))

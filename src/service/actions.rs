@@ -504,8 +504,10 @@ pub async fn patch(
     s: &Services,
     src: SourceCaller,
     id: String,
-    body: Value,
+    mut body: Value,
 ) -> Result<ActionRecord> {
+    // The version the change is based on: a precondition, not a field.
+    let base = decision::patch_base(&mut body)?;
     let fields = body.as_object().map(|o| o.keys().cloned().collect());
     let now = s.clock.now();
     let vctx = validation_ctx(s, now, src.team_workspace, fields);
@@ -513,9 +515,12 @@ pub async fn patch(
         let mut a = owned(c, &src, &id)?;
         decision::ensure_open(&a, &time::format(now))?;
         let spec = validate_spec(apply_patch(&a.spec, body.clone())?, &vctx)?;
+        // Already as asked (a retry of a change that was made): nothing to
+        // refuse, whatever version it was based on.
         if spec == a.spec {
             return Ok(a);
         }
+        decision::check_patch_base(&a, base)?;
         let fp = fingerprint::fingerprint(&spec);
         let material = fp != a.fingerprint;
         // What the reviewer saw before, so a stale decision can be shown the

@@ -298,6 +298,101 @@ async fn patch_advances_the_version_only_for_material_changes() {
     assert_eq!(kinds, ["created", "updated", "updated", "resolved"]);
 }
 
+/// Two workers of one Source change the same Action: the one that read
+/// an older version learns of the other's change instead of undoing it.
+#[tokio::test]
+async fn patch_based_on_an_old_version_is_refused_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let source = app.source();
+    let a = app.create_action(two_options("Deploy")).await;
+    let id = a["id"].as_str().unwrap();
+    let path = format!("/v1/actions/{id}");
+    // Worker 1, based on version 1: current, so it applies.
+    let v2: Value = source
+        .patch(
+            &path,
+            json!({"title": "Deploy build 43", "action_version": 1}),
+            200,
+        )
+        .await;
+    assert_eq!(v2["data"]["action_version"], 2);
+    assert_eq!(v2["data"]["title"], "Deploy build 43");
+    // Worker 2 read version 1 too: refused, naming what is current.
+    let e = source
+        .patch_err(
+            &path,
+            json!({"title": "Deploy build 42", "priority": "urgent", "action_version": 1}),
+            409,
+            "ACTION_CHANGED",
+        )
+        .await;
+    assert_eq!(e["details"]["action_version"], 2, "{e}");
+    assert_eq!(
+        e["details"]["fingerprint"], v2["data"]["fingerprint"],
+        "{e}"
+    );
+    assert!(e["message"].as_str().unwrap().contains("re-read it"), "{e}");
+    // Nothing of the refused change was written, nor a history entry.
+    let now: Value = source.get(&format!("/v1/source/actions/{id}"), 200).await;
+    assert_eq!(now["data"]["title"], "Deploy build 43");
+    assert_eq!(now["data"]["priority"], v2["data"]["priority"]);
+    assert_eq!(now["data"]["action_version"], 2);
+    // Worker 1 retries its request (its answer was lost): the Action holds
+    // exactly what it asks, so it is answered as it stands, not refused.
+    let again: Value = source
+        .patch(
+            &path,
+            json!({"title": "Deploy build 43", "action_version": 1}),
+            200,
+        )
+        .await;
+    assert_eq!(again["data"]["action_version"], 2);
+    // Based on the current version: applies. A non-material change keeps
+    // the version, and a later change based on it still applies.
+    let urgent: Value = source
+        .patch(
+            &path,
+            json!({"priority": "urgent", "action_version": 2}),
+            200,
+        )
+        .await;
+    assert_eq!(urgent["data"]["priority"], "urgent");
+    assert_eq!(urgent["data"]["action_version"], 2);
+    // Not a version: 422 naming it; alone it changes nothing: 422.
+    for bad in [json!(0), json!("2"), json!(1.5), json!(null)] {
+        let e = source
+            .patch_err(
+                &path,
+                json!({"title": "x", "action_version": bad}),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(
+            e["details"]["errors"][0]["field"], "action_version",
+            "{bad}: {e}"
+        );
+    }
+    let e = source
+        .patch_err(&path, json!({"action_version": 2}), 422, "VALIDATION_ERROR")
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("at least one field"),
+        "{e}"
+    );
+    let h = app.get(&path, &app.user_token()).await;
+    let kinds: Vec<&str> = h.body["data"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["created", "updated", "updated"]);
+}
+
 #[tokio::test]
 async fn patch_refuses_create_only_and_unknown_fields() {
     let app = TestApp::spawn().await;

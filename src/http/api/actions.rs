@@ -173,10 +173,10 @@ pub async fn get_action(
 
 /// Change an open Action; material changes advance action_version.
 #[utoipa::path(patch, path = "/v1/actions/{action_id}", tag = "actions", params(("action_id" = String, Path)),
-    request_body(content = Object, description = "any of title, description, priority, open_url, expires_at, on_expire, controls, context, decision_class, decision_context, metadata"),
+    request_body(content = Object, description = "any of title, description, priority, open_url, expires_at, on_expire, controls, context, decision_class, decision_context, metadata; and optionally action_version, the version the change is based on"),
     responses((status = 200, description = "the Action as changed", body = Envelope<ActionOut>),
               (status = 400, description = "INVALID_OPEN_URL, INVALID_EXPIRATION: a field that has its own code, as on create (details.errors)", body = crate::http::openapi::ErrorBody),
-              (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "ACTION_NOT_OPEN; ACTION_CHANGED: the body's action_version is no longer current (details.action_version and details.fingerprint are)", body = crate::http::openapi::ErrorBody),
               (status = 413, description = "ACTION_PAYLOAD_TOO_LARGE", body = crate::http::openapi::ErrorBody), (status = 422, description = "VALIDATION_ERROR", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn patch_action(
