@@ -88,6 +88,14 @@ pub fn cursor_problem(
     })
 }
 
+/// The first id with `prefix` that can be made at `at`: every id made at
+/// or after `at` sorts at or after it, every id made before it sorts
+/// before (a ULID begins with its millisecond). Before 1970: the first id.
+pub fn first_at(prefix: &str, at: crate::domain::time::Timestamp) -> String {
+    let ms = u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    format!("{prefix}_{}", ulid::Ulid::from_parts(ms, 0))
+}
+
 /// A new id that sorts after every id this process made before with this
 /// function (a monotonic ULID), so a list ordered by id is in creation
 /// order even within one millisecond. Every record listed newest first by

@@ -89,6 +89,10 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(sources::list_deliveries))
         .routes(routes!(sources::get_delivery))
         .routes(routes!(sources::resend_delivery))
+        .routes(routes!(sources::list_source_deliveries))
+        .routes(routes!(sources::get_source_delivery))
+        .routes(routes!(sources::resend_source_delivery))
+        .routes(routes!(sources::recover_source_deliveries))
         // workspaces and members (guide: "Workspaces and members")
         .routes(routes!(
             workspaces::list_workspaces,

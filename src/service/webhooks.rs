@@ -12,7 +12,7 @@ use crate::domain::ids;
 use crate::domain::webhook::EventType;
 use crate::error::{Error, Result};
 use crate::service::Services;
-use crate::service::caller::UserCaller;
+use crate::service::caller::{SourceCaller, UserCaller};
 use crate::service::effects::Effects;
 use crate::service::sources as sources_svc;
 use crate::store::deliveries::{self, Attempt, Delivery, NewDelivery};
@@ -132,39 +132,88 @@ fn source_in_workspace(c: &Connection, user: &UserCaller, source_id: &str) -> Re
     }
 }
 
-/// GET /v1/sources/{id}/deliveries: newest first, `before` a delivery id.
+/// Whose delivery log a request reads: a Source's manager (every
+/// environment of the Source named in the path) or the Source itself (its
+/// key's environment; guide: "The Source's own deliveries").
+pub enum Reader {
+    Manager(UserCaller, String),
+    Source(SourceCaller),
+}
+
+/// The deliveries a reader may see: one Source's, of one environment or both.
+struct Scope {
+    source_id: String,
+    environment: Option<&'static str>,
+}
+
+impl Scope {
+    fn of(c: &Connection, reader: &Reader) -> Result<Self> {
+        Ok(match reader {
+            Reader::Manager(user, source_id) => Self {
+                source_id: source_in_workspace(c, user, source_id)?,
+                environment: None,
+            },
+            Reader::Source(src) => Self {
+                source_id: src.source_id.clone(),
+                environment: Some(src.environment.as_str()),
+            },
+        })
+    }
+
+    /// One delivery in the scope.
+    fn find(&self, c: &Connection, id: &str) -> Result<Option<Delivery>> {
+        Ok(deliveries::get(c, &self.source_id, id)?
+            .filter(|d| self.environment.is_none_or(|e| d.environment == e)))
+    }
+}
+
+/// GET /v1/sources/{id}/deliveries and GET /v1/source/deliveries: newest
+/// first, `before` a delivery id; `failed_only` (a Source's `status=failed`)
+/// keeps the given-up ones.
 pub async fn list(
     s: &Services,
-    user: UserCaller,
-    source_id: String,
+    reader: Reader,
+    failed_only: bool,
     before: Option<ids::Cursor>,
     limit: i64,
 ) -> Result<Vec<Delivery>> {
     let now = s.clock.now();
     s.db.read(move |c| {
-        let id = source_in_workspace(c, &user, &source_id)?;
+        let scope = Scope::of(c, &reader)?;
         let before = before.as_ref();
         if let Some(b) = before
-            && deliveries::get(c, &id, &b.id)?.is_none()
+            && scope.find(c, &b.id)?.is_none()
             && !crate::domain::ids::older_than(&b.id, deliveries::KEEP_DAYS, now)
         {
             return Err(Error::unknown_cursor(b, "a delivery of this Source"));
         }
-        deliveries::list_for_source(c, &id, before.map(|b| b.id.as_str()), limit)
+        let before = before.map(|b| b.id.as_str());
+        match scope.environment {
+            None => deliveries::list_for_source(c, &scope.source_id, before, limit),
+            Some(env) => deliveries::list_for_source_env(
+                c,
+                &scope.source_id,
+                env,
+                failed_only,
+                before,
+                limit,
+            ),
+        }
     })
     .await
 }
 
-/// GET /v1/sources/{id}/deliveries/{delivery_id}: one delivery and its attempts.
+/// GET …/deliveries/{delivery_id}: one delivery and its attempts.
 pub async fn get(
     s: &Services,
-    user: UserCaller,
-    source_id: String,
+    reader: Reader,
     delivery_id: String,
 ) -> Result<(Delivery, Vec<Attempt>)> {
     s.db.read(move |c| {
-        let id = source_in_workspace(c, &user, &source_id)?;
-        let d = deliveries::get(c, &id, &delivery_id)?.ok_or_else(Error::delivery_not_found)?;
+        let scope = Scope::of(c, &reader)?;
+        let d = scope
+            .find(c, &delivery_id)?
+            .ok_or_else(Error::delivery_not_found)?;
         let attempts = deliveries::attempts(c, &d.id)?;
         Ok((d, attempts))
     })
@@ -174,29 +223,85 @@ pub async fn get(
 /// POST …/deliveries/{delivery_id}/resend: the same message (same
 /// `webhook-id`, same body, signed afresh) is sent again now, with a new
 /// round of retries. A pending delivery is made due now.
-pub async fn resend(
-    s: &Services,
-    user: UserCaller,
-    source_id: String,
-    delivery_id: String,
-) -> Result<Delivery> {
+pub async fn resend(s: &Services, reader: Reader, delivery_id: String) -> Result<Delivery> {
     let now = crate::domain::time::format(s.clock.now());
     s.write(move |c, fx| {
-        let id = source_in_workspace(c, &user, &source_id)?;
-        let d = deliveries::get(c, &id, &delivery_id)?.ok_or_else(Error::delivery_not_found)?;
-        if d.status == "pending" {
-            // Waiting for a retry: due now. Already being sent: that attempt
-            // is the resend (what it comes to sets when the job runs next).
-            jobs::hurry(c, Kind::Webhook, &d.id, &now)?;
-            deliveries::restart(c, &d.id, &now)?;
-        } else {
-            deliveries::restart(c, &d.id, &now)?;
-            if !jobs::exists(c, Kind::Webhook, &d.id)? {
-                jobs::insert(c, Kind::Webhook, &d.id, &now, &now)?;
+        if let Reader::Source(src) = &reader {
+            sources_svc::check_not_revoked(c, &src.source_id)?;
+        }
+        let scope = Scope::of(c, &reader)?;
+        let d = scope
+            .find(c, &delivery_id)?
+            .ok_or_else(Error::delivery_not_found)?;
+        restart(c, &d, &now)?;
+        fx.queued_job();
+        scope.find(c, &d.id)?.ok_or_else(Error::delivery_not_found)
+    })
+    .await
+}
+
+/// Starts a new round of attempts of `d`, due now.
+fn restart(c: &Connection, d: &Delivery, now: &str) -> Result<()> {
+    if d.status == "pending" {
+        // Waiting for a retry: due now. Already being sent: that attempt
+        // is the resend (what it comes to sets when the job runs next).
+        jobs::hurry(c, Kind::Webhook, &d.id, now)?;
+        deliveries::restart(c, &d.id, now)?;
+    } else {
+        deliveries::restart(c, &d.id, now)?;
+        if !jobs::exists(c, Kind::Webhook, &d.id)? {
+            jobs::insert(c, Kind::Webhook, &d.id, now, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// Most given-up deliveries one recovery resends.
+pub const MAX_RECOVER: usize = 1000;
+
+/// What a recovery did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Recovery {
+    /// Always `webhook_recovery`.
+    pub object: &'static str,
+    /// Given-up deliveries made pending again, due now.
+    pub resent: usize,
+    /// More given-up deliveries since `since` wait: send the same request
+    /// again (the ones resent are pending now, so it goes on after them).
+    pub has_more: bool,
+}
+
+/// POST /v1/source/deliveries/recover: every given-up delivery of the
+/// Source (its key's environment) made at or after `since` is sent again,
+/// oldest first, at most `MAX_RECOVER` per request (Svix's "recover").
+pub async fn recover(
+    s: &Services,
+    src: SourceCaller,
+    since: crate::domain::time::Timestamp,
+) -> Result<Recovery> {
+    let now = crate::domain::time::format(s.clock.now());
+    let from = ids::first_at(ids::DELIVERY, since);
+    s.write(move |c, fx| {
+        sources_svc::check_not_revoked(c, &src.source_id)?;
+        let env = src.environment.as_str();
+        let limit = i64::try_from(MAX_RECOVER + 1).unwrap_or(i64::MAX);
+        let mut failed = deliveries::failed_since(c, &src.source_id, env, &from, limit)?;
+        let has_more = failed.len() > MAX_RECOVER;
+        failed.truncate(MAX_RECOVER);
+        for id in &failed {
+            deliveries::restart(c, id, &now)?;
+            if !jobs::exists(c, Kind::Webhook, id)? {
+                jobs::insert(c, Kind::Webhook, id, &now, &now)?;
             }
         }
-        fx.queued_job();
-        deliveries::get(c, &id, &d.id)?.ok_or_else(Error::delivery_not_found)
+        if !failed.is_empty() {
+            fx.queued_job();
+        }
+        Ok(Recovery {
+            object: "webhook_recovery",
+            resent: failed.len(),
+            has_more,
+        })
     })
     .await
 }

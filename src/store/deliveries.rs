@@ -213,8 +213,14 @@ pub fn record_attempt(
     Ok(())
 }
 
-const FIELDS: &str = "id, source_id, action_id, environment, event_type, url, status, attempts,
-    last_status_code, last_error, last_attempt_at, next_attempt_at, created_at, updated_at";
+/// The columns `map_row` reads, in its order.
+macro_rules! fields {
+    () => {
+        "id, source_id, action_id, environment, event_type, url, status, attempts,
+    last_status_code, last_error, last_attempt_at, next_attempt_at, created_at, updated_at"
+    };
+}
+const FIELDS: &str = fields!();
 
 fn map_row(r: &rusqlite::Row) -> rusqlite::Result<Delivery> {
     Ok(Delivery {
@@ -251,6 +257,63 @@ pub fn list_for_source(
          ORDER BY id DESC LIMIT ?3"
     ))?;
     let rows = st.query_map(params![source_id, before, limit], map_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// A Source's deliveries of one environment, newest first, as the Source
+/// reads them (`webhook_deliveries_by_source`; the other environment's
+/// rows are passed over).
+const ENV_PAGE: &str = concat!(
+    "SELECT ",
+    fields!(),
+    " FROM webhook_deliveries
+    WHERE source_id = ?1 AND environment = ?2 AND (?3 IS NULL OR id < ?3)
+    ORDER BY id DESC LIMIT ?4"
+);
+
+/// The same, given up ones only (`webhook_deliveries_failed`).
+const FAILED_PAGE: &str = concat!(
+    "SELECT ",
+    fields!(),
+    " FROM webhook_deliveries
+    WHERE source_id = ?1 AND environment = ?2 AND status = 'failed' AND (?3 IS NULL OR id < ?3)
+    ORDER BY id DESC LIMIT ?4"
+);
+
+/// The given-up deliveries of a Source and environment made at or after
+/// `from` (a delivery id, the first possible at a time), oldest first
+/// (`webhook_deliveries_failed`).
+const FAILED_SINCE: &str = "SELECT id FROM webhook_deliveries
+    WHERE source_id = ?1 AND environment = ?2 AND status = 'failed' AND id >= ?3
+    ORDER BY id LIMIT ?4";
+
+/// A Source's deliveries of one environment, newest first; `failed_only`
+/// keeps the given-up ones.
+pub fn list_for_source_env(
+    c: &Connection,
+    source_id: &str,
+    environment: &str,
+    failed_only: bool,
+    before: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Delivery>> {
+    let sql = if failed_only { FAILED_PAGE } else { ENV_PAGE };
+    let mut st = c.prepare_cached(sql)?;
+    let rows = st.query_map(params![source_id, environment, before, limit], map_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Ids of the given-up deliveries of a Source and environment from `from`
+/// on (a delivery id), oldest first, at most `limit`.
+pub fn failed_since(
+    c: &Connection,
+    source_id: &str,
+    environment: &str,
+    from: &str,
+    limit: i64,
+) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(FAILED_SINCE)?;
+    let rows = st.query_map(params![source_id, environment, from, limit], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -356,6 +419,26 @@ mod tests {
                     && !text.ends_with("SCAN webhook_deliveries")
                     && !text.contains("SCAN webhook_bodies"),
                 "{text}"
+            );
+        }
+    }
+
+    /// The Source's own pages and its recovery read their indexes in order.
+    #[test]
+    fn the_source_reads_its_deliveries_in_index_order() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        for (sql, index) in [
+            (super::ENV_PAGE, "webhook_deliveries_by_source"),
+            (super::FAILED_PAGE, "webhook_deliveries_failed"),
+            (super::FAILED_SINCE, "webhook_deliveries_failed"),
+        ] {
+            let text = crate::store::query_plan(&c, sql).join("\n");
+            assert!(
+                text.contains(&format!("INDEX {index} "))
+                    && !text.contains("TEMP B-TREE")
+                    && !text.contains("SCAN webhook_deliveries"),
+                "{sql}:\n{text}"
             );
         }
     }

@@ -50,6 +50,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0033_unsubscribable_mail.sql"
         )),
+        M::up(include_str!("../../migrations/0034_failed_deliveries.sql")),
     ])
 }
 

@@ -1039,3 +1039,197 @@ async fn a_retry_after_a_timeout_waits_from_the_attempts_end() {
         "the timeout (1 s) and then 5 s: {wait} ms"
     );
 }
+
+/// A Source whose endpoint was down reads its own delivery log with its
+/// key (never another Source's or environment's), and after the outage
+/// resends what was given up: all of it since a time, or one delivery.
+#[tokio::test]
+async fn a_source_reads_its_own_deliveries_and_recovers_the_failed_ones() {
+    let (app, rx) = setup().await;
+    let (source, source_test) = (app.source(), app.source_test());
+    // Two given up (410 stops retries at once), one delivered; one more in test.
+    rx.script(&[410, 410], 0.0).await;
+    let mut live = Vec::new();
+    for (i, title) in ["First", "Second", "Third"].into_iter().enumerate() {
+        live.push(decided(&app, title, &rx.url("out")).await);
+        rx.wait_for("out", i + 1).await;
+    }
+    let t = with_callback("In test", &rx.url("test"));
+    let t = app.create_action_with(&app.test_key(), t).await;
+    app.decide(&t, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    rx.wait_for("test", 1).await;
+    let of = |a: &Value| a["id"].as_str().unwrap().to_owned();
+    for (a, status) in [
+        (&live[0], "failed"),
+        (&live[1], "failed"),
+        (&live[2], "delivered"),
+        (&t, "delivered"),
+    ] {
+        let id = of(a);
+        delivery_where(&app, |d| {
+            d["action_id"] == id.as_str() && d["status"] == status
+        })
+        .await;
+    }
+
+    // Newest first, the key's environment only.
+    let all: Value = source.get("/v1/source/deliveries", 200).await;
+    let actions: Vec<&str> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["action_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, [of(&live[2]), of(&live[1]), of(&live[0])]);
+    assert_eq!(all["has_more"], false);
+    assert_eq!(all["data"][0]["object"], "webhook_delivery");
+    assert_eq!(all["data"][0]["event_type"], "action.resolved");
+    let tests: Value = source_test.get("/v1/source/deliveries", 200).await;
+    assert_eq!(tests["data"].as_array().unwrap().len(), 1);
+    assert_eq!(tests["data"][0]["action_id"], of(&t).as_str());
+    let test_delivery = tests["data"][0]["id"].as_str().unwrap().to_owned();
+    // Given up ones only; paged.
+    let failed: Value = source.get("/v1/source/deliveries?status=failed", 200).await;
+    let failed: Vec<Value> = failed["data"].as_array().unwrap().clone();
+    assert_eq!(failed.len(), 2);
+    assert!(
+        failed
+            .iter()
+            .all(|d| d["status"] == "failed" && d["last_status_code"] == 410)
+    );
+    let (newer, older) = (failed[0].clone(), failed[1].clone());
+    assert_eq!(newer["action_id"], of(&live[1]).as_str());
+    let page: Value = source
+        .get("/v1/source/deliveries?status=failed&limit=1", 200)
+        .await;
+    assert_eq!(
+        (page["data"][0]["id"].clone(), page["has_more"].clone()),
+        (newer["id"].clone(), json!(true))
+    );
+    let next = format!(
+        "/v1/source/deliveries?status=failed&limit=1&starting_after={}",
+        newer["id"].as_str().unwrap()
+    );
+    let page: Value = source.get(&next, 200).await;
+    assert_eq!(
+        (page["data"][0]["id"].clone(), page["has_more"].clone()),
+        (older["id"].clone(), json!(false))
+    );
+    // One delivery with its attempts.
+    let one: Value = source
+        .get(
+            &format!("/v1/source/deliveries/{}", older["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(one["data"]["attempts"][0]["status_code"], 410, "{one}");
+
+    // Bad input, each named; another environment's or Source's: not found.
+    for (query, field) in [
+        ("status=pending", "status"),
+        ("limit=0", "limit"),
+        ("starting_after=msg_1", "starting_after"),
+        (
+            &*format!("starting_after={test_delivery}"),
+            "starting_after",
+        ),
+    ] {
+        let e = source
+            .get_err(
+                &format!("/v1/source/deliveries?{query}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{query}: {e}");
+    }
+    let elsewhere = format!("/v1/source/deliveries/{test_delivery}");
+    source.get_err(&elsewhere, 404, "DELIVERY_NOT_FOUND").await;
+    source
+        .post_err(
+            &format!("{elsewhere}/resend"),
+            json!({}),
+            404,
+            "DELIVERY_NOT_FOUND",
+        )
+        .await;
+    let (_, other_key) = app.second_source().await;
+    let theirs = format!("/v1/source/deliveries/{}", older["id"].as_str().unwrap());
+    app.get(&theirs, &other_key)
+        .await
+        .error(404, "DELIVERY_NOT_FOUND");
+    let none = app.get("/v1/source/deliveries", &other_key).await;
+    assert_eq!(none.ok(200)["data"], json!([]));
+    for (body, field) in [
+        (json!({"since": "yesterday"}), "since"),
+        (json!({}), "since"),
+        (
+            json!({"since": "2026-11-01T00:00:00Z", "until": "x"}),
+            "until",
+        ),
+    ] {
+        let e = source
+            .post_err(
+                "/v1/source/deliveries/recover",
+                body.clone(),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert!(e.to_string().contains(field), "{body}: {e}");
+    }
+
+    // Recover from the newer failure's creation on: that one alone.
+    let r: Value = source
+        .post(
+            "/v1/source/deliveries/recover",
+            json!({"since": newer["created_at"]}),
+            202,
+        )
+        .await;
+    assert_eq!(
+        r,
+        json!({"object": "webhook_recovery", "resent": 1, "has_more": false})
+    );
+    let got = rx.wait_for("out", 4).await;
+    assert_eq!(got[3]["id"], newer["id"]);
+    // From long before: the older one; the newer is no longer failed.
+    let r: Value = source
+        .post(
+            "/v1/source/deliveries/recover",
+            json!({"since": "2000-01-01T00:00:00Z"}),
+            202,
+        )
+        .await;
+    assert_eq!(r["resent"], 1);
+    let got = rx.wait_for("out", 5).await;
+    assert_eq!(got[4]["id"], older["id"]);
+    for d in [&newer, &older] {
+        let id = d["id"].as_str().unwrap();
+        let d = delivery_where(&app, |x| x["id"] == id && x["status"] == "delivered").await;
+        assert_eq!(d["attempts"], 2);
+    }
+    let r: Value = source
+        .post(
+            "/v1/source/deliveries/recover",
+            json!({"since": "2000-01-01T00:00:00Z"}),
+            202,
+        )
+        .await;
+    assert_eq!(r["resent"], 0);
+    // One delivery, resent by the Source: the same message again.
+    let third = all["data"][0]["id"].as_str().unwrap();
+    let r: Value = source
+        .post(
+            &format!("/v1/source/deliveries/{third}/resend"),
+            json!({}),
+            202,
+        )
+        .await;
+    assert_eq!(r["data"]["status"], "pending");
+    let got = rx.wait_for("out", 6).await;
+    assert_eq!(got[5]["id"], third);
+    assert_eq!(rx.received().await.len(), 7, "nothing else was sent");
+}

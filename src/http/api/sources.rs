@@ -6,11 +6,11 @@ use axum::http::StatusCode;
 
 use crate::app::AppState;
 use crate::domain::ids;
-use crate::error::{Error, Result};
+use crate::error::{Error, FieldError, Result};
 use crate::http::api::paging;
 use crate::http::api::wire::sources::{SourceOut, SourceWithSecrets};
 use crate::http::api::wire::{Data, List};
-use crate::http::auth::UserAuth;
+use crate::http::auth::{SourceAuth, UserAuth};
 use crate::http::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::service::sources::{self, KeyRotate, SourceCreate, SourceUpdate};
 use crate::service::webhooks;
@@ -129,7 +129,14 @@ pub async fn list_deliveries(
         return Err(Error::field("limit", "limit must be between 1 and 100"));
     }
     let after = paging::cursor(p.starting_after, p.before, ids::DELIVERY, "a delivery")?;
-    let mut rows = webhooks::list(&st.services, user, id, after, limit + 1).await?;
+    let mut rows = webhooks::list(
+        &st.services,
+        webhooks::Reader::Manager(user, id),
+        false,
+        after,
+        limit + 1,
+    )
+    .await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     Ok(Json(List::new(rows, has_more)))
@@ -143,7 +150,12 @@ pub async fn get_delivery(
     UserAuth(user): UserAuth,
     ApiPath((id, delivery_id)): ApiPath<(String, String)>,
 ) -> Result<Json<Data<DeliveryDetail>>> {
-    let (delivery, attempts) = webhooks::get(&st.services, user, id, delivery_id).await?;
+    let (delivery, attempts) = webhooks::get(
+        &st.services,
+        webhooks::Reader::Manager(user, id),
+        delivery_id,
+    )
+    .await?;
     Ok(Json(Data {
         data: DeliveryDetail::new(delivery, attempts),
     }))
@@ -158,7 +170,12 @@ pub async fn resend_delivery(
     UserAuth(user): UserAuth,
     ApiPath((id, delivery_id)): ApiPath<(String, String)>,
 ) -> Result<(StatusCode, Json<Data<Delivery>>)> {
-    let d = webhooks::resend(&st.services, user, id, delivery_id).await?;
+    let d = webhooks::resend(
+        &st.services,
+        webhooks::Reader::Manager(user, id),
+        delivery_id,
+    )
+    .await?;
     Ok((StatusCode::ACCEPTED, Json(Data { data: d })))
 }
 
@@ -206,4 +223,137 @@ impl DeliveryDetail {
             updated_at: d.updated_at,
         }
     }
+}
+
+/// Query of GET /v1/source/deliveries.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SourceDeliveryParams {
+    /// `failed`: only the deliveries given up after their retries. Left
+    /// out: every delivery.
+    #[param(schema_with = failed_schema)]
+    pub status: Option<String>,
+    /// 1..100, default 20
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// A delivery id, the last of the previous page: the page after it
+    /// (older ones). Empty: the first page.
+    #[param(pattern = "^(msg_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
+    pub starting_after: Option<String>,
+}
+
+fn failed_schema() -> utoipa::openapi::Object {
+    crate::service::inbox::string_enum(&["failed"])
+}
+
+/// The Source's own webhook deliveries in its key's environment, newest first.
+#[utoipa::path(get, path = "/v1/source/deliveries", tag = "sources", params(SourceDeliveryParams),
+    responses((status = 200, description = "the deliveries, newest first", body = List<Delivery>),
+        (status = 422, description = "VALIDATION_ERROR: status, limit, or a starting_after that is not one of this Source's deliveries in this environment", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn list_source_deliveries(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiQuery(p): ApiQuery<SourceDeliveryParams>,
+) -> Result<Json<List<Delivery>>> {
+    let mut errs = Vec::new();
+    let failed_only = match p.status.as_deref().filter(|s| !s.is_empty()) {
+        None => false,
+        Some("failed") => true,
+        Some(other) => {
+            errs.push(FieldError::new(
+                "status",
+                format!(
+                    "`{other}` is not a status this list filters by: use `failed` (deliveries given up after their retries), or leave status out for every delivery"
+                ),
+            ));
+            false
+        }
+    };
+    let limit = p.limit.unwrap_or(20);
+    if !(1..=webhooks::MAX_PAGE).contains(&limit) {
+        errs.push(FieldError::new("limit", "limit must be between 1 and 100"));
+    }
+    let after = p.starting_after.filter(|s| !s.is_empty());
+    if let Some(problem) = after
+        .as_deref()
+        .and_then(|a| ids::cursor_problem("starting_after", a, ids::DELIVERY, "a delivery"))
+    {
+        errs.push(problem);
+    }
+    let after = after.map(ids::Cursor::starting_after);
+    if !errs.is_empty() {
+        return Err(Error::validation(errs));
+    }
+    let reader = webhooks::Reader::Source(src);
+    let mut rows = webhooks::list(&st.services, reader, failed_only, after, limit + 1).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok(Json(List::new(rows, has_more)))
+}
+
+/// One of the Source's own deliveries, with every attempt of it.
+#[utoipa::path(get, path = "/v1/source/deliveries/{delivery_id}", tag = "sources", params(("delivery_id" = String, Path)),
+    responses((status = 200, description = "the delivery, with `attempts`", body = Data<DeliveryDetail>),
+        (status = 404, description = "DELIVERY_NOT_FOUND: not a delivery of this Source in this key's environment", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn get_source_delivery(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiPath(delivery_id): ApiPath<String>,
+) -> Result<Json<Data<DeliveryDetail>>> {
+    let (delivery, attempts) =
+        webhooks::get(&st.services, webhooks::Reader::Source(src), delivery_id).await?;
+    Ok(Json(Data {
+        data: DeliveryDetail::new(delivery, attempts),
+    }))
+}
+
+/// Send one of the Source's own deliveries again now: the same message
+/// (same `webhook-id` and body), signed afresh, with a new round of retries.
+#[utoipa::path(post, path = "/v1/source/deliveries/{delivery_id}/resend", tag = "sources", params(("delivery_id" = String, Path)),
+    responses((status = 202, description = "queued: the delivery, pending", body = Data<Delivery>),
+        (status = 404, description = "DELIVERY_NOT_FOUND: not a delivery of this Source in this key's environment", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn resend_source_delivery(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiPath(delivery_id): ApiPath<String>,
+) -> Result<(StatusCode, Json<Data<Delivery>>)> {
+    let d = webhooks::resend(&st.services, webhooks::Reader::Source(src), delivery_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(Data { data: d })))
+}
+
+/// Body of POST /v1/source/deliveries/recover.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryRecover {
+    /// RFC 3339: deliveries made at or after this time are resent.
+    #[schema(format = DateTime)]
+    pub since: String,
+}
+
+/// After an outage: send again every delivery of the Source (its key's
+/// environment) given up since a time, oldest first, up to 1,000 a request.
+#[utoipa::path(post, path = "/v1/source/deliveries/recover", tag = "sources", request_body = DeliveryRecover,
+    responses((status = 202, description = "queued: how many were resent, and whether more wait", body = webhooks::Recovery),
+        (status = 422, description = "VALIDATION_ERROR: since is not an RFC 3339 time", body = crate::http::openapi::ErrorBody)),
+    security(("source_key" = [])))]
+pub async fn recover_source_deliveries(
+    State(st): State<AppState>,
+    SourceAuth(src): SourceAuth,
+    ApiJson(req): ApiJson<DeliveryRecover>,
+) -> Result<(StatusCode, Json<webhooks::Recovery>)> {
+    let Some(since) = crate::domain::time::parse(&req.since) else {
+        return Err(Error::field(
+            "since",
+            format!(
+                "`{}` is not an RFC 3339 time; send one such as 2026-11-27T08:00:00Z",
+                req.since
+            ),
+        ));
+    };
+    let r = webhooks::recover(&st.services, src, since).await?;
+    Ok((StatusCode::ACCEPTED, Json(r)))
 }

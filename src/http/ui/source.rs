@@ -154,8 +154,8 @@ pub(super) async fn page(
     let mut rows = if admin {
         webhooks::list(
             &st.services,
-            p.user.clone(),
-            id.to_owned(),
+            webhooks::Reader::Manager(p.user.clone(), id.to_owned()),
+            false,
             before,
             PAGE as i64 + 1,
         )
@@ -213,7 +213,13 @@ pub async fn resend_delivery(
     form: FormData,
 ) -> std::result::Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
-    match webhooks::resend(&st.services, p.user.clone(), id.clone(), delivery_id).await {
+    match webhooks::resend(
+        &st.services,
+        webhooks::Reader::Manager(p.user.clone(), id.clone()),
+        delivery_id,
+    )
+    .await
+    {
         Ok(_) => Ok(see_other(&format!("/app/sources/{id}?done=resent"))),
         Err(e) => page_with_error(e, page(&st, &p, &id, None)).await,
     }
@@ -245,7 +251,12 @@ pub async fn delivery_page(
     PagePath((id, delivery_id)): PagePath<(String, String)>,
 ) -> Result<DeliveryPage, UiError> {
     let source = source_head(&st, &p, &id).await?;
-    let (d, attempts) = webhooks::get(&st.services, p.user.clone(), id, delivery_id).await?;
+    let (d, attempts) = webhooks::get(
+        &st.services,
+        webhooks::Reader::Manager(p.user.clone(), id),
+        delivery_id,
+    )
+    .await?;
     let now = st.services.clock.now();
     Ok(DeliveryPage {
         layout: Layout::signed_in(&st, &p, format!("Delivery {}", d.id), "sources").await?,
