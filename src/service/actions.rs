@@ -261,7 +261,7 @@ pub async fn create(
             let src = writer_src;
             crate::service::sources::check_not_revoked(c, &src.source_id)?;
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &writer_hash, &a.created_at, |c, fx| {
-                check_people(c, &src.workspace_id, &a.spec)?;
+                check_people(c, &a)?;
                 if let Some(run_id) = &a.spec.run_id {
                     crate::service::runs::check_attachable(c, &src, run_id)?;
                 }
@@ -347,48 +347,93 @@ async fn held(
     }
 }
 
-/// Assignees and listed reviewers given by user id must be workspace members.
-fn check_people(
-    c: &Connection,
-    workspace_id: &str,
-    spec: &crate::domain::action::ActionSpec,
-) -> Result<()> {
+/// The people an Action names, checked against the workspace's members
+/// before it is made, so that someone can decide it (guide: "The Action
+/// object"): its requester (by id) and every listed reviewer are members;
+/// someone listed may decide it, and enough of them to meet an approval
+/// policy may vote; an assignee is a member who may decide it, as an
+/// assignment requires (a viewer, someone not listed on a restricted
+/// Action or the requester would hold it and no one else could claim it).
+fn check_people(c: &Connection, a: &ActionRecord) -> Result<()> {
+    let spec = &a.spec;
     if spec.assignee_user_id.is_none()
+        && spec.assignee_email.is_none()
         && spec.reviewer_user_ids.is_none()
+        && spec.reviewer_emails.is_none()
         && spec.requested_by_user_id.is_none()
     {
         return Ok(());
     }
+    let ws = &a.workspace_id;
     let mut errs = Vec::new();
-    if let Some(id) = &spec.assignee_user_id
-        && workspaces::role_of(c, workspace_id, id)?.is_none()
-    {
-        errs.push(FieldError::new(
-            "assignee_user_id",
-            format!("`{id}` is not a member of this workspace"),
-        ));
-    }
     if let Some(id) = &spec.requested_by_user_id
-        && workspaces::role_of(c, workspace_id, id)?.is_none()
+        && workspaces::role_of(c, ws, id)?.is_none()
     {
         errs.push(FieldError::new(
             "requested_by_user_id",
             format!("`{id}` is not a member of this workspace"),
         ));
     }
-    for (i, id) in spec.reviewer_user_ids.iter().flatten().enumerate() {
-        if workspaces::role_of(c, workspace_id, id)?.is_none() {
+    let mut listed: Vec<crate::store::work::Member> = Vec::new();
+    for (field, entries, by_id) in [
+        ("reviewer_user_ids", &spec.reviewer_user_ids, true),
+        ("reviewer_emails", &spec.reviewer_emails, false),
+    ] {
+        for (i, v) in entries.iter().flatten().enumerate() {
+            let m = if by_id {
+                crate::store::work::member(c, ws, v)?
+            } else {
+                crate::store::work::member_by_email(c, ws, v)?
+            };
+            match m {
+                Some(m) if listed.iter().any(|l| l.user_id == m.user_id) => {}
+                Some(m) => listed.push(m),
+                None => errs.push(FieldError::new(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "`{v}` is not a member of this workspace: invite them first, or list someone who is"
+                    ),
+                )),
+            }
+        }
+    }
+    let list_field = if spec.reviewer_user_ids.is_some() {
+        "reviewer_user_ids"
+    } else {
+        "reviewer_emails"
+    };
+    if errs.is_empty() && !listed.is_empty() {
+        let deciders = listed
+            .iter()
+            .filter(|m| access_of(a, m.role, &m.user_id, &m.email).offers_decision())
+            .count();
+        if deciders == 0 {
             errs.push(FieldError::new(
-                format!("reviewer_user_ids[{i}]"),
-                format!("`{id}` is not a member of this workspace"),
+                list_field,
+                "no one listed may decide this Action: viewers only read it, and the person it is requested by may not decide their own request; list a reviewer, admin or owner",
+            ));
+        } else if let Some(p) = &spec.approval_policy
+            && usize::try_from(p.required_approvals).unwrap_or(usize::MAX) > deciders
+        {
+            errs.push(FieldError::new(
+                "approval_policy.required_approvals",
+                format!(
+                    "{} approvals are required but only {deciders} of the listed reviewers may vote (viewers and the person it is requested by may not): it could never be approved",
+                    p.required_approvals
+                ),
             ));
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::validation(errs))
+    if !errs.is_empty() {
+        return Err(Error::validation(errs));
     }
+    crate::service::work::assignee_of(
+        c,
+        a,
+        spec.assignee_user_id.as_ref(),
+        spec.assignee_email.as_ref(),
+    )?;
+    Ok(())
 }
 
 /// Waits until the Action leaves `open`, a reviewer asks its Source a

@@ -159,14 +159,15 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
     .await
 }
 
-/// The member an assignment names, checked: a member of the Action's
-/// workspace who may decide it. Refusals name the field.
-fn assignee_of(
+/// The member an assignment (or a create) names, checked: a member of the
+/// Action's workspace who may decide it. Refusals name the field.
+pub(crate) fn assignee_of(
     c: &rusqlite::Connection,
     a: &ActionRecord,
-    req: &AssignmentUpdate,
+    assignee_user_id: Option<&String>,
+    assignee_email: Option<&String>,
 ) -> Result<Option<Member>> {
-    let by_id = match &req.assignee_user_id {
+    let by_id = match assignee_user_id {
         Some(id) => Some((
             "assignee_user_id",
             id,
@@ -174,7 +175,7 @@ fn assignee_of(
         )),
         None => None,
     };
-    let by_email = match &req.assignee_email {
+    let by_email = match assignee_email {
         Some(e) => Some((
             "assignee_email",
             e,
@@ -187,7 +188,9 @@ fn assignee_of(
         let Some(m) = member else {
             return Err(Error::field(
                 field,
-                format!("`{value}` is not a member of this workspace"),
+                format!(
+                    "`{value}` is not a member of this workspace: invite them first, or leave the Action unassigned for anyone who may decide it to claim"
+                ),
             ));
         };
         if let Some((_, earlier)) = &found
@@ -256,7 +259,12 @@ pub async fn assign(
             });
         }
         decision::ensure_open(&a, &now)?;
-        let to = assignee_of(c, &a, &req)?;
+        let to = assignee_of(
+            c,
+            &a,
+            req.assignee_user_id.as_ref(),
+            req.assignee_email.as_ref(),
+        )?;
         let unchanged = match (&to, &previous) {
             (None, None) => true,
             (Some(m), Some(p)) => p.user_id.as_deref() == Some(m.user_id.as_str()),

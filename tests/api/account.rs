@@ -651,11 +651,11 @@ async fn a_deleted_account_leaves_no_address_in_run_timelines() {
 async fn a_deleted_accounts_assignments_pass_to_nobody_with_its_address() {
     let app = TestApp::spawn().await;
     let admin = app.admin();
-    // One Action names the address before anyone has it, one the person's id.
+    // One Action names the person's address (in another case), one their id.
     let email = "later.leaver@example.com";
+    let leaver = app.member_as(Role::Reviewer, email);
     let by_address =
         assigned_and_decided(&app, json!({"assignee_email": email.to_uppercase()})).await;
-    let leaver = app.member_as(Role::Reviewer, email);
     let uid = leaver.person().id.clone();
     let by_id = assigned_and_decided(&app, json!({"assignee_user_id": uid})).await;
     let ids = [by_address, by_id];

@@ -26,6 +26,8 @@ async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
             "[year]-[month]-[day]T[hour]:[minute]:[second].000Z"
         ))
         .unwrap();
+    let ops = app.member_as(hds::domain::access::Role::Reviewer, "ops@example.com");
+    let ops_id = ops.person().id.clone();
     let a = app
         .create_action(json!({
             "title": "Deploy api v42", "description": "Rolls out **v42**", "priority": "high",
@@ -34,7 +36,7 @@ async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
             "decision_class": "deploy", "decision_context": {"service": "api"}, "metadata": {"run": 7},
             "open_url": "https://ci.example.com/run/7", "expires_at": offset,
             "on_expire": {"action": "resolve", "option_id": "hold"}, "dedupe_key": "deploy-api-42",
-            "assignee_email": "ops@example.com", "assignee_user_id": app.creds["user_id"],
+            "assignee_email": "ops@example.com", "assignee_user_id": ops_id,
             "callback_url": "https://hooks.example.com/hds", "context_request_mode": "callback",
             "controls": [{"key": "rerun", "label": "Re-run", "kind": "callback", "mutating": true, "confirm": "Re-run the job?"},
                          {"key": "logs", "label": "Logs", "kind": "link", "url": "https://ci.example.com/logs"}],
@@ -53,7 +55,7 @@ async fn create_returns_every_field_with_version_one_and_a_fingerprint() {
         a["reviewer_emails"],
         json!(["admin@example.com", "ops@example.com"])
     );
-    assert_eq!(a["assignee_user_id"], app.creds["user_id"]);
+    assert_eq!(a["assignee_user_id"], ops_id.as_str());
     assert_eq!(a["assignee_email"], "ops@example.com");
     assert_eq!(a["decision_class"], "deploy");
     assert_eq!(a["decision_context"], json!({"service": "api"}));

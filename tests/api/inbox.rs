@@ -296,6 +296,7 @@ async fn scope_mine_by_id_or_email() {
     both["assignee_user_id"] = me;
     both["assignee_email"] = json!("admin@example.com");
     app.create_action(both).await;
+    app.member_as(hds::domain::access::Role::Reviewer, "else@example.com");
     let mut other = two_options("Other");
     other["assignee_email"] = json!("else@example.com");
     app.create_action(other).await;

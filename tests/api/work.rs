@@ -278,6 +278,129 @@ async fn a_create_time_assignee_holds_the_action_until_an_admin_reassigns_it() {
     );
 }
 
+/// An Action is made only when someone can decide it: an assignee who
+/// could not hold it (no one else could claim it), a list with no one who
+/// may decide, or a quorum the listed voters cannot reach is refused at
+/// create, naming the field, and nothing is written.
+#[tokio::test]
+async fn a_create_that_no_one_could_decide_is_refused_naming_the_field() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, viewer) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    let (r1_email, viewer_email) = (r1.person().email.clone(), viewer.person().email.clone());
+    let restricted = |list: Value| {
+        let mut b = two_options("Rotate the root key");
+        b["visibility"] = json!("restricted");
+        b["reviewer_emails"] = list;
+        b
+    };
+    let with = |mut b: Value, extra: Value| {
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let refused = |body: Value, field: &'static str, words: &'static str| {
+        let app = &app;
+        async move {
+            let e = app
+                .source()
+                .post_err("/v1/actions", body.clone(), 422, "VALIDATION_ERROR")
+                .await;
+            let named = e["details"]["errors"][0].clone();
+            assert_eq!(named["field"], field, "{body}: {e}");
+            assert!(
+                named["message"].as_str().unwrap().contains(words),
+                "{body}: {e}"
+            );
+        }
+    };
+    let actions_before = app.count_rows("actions");
+    // A viewer reads but may not hold an Action.
+    refused(
+        with(two_options("x"), json!({"assignee_email": viewer_email})),
+        "assignee_email",
+        "is a viewer",
+    )
+    .await;
+    // Not listed on a restricted Action.
+    refused(
+        with(
+            restricted(json!([r1_email])),
+            json!({"assignee_user_id": admin.person().id}),
+        ),
+        "assignee_user_id",
+        "not one of this Action's listed reviewers",
+    )
+    .await;
+    // The person it is requested by.
+    refused(
+        with(
+            two_options("x"),
+            json!({"assignee_email": r1_email, "requested_by_email": r1_email}),
+        ),
+        "assignee_email",
+        "requested this Action",
+    )
+    .await;
+    // Two different people.
+    refused(
+        with(
+            two_options("x"),
+            json!({"assignee_email": r1_email, "assignee_user_id": admin.person().id}),
+        ),
+        "assignee_email",
+        "two different people",
+    )
+    .await;
+    // A list of a viewer and a mistyped address; a list of the requester alone.
+    refused(
+        restricted(json!([viewer_email, "r1@exmaple.com"])),
+        "reviewer_emails[1]",
+        "is not a member of this workspace",
+    )
+    .await;
+    refused(
+        restricted(json!([viewer_email])),
+        "reviewer_emails",
+        "no one listed may decide",
+    )
+    .await;
+    refused(
+        with(
+            restricted(json!([r1_email])),
+            json!({"requested_by_email": r1_email}),
+        ),
+        "reviewer_emails",
+        "no one listed may decide",
+    )
+    .await;
+    // Three approvals from two who may vote (the third listed is the requester).
+    refused(
+        with(
+            restricted(json!([r1_email, "admin@example.com", viewer_email])),
+            json!({"approval_policy": {"required_approvals": 3}}),
+        ),
+        "approval_policy.required_approvals",
+        "only 2 of the listed reviewers may vote",
+    )
+    .await;
+    assert_eq!(app.count_rows("actions"), actions_before, "nothing written");
+    // Listed viewers may still read it beside someone who decides; the
+    // quorum the voters can reach is accepted, and so is its assignee.
+    let ok = with(
+        restricted(json!([r1_email, "ADMIN@example.com", viewer_email])),
+        json!({"approval_policy": {"required_approvals": 2}, "assignee_email": r1_email}),
+    );
+    let a = app.create_action(ok).await;
+    assert_eq!(a["assignee_email"], r1_email.as_str());
+    let seen = read(&viewer, &a).await;
+    assert_eq!(seen["id"], a["id"]);
+}
+
 #[tokio::test]
 async fn a_snoozed_action_leaves_the_inbox_and_comes_back_by_itself() {
     let app = TestApp::spawn().await;
@@ -714,16 +837,30 @@ async fn an_action_never_reveals_people_of_another_workspace() {
     let app = TestApp::spawn().await;
     let admin = app.admin();
     let stranger = app.outsider();
+    // As an assignee, someone of another workspace is refused in the same
+    // words as an address nobody has.
     let mut body = two_options("Who is this?");
-    body["assignee_email"] = json!(stranger.person().email);
+    for email in [stranger.person().email.as_str(), "nobody@example.com"] {
+        body["assignee_email"] = json!(email);
+        let e = app
+            .source()
+            .post_err("/v1/actions", body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(
+            e["message"],
+            format!(
+                "`{email}` is not a member of this workspace: invite them first, or leave the Action unassigned for anyone who may decide it to claim"
+            )
+        );
+    }
+    body.as_object_mut().unwrap().remove("assignee_email");
     body["requested_by_email"] = json!(stranger.person().email);
     let a = app.create_action(body).await;
     let seen = read(&admin, &a).await;
-    for field in ["assignee", "requested_by"] {
-        assert_eq!(seen[field]["user_id"], Value::Null, "{field}: {seen}");
-        assert_eq!(seen[field]["name"], Value::Null, "{field}: {seen}");
-        assert_eq!(seen[field]["email"], stranger.person().email, "{field}");
-    }
+    let who = &seen["requested_by"];
+    assert_eq!(who["user_id"], Value::Null, "{seen}");
+    assert_eq!(who["name"], Value::Null, "{seen}");
+    assert_eq!(who["email"], stranger.person().email);
     let by_source: Value = app
         .source()
         .get(
@@ -731,7 +868,7 @@ async fn an_action_never_reveals_people_of_another_workspace() {
             200,
         )
         .await;
-    assert_eq!(by_source["data"]["assignee"]["user_id"], Value::Null);
+    assert_eq!(by_source["data"]["requested_by"]["user_id"], Value::Null);
 }
 
 /// What the work routes may change on an Action, read back as `who` sees it:
