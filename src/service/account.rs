@@ -224,9 +224,17 @@ pub async fn delete(s: &Services, user: &UserCaller, req: AccountDeleteRequest) 
             work::release_held(c, fx, &release, &now)?;
             store::pin_assignments(c, &ws.id, &uid, &email, &placeholder_email(&uid))?;
             invitations::revoke_offered_by(c, fx, &ws.id, &uid, None, &now)?;
-            workspaces::remove_member(c, &ws.id, &uid)?;
+            workspaces::remove_member(c, &ws.id, &uid, &now)?;
         }
-        let shared: Vec<String> = memberships.iter().map(|(ws, _)| ws.id.clone()).collect();
+        // Every workspace they were ever in: those they left before keep
+        // notices, run timelines and closed Actions that name them too.
+        let mut shared: Vec<String> = memberships.iter().map(|(ws, _)| ws.id.clone()).collect();
+        for ws in workspaces::left_by(c, &uid)? {
+            if !shared.contains(&ws) {
+                store::pin_assignments(c, &ws, &uid, &email, &placeholder_email(&uid))?;
+                shared.push(ws);
+            }
+        }
         store::scrub_mentions(c, &uid, &email, &shared, "a deleted account")?;
         store::erase(c, &uid, &placeholder_email(&uid), &now)
     })

@@ -303,7 +303,7 @@ pub async fn remove(s: &Services, user: &UserCaller, target: String) -> Result<(
         work::release_held(c, fx, &release, &now)?;
         // Their pending invitations go with them.
         invitations::revoke_offered_by(c, fx, &ws, &member.user_id, None, &now)?;
-        store::remove_member(c, &ws, &target)?;
+        store::remove_member(c, &ws, &target, &now)?;
         // What they were told about this workspace goes with them, and
         // what was still to be mailed to them.
         crate::store::notifications::forget_workspace(c, &target, &ws)?;

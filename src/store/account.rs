@@ -674,6 +674,7 @@ pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Res
         "DELETE FROM notification_digest_items WHERE user_id = ?1",
         "DELETE FROM notification_broadcast_reads WHERE user_id = ?1",
         "DELETE FROM notification_preferences WHERE user_id = ?1",
+        "DELETE FROM former_members WHERE user_id = ?1",
         "DELETE FROM notification_timers WHERE user_id = ?1",
         "DELETE FROM analytics_events WHERE user_id = ?1",
         "UPDATE mail_outbox SET to_addr = ?2, text_body = NULL, html_body = NULL,

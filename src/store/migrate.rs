@@ -51,6 +51,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0033_unsubscribable_mail.sql"
         )),
         M::up(include_str!("../../migrations/0034_failed_deliveries.sql")),
+        M::up(include_str!("../../migrations/0035_former_members.sql")),
     ])
 }
 
@@ -365,6 +366,54 @@ mod tests {
             [
                 ("act_open".to_owned(), "usr_viewer".to_owned()),
                 ("act_open".to_owned(), "usr_gone".to_owned())
+            ]
+        );
+    }
+
+    /// 0035 on a database of schema 34: the workspaces a person left a trace
+    /// in (an accepted invitation, a notice, a comment, an act on an Action)
+    /// and is no longer a member of are remembered as left; a current
+    /// membership is not.
+    #[test]
+    fn migration_35_remembers_the_workspaces_people_left() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 34).unwrap();
+        c.execute_batch(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank,
+                   title, action_version, fingerprint, spec, visibility, created_at, updated_at)
+               VALUES ('act_1', 'ws_b', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"title":"t"}', 'workspace', '2026', '2026');
+               INSERT INTO workspaces(id, name, kind, created_at)
+               VALUES ('ws_a', 'A', 'team', '2026'), ('ws_b', 'B', 'team', '2026'), ('ws_c', 'C', 'team', '2026');
+               INSERT INTO memberships(workspace_id, user_id, role, created_at)
+               VALUES ('ws_a', 'usr_stays', 'reviewer', '2026');
+               INSERT INTO invitations(id, workspace_id, email, role, token_hash, created_at, expires_at, accepted_at, accepted_by)
+               VALUES ('inv_1', 'ws_a', 'x@example.com', 'reviewer', 'h1', '2026', '2027', '2026-02', 'usr_left'),
+                      ('inv_2', 'ws_a', 'y@example.com', 'reviewer', 'h2', '2026', '2027', '2026-02', 'usr_stays');
+               INSERT INTO notifications(user_id, id, workspace_id, kind, title, body, path, created_at)
+               VALUES ('usr_noticed', 'ntf_1', 'ws_c', 'action.new', 't', 'b', '/app', '2026');
+               INSERT INTO action_comments(id, action_id, author_user_id, body, created_at)
+               VALUES ('cmt_1', 'act_1', 'usr_commented', 'hi', '2026');
+               INSERT INTO action_events(action_id, kind, actor_type, actor_id, action_version, created_at)
+               VALUES ('act_1', 'claimed', 'user', 'usr_acted', 1, '2026'),
+                      ('act_1', 'created', 'source', 'src_1', 1, '2026');
+               PRAGMA foreign_keys = ON;"#,
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let left: Vec<(String, String)> = all(
+            &c,
+            "SELECT user_id, workspace_id FROM former_members ORDER BY user_id",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        let pair = |u: &str, w: &str| (u.to_owned(), w.to_owned());
+        assert_eq!(
+            left,
+            [
+                pair("usr_acted", "ws_b"),
+                pair("usr_commented", "ws_b"),
+                pair("usr_left", "ws_a"),
+                pair("usr_noticed", "ws_c"),
             ]
         );
     }

@@ -176,16 +176,30 @@ pub fn set_role(c: &Connection, workspace_id: &str, user_id: &str, role: Role) -
 /// Removes a member and ends every selection of this workspace by their
 /// sessions and tokens (they fall back to their oldest membership); false
 /// when they were not a member.
-pub fn remove_member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<bool> {
+pub fn remove_member(c: &Connection, workspace_id: &str, user_id: &str, now: &str) -> Result<bool> {
     let n = c.execute(
         "DELETE FROM memberships WHERE workspace_id = ?1 AND user_id = ?2",
         params![workspace_id, user_id],
     )?;
+    // Remembered, so that deleting the account later scrubs this workspace too.
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO former_members(user_id, workspace_id, left_at) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![user_id, workspace_id, now])?;
     c.execute(
         "UPDATE user_tokens SET workspace_id = NULL WHERE user_id = ?2 AND workspace_id = ?1",
         params![workspace_id, user_id],
     )?;
     Ok(n == 1)
+}
+
+/// The workspaces the person has left or was removed from.
+pub fn left_by(c: &Connection, user_id: &str) -> Result<Vec<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT workspace_id FROM former_members WHERE user_id = ?1 ORDER BY workspace_id",
+    )?;
+    let rows = st.query_map([user_id], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// A workspace as `hds workspaces list` shows it.

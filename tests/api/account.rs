@@ -603,6 +603,78 @@ async fn a_deleted_account_leaves_no_address_in_others_notifications() {
     );
 }
 
+/// Leaving a workspace (here: being removed) before deleting the account
+/// changes nothing: that workspace's notices, run timelines and closed
+/// Actions lose the address too, and a later account with the same address
+/// inherits nothing there.
+#[tokio::test]
+async fn a_deleted_account_is_scrubbed_from_workspaces_it_left_before() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let email = "kim@example.com";
+    let kim = app.member_as(Role::Admin, email);
+    let kim_id = kim.person().id.clone();
+    // A closed Action assigned to her by address; a mention; a run she cancelled.
+    let mut body = two_options("Rotate the keys");
+    body["assignee_email"] = json!(email);
+    let a: Value = app.source().post("/v1/actions", body, 201).await;
+    let id = a["data"]["id"].as_str().unwrap().to_owned();
+    let decision = json!({"action_version": 1, "fingerprint": a["data"]["fingerprint"], "option_id": "approve"});
+    let _: Value = kim
+        .post(&format!("/v1/actions/{id}/decision"), decision, 200)
+        .await;
+    let _: Value = kim
+        .post(
+            &format!("/v1/actions/{id}/comments"),
+            json!({"body": "@admin@example.com have a look"}),
+            201,
+        )
+        .await;
+    let run: Value = app
+        .source()
+        .post("/v1/runs", json!({"name": "nightly import"}), 201)
+        .await;
+    let rid = run["data"]["id"].as_str().unwrap().to_owned();
+    let _: Value = kim
+        .post(
+            &format!("/v1/runs/{rid}/cancel"),
+            json!({"reason": "stuck"}),
+            200,
+        )
+        .await;
+    let seen: Value = admin.get("/v1/notifications", 200).await;
+    assert!(seen.to_string().contains(email), "{seen}");
+    // Removed, then she deletes her account.
+    let _: Value = admin
+        .delete(&format!("/v1/workspaces/members/{kim_id}"), 204)
+        .await;
+    deletes_own_account(&kim).await;
+    let seen: Value = admin.get("/v1/notifications", 200).await;
+    assert!(!seen.to_string().contains(email), "{seen}");
+    assert!(
+        seen.to_string().contains("a deleted account mentioned you"),
+        "{seen}"
+    );
+    let got: Value = admin.get(&format!("/v1/runs/{rid}"), 200).await;
+    assert_eq!(
+        got["data"]["error"],
+        "Cancelled by a deleted account: stuck"
+    );
+    let got: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(got["data"]["assignee"]["user_id"], kim_id.as_str(), "{got}");
+    assert!(!got.to_string().contains(email), "{got}");
+    let newcomer = app.member_as(Role::Reviewer, email);
+    let mine: Value = newcomer
+        .get("/v1/me/actions?scope=mine&status=all", 200)
+        .await;
+    assert_eq!(mine["data"], json!([]), "{mine}");
+    assert_eq!(
+        app.count_rows("former_members"),
+        0,
+        "forgotten with the account"
+    );
+}
+
 /// A run an admin cancelled says who on its timeline; once that admin's
 /// account is deleted, it says "a deleted account".
 #[tokio::test]

@@ -1608,7 +1608,8 @@ async fn a_demotion_or_removal_committed_while_a_write_waits_refuses_it() {
         let (ws, uid) = (ws.clone(), who.person().id.clone());
         let (release, held) = hold_writer(&app, move |c| {
             if removed {
-                hds::store::workspaces::remove_member(c, &ws, &uid).unwrap();
+                hds::store::workspaces::remove_member(c, &ws, &uid, "2026-11-27T00:00:00.000Z")
+                    .unwrap();
             } else {
                 hds::store::workspaces::set_role(c, &ws, &uid, Role::Viewer).unwrap();
             }
@@ -1692,7 +1693,8 @@ async fn a_source_change_waiting_while_its_admin_is_demoted_is_refused() {
         let (ws, uid) = (ws.clone(), who.person().id.clone());
         let (release, held) = hold_writer(&app, move |c| {
             if removed {
-                hds::store::workspaces::remove_member(c, &ws, &uid).unwrap();
+                hds::store::workspaces::remove_member(c, &ws, &uid, "2026-11-27T00:00:00.000Z")
+                    .unwrap();
             } else {
                 hds::store::workspaces::set_role(c, &ws, &uid, Role::Reviewer).unwrap();
             }
