@@ -15,7 +15,7 @@ use crate::error::{Code, Error, FieldError};
 /// Largest request body of any route (guide: "Limits": Action create/patch).
 pub const MAX_BODY: usize = 256 * 1024;
 
-fn too_large(action: bool) -> Error {
+pub(crate) fn too_large(action: bool) -> Error {
     let code = if action {
         Code::ActionPayloadTooLarge
     } else {

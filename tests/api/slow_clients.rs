@@ -519,6 +519,17 @@ async fn a_declared_length_over_the_limit_is_refused_before_the_body() {
             app.live_key(),
             "PAYLOAD_TOO_LARGE",
         ),
+        // Routes that read no body at all.
+        (
+            format!("/v1/actions/{id}/claim"),
+            app.user_token(),
+            "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            "/v1/notifications/read-all".to_owned(),
+            app.user_token(),
+            "PAYLOAD_TOO_LARGE",
+        ),
     ] {
         let method = if path.ends_with(id) { "PATCH" } else { "POST" };
         let mut s = connect(&app).await;
@@ -539,4 +550,5 @@ async fn a_declared_length_over_the_limit_is_refused_before_the_body() {
     }
     let a: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
     assert_eq!(a["data"]["status"], "open", "nothing applied: {a}");
+    assert!(a["data"]["assignee"].is_null(), "not claimed: {a}");
 }
