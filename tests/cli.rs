@@ -356,9 +356,14 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let base = first.strip_prefix("hds listening on ").unwrap().to_owned();
-    let link = lines
+    // The banner, up to its last line.
+    let banner: Vec<String> = lines
         .by_ref()
         .map(|l| l.unwrap())
+        .take_while(|l| !l.contains("prints a new sign-in link"))
+        .collect();
+    let link = banner
+        .iter()
         .find_map(|l| {
             l.split_whitespace()
                 .find(|w| w.contains("/app/signin/link/"))
@@ -367,6 +372,39 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
         .expect("the first start prints a sign-in link");
     // Keep reading, as a terminal would: the server's stdout stays open.
     std::thread::spawn(move || lines.for_each(drop));
+    // The Source's secrets are not printed (stdout is the log): they are in
+    // a file only this user may read, which the banner names.
+    let text = banner.join("\n");
+    assert!(
+        !text.contains("svc_live_") && !text.contains("svc_test_") && !text.contains("whsec_"),
+        "{text}"
+    );
+    let file = data.join("initial-credentials.json");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    let creds: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let live = creds["source_key_live"].as_str().unwrap().to_owned();
+    assert!(live.starts_with("svc_live_"), "{creds}");
+    assert!(
+        creds["source_key_test"]
+            .as_str()
+            .unwrap()
+            .starts_with("svc_test_")
+    );
+    assert!(
+        creds["webhook_secret"]
+            .as_str()
+            .unwrap()
+            .starts_with("whsec_")
+    );
+    assert_eq!(creds["signin_url"], link.as_str());
+    assert!(creds.get("user_token").is_none(), "{creds}");
     assert!(
         link.starts_with(&format!("{base}/app/signin/link/")),
         "{link} vs {base}"
@@ -398,6 +436,14 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
         .unwrap();
     assert_eq!(ok.status(), 303);
     assert_eq!(ok.headers()["location"], "/app");
+    // The live key from the file works.
+    let sources = http
+        .get(format!("{base}/v1/source/actions"))
+        .bearer_auth(&live)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sources.status(), 200);
     child.kill().unwrap();
     child.wait().unwrap();
 }

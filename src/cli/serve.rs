@@ -50,6 +50,7 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         if let Err(e) = crate::cli::DataDir::write_base_url(&config.data_dir, &config.base_url) {
             tracing::warn!(error = %e, "could not record the base URL for `hds users link`");
         }
+        let data_dir = config.data_dir.clone();
         let state = crate::app::start(config).await?;
         // Tests and scripts read the first line to learn the port when
         // listening on :0. The banner is written in one piece, and a stdout
@@ -61,7 +62,7 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             banner.push_str(&format!("metrics on http://{at}/metrics\n"));
         }
         if let Some(created) = first_start {
-            banner.push_str(&first_start_banner(&created));
+            banner.push_str(&first_start_banner(&data_dir, &created));
         }
         {
             use std::io::Write;
@@ -165,26 +166,87 @@ fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
     Ok(Some(created))
 }
 
-fn first_start_banner(c: &serde_json::Value) -> String {
+/// The file the first start writes the Source's secrets to, in the data dir.
+pub const INITIAL_CREDENTIALS: &str = "initial-credentials.json";
+
+/// What the first start prints: the admin's one-time sign-in link, and where
+/// the Source's keys and webhook secret are. They are not printed: stdout
+/// is where the log goes, and a container's log is kept and shipped
+/// (GitLab writes its first root password to a file for the same reason).
+/// They go to a file only its owner may read; if it cannot be written, they
+/// are printed rather than lost.
+fn first_start_banner(data_dir: &std::path::Path, c: &serde_json::Value) -> String {
     let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
-    [
+    let mut lines = vec![
         format!(
             "first start: created workspace {}, its admin and a Source.",
             f("workspace_id")
         ),
         format!("  sign in (once, within 24 h): {}", f("signin_url")),
-        format!(
-            "  Source {}: live key {}",
-            f("source_id"),
-            f("source_key_live")
-        ),
-        format!("                 test key {}", f("source_key_test")),
-        format!("  webhook secret {}", f("webhook_secret")),
-        "These secrets are shown once. `hds users link EMAIL` prints a new sign-in link."
-            .to_owned(),
-        String::new(),
+    ];
+    let path = data_dir.join(INITIAL_CREDENTIALS);
+    // The admin's API token `hds init` made is not handed out: they make
+    // their own on the account page.
+    let kept: serde_json::Map<String, serde_json::Value> = [
+        "workspace_id",
+        "user_id",
+        "signin_url",
+        "source_id",
+        "source_key_live",
+        "source_key_test",
+        "webhook_secret",
     ]
-    .join("\n")
+    .into_iter()
+    .map(|k| (k.to_owned(), c[k].clone()))
+    .collect();
+    match write_private(&path, &serde_json::Value::Object(kept)) {
+        Ok(()) => {
+            lines.push(format!(
+                "  Source {}: its live and test keys and webhook secret are in {} (readable by this user only; not printed, so that they stay out of logs). Move them to your secret store, then delete the file.",
+                f("source_id"),
+                path.display()
+            ));
+            lines.push(
+                "The link is shown once. `hds users link EMAIL` prints a new sign-in link."
+                    .to_owned(),
+            );
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "could not write the first start's secrets to a file; printing them");
+            lines.extend([
+                format!(
+                    "  Source {}: live key {}",
+                    f("source_id"),
+                    f("source_key_live")
+                ),
+                format!("                 test key {}", f("source_key_test")),
+                format!("  webhook secret {}", f("webhook_secret")),
+                "These secrets are shown once. `hds users link EMAIL` prints a new sign-in link."
+                    .to_owned(),
+            ]);
+        }
+    }
+    lines.push(String::new());
+    lines.join("\n")
+}
+
+/// Writes `value` as JSON to a new file at `path` that only its owner may
+/// read (mode 0600 on Unix), replacing one left by an earlier first start.
+fn write_private(path: &std::path::Path, value: &serde_json::Value) -> std::io::Result<()> {
+    use std::io::Write;
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
 }
 
 async fn shutdown_signal() {
