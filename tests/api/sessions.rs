@@ -184,6 +184,34 @@ async fn logout_ends_the_cookie_and_needs_the_csrf_token() {
     assert_eq!(replay.status(), 401);
 }
 
+/// Deleting the account over the API with the cookie ends the browser's
+/// session as logout does: the cookie is expired in the answer.
+#[tokio::test]
+async fn deleting_the_account_with_the_cookie_expires_it() {
+    let app = TestApp::spawn().await;
+    let person = app
+        .member(hds::domain::access::Role::Reviewer)
+        .person()
+        .clone();
+    let browser = app.browser(&person).await;
+    let client = browser.http();
+    let r = client
+        .delete(format!("{}/v1/account", app.base))
+        .header("origin", &app.base)
+        .header("x-csrf-token", browser.csrf())
+        .json(&serde_json::json!({"confirm": person.email}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let expired = r.headers().get_all(SET_COOKIE).iter().any(|c| {
+        let c = c.to_str().unwrap();
+        c.starts_with("service_session=") && c.contains("Max-Age=0")
+    });
+    assert!(expired, "{:?}", r.headers());
+    assert_eq!(session_of(&app, client).await.0, 401);
+}
+
 #[tokio::test]
 async fn a_cookie_post_from_another_origin_decides_nothing() {
     let app = TestApp::spawn().await;

@@ -61,8 +61,15 @@ pub async fn update_account(
 pub async fn delete_account(
     State(st): State<AppState>,
     UserAuth(user): UserAuth,
+    session: tower_sessions::Session,
+    headers: axum::http::HeaderMap,
     ApiJson(req): ApiJson<AccountDeleteRequest>,
 ) -> Result<StatusCode> {
     account::delete(&st.services, &user, req).await?;
+    // With the cookie, the browser's session goes too, as on logout: its
+    // record is deleted and the cookie expired.
+    if !headers.contains_key(axum::http::header::AUTHORIZATION) {
+        crate::http::session::end(&session).await?;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
