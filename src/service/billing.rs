@@ -44,7 +44,8 @@ fn used(c: &Connection, workspace_id: &str, what: Resource, now: Timestamp) -> R
 }
 
 /// Refuses one more `what` over the workspace's plan: 403
-/// `PLAN_LIMIT_REACHED` (`details.limit, used, period_end`). Call it in the
+/// `PLAN_LIMIT_REACHED` (`details.resource, limit, used`, and `period_end`
+/// for a monthly count). Call it in the
 /// writer's transaction before the insert, so concurrent creates cannot
 /// overshoot; an unlimited plan costs one primary-key read.
 pub fn check(
@@ -68,16 +69,29 @@ pub fn check(
         Resource::Members => "members and pending invitations",
         Resource::Sources => "Sources",
     };
-    Err(Error::new(
-        Code::PlanLimitReached,
-        format!(
-            "the workspace's plan allows {limit} {noun} and {n} are used; an owner can change the plan (GET /v1/billing)"
-        ),
-    )
-    .with_detail("resource", what.as_str())
-    .with_detail("limit", limit)
-    .with_detail("used", n)
-    .with_detail("period_end", time::format(period(now).end)))
+    let refused = |message: String| {
+        Error::new(Code::PlanLimitReached, message)
+            .with_detail("resource", what.as_str())
+            .with_detail("limit", limit)
+            .with_detail("used", n)
+    };
+    Err(match what {
+        // Counted per month: room again when the month ends.
+        Resource::Actions | Resource::Runs => {
+            let end = time::format(period(now).end);
+            refused(format!(
+                "the workspace's plan allows {limit} {noun} and {n} are used; the count starts again at {end}, or an owner can change the plan (the Billing page, or GET /v1/billing)"
+            ))
+            .with_detail("period_end", end)
+        }
+        // Levels: room again when one goes.
+        Resource::Members => refused(format!(
+            "the workspace's plan allows {limit} {noun} and {n} are used; remove a member or revoke a pending invitation, or an owner can change the plan (the Billing page, or GET /v1/billing)"
+        )),
+        Resource::Sources => refused(format!(
+            "the workspace's plan allows {limit} {noun} and {n} are used; revoke one, or an owner can change the plan (the Billing page, or GET /v1/billing)"
+        )),
+    })
 }
 
 /// Counts one use of a monthly resource (Actions, runs) in the same

@@ -218,6 +218,9 @@ async fn sources_and_invitations_stop_at_the_plan() {
         (e["details"]["limit"].clone(), e["details"]["used"].clone()),
         (json!(2), json!(2))
     );
+    // A level, not a monthly count: no period end, and the way out named.
+    assert!(e["details"].get("period_end").is_none(), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("revoke one"), "{e}");
     assert_eq!(app.count_rows("sources"), 2);
     // Members: the owner, one reviewer, one pending invitation = 3.
     app.member(Role::Reviewer);
@@ -247,6 +250,14 @@ async fn sources_and_invitations_stop_at_the_plan() {
         )
         .await;
     assert_eq!(e["details"]["resource"], "members");
+    assert!(e["details"].get("period_end").is_none(), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("revoke a pending invitation"),
+        "{e}"
+    );
     assert_eq!(app.count_rows("invitations"), before);
 }
 
