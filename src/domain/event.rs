@@ -40,6 +40,10 @@ pub enum ActionEvent {
     },
     VoteCast {
         vote: String,
+        /// The voter's reason, as given; absent in events recorded before
+        /// hds kept it here (it was in the vote's row alone).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Cancelled by the Source, or by `on_expire: cancel` (reason `expired`).
     Cancelled {
@@ -177,6 +181,7 @@ mod tests {
             },
             ActionEvent::VoteCast {
                 vote: "approve".into(),
+                reason: Some("tests are green".into()),
             },
             ActionEvent::Cancelled { reason: None },
             ActionEvent::Expired {
@@ -239,6 +244,7 @@ mod tests {
         let entry = HistoryEntry {
             event: ActionEvent::VoteCast {
                 vote: "reject".into(),
+                reason: None,
             },
             actor: Actor::user("usr_1"),
             action_version: 2,

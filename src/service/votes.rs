@@ -184,6 +184,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         )?;
         let event = ActionEvent::VoteCast {
             vote: req.vote.clone(),
+            reason: req.reason.clone(),
         };
         effects::record(
             c,

@@ -85,6 +85,29 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
         .find(|v| v["user_id"] == admin.person().id.as_str())
         .unwrap();
     assert!(admins.get("reason_sha256").is_none(), "{admins}");
+    // The team reads why: the reason is in the history and on the page.
+    let id = a["id"].as_str().unwrap();
+    let h: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    let cast: Vec<Value> = h["data"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "vote_cast")
+        .map(|e| e["data"].clone())
+        .collect();
+    assert_eq!(
+        cast,
+        [
+            json!({"vote": "approve"}),
+            json!({"vote": "approve", "reason": "checked the backup"})
+        ]
+    );
+    let page = app
+        .browser(admin.person())
+        .await
+        .page(&format!("/app/actions/{id}"))
+        .await;
+    assert!(page.contains("checked the backup"), "{page}");
     // Admins see restricted Actions, but only listed reviewers vote.
     app.member(Role::Admin)
         .post_err(&path, vote(&a, "approve"), 403, "FORBIDDEN")

@@ -540,7 +540,9 @@ fn event(
             ),
             reason(why),
         ),
-        ActionEvent::VoteCast { vote } => (format!("{by} voted to {vote}"), None),
+        ActionEvent::VoteCast { vote, reason: why } => {
+            (format!("{by} voted to {vote}"), reason(why))
+        }
         ActionEvent::Cancelled { reason: why } => (format!("Cancelled by {by}"), reason(why)),
         ActionEvent::Expired { .. } => ("Expired without a decision".into(), None),
         ActionEvent::OutcomeReported(o) => (
