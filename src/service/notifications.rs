@@ -1033,6 +1033,7 @@ pub async fn update_preferences(
         let policy = store::policy(c, &m.workspace_id)?;
         let current = store::preferences(c, &user.user_id, &m.workspace_id)?;
         let (current_email, current_digest) = (current.email, current.email_digest);
+        let heard = Route::of(Kind::New, &current, &policy, false).in_app;
         let (next, refused) = req.apply(current, &policy);
         if !refused.is_empty() {
             let errors: Vec<FieldError> = refused
@@ -1055,6 +1056,10 @@ pub async fn update_preferences(
             .with_detail("errors", serde_json::to_value(&errors).unwrap_or_default()));
         }
         store::set_preferences(c, &user.user_id, &m.workspace_id, &next, &now)?;
+        // New Actions made while muted stay unheard when unmuted.
+        if !heard && Route::of(Kind::New, &next, &policy, false).in_app {
+            store::hear_broadcasts_from_now(c, &user.user_id, &m.workspace_id)?;
+        }
         if (next.email, next.email_digest) != (current_email, current_digest) {
             crate::service::notification_mail::retime_digest(
                 c,

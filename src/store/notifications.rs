@@ -642,6 +642,20 @@ pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     Ok(n)
 }
 
+/// The person hears of new Actions of the workspace from now on (they
+/// turned `action.new` back on in the dashboard, or became a member who
+/// may decide): the broadcasts made while they did not are not theirs, so
+/// they do not come back as unread.
+pub fn hear_broadcasts_from_now(c: &Connection, user_id: &str, workspace_id: &str) -> Result<()> {
+    c.prepare_cached(concat!(
+        "UPDATE memberships SET ntf_from = max(ntf_from, (",
+        last_broadcast_of!("memberships.workspace_id"),
+        ")) WHERE user_id = ?1 AND workspace_id = ?2"
+    ))?
+    .execute(params![user_id, workspace_id])?;
+    Ok(())
+}
+
 /// A notification that falls due later (`notification_timers`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimerKind {

@@ -782,6 +782,57 @@ async fn read_marks_pages_and_unread_only() {
     assert_eq!(summary(&r2).await["unread"], 5);
 }
 
+/// New Actions made while a person did not hear of them (`action.new`
+/// off in the dashboard, or a viewer) do not come back when they do again
+/// (unmuted, or promoted): they hear of those made from then on.
+#[tokio::test]
+async fn new_actions_made_while_muted_stay_unheard_when_unmuted() {
+    let app = TestApp::spawn().await;
+    let (r1, viewer) = (app.member(Role::Reviewer), app.member(Role::Viewer));
+    let prefs = "/v1/notification-preferences";
+    let _: Value = r1
+        .patch(
+            prefs,
+            json!({"events": {"action.new": {"in_app": false}}}),
+            200,
+        )
+        .await;
+    for i in 0..3 {
+        app.create_action(two_options(&format!("While muted {i}")))
+            .await;
+    }
+    assert_eq!(summary(&r1).await["unread"], 0);
+    let _: Value = r1
+        .patch(
+            prefs,
+            json!({"events": {"action.new": {"in_app": true}}}),
+            200,
+        )
+        .await;
+    assert_eq!(
+        summary(&r1).await["unread"],
+        0,
+        "the muted ones stay unheard"
+    );
+    assert!(all_of(&r1).await.is_empty());
+    // Promoted from viewer: the Actions made before are not theirs either.
+    let _: Value = app
+        .admin()
+        .patch(
+            &format!("/v1/workspaces/members/{}", viewer.person().id),
+            json!({"role": "reviewer"}),
+            200,
+        )
+        .await;
+    assert_eq!(summary(&viewer).await["unread"], 0);
+    // What comes next, both hear of.
+    let next = app.create_action(two_options("After")).await;
+    for who in [&r1, &viewer] {
+        until_has(who, "action.new", &next).await;
+        assert_eq!(summary(who).await["unread"], 1);
+    }
+}
+
 #[tokio::test]
 async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
     let app = TestApp::spawn().await;
