@@ -534,7 +534,20 @@ pub async fn get(
         let a = match &caller {
             Caller::Source(src) => owned(c, src, &id)?,
             Caller::User(u) => match store::get(c, &id)? {
-                Some(a) if env.admits(a.environment) && access(&a, u).is_some() => a,
+                Some(a) if access(&a, u).is_some() => {
+                    if !env.admits(a.environment) {
+                        // Theirs to see, in the other environment: say how.
+                        let other = a.environment.as_str();
+                        return Err(Error::new(
+                            Code::ActionNotFound,
+                            format!(
+                                "no Action with that id in this environment: it is a {other} Action; read it with ?environment={other} (or all)"
+                            ),
+                        )
+                        .with_detail("environment", other));
+                    }
+                    a
+                }
                 _ => return Err(Error::action_not_found()),
             },
         };

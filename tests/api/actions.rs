@@ -97,9 +97,25 @@ async fn a_test_key_creates_test_actions_that_live_readers_do_not_see() {
         .await;
     assert_eq!(a["environment"], "test");
     let id = a["id"].as_str().unwrap();
-    app.get(&format!("/v1/actions/{id}"), &app.user_token())
+    // A member who may see it is told where it is; others learn nothing.
+    let e = app
+        .get(&format!("/v1/actions/{id}"), &app.user_token())
         .await
-        .error(404, "ACTION_NOT_FOUND");
+        .error(404, "ACTION_NOT_FOUND")
+        .clone();
+    assert!(
+        e["message"].as_str().unwrap().contains("?environment=test"),
+        "{e}"
+    );
+    assert_eq!(e["details"]["environment"], "test");
+    let e = app
+        .outsider()
+        .get_err(&format!("/v1/actions/{id}"), 404, "ACTION_NOT_FOUND")
+        .await;
+    assert_eq!(
+        e["message"],
+        "no Action with that id is visible to this caller"
+    );
     app.get(
         &format!("/v1/actions/{id}?environment=test"),
         &app.user_token(),
