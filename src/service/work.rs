@@ -417,6 +417,19 @@ pub async fn snooze(
             return Err(refused(acc, "you may see this Action but not snooze it"));
         }
         decision::ensure_open(&a, &now)?;
+        // Snoozed past its expiry, it would expire out of everyone's sight.
+        if let (Some(u), Some(expires)) = (until.as_deref(), a.spec.expires_at.as_deref())
+            && let (Some(u_at), Some(e_at)) = (time::parse(u), time::parse(expires))
+            && u_at >= e_at
+        {
+            return Err(Error::field(
+                "until",
+                format!(
+                    "this Action expires at {expires}, before {u}: snooze it until before then, or leave it in the inbox"
+                ),
+            )
+            .with_detail("expires_at", expires));
+        }
         // Nothing to change: the same time again, or un-snoozing an Action
         // that is not snoozed (never, or its time has passed). Answered as
         // a repeated claim is: 200, `idempotent_replay`, no event, no

@@ -439,6 +439,27 @@ async fn a_snoozed_action_leaves_the_inbox_and_comes_back_by_itself() {
         .post_err(&snooze, json!({"until": in_an_hour}), 403, "FORBIDDEN")
         .await;
     assert_eq!(e["details"]["required_role"], "reviewer");
+    // Not past the Action's expiry: it would expire out of everyone's sight.
+    let mut expiring = two_options("Expires in two hours");
+    let two_hours = hds::domain::time::format(clock.now() + time::Duration::hours(2));
+    expiring["expires_at"] = json!(two_hours);
+    let x = app.create_action(expiring).await;
+    let in_three_hours = hds::domain::time::format(clock.now() + time::Duration::hours(3));
+    let e = r1
+        .post_err(
+            &at(&x, "snooze"),
+            json!({"until": in_three_hours}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "until", "{e}");
+    assert_eq!(e["details"]["expires_at"], two_hours.as_str(), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("expires at"), "{e}");
+    let ok: Value = r1
+        .post(&at(&x, "snooze"), json!({"until": in_an_hour}), 200)
+        .await;
+    assert_eq!(ok["data"]["snoozed_until"], in_an_hour);
     let now = read(&r1, &a).await;
     assert_eq!(now["snoozed_until"], Value::Null);
     assert_eq!(
