@@ -134,9 +134,8 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
                 return Err(Error::new(
                     Code::ActionAlreadyClaimed,
                     format!(
-                        "{} already holds this Action; an admin may reassign it with PATCH /v1/actions/{}/assignment",
+                        "{} already holds this Action; ask them to hand it on, or an owner or admin to reassign it (details.assignee names them)",
                         p.name.as_deref().or(p.email.as_deref()).unwrap_or("someone else"),
-                        a.id
                     ),
                 )
                 .with_detail("assignee", json!(p)));

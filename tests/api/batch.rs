@@ -353,6 +353,24 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
         .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
         .await;
     assert_eq!(now["data"]["resolution_option_id"], "reject");
+    // Only the changed one picked again (its old binding): nothing decided,
+    // said so rather than "Decided 0 requests".
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pb),
+                ("option_id", "approve"),
+            ],
+        )
+        .await;
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    let page = browser.page(&to).await;
+    assert!(page.contains("No request was decided."), "{page}");
+    assert!(!page.contains("Decided 0"), "{page}");
     // Nothing picked: nothing sent, said in words.
     let r = browser
         .post_form(

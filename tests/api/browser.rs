@@ -303,6 +303,22 @@ async fn a_plain_form_post_decides_without_javascript() {
     ];
     let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
+    // A form whose fingerprint is not this version's (an old tab, a form
+    // changed on its way) decides nothing and says so, not "changed 1 → 1".
+    let other = "sha256:".to_owned() + &"0".repeat(64);
+    let mut altered = fields.clone();
+    altered[2] = ("fingerprint", other.as_str());
+    let r = client
+        .post_form(&format!("{url}/decide"), Some(&app.base), &altered)
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains("Your form did not match this request"),
+        "{page}"
+    );
+    assert!(!page.contains("version 1 → 1"), "{page}");
+
     let r = client
         .post_form(&format!("{url}/decide"), Some(&app.base), &fields)
         .await;
@@ -320,6 +336,11 @@ async fn a_plain_form_post_decides_without_javascript() {
     assert_eq!(now.body["data"]["resolution_reason"], "looks right");
     let after = client.page(&format!("{url}?done=decided")).await;
     assert!(after.contains("Signature verified by this server"));
+    // It has no callback_url: the Source is not said to have been told.
+    assert!(
+        after.contains("The Source learns of it when it next reads the request"),
+        "{after}"
+    );
     // The receipt downloads as a file that `hds verify-receipt` accepts.
     let receipt = client
         .http()

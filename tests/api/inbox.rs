@@ -632,6 +632,21 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
         link(&stale, "first-page").as_deref(),
         Some("/app?status=resolved")
     );
+    // A filter value that is not one is said on the inbox page, whichever
+    // filter it is (the environment too), not on an error page.
+    for (query, words) in [
+        ("environment=nope", "environment"),
+        ("priority=zzz", "priority"),
+        ("status=bogus", "status"),
+    ] {
+        let page = browser.page(&format!("/app?{query}")).await;
+        assert!(page.contains("<h1>Inbox</h1>"), "{query}: {page}");
+        assert!(
+            page.contains(&format!("`{}`", query.split('=').nth(1).unwrap())),
+            "{query}: {page}"
+        );
+        assert!(page.contains(words), "{query}");
+    }
     // The live refresh of a later page refreshes that page.
     assert!(
         second.contains(&format!(

@@ -107,9 +107,12 @@ pub async fn action_page(
     let view = dashboard::action(&st.services, &page.user, id).await?;
     let mut out = page_for(&st, &page, &view, version).await?;
     out.flash = match q.done.as_deref() {
-        Some("decided") => {
-            Some("Decision recorded. The Source has been told; the receipt below is its proof.")
+        Some("decided") if view.action.spec.callback_url.is_some() => {
+            Some("Decision recorded. The Source is being told; the receipt below is its proof.")
         }
+        Some("decided") => Some(
+            "Decision recorded. The Source learns of it when it next reads the request; the receipt below is its proof.",
+        ),
         Some("voted") => Some("Vote recorded."),
         Some("claimed") => Some("You hold this request now."),
         Some("assigned") => Some("Assignment saved."),

@@ -229,6 +229,14 @@ async fn source_names(s: &Services, user: &UserCaller) -> Result<Vec<SourceChoic
         .collect())
 }
 
+/// The filter's environment when it is one, else `live`.
+fn valid_environment(f: &Filters) -> &str {
+    match f.environment() {
+        e @ ("live" | "test" | "all") => e,
+        _ => "live",
+    }
+}
+
 async fn read_list(
     s: &Services,
     user: &UserCaller,
@@ -255,8 +263,10 @@ async fn read_list(
                     // view) still leads back to the first.
                     first: some(&f.starting_after).map(|_| f.query(f.status())),
                     version,
+                    // The count of an environment that is one (the refused
+                    // value may be the environment itself).
                     open_count: inbox::count_label(
-                        dashboard::open_count_in(s, user, f.environment()).await?,
+                        dashboard::open_count_in(s, user, valid_environment(f)).await?,
                     ),
                     error: Some(e.message.clone()),
                     filtered,
