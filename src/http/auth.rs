@@ -176,7 +176,7 @@ async fn cookie_user_from(state: &AppState, parts: &Parts) -> Result<Option<User
 }
 
 /// Whether the request carries our session cookie (whose check reads the store).
-fn has_session_cookie(parts: &Parts) -> bool {
+pub(crate) fn has_session_cookie(parts: &Parts) -> bool {
     let name = format!("{}=", session::COOKIE_NAME);
     parts
         .headers

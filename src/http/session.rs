@@ -260,14 +260,47 @@ impl PageUser {
     }
 }
 
-/// Sends a signed-out browser to the sign-in page.
-pub struct SignInFirst(String);
+/// Sends a signed-out browser to the sign-in page, to come back to `next`.
+/// `ended`: it sent a session cookie that no longer signs anyone in (signed
+/// out elsewhere, idle or expired), which the sign-in page says, and whether
+/// what it sent was lost (a form post).
+pub struct SignInFirst {
+    next: String,
+    ended: Option<&'static str>,
+}
 
 impl IntoResponse for SignInFirst {
     fn into_response(self) -> Response {
-        let next: String = form_urlencoded::byte_serialize(self.0.as_bytes()).collect();
-        Redirect::to(&format!("/app/signin?next={next}")).into_response()
+        let next: String = form_urlencoded::byte_serialize(self.next.as_bytes()).collect();
+        let done = self
+            .ended
+            .map(|code| format!("&done={code}"))
+            .unwrap_or_default();
+        Redirect::to(&format!("/app/signin?next={next}{done}")).into_response()
     }
+}
+
+/// Where a signed-out browser goes back to after signing in: the page it
+/// asked for; for a form post, the page the form was on (`Referer`, which
+/// the dashboard's `same-origin` policy sends to this site only), else the
+/// inbox.
+fn back_to(parts: &Parts, config: &Config) -> String {
+    if parts.method == Method::GET {
+        return parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_else(|| "/app".into());
+    }
+    let origin = config.origin();
+    parts
+        .headers
+        .get(axum::http::header::REFERER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|r| r.strip_prefix(origin.as_str()))
+        .filter(|path| path.starts_with("/app"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| "/app".into())
 }
 
 impl FromRequestParts<AppState> for PageUser {
@@ -276,17 +309,18 @@ impl FromRequestParts<AppState> for PageUser {
         parts: &mut Parts,
         state: &AppState,
     ) -> std::result::Result<Self, Response> {
-        let back = if parts.method == Method::GET {
-            parts
-                .uri
-                .path_and_query()
-                .map(|p| p.as_str().to_owned())
-                .unwrap_or_else(|| "/app".into())
-        } else {
-            "/app".into()
+        let first = SignInFirst {
+            next: back_to(parts, &state.services.config),
+            ended: crate::http::auth::has_session_cookie(parts).then_some(
+                if parts.method == Method::GET {
+                    "session_ended"
+                } else {
+                    "session_ended_unsaved"
+                },
+            ),
         };
         let Some(session) = parts.extensions.get::<Session>().cloned() else {
-            return Err(SignInFirst(back).into_response());
+            return Err(first.into_response());
         };
         match cookie_user(state, &session).await {
             Ok(Some((user, csrf))) => Ok(Self {
@@ -294,7 +328,7 @@ impl FromRequestParts<AppState> for PageUser {
                 csrf,
                 session,
             }),
-            Ok(None) => Err(SignInFirst(back).into_response()),
+            Ok(None) => Err(first.into_response()),
             Err(e) => Err(e.into_response()),
         }
     }

@@ -356,6 +356,76 @@ async fn a_plain_form_post_decides_without_javascript() {
     assert_eq!(receipt["jws"], now.body["data"]["receipt"]["jws"]);
 }
 
+/// A session that ended (signed out elsewhere, expired) sends the browser
+/// to sign in and back to where it was: for a form, to the form's page,
+/// saying that what it sent was not saved.
+#[tokio::test]
+async fn an_ended_session_signs_in_again_back_to_the_page_and_says_why() {
+    let app = TestApp::spawn().await;
+    let client = form_session(&app).await;
+    let a = app.create_action(two_options("Ship it")).await;
+    let id = a["id"].as_str().unwrap();
+    let url = format!("/app/actions/{id}");
+    let html = client.page(&url).await;
+    let fields = [
+        ("_csrf", csrf_of(&html)),
+        ("action_version", "1".to_owned()),
+        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
+        ("option_id", "approve".to_owned()),
+    ];
+    let other = form_session(&app).await;
+    app.db().execute("DELETE FROM web_sessions", []).unwrap();
+    // A page asked for with the dead cookie: back to it, the session ended
+    // (once: the answer expires the cookie).
+    let r = other
+        .http()
+        .get(other.url("/app/runs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["location"],
+        "/app/signin?next=%2Fapp%2Fruns&done=session_ended"
+    );
+    let r = client
+        .http()
+        .post(client.url(&format!("{url}/decide")))
+        .header("origin", &app.base)
+        .header("referer", format!("{}{url}", app.base))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(
+        to,
+        format!("/app/signin?next=%2Fapp%2Factions%2F{id}&done=session_ended_unsaved")
+    );
+    let page = crate::helpers::browser_client()
+        .get(format!("{}{to}", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("what you sent was not saved"), "{page}");
+    let now: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(now["data"]["status"], "open", "nothing decided");
+    // A Referer from another site is not followed (and the cookie is gone now).
+    let r = client
+        .http()
+        .post(client.url(&format!("{url}/decide")))
+        .header("origin", &app.base)
+        .header("referer", format!("https://evil.example{url}"))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["location"], "/app/signin?next=%2Fapp");
+}
+
 #[tokio::test]
 async fn form_posts_without_the_token_or_from_another_origin_are_refused_and_decide_nothing() {
     let app = TestApp::spawn().await;

@@ -147,6 +147,16 @@ fn notice(code: &str) -> Option<Notice> {
             "banner-error",
         ),
         "SIGNED_OUT" => ("You are signed out", "", "banner-ok"),
+        "SESSION_ENDED" => (
+            "Your session ended",
+            "You were signed out (here or on another device), or the session expired. Sign in again to go back to the page you asked for.",
+            "banner-warn",
+        ),
+        "SESSION_ENDED_UNSAVED" => (
+            "Your session ended: what you sent was not saved",
+            "You were signed out (here or on another device), or the session expired, so the form you sent was not applied. Sign in again to go back to its page, and send it again.",
+            "banner-warn",
+        ),
         "ACCOUNT_DELETED" => (
             "Your account is deleted",
             "Your sessions and tokens stopped working, and your e-mail address and name were erased. Decisions, receipts and comments you made stay, under your user id.",
