@@ -53,7 +53,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(actions::get_action, actions::patch_action))
         .routes(routes!(actions::decide_action))
         .routes(routes!(actions::decide_actions))
-        .routes(routes!(actions::vote_on_action))
+        .routes(routes!(actions::vote_on_action, actions::list_votes))
         .routes(routes!(actions::resolve_action))
         .routes(routes!(actions::cancel_action))
         .routes(routes!(actions::report_outcome))

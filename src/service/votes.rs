@@ -123,6 +123,66 @@ fn tally(list: &[(String, String)], a: &ActionRecord) -> Tally {
     }
 }
 
+/// One vote as listed: who, what, why, when, and whether it counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VoteEntry {
+    pub user_id: String,
+    /// The voter's address now (a deleted account's placeholder).
+    pub email: Option<String>,
+    pub name: Option<String>,
+    /// `approve` or `reject`.
+    pub vote: String,
+    pub reason: Option<String>,
+    /// False for an approval withdrawn because its voter may no longer vote.
+    pub counted: bool,
+    pub created_at: String,
+}
+
+/// GET /v1/actions/{id}/votes: the votes on the Action's current version
+/// (for a closed Action, the version it was decided at) and the tally.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VoteList {
+    pub action_id: String,
+    pub action_version: i64,
+    /// Null counts of the policy when the Action has none.
+    pub tally: Tally,
+    /// Oldest first.
+    pub votes: Vec<VoteEntry>,
+}
+
+/// The votes on an Action the caller may see (guide: "GET /v1/actions/{action_id}/votes").
+pub async fn list(s: &Services, user: UserCaller, id: String) -> Result<VoteList> {
+    s.db.read(move |c| {
+        let a = store::get(c, &id)?
+            .filter(|a| crate::service::actions::access(a, &user).is_some())
+            .ok_or_else(Error::action_not_found)?;
+        let votes: Vec<VoteEntry> = votes::listed(c, &a.id, a.action_version)?
+            .into_iter()
+            .map(|l| VoteEntry {
+                counted: l.vote.vote != "approve" || !l.vote.withdrawn,
+                user_id: l.vote.user_id,
+                email: l.email,
+                name: l.name,
+                vote: l.vote.vote,
+                reason: l.vote.reason,
+                created_at: l.created_at,
+            })
+            .collect();
+        let counted: Vec<(String, String)> = votes
+            .iter()
+            .filter(|v| v.counted)
+            .map(|v| (v.user_id.clone(), v.vote.clone()))
+            .collect();
+        Ok(VoteList {
+            action_id: a.id.clone(),
+            action_version: a.action_version,
+            tally: tally(&counted, &a),
+            votes,
+        })
+    })
+    .await
+}
+
 pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) -> Result<Voted> {
     if !matches!(req.vote.as_str(), "approve" | "reject") {
         return Err(Error::field("vote", "vote must be `approve` or `reject`"));

@@ -65,6 +65,39 @@ pub fn on_version(c: &Connection, action_id: &str, action_version: i64) -> Resul
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// A vote as `GET /v1/actions/{id}/votes` lists it, with its voter's
+/// address and name as they are now.
+pub struct Listed {
+    pub vote: Vote,
+    pub created_at: String,
+    pub email: Option<String>,
+    pub name: Option<String>,
+}
+
+/// Every vote on this version of the Action, oldest first, with its voter.
+pub fn listed(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<Listed>> {
+    let mut st = c.prepare_cached(
+        "SELECT v.user_id, v.vote, v.reason, v.withdrawn_at IS NOT NULL, v.created_at, u.email, u.name
+           FROM action_votes v LEFT JOIN users u ON u.id = v.user_id
+          WHERE v.action_id = ?1 AND v.action_version = ?2
+         ORDER BY v.created_at, v.user_id",
+    )?;
+    let rows = st.query_map(params![action_id, action_version], |r| {
+        Ok(Listed {
+            vote: Vote {
+                user_id: r.get(0)?,
+                vote: r.get(1)?,
+                reason: r.get(2)?,
+                withdrawn: r.get(3)?,
+            },
+            created_at: r.get(4)?,
+            email: r.get(5)?,
+            name: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Withdraws the approvals `user_id` cast on the open Actions of
 /// `workspace_id` (they may no longer vote there): through
 /// `action_votes_by_user`, each Action read by its key. Answers how many.

@@ -142,6 +142,7 @@ async fn openapi_covers_every_route() {
         ("/v1/actions/{action_id}/decision", "post"),
         ("/v1/actions/decisions", "post"),
         ("/v1/actions/{action_id}/votes", "post"),
+        ("/v1/actions/{action_id}/votes", "get"),
         ("/v1/actions/{action_id}/resolve", "post"),
         ("/v1/actions/{action_id}/cancel", "post"),
         ("/v1/actions/{action_id}/outcome", "post"),

@@ -434,6 +434,43 @@ async fn a_withdrawn_approval_stays_withdrawn_when_the_role_comes_back() {
         .await;
     assert!(page.contains("Your approval was withdrawn"), "{page}");
     assert!(!page.contains(r#"name="vote" value="reject""#), "{page}");
+    // Everyone who sees it reads the votes and which count; the page's
+    // history marks the withdrawn one too.
+    let id = a["id"].as_str().unwrap();
+    let list: Value = admin.get(&format!("/v1/actions/{id}/votes"), 200).await;
+    let d = &list["data"];
+    assert_eq!(d["action_version"], 1);
+    assert_eq!(
+        d["tally"],
+        json!({"approvals": 1, "rejections": 0, "required_approvals": 2, "reject_threshold": 1})
+    );
+    let cast: Vec<(Value, Value)> = d["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["user_id"].clone(), v["counted"].clone()))
+        .collect();
+    assert_eq!(
+        cast,
+        [
+            (json!(r0.person().id), json!(false)),
+            (json!(r1.person().id), json!(true))
+        ]
+    );
+    assert_eq!(d["votes"][1]["email"], r1.person().email.as_str());
+    assert_eq!(d["votes"][1]["vote"], "approve");
+    let admins_page = app
+        .browser(admin.person())
+        .await
+        .page(&format!("/app/actions/{id}"))
+        .await;
+    assert!(
+        admins_page.contains("(withdrawn: they may no longer vote"),
+        "{admins_page}"
+    );
+    app.outsider()
+        .get_err(&format!("/v1/actions/{id}/votes"), 404, "ACTION_NOT_FOUND")
+        .await;
     let done: Value = r2.post(&path, vote(&a, "approve"), 200).await;
     let d = &done["data"];
     assert_eq!(d["status"], "resolved", "{done}");

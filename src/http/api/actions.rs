@@ -14,7 +14,7 @@ use crate::app::AppState;
 use crate::domain::action::ActionSpec;
 use crate::error::{Code, Error, Result};
 use crate::http::api::wire::actions::{ActionDetail, ActionOut, BatchOut, VoteOut};
-use crate::http::api::wire::{Envelope, List};
+use crate::http::api::wire::{Data, Envelope, List};
 use crate::http::api::{replayable, reply};
 use crate::http::auth::{AnyAuth, SourceAuth, UserAuth};
 use crate::http::extract::{ActionBytes, ActionJson, ApiJson, ApiPath, ApiQuery, OptionalJson};
@@ -277,6 +277,21 @@ pub async fn report_outcome(
     Ok(reply(
         decisions::report_outcome(&st.services, src, id, req, idempotency_key(&headers)?).await?,
     ))
+}
+
+/// The votes on an Action and its tally, for anyone who may see it.
+#[utoipa::path(get, path = "/v1/actions/{action_id}/votes", tag = "actions", params(("action_id" = String, Path)),
+    responses((status = 200, description = "the votes on the current (or decided) version, oldest first, and the tally", body = Data<crate::service::votes::VoteList>),
+              (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn list_votes(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Data<crate::service::votes::VoteList>>> {
+    Ok(Json(Data {
+        data: crate::service::votes::list(&st.services, user, id).await?,
+    }))
 }
 
 /// Vote on an Action with an approval policy; the quorum resolves it.

@@ -265,7 +265,24 @@ impl ActionVm {
             link_controls: controls(a, "link"),
             may_ask: v.work.may_ask,
             requests: requests(v, me, now),
-            history: v.history.iter().map(|e| event(e, a, &who, now)).collect(),
+            history: v
+                .history
+                .iter()
+                .map(|e| {
+                    let mut vm = event(e, a, &who, now);
+                    // An approval on this version that no longer counts.
+                    if let (ActionEvent::VoteCast { .. }, Some(voter)) =
+                        (&e.event, e.actor.id.as_deref())
+                        && e.action_version == a.action_version
+                        && v.votes.iter().any(|(u, _, counts)| u == voter && !counts)
+                    {
+                        vm.what.push_str(
+                            " (withdrawn: they may no longer vote, so it does not count)",
+                        );
+                    }
+                    vm
+                })
+                .collect(),
             receipt: receipt(a, v),
             outcome: a.outcome.as_ref().map(|o| outcome(o, now)),
             resolution: a.resolution.as_ref().map(|r| ResolutionVm {
