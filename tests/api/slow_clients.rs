@@ -401,15 +401,20 @@ async fn a_large_post_refused_early_is_answered_whole_and_the_client_goes_on() {
             .is_empty()
     );
 
-    // The same with a body too large for the sockets' buffers: the client is
-    // still writing when the answer comes, so hds reads on (lingers) to let
-    // it finish and read the answer instead of meeting a reset.
+    // A body too large for the sockets' buffers (and over the limit: its
+    // declared length is refused before the key is looked at): the client
+    // is still writing when the answer comes, so hds reads on (lingers) to
+    // let it finish and read the answer instead of meeting a reset.
     let huge = format!("{{\"title\": \"{}\"}}", "x".repeat(4 << 20));
     let mut s = connect(&app).await;
     s.write_all(&post("svc_live_nope", &huge)).await.unwrap();
     let r = read_response(&mut s).await;
-    assert_eq!(r.status, 401, "{}", r.head);
-    assert_eq!(r.body["error"]["code"], "INVALID_API_KEY", "{}", r.body);
+    assert_eq!(r.status, 413, "{}", r.head);
+    assert_eq!(
+        r.body["error"]["code"], "ACTION_PAYLOAD_TOO_LARGE",
+        "{}",
+        r.body
+    );
     assert!(r.head.contains("connection: close"), "{}", r.head);
 
     // 429: the bucket (rate 1, burst 2) spent on one keep-alive connection.
