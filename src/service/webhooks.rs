@@ -185,7 +185,11 @@ pub async fn list(
             && scope.find(c, &b.id)?.is_none()
             && !crate::domain::ids::older_than(&b.id, deliveries::KEEP_DAYS, now)
         {
-            return Err(Error::unknown_cursor(b, "a delivery of this Source"));
+            let what = match scope.environment {
+                None => "a delivery of this Source",
+                Some(_) => "a delivery of this Source in this key's environment",
+            };
+            return Err(Error::unknown_cursor(b, what));
         }
         let before = before.map(|b| b.id.as_str());
         match scope.environment {
@@ -267,17 +271,22 @@ pub struct Recovery {
     /// Given-up deliveries made pending again, due now.
     pub resent: usize,
     /// More given-up deliveries since `since` wait: send the same request
-    /// again (the ones resent are pending now, so it goes on after them).
+    /// again with `starting_after` set to `last_id`.
     pub has_more: bool,
+    /// The last delivery resent (null when none was).
+    pub last_id: Option<String>,
 }
 
 /// POST /v1/source/deliveries/recover: every given-up delivery of the
 /// Source (its key's environment) made at or after `since` is sent again,
-/// oldest first, at most `MAX_RECOVER` per request (Svix's "recover").
+/// oldest first, at most `MAX_RECOVER` per request (Svix's "recover"),
+/// after `after` (the `last_id` of the previous request) when given: one that
+/// fails again at once is not taken again by the next request.
 pub async fn recover(
     s: &Services,
     src: SourceCaller,
     since: crate::domain::time::Timestamp,
+    after: Option<String>,
 ) -> Result<Recovery> {
     let now = crate::domain::time::format(s.clock.now());
     let from = ids::first_at(ids::DELIVERY, since);
@@ -285,7 +294,8 @@ pub async fn recover(
         sources_svc::check_not_revoked(c, &src.source_id)?;
         let env = src.environment.as_str();
         let limit = i64::try_from(MAX_RECOVER + 1).unwrap_or(i64::MAX);
-        let mut failed = deliveries::failed_since(c, &src.source_id, env, &from, limit)?;
+        let mut failed =
+            deliveries::failed_since(c, &src.source_id, env, &from, after.as_deref(), limit)?;
         let has_more = failed.len() > MAX_RECOVER;
         failed.truncate(MAX_RECOVER);
         for id in &failed {
@@ -301,6 +311,7 @@ pub async fn recover(
             object: "webhook_recovery",
             resent: failed.len(),
             has_more,
+            last_id: failed.last().cloned(),
         })
     })
     .await

@@ -284,7 +284,8 @@ const FAILED_PAGE: &str = concat!(
 /// `from` (a delivery id, the first possible at a time), oldest first
 /// (`webhook_deliveries_failed`).
 const FAILED_SINCE: &str = "SELECT id FROM webhook_deliveries
-    WHERE source_id = ?1 AND environment = ?2 AND status = 'failed' AND id >= ?3
+    WHERE source_id = ?1 AND environment = ?2 AND status = 'failed'
+      AND id >= max(?3, coalesce(?5, '')) AND (?5 IS NULL OR id > ?5)
     ORDER BY id LIMIT ?4";
 
 /// A Source's deliveries of one environment, newest first; `failed_only`
@@ -304,16 +305,20 @@ pub fn list_for_source_env(
 }
 
 /// Ids of the given-up deliveries of a Source and environment from `from`
-/// on (a delivery id), oldest first, at most `limit`.
+/// on (a delivery id) and after `after` (the last one a previous call
+/// took), oldest first, at most `limit`.
 pub fn failed_since(
     c: &Connection,
     source_id: &str,
     environment: &str,
     from: &str,
+    after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<String>> {
     let mut st = c.prepare_cached(FAILED_SINCE)?;
-    let rows = st.query_map(params![source_id, environment, from, limit], |r| r.get(0))?;
+    let rows = st.query_map(params![source_id, environment, from, limit, after], |r| {
+        r.get(0)
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

@@ -1191,7 +1191,7 @@ async fn a_source_reads_its_own_deliveries_and_recovers_the_failed_ones() {
         .await;
     assert_eq!(
         r,
-        json!({"object": "webhook_recovery", "resent": 1, "has_more": false})
+        json!({"object": "webhook_recovery", "resent": 1, "has_more": false, "last_id": newer["id"]})
     );
     let got = rx.wait_for("out", 4).await;
     assert_eq!(got[3]["id"], newer["id"]);
@@ -1232,4 +1232,58 @@ async fn a_source_reads_its_own_deliveries_and_recovers_the_failed_ones() {
     let got = rx.wait_for("out", 6).await;
     assert_eq!(got[5]["id"], third);
     assert_eq!(rx.received().await.len(), 7, "nothing else was sent");
+
+    // Deliveries that fail again at once (410): the next request, given the
+    // last one resent, goes on after it instead of taking them again.
+    rx.script(&[410, 410, 410, 410], 0.0).await;
+    for (i, title) in ["Fourth", "Fifth"].into_iter().enumerate() {
+        decided(&app, title, &rx.url("again")).await;
+        rx.wait_for("again", i + 1).await;
+    }
+    let failed_now = || async {
+        let f: Value = source.get("/v1/source/deliveries?status=failed", 200).await;
+        f["data"].as_array().unwrap().clone()
+    };
+    for _ in 0..250 {
+        if failed_now().await.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let failed = failed_now().await;
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    let since = json!({"since": "2000-01-01T00:00:00Z"});
+    let r: Value = source
+        .post("/v1/source/deliveries/recover", since.clone(), 202)
+        .await;
+    assert_eq!(r["resent"], 2);
+    assert_eq!(r["last_id"], failed[0]["id"], "the newer one, taken last");
+    rx.wait_for("again", 4).await;
+    for _ in 0..250 {
+        if failed_now().await.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(failed_now().await.len(), 2, "failed again");
+    let mut next = since.clone();
+    next["starting_after"] = r["last_id"].clone();
+    let r: Value = source
+        .post("/v1/source/deliveries/recover", next, 202)
+        .await;
+    assert_eq!(
+        r,
+        json!({"object": "webhook_recovery", "resent": 0, "has_more": false, "last_id": null})
+    );
+    let mut bad = since;
+    bad["starting_after"] = json!("act_1");
+    let e = source
+        .post_err(
+            "/v1/source/deliveries/recover",
+            bad,
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
 }

@@ -332,6 +332,10 @@ pub struct DeliveryRecover {
     /// RFC 3339: deliveries made at or after this time are resent.
     #[schema(format = DateTime)]
     pub since: String,
+    /// The `last_id` of the previous answer, while it said `has_more`.
+    #[serde(default)]
+    #[schema(pattern = "^msg_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    pub starting_after: Option<String>,
 }
 
 /// After an outage: send again every delivery of the Source (its key's
@@ -354,6 +358,13 @@ pub async fn recover_source_deliveries(
             ),
         ));
     };
-    let r = webhooks::recover(&st.services, src, since).await?;
+    if let Some(problem) = req
+        .starting_after
+        .as_deref()
+        .and_then(|a| ids::cursor_problem("starting_after", a, ids::DELIVERY, "a delivery"))
+    {
+        return Err(Error::validation(vec![problem]));
+    }
+    let r = webhooks::recover(&st.services, src, since, req.starting_after).await?;
     Ok((StatusCode::ACCEPTED, Json(r)))
 }
