@@ -1058,7 +1058,7 @@ pub async fn update_preferences(
         store::set_preferences(c, &user.user_id, &m.workspace_id, &next, &now)?;
         // New Actions made while muted stay unheard when unmuted.
         if !heard && Route::of(Kind::New, &next, &policy, false).in_app {
-            store::hear_broadcasts_from_now(c, &user.user_id, &m.workspace_id)?;
+            store::hear_broadcasts_from_now(c, &user.user_id, &m.workspace_id, &now)?;
         }
         if (next.email, next.email_digest) != (current_email, current_digest) {
             crate::service::notification_mail::retime_digest(
@@ -1129,16 +1129,25 @@ pub async fn update_policy(
             access::can_set_notification_policy,
             "the notification policy",
         )?;
-        let next = req
-            .apply(store::policy(c, &m.workspace_id)?)
-            .map_err(|errs| {
-                Error::validation(
-                    errs.into_iter()
-                        .map(|(f, msg)| FieldError::new(&f, msg))
-                        .collect(),
-                )
-            })?;
+        let before = store::policy(c, &m.workspace_id)?;
+        let next = req.apply(before.clone()).map_err(|errs| {
+            Error::validation(
+                errs.into_iter()
+                    .map(|(f, msg)| FieldError::new(&f, msg))
+                    .collect(),
+            )
+        })?;
         store::set_policy(c, &m.workspace_id, &next, &user.user_id, &now)?;
+        // Members who hear of new Actions again (the kind made mandatory)
+        // are not handed those made while they did not, as unread.
+        for member in crate::store::workspaces::members(c, &m.workspace_id)? {
+            let prefs = store::preferences(c, &member.user_id, &m.workspace_id)?;
+            if !Route::of(Kind::New, &prefs, &before, false).in_app
+                && Route::of(Kind::New, &prefs, &next, false).in_app
+            {
+                store::hear_broadcasts_from_now(c, &member.user_id, &m.workspace_id, &now)?;
+            }
+        }
         fx.workspace_changed(&m.workspace_id);
         Ok(policy_out(m.workspace_id, next))
     })

@@ -642,17 +642,27 @@ pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     Ok(n)
 }
 
-/// The person hears of new Actions of the workspace from now on (they
-/// turned `action.new` back on in the dashboard, or became a member who
-/// may decide): the broadcasts made while they did not are not theirs, so
-/// they do not come back as unread.
-pub fn hear_broadcasts_from_now(c: &Connection, user_id: &str, workspace_id: &str) -> Result<()> {
+/// The person hears of new Actions of the workspace again (they turned
+/// `action.new` back on, the policy made it mandatory, or they became a
+/// member who may decide): the new-Action notices so far are marked read,
+/// so the ones made while they did not hear of them do not come back as
+/// unread. None is removed: the list still shows them, read.
+pub fn hear_broadcasts_from_now(
+    c: &Connection,
+    user_id: &str,
+    workspace_id: &str,
+    now: &str,
+) -> Result<()> {
     c.prepare_cached(concat!(
-        "UPDATE memberships SET ntf_from = max(ntf_from, (",
+        "UPDATE memberships SET
+            ntf_read_at = CASE WHEN (",
+        last_broadcast_of!("memberships.workspace_id"),
+        ") > ntf_read_through THEN ?3 ELSE ntf_read_at END,
+            ntf_read_through = max(ntf_read_through, (",
         last_broadcast_of!("memberships.workspace_id"),
         ")) WHERE user_id = ?1 AND workspace_id = ?2"
     ))?
-    .execute(params![user_id, workspace_id])?;
+    .execute(params![user_id, workspace_id, now])?;
     Ok(())
 }
 

@@ -783,20 +783,24 @@ async fn read_marks_pages_and_unread_only() {
 }
 
 /// New Actions made while a person did not hear of them (`action.new`
-/// off in the dashboard, or a viewer) do not come back when they do again
-/// (unmuted, or promoted): they hear of those made from then on.
+/// off, a viewer) do not come back as unread when they do again (unmuted,
+/// the policy making it mandatory, promoted): the new-Action notices so far
+/// are marked read, none removed; they hear of those made from then on.
 #[tokio::test]
 async fn new_actions_made_while_muted_stay_unheard_when_unmuted() {
     let app = TestApp::spawn().await;
-    let (r1, viewer) = (app.member(Role::Reviewer), app.member(Role::Viewer));
+    let (r1, r2, viewer) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    let before = app.create_action(two_options("Before muting")).await;
+    until_has(&r1, "action.new", &before).await;
     let prefs = "/v1/notification-preferences";
-    let _: Value = r1
-        .patch(
-            prefs,
-            json!({"events": {"action.new": {"in_app": false}}}),
-            200,
-        )
-        .await;
+    let mute = json!({"events": {"action.new": {"in_app": false}}});
+    for who in [&r1, &r2] {
+        let _: Value = who.patch(prefs, mute.clone(), 200).await;
+    }
     for i in 0..3 {
         app.create_action(two_options(&format!("While muted {i}")))
             .await;
@@ -809,13 +813,21 @@ async fn new_actions_made_while_muted_stay_unheard_when_unmuted() {
             200,
         )
         .await;
-    assert_eq!(
-        summary(&r1).await["unread"],
-        0,
-        "the muted ones stay unheard"
-    );
-    assert!(all_of(&r1).await.is_empty());
-    // Promoted from viewer: the Actions made before are not theirs either.
+    assert_eq!(summary(&r1).await["unread"], 0, "none comes back as unread");
+    let listed = all_of(&r1).await;
+    assert_eq!(listed.len(), 4, "none removed: {listed:?}");
+    assert!(listed.iter().all(|n| !n["read_at"].is_null()), "{listed:?}");
+    // The policy making the kind mandatory: the same for r2.
+    let _: Value = app
+        .admin()
+        .patch(
+            "/v1/workspaces/notification-policy",
+            json!({"mandatory": ["action.new"]}),
+            200,
+        )
+        .await;
+    assert_eq!(summary(&r2).await["unread"], 0);
+    // Promoted from viewer: the Actions made before are not unread either.
     let _: Value = app
         .admin()
         .patch(
@@ -825,9 +837,9 @@ async fn new_actions_made_while_muted_stay_unheard_when_unmuted() {
         )
         .await;
     assert_eq!(summary(&viewer).await["unread"], 0);
-    // What comes next, both hear of.
+    // What comes next, all three hear of.
     let next = app.create_action(two_options("After")).await;
-    for who in [&r1, &viewer] {
+    for who in [&r1, &r2, &viewer] {
         until_has(who, "action.new", &next).await;
         assert_eq!(summary(who).await["unread"], 1);
     }
