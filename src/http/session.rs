@@ -284,23 +284,28 @@ impl IntoResponse for SignInFirst {
 /// asked for; for a form post, the page the form was on (`Referer`, which
 /// the dashboard's `same-origin` policy sends to this site only), else the
 /// inbox.
+/// A page that holds a secret (an invitation's or a link's) is not one:
+/// the secret would sit in the sign-in page's address.
 fn back_to(parts: &Parts, config: &Config) -> String {
-    if parts.method == Method::GET {
-        return parts
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_else(|| "/app".into());
-    }
-    let origin = config.origin();
-    parts
-        .headers
-        .get(axum::http::header::REFERER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|r| r.strip_prefix(origin.as_str()))
-        .filter(|path| path.starts_with("/app"))
-        .map(str::to_owned)
+    let back = if reads_only(&parts.method) {
+        parts.uri.path_and_query().map(|p| p.as_str().to_owned())
+    } else {
+        let origin = config.origin();
+        parts
+            .headers
+            .get(axum::http::header::REFERER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|r| r.strip_prefix(origin.as_str()))
+            .filter(|path| path.starts_with("/app"))
+            .map(str::to_owned)
+    };
+    back.filter(|b| !crate::http::carries_secret(b))
         .unwrap_or_else(|| "/app".into())
+}
+
+/// GET and HEAD: a page asked for, nothing sent that could be lost.
+fn reads_only(method: &Method) -> bool {
+    *method == Method::GET || *method == Method::HEAD
 }
 
 impl FromRequestParts<AppState> for PageUser {
@@ -309,15 +314,21 @@ impl FromRequestParts<AppState> for PageUser {
         parts: &mut Parts,
         state: &AppState,
     ) -> std::result::Result<Self, Response> {
+        // Signing out with a session that already ended: signed out it is.
+        let signing_out = parts.uri.path() == "/app/signout";
         let first = SignInFirst {
             next: back_to(parts, &state.services.config),
-            ended: crate::http::auth::has_session_cookie(parts).then_some(
-                if parts.method == Method::GET {
-                    "session_ended"
-                } else {
-                    "session_ended_unsaved"
-                },
-            ),
+            ended: if signing_out {
+                Some("signed_out")
+            } else {
+                crate::http::auth::has_session_cookie(parts).then_some(
+                    if reads_only(&parts.method) {
+                        "session_ended"
+                    } else {
+                        "session_ended_unsaved"
+                    },
+                )
+            },
         };
         let Some(session) = parts.extensions.get::<Session>().cloned() else {
             return Err(first.into_response());

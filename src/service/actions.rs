@@ -261,7 +261,6 @@ pub async fn create(
             let src = writer_src;
             crate::service::sources::check_not_revoked(c, &src.source_id)?;
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &writer_hash, &a.created_at, |c, fx| {
-                check_people(c, &a)?;
                 if let Some(run_id) = &a.spec.run_id {
                     crate::service::runs::check_attachable(c, &src, run_id)?;
                 }
@@ -276,6 +275,9 @@ pub async fn create(
                         .with_detail("action_id", open.id.clone())
                         .with_detail("fingerprint", open.fingerprint));
                 }
+                // After the dedupe match: a retry of what is already open is
+                // answered with it whatever became of its people since.
+                check_people(c, &a)?;
                 // Inside the writer, so concurrent creates cannot overshoot
                 // the plan (guide: "Plans and billing").
                 billing::check(c, &config.billing, &src.workspace_id, Resource::Actions, clock_now)?;

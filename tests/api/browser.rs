@@ -424,6 +424,38 @@ async fn an_ended_session_signs_in_again_back_to_the_page_and_says_why() {
         .await
         .unwrap();
     assert_eq!(r.headers()["location"], "/app/signin?next=%2Fapp");
+    // A page whose address holds a secret is not where it goes back to.
+    let r = client
+        .http()
+        .post(client.url(&format!("{url}/decide")))
+        .header("origin", &app.base)
+        .header(
+            "referer",
+            format!(
+                "{}/app/signin/link/Jd8xRk2vQm9sT4wY7zB1nC5eF3gH6iK0",
+                app.base
+            ),
+        )
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["location"], "/app/signin?next=%2Fapp");
+    // Signing out with a session that already ended: signed out, nothing lost.
+    let third = form_session(&app).await;
+    let token = csrf_of(&third.page("/app").await);
+    app.db().execute("DELETE FROM web_sessions", []).unwrap();
+    let r = third
+        .post_form(
+            "/app/signout",
+            Some(&app.base),
+            &[("_csrf", token.as_str())],
+        )
+        .await;
+    assert_eq!(
+        r.headers()["location"],
+        "/app/signin?next=%2Fapp&done=signed_out"
+    );
 }
 
 #[tokio::test]

@@ -399,6 +399,22 @@ async fn a_create_that_no_one_could_decide_is_refused_naming_the_field() {
     assert_eq!(a["assignee_email"], r1_email.as_str());
     let seen = read(&viewer, &a).await;
     assert_eq!(seen["id"], a["id"]);
+    // A retry matched by dedupe_key is answered with the open Action, even
+    // when its assignee may no longer hold one.
+    let keyed = with(
+        two_options("Renew the certificate"),
+        json!({"dedupe_key": "cert-1", "assignee_email": r1_email}),
+    );
+    let first = app.create_action(keyed.clone()).await;
+    let _: Value = admin
+        .patch(
+            &format!("/v1/workspaces/members/{}", r1.person().id),
+            json!({"role": "viewer"}),
+            200,
+        )
+        .await;
+    let again: Value = app.source().post("/v1/actions", keyed, 200).await;
+    assert_eq!(again["data"]["id"], first["id"]);
 }
 
 #[tokio::test]
