@@ -169,21 +169,20 @@ fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
 /// The file the first start writes the Source's secrets to, in the data dir.
 pub const INITIAL_CREDENTIALS: &str = "initial-credentials.json";
 
-/// What the first start prints: the admin's one-time sign-in link, and where
-/// the Source's keys and webhook secret are. They are not printed: stdout
-/// is where the log goes, and a container's log is kept and shipped
-/// (GitLab writes its first root password to a file for the same reason).
-/// They go to a file only its owner may read; if it cannot be written, they
-/// are printed rather than lost.
+/// What the first start prints. Its secrets (the admin's one-time sign-in
+/// link, the Source's keys and webhook secret) go to a file only its owner
+/// may read: the server's output is kept and shipped by a container runtime
+/// or journald (GitLab writes its first root password to a file for the same
+/// reason). The link is printed too when stdout is a terminal, where a person
+/// reads it; never the keys. If the file cannot be written, the secrets are
+/// printed rather than lost.
 fn first_start_banner(data_dir: &std::path::Path, c: &serde_json::Value) -> String {
+    use std::io::IsTerminal;
     let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
-    let mut lines = vec![
-        format!(
-            "first start: created workspace {}, its admin and a Source.",
-            f("workspace_id")
-        ),
-        format!("  sign in (once, within 24 h): {}", f("signin_url")),
-    ];
+    let mut lines = vec![format!(
+        "first start: created workspace {}, its admin and a Source.",
+        f("workspace_id")
+    )];
     let path = data_dir.join(INITIAL_CREDENTIALS);
     // The admin's API token `hds init` made is not handed out: they make
     // their own on the account page.
@@ -201,19 +200,23 @@ fn first_start_banner(data_dir: &std::path::Path, c: &serde_json::Value) -> Stri
     .collect();
     match write_private(&path, &serde_json::Value::Object(kept)) {
         Ok(()) => {
+            if std::io::stdout().is_terminal() {
+                lines.push(format!(
+                    "  sign in (once, within 24 h): {}",
+                    f("signin_url")
+                ));
+            }
             lines.push(format!(
-                "  Source {}: its live and test keys and webhook secret are in {} (readable by this user only; not printed, so that they stay out of logs). Move them to your secret store, then delete the file.",
+                "  the admin's sign-in link (once, within 24 h) and Source {}'s live and test keys and webhook secret are in {} (readable by this user only; not printed, so that they stay out of logs). Move the keys to your secret store, then delete the file.",
                 f("source_id"),
                 path.display()
             ));
-            lines.push(
-                "The link is shown once. `hds users link EMAIL` prints a new sign-in link."
-                    .to_owned(),
-            );
+            lines.push("`hds users link EMAIL` prints a new sign-in link.".to_owned());
         }
         Err(e) => {
             tracing::warn!(error = %e, path = %path.display(), "could not write the first start's secrets to a file; printing them");
             lines.extend([
+                format!("  sign in (once, within 24 h): {}", f("signin_url")),
                 format!(
                     "  Source {}: live key {}",
                     f("source_id"),
