@@ -27,3 +27,6 @@ DELETE FROM former_members
  WHERE EXISTS (SELECT 1 FROM memberships m
                 WHERE m.user_id = former_members.user_id
                   AND m.workspace_id = former_members.workspace_id);
+-- Accounts already deleted were scrubbed when they went.
+DELETE FROM former_members
+ WHERE user_id IN (SELECT id FROM users WHERE email LIKE 'deleted-%@invalid');

@@ -373,7 +373,9 @@ fn check_people(c: &Connection, a: &ActionRecord) -> Result<()> {
     {
         errs.push(FieldError::new(
             "requested_by_user_id",
-            format!("`{id}` is not a member of this workspace"),
+            format!(
+                "`{id}` is not a member of this workspace: name a member, or give requested_by_email instead"
+            ),
         ));
     }
     let mut listed: Vec<crate::store::work::Member> = Vec::new();

@@ -961,7 +961,7 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
         let n = store::read_one(c, &user.user_id, &marks, &id, &now)?.ok_or_else(|| {
             Error::new(
                 Code::NotificationNotFound,
-                format!("no notification `{id}` of yours (read ones are removed 90 days after they were made)"),
+                format!("no notification `{id}` of yours (notifications are removed 90 days after they were made: read ones, and every new-Action notice)"),
             )
         })?;
         fx.user_changed(&user.user_id);

@@ -424,7 +424,7 @@ pub async fn snooze(
             return Err(Error::field(
                 "until",
                 format!(
-                    "this Action expires at {expires}, before {u}: snooze it until before then, or leave it in the inbox"
+                    "this Action expires at {expires}, and a snooze must end before that (not {u}): snooze it until an earlier time, or leave it in the inbox"
                 ),
             )
             .with_detail("expires_at", expires));

@@ -648,13 +648,14 @@ pub fn pin_assignments(
     c.prepare_cached(
         "UPDATE actions SET assignee_user_id = ?2, assignee_email = lower(?4),
                 spec = json_set(spec, '$.assignee_user_id', ?2, '$.assignee_email', ?4)
-          WHERE workspace_id = ?1 AND assignee_user_id IS NULL AND assignee_email = lower(?3)",
+          WHERE workspace_id = ?1 AND assignee_user_id IS NULL AND assignee_email = lower(?3)
+            AND status <> 'open'",
     )?
     .execute(params![workspace_id, user_id, email, placeholder])?;
     c.prepare_cached(
         "UPDATE actions SET assignee_email = lower(?3),
                 spec = json_set(spec, '$.assignee_email', ?3)
-          WHERE workspace_id = ?1 AND assignee_user_id = ?2",
+          WHERE workspace_id = ?1 AND assignee_user_id = ?2 AND status <> 'open'",
     )?
     .execute(params![workspace_id, user_id, placeholder])?;
     Ok(())

@@ -373,7 +373,7 @@ mod tests {
     /// 0035 on a database of schema 34: the workspaces a person left a trace
     /// in (an accepted invitation, a notice, a comment, an act on an Action)
     /// and is no longer a member of are remembered as left; a current
-    /// membership is not.
+    /// membership is not, nor an account deleted already.
     #[test]
     fn migration_35_remembers_the_workspaces_people_left() {
         let mut c = Connection::open_in_memory().unwrap();
@@ -392,8 +392,11 @@ mod tests {
                       ('inv_2', 'ws_a', 'y@example.com', 'reviewer', 'h2', '2026', '2027', '2026-02', 'usr_stays');
                INSERT INTO notifications(user_id, id, workspace_id, kind, title, body, path, created_at)
                VALUES ('usr_noticed', 'ntf_1', 'ws_c', 'action.new', 't', 'b', '/app', '2026');
+               INSERT INTO users(id, email, created_at)
+               VALUES ('usr_deleted', 'deleted-usr_deleted@invalid', '2026');
                INSERT INTO action_comments(id, action_id, author_user_id, body, created_at)
-               VALUES ('cmt_1', 'act_1', 'usr_commented', 'hi', '2026');
+               VALUES ('cmt_1', 'act_1', 'usr_commented', 'hi', '2026'),
+                      ('cmt_2', 'act_1', 'usr_deleted', 'bye', '2026');
                INSERT INTO action_events(action_id, kind, actor_type, actor_id, action_version, created_at)
                VALUES ('act_1', 'claimed', 'user', 'usr_acted', 1, '2026'),
                       ('act_1', 'created', 'source', 'src_1', 1, '2026');

@@ -74,14 +74,17 @@ pub struct Listed {
     pub name: Option<String>,
 }
 
+/// By the primary key (the Action's version), each voter by theirs; the
+/// sort is over one version's votes, at most one per listed reviewer (15).
+const LISTED: &str =
+    "SELECT v.user_id, v.vote, v.reason, v.withdrawn_at IS NOT NULL, v.created_at, u.email, u.name
+       FROM action_votes v LEFT JOIN users u ON u.id = v.user_id
+      WHERE v.action_id = ?1 AND v.action_version = ?2
+     ORDER BY v.created_at, v.user_id";
+
 /// Every vote on this version of the Action, oldest first, with its voter.
 pub fn listed(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<Listed>> {
-    let mut st = c.prepare_cached(
-        "SELECT v.user_id, v.vote, v.reason, v.withdrawn_at IS NOT NULL, v.created_at, u.email, u.name
-           FROM action_votes v LEFT JOIN users u ON u.id = v.user_id
-          WHERE v.action_id = ?1 AND v.action_version = ?2
-         ORDER BY v.created_at, v.user_id",
-    )?;
+    let mut st = c.prepare_cached(LISTED)?;
     let rows = st.query_map(params![action_id, action_version], |r| {
         Ok(Listed {
             vote: Vote {
@@ -132,6 +135,22 @@ pub fn all(c: &Connection, action_id: &str, action_version: i64) -> Result<Vec<(
 #[cfg(test)]
 mod tests {
     use rusqlite::Connection;
+
+    /// The votes of one version are sought by the key, their voters by theirs.
+    #[test]
+    fn the_votes_of_a_version_are_sought_by_key() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let plan = crate::store::query_plan(&c, super::LISTED).join("\n");
+        assert!(
+            plan.contains("SEARCH v USING INDEX sqlite_autoindex_action_votes")
+                && plan.contains("SEARCH u USING INDEX sqlite_autoindex_users")
+                    | plan.contains("SEARCH u USING INTEGER PRIMARY KEY")
+                    | plan.contains("SEARCH u USING PRIMARY KEY")
+                && !plan.contains("SCAN"),
+            "{plan}"
+        );
+    }
 
     /// Withdrawing a member's approvals seeks their votes by user and reads
     /// each Action by its key: no scan, however many votes the instance holds.

@@ -193,11 +193,13 @@ pub fn remove_member(c: &Connection, workspace_id: &str, user_id: &str, now: &st
     Ok(n == 1)
 }
 
+/// By the primary key, in its order.
+const LEFT_BY: &str =
+    "SELECT workspace_id FROM former_members WHERE user_id = ?1 ORDER BY workspace_id";
+
 /// The workspaces the person has left or was removed from.
 pub fn left_by(c: &Connection, user_id: &str) -> Result<Vec<String>> {
-    let mut st = c.prepare_cached(
-        "SELECT workspace_id FROM former_members WHERE user_id = ?1 ORDER BY workspace_id",
-    )?;
+    let mut st = c.prepare_cached(LEFT_BY)?;
     let rows = st.query_map([user_id], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -236,4 +238,20 @@ pub fn all(c: &Connection) -> Result<Vec<Summary>> {
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The workspaces a person left are read by the key, in order.
+    #[test]
+    fn left_workspaces_are_read_by_key() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let plan = crate::store::query_plan(&c, super::LEFT_BY).join("\n");
+        assert!(
+            plan.contains("SEARCH former_members USING PRIMARY KEY (user_id=?)")
+                && !plan.contains("TEMP B-TREE"),
+            "{plan}"
+        );
+    }
 }

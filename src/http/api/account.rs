@@ -68,8 +68,12 @@ pub async fn delete_account(
     account::delete(&st.services, &user, req).await?;
     // With the cookie, the browser's session goes too, as on logout: its
     // record is deleted and the cookie expired.
-    if !headers.contains_key(axum::http::header::AUTHORIZATION) {
-        crate::http::session::end(&session).await?;
+    // Best effort: the account is gone, whatever becomes of the record (its
+    // credential is revoked, so the cookie signs no one in either way).
+    if !headers.contains_key(axum::http::header::AUTHORIZATION)
+        && let Err(e) = crate::http::session::end(&session).await
+    {
+        tracing::warn!(error = %e, "could not end the deleted account's browser session");
     }
     Ok(StatusCode::NO_CONTENT)
 }
