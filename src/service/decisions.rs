@@ -227,7 +227,13 @@ pub(crate) fn decide_in(
         Actor::user(&user.user_id),
         time::format(now),
     );
-    resolve_with_receipt(c, fx, svc, &a, resolution, now, None)
+    let done = resolve_with_receipt(c, fx, svc, &a, resolution, now, None)?;
+    // What told them of it is done with (as GitHub marks a thread read
+    // when you act on it).
+    if crate::store::notifications::read_about(c, &user.user_id, &a.id, &time::format(now))? > 0 {
+        fx.user_changed(&user.user_id);
+    }
+    Ok(done)
 }
 
 /// POST /v1/actions/{id}/resolve by the owning Source.

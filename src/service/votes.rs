@@ -242,6 +242,9 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
                 created_at: &now,
             },
         )?;
+        if crate::store::notifications::read_about(c, &user.user_id, &a.id, &now)? > 0 {
+            fx.user_changed(&user.user_id);
+        }
         let event = ActionEvent::VoteCast {
             vote: req.vote.clone(),
             reason: req.reason.clone(),

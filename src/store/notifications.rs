@@ -375,6 +375,17 @@ pub fn read_one(
     Ok(row.and_then(|(n, hidden)| (!hidden).then_some(n)))
 }
 
+/// Marks read the person's unread notifications about one Action (they
+/// decided or voted on it: what told them of it is done with). Through
+/// `notifications_unread`: their unread ones only. Answers how many.
+pub fn read_about(c: &Connection, user_id: &str, action_id: &str, now: &str) -> Result<usize> {
+    Ok(c.prepare_cached(READ_ABOUT)?
+        .execute(params![user_id, action_id, now])?)
+}
+
+const READ_ABOUT: &str = "UPDATE notifications INDEXED BY notifications_unread SET read_at = ?3
+      WHERE user_id = ?1 AND read_at IS NULL AND action_id = ?2";
+
 /// Marks read a person's unread `invitation.received` notices of a
 /// workspace: the invitation they were about was accepted, revoked or
 /// replaced. Answers how many.
@@ -800,6 +811,18 @@ pub fn forget_workspace(c: &Connection, user_id: &str, workspace_id: &str) -> Re
 
 #[cfg(test)]
 mod tests {
+
+    /// Reading one Action's notices seeks the person's unread ones only.
+    #[test]
+    fn reading_an_actions_notices_seeks_the_unread_ones() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let plan = crate::store::query_plan(&c, super::READ_ABOUT).join("\n");
+        assert!(
+            plan.contains("USING INDEX notifications_unread (user_id=?)"),
+            "{plan}"
+        );
+    }
     use super::*;
 
     /// Pruning old broadcasts moves the members' watermarks past them: what

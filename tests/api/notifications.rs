@@ -782,6 +782,79 @@ async fn read_marks_pages_and_unread_only() {
     assert_eq!(summary(&r2).await["unread"], 5);
 }
 
+/// Deciding or voting on an Action marks what told the person of it read
+/// (an assignment, a mention); notices about other Actions stay unread.
+#[tokio::test]
+async fn deciding_or_voting_reads_the_notices_about_that_action() {
+    let app = TestApp::spawn().await;
+    let (admin, r1) = (app.admin(), app.member(Role::Reviewer));
+    let prefs = "/v1/notification-preferences";
+    let _: Value = r1
+        .patch(
+            prefs,
+            json!({"events": {"action.new": {"in_app": false}}}),
+            200,
+        )
+        .await;
+    let (a, b) = (
+        app.create_action(two_options("Rotate the keys")).await,
+        app.create_action(two_options("Renew the domain")).await,
+    );
+    for x in [&a, &b] {
+        let _: Value = admin
+            .patch(
+                &format!("/v1/actions/{}/assignment", x["id"].as_str().unwrap()),
+                json!({"assignee_user_id": r1.person().id}),
+                200,
+            )
+            .await;
+        until_has(&r1, "action.assigned", x).await;
+    }
+    assert_eq!(summary(&r1).await["unread"], 2);
+    let decision =
+        json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"});
+    let _: Value = r1
+        .post(
+            &format!("/v1/actions/{}/decision", a["id"].as_str().unwrap()),
+            decision,
+            200,
+        )
+        .await;
+    assert_eq!(summary(&r1).await["unread"], 1, "b's stays unread");
+    let mine = all_of(&r1).await;
+    let about = |x: &Value| {
+        mine.iter()
+            .find(|n| n["action_id"] == x["id"] && n["kind"] == "action.assigned")
+            .unwrap()["read_at"]
+            .clone()
+    };
+    assert!(!about(&a).is_null() && about(&b).is_null(), "{mine:?}");
+    // A vote does the same for a mention.
+    let mut body = two_options("Drop the staging database");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([admin.person().id, r1.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let v = app.create_action(body).await;
+    let _: Value = admin
+        .post(
+            &format!("/v1/actions/{}/comments", v["id"].as_str().unwrap()),
+            json!({"body": format!("@{} please look", r1.person().email)}),
+            201,
+        )
+        .await;
+    until_has(&r1, "action.mentioned", &v).await;
+    assert_eq!(summary(&r1).await["unread"], 2);
+    let vote = json!({"vote": "approve", "action_version": 1, "fingerprint": v["fingerprint"]});
+    let _: Value = r1
+        .post(
+            &format!("/v1/actions/{}/votes", v["id"].as_str().unwrap()),
+            vote,
+            200,
+        )
+        .await;
+    assert_eq!(summary(&r1).await["unread"], 1);
+}
+
 /// New Actions made while a person did not hear of them (`action.new`
 /// off, a viewer) do not come back as unread when they do again (unmuted,
 /// the policy making it mandatory, promoted): the new-Action notices so far
