@@ -333,6 +333,7 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
                 ("pick", &pa),
                 ("pick", &pb),
                 ("option_id", "reject"),
+                ("reason", "  edge nodes are being replaced  "),
                 ("confirmed", "yes"),
             ],
         )
@@ -353,6 +354,8 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
         .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
         .await;
     assert_eq!(now["data"]["resolution_option_id"], "reject");
+    // The bar's one reason is kept with each decision, trimmed.
+    assert_eq!(now["data"]["resolution_reason"], "edge nodes are being replaced");
     // Only the changed one picked again (its old binding): nothing decided,
     // said so rather than "Decided 0 requests".
     let r = browser

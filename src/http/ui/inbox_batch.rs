@@ -102,10 +102,13 @@ pub async fn decide_batch(
             return ConfirmPage::ask(&st, &page, "inbox", &form, ask).await;
         }
     }
+    // One reason, kept with each decision (as typed, like the Action page's).
+    let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
     let items = items
         .into_iter()
         .map(|mut i| {
             i.option_id = Some(option_id.clone());
+            i.reason = reason.clone();
             i
         })
         .collect();
