@@ -29,4 +29,4 @@ DELETE FROM former_members
                   AND m.workspace_id = former_members.workspace_id);
 -- Accounts already deleted were scrubbed when they went.
 DELETE FROM former_members
- WHERE user_id IN (SELECT id FROM users WHERE email LIKE 'deleted-%@invalid');
+ WHERE user_id IN (SELECT id FROM users WHERE email = 'deleted-' || id || '@invalid');

@@ -173,11 +173,9 @@ pub const INITIAL_CREDENTIALS: &str = "initial-credentials.json";
 /// link, the Source's keys and webhook secret) go to a file only its owner
 /// may read: the server's output is kept and shipped by a container runtime
 /// or journald (GitLab writes its first root password to a file for the same
-/// reason). The link is printed too when stdout is a terminal, where a person
-/// reads it; never the keys. If the file cannot be written, the secrets are
-/// printed rather than lost.
+/// reason; `docker run -t` keeps even a terminal's output). If the file
+/// cannot be written, the secrets are printed rather than lost.
 fn first_start_banner(data_dir: &std::path::Path, c: &serde_json::Value) -> String {
-    use std::io::IsTerminal;
     let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
     let mut lines = vec![format!(
         "first start: created workspace {}, its admin and a Source.",
@@ -200,15 +198,10 @@ fn first_start_banner(data_dir: &std::path::Path, c: &serde_json::Value) -> Stri
     .collect();
     match write_private(&path, &serde_json::Value::Object(kept)) {
         Ok(()) => {
-            if std::io::stdout().is_terminal() {
-                lines.push(format!(
-                    "  sign in (once, within 24 h): {}",
-                    f("signin_url")
-                ));
-            }
             lines.push(format!(
-                "  the admin's sign-in link (once, within 24 h) and Source {}'s live and test keys and webhook secret are in {} (readable by this user only; not printed, so that they stay out of logs). Move the keys to your secret store, then delete the file.",
+                "  the admin's sign-in link (once, within 24 h) and Source {}'s live and test keys and webhook secret are in {} (readable by this user only; not printed, so that they stay out of logs). Show the link with: grep signin_url {}. Move the keys to your secret store, then delete the file.",
                 f("source_id"),
+                path.display(),
                 path.display()
             ));
             lines.push("`hds users link EMAIL` prints a new sign-in link.".to_owned());

@@ -261,9 +261,6 @@ pub async fn create(
             let src = writer_src;
             crate::service::sources::check_not_revoked(c, &src.source_id)?;
             idempotency::run_serialised(c, fx, &src, key.as_deref(), &writer_hash, &a.created_at, |c, fx| {
-                if let Some(run_id) = &a.spec.run_id {
-                    crate::service::runs::check_attachable(c, &src, run_id)?;
-                }
                 if let Some(dk) = &a.spec.dedupe_key
                     && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
@@ -276,7 +273,10 @@ pub async fn create(
                         .with_detail("fingerprint", open.fingerprint));
                 }
                 // After the dedupe match: a retry of what is already open is
-                // answered with it whatever became of its people since.
+                // answered with it whatever became of its people or run since.
+                if let Some(run_id) = &a.spec.run_id {
+                    crate::service::runs::check_attachable(c, &src, run_id)?;
+                }
                 check_people(c, &a)?;
                 // Inside the writer, so concurrent creates cannot overshoot
                 // the plan (guide: "Plans and billing").

@@ -961,7 +961,7 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
         let n = store::read_one(c, &user.user_id, &marks, &id, &now)?.ok_or_else(|| {
             Error::new(
                 Code::NotificationNotFound,
-                format!("no notification `{id}` of yours (notifications are removed 90 days after they were made: read ones, and every new-Action notice)"),
+                format!("no notification `{id}` of yours (read notifications are removed 90 days after they were made, and so are the workspace-wide new-Action notices)"),
             )
         })?;
         fx.user_changed(&user.user_id);
@@ -1057,8 +1057,12 @@ pub async fn update_preferences(
         }
         store::set_preferences(c, &user.user_id, &m.workspace_id, &next, &now)?;
         // New Actions made while muted stay unheard when unmuted.
-        if !heard && Route::of(Kind::New, &next, &policy, false).in_app {
-            store::hear_broadcasts_from_now(c, &user.user_id, &m.workspace_id, &now)?;
+        match (heard, Route::of(Kind::New, &next, &policy, false).in_app) {
+            (true, false) => store::stop_hearing_broadcasts(c, &user.user_id, &m.workspace_id)?,
+            (false, true) => {
+                store::hear_broadcasts_from_now(c, &user.user_id, &m.workspace_id, &now)?
+            }
+            _ => {}
         }
         if (next.email, next.email_digest) != (current_email, current_digest) {
             crate::service::notification_mail::retime_digest(
@@ -1142,10 +1146,17 @@ pub async fn update_policy(
         // are not handed those made while they did not, as unread.
         for member in crate::store::workspaces::members(c, &m.workspace_id)? {
             let prefs = store::preferences(c, &member.user_id, &m.workspace_id)?;
-            if !Route::of(Kind::New, &prefs, &before, false).in_app
-                && Route::of(Kind::New, &prefs, &next, false).in_app
-            {
-                store::hear_broadcasts_from_now(c, &member.user_id, &m.workspace_id, &now)?;
+            match (
+                Route::of(Kind::New, &prefs, &before, false).in_app,
+                Route::of(Kind::New, &prefs, &next, false).in_app,
+            ) {
+                (true, false) => {
+                    store::stop_hearing_broadcasts(c, &member.user_id, &m.workspace_id)?
+                }
+                (false, true) => {
+                    store::hear_broadcasts_from_now(c, &member.user_id, &m.workspace_id, &now)?
+                }
+                _ => {}
             }
         }
         fx.workspace_changed(&m.workspace_id);

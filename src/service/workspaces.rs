@@ -253,16 +253,6 @@ pub async fn change_role(
             let old_role = member.role;
             store::set_role(c, &ws, &target, role)?;
             member.role = role;
-            // A viewer hears of no new Actions: one who may now decide
-            // hears of those made from now on, not of every one since joining.
-            if old_role == Role::Viewer {
-                crate::store::notifications::hear_broadcasts_from_now(
-                    c,
-                    &member.user_id,
-                    &ws,
-                    &now,
-                )?;
-            }
             // What they may no longer decide they no longer hold.
             let release = work::Release {
                 workspace_id: &ws,

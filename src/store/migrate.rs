@@ -52,6 +52,7 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0034_failed_deliveries.sql")),
         M::up(include_str!("../../migrations/0035_former_members.sql")),
+        M::up(include_str!("../../migrations/0036_muted_broadcasts.sql")),
     ])
 }
 

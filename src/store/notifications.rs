@@ -653,29 +653,68 @@ pub fn prune(c: &Connection, before: &str) -> Result<usize> {
     Ok(n)
 }
 
-/// The person hears of new Actions of the workspace again (they turned
-/// `action.new` back on, the policy made it mandatory, or they became a
-/// member who may decide): the new-Action notices so far are marked read,
-/// so the ones made while they did not hear of them do not come back as
-/// unread. None is removed: the list still shows them, read.
+/// The person stops hearing of new Actions of the workspace (switched
+/// `action.new` off, or the policy let go of it while their choice is off):
+/// where, so that hearing of them again knows which notices came meanwhile.
+pub fn stop_hearing_broadcasts(c: &Connection, user_id: &str, workspace_id: &str) -> Result<()> {
+    c.prepare_cached(concat!(
+        "UPDATE memberships SET ntf_muted_at = (",
+        last_broadcast_of!("memberships.workspace_id"),
+        ") WHERE user_id = ?1 AND workspace_id = ?2 AND ntf_muted_at IS NULL"
+    ))?
+    .execute(params![user_id, workspace_id])?;
+    Ok(())
+}
+
+/// The person hears of new Actions of the workspace again (switched
+/// `action.new` back on, or the policy made it mandatory): the notices made
+/// while they did not are marked read, one by one, so they do not come
+/// back as unread; those from before keep their state, and none is
+/// removed. Without a recorded start (muted before hds kept one), every
+/// notice so far is marked read.
 pub fn hear_broadcasts_from_now(
     c: &Connection,
     user_id: &str,
     workspace_id: &str,
     now: &str,
 ) -> Result<()> {
-    c.prepare_cached(concat!(
-        "UPDATE memberships SET
-            ntf_read_at = CASE WHEN (",
-        last_broadcast_of!("memberships.workspace_id"),
-        ") > ntf_read_through THEN ?3 ELSE ntf_read_at END,
-            ntf_read_through = max(ntf_read_through, (",
-        last_broadcast_of!("memberships.workspace_id"),
-        ")) WHERE user_id = ?1 AND workspace_id = ?2"
-    ))?
-    .execute(params![user_id, workspace_id, now])?;
+    let muted: Option<Option<i64>> = c
+        .prepare_cached(
+            "SELECT ntf_muted_at FROM memberships WHERE user_id = ?1 AND workspace_id = ?2",
+        )?
+        .query_row(params![user_id, workspace_id], |r| r.get(0))
+        .optional()?;
+    match muted.flatten() {
+        Some(at) => {
+            c.prepare_cached(MARK_MUTED_READ)?
+                .execute(params![user_id, workspace_id, now, at])?;
+        }
+        None => {
+            c.prepare_cached(concat!(
+                "UPDATE memberships SET
+                    ntf_read_at = CASE WHEN (",
+                last_broadcast_of!("memberships.workspace_id"),
+                ") > ntf_read_through THEN ?3 ELSE ntf_read_at END,
+                    ntf_read_through = max(ntf_read_through, (",
+                last_broadcast_of!("memberships.workspace_id"),
+                ")) WHERE user_id = ?1 AND workspace_id = ?2"
+            ))?
+            .execute(params![user_id, workspace_id, now])?;
+        }
+    }
+    c.prepare_cached(
+        "UPDATE memberships SET ntf_muted_at = NULL WHERE user_id = ?1 AND workspace_id = ?2",
+    )?
+    .execute(params![user_id, workspace_id])?;
     Ok(())
 }
+
+/// The workspace's broadcasts after the mute (`UNIQUE (workspace_id, n)`),
+/// each marked read for the person unless marked already.
+const MARK_MUTED_READ: &str =
+    "INSERT OR IGNORE INTO notification_broadcast_reads(user_id, workspace_id, n, read_at)
+    SELECT ?1, ?2, b.n, ?3 FROM notification_broadcasts b
+     WHERE b.workspace_id = ?2 AND b.n > ?4";
 
 /// A notification that falls due later (`notification_timers`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -811,6 +850,18 @@ pub fn forget_workspace(c: &Connection, user_id: &str, workspace_id: &str) -> Re
 
 #[cfg(test)]
 mod tests {
+
+    /// The notices made during a mute are found by the workspace's ordinal.
+    #[test]
+    fn the_notices_of_a_mute_are_sought_by_ordinal() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let plan = crate::store::query_plan(&c, super::MARK_MUTED_READ).join("\n");
+        assert!(
+            plan.contains("SEARCH b USING") && plan.contains("(workspace_id=? AND n>?)"),
+            "{plan}"
+        );
+    }
 
     /// Reading one Action's notices seeks the person's unread ones only.
     #[test]

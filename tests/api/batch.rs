@@ -355,7 +355,10 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
         .await;
     assert_eq!(now["data"]["resolution_option_id"], "reject");
     // The bar's one reason is kept with each decision, trimmed.
-    assert_eq!(now["data"]["resolution_reason"], "edge nodes are being replaced");
+    assert_eq!(
+        now["data"]["resolution_reason"],
+        "edge nodes are being replaced"
+    );
     // Only the changed one picked again (its old binding): nothing decided,
     // said so rather than "Decided 0 requests".
     let r = browser

@@ -1275,7 +1275,7 @@ async fn a_source_reads_its_own_deliveries_and_recovers_the_failed_ones() {
         r,
         json!({"object": "webhook_recovery", "resent": 0, "has_more": false, "last_id": null})
     );
-    let mut bad = since;
+    let mut bad = since.clone();
     bad["starting_after"] = json!("act_1");
     let e = source
         .post_err(
@@ -1286,4 +1286,20 @@ async fn a_source_reads_its_own_deliveries_and_recovers_the_failed_ones() {
         )
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
+    // Both wrong: both named. Empty: from the start, as on the list.
+    let e = source
+        .post_err(
+            "/v1/source/deliveries/recover",
+            json!({"since": "soon", "starting_after": "x"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"].as_array().unwrap().len(), 2, "{e}");
+    let mut empty = since;
+    empty["starting_after"] = json!("");
+    let r: Value = source
+        .post("/v1/source/deliveries/recover", empty, 202)
+        .await;
+    assert_eq!(r["resent"], 2, "from the start again: {r}");
 }

@@ -415,6 +415,22 @@ async fn a_create_that_no_one_could_decide_is_refused_naming_the_field() {
         .await;
     let again: Value = app.source().post("/v1/actions", keyed, 200).await;
     assert_eq!(again["data"]["id"], first["id"]);
+    // Likewise when its run has ended since (its open Actions stay open).
+    let run: Value = app
+        .source()
+        .post("/v1/runs", json!({"name": "nightly"}), 201)
+        .await;
+    let rid = run["data"]["id"].as_str().unwrap().to_owned();
+    let in_run = with(
+        two_options("Rotate the backup key"),
+        json!({"dedupe_key": "backup-1", "run_id": rid}),
+    );
+    let first = app.create_action(in_run.clone()).await;
+    let _: Value = admin
+        .post(&format!("/v1/runs/{rid}/cancel"), json!({}), 200)
+        .await;
+    let again: Value = app.source().post("/v1/actions", in_run, 200).await;
+    assert_eq!(again["data"]["id"], first["id"]);
 }
 
 #[tokio::test]

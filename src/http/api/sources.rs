@@ -334,7 +334,7 @@ pub struct DeliveryRecover {
     pub since: String,
     /// The `last_id` of the previous answer, while it said `has_more`.
     #[serde(default)]
-    #[schema(pattern = "^msg_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    #[schema(pattern = "^(msg_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub starting_after: Option<String>,
 }
 
@@ -342,29 +342,35 @@ pub struct DeliveryRecover {
 /// environment) given up since a time, oldest first, up to 1,000 a request.
 #[utoipa::path(post, path = "/v1/source/deliveries/recover", tag = "sources", request_body = DeliveryRecover,
     responses((status = 202, description = "queued: how many were resent, and whether more wait", body = webhooks::Recovery),
-        (status = 422, description = "VALIDATION_ERROR: since is not an RFC 3339 time", body = crate::http::openapi::ErrorBody)),
+        (status = 422, description = "VALIDATION_ERROR: since is not an RFC 3339 time, or starting_after not a delivery id (each named in details.errors)", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn recover_source_deliveries(
     State(st): State<AppState>,
     SourceAuth(src): SourceAuth,
     ApiJson(req): ApiJson<DeliveryRecover>,
 ) -> Result<(StatusCode, Json<webhooks::Recovery>)> {
-    let Some(since) = crate::domain::time::parse(&req.since) else {
-        return Err(Error::field(
+    let mut errs = Vec::new();
+    let since = crate::domain::time::parse(&req.since);
+    if since.is_none() {
+        errs.push(FieldError::new(
             "since",
             format!(
                 "`{}` is not an RFC 3339 time; send one such as 2026-11-27T08:00:00Z",
                 req.since
             ),
         ));
-    };
-    if let Some(problem) = req
-        .starting_after
+    }
+    // Empty: from the start, as on the list.
+    let after = req.starting_after.filter(|a| !a.is_empty());
+    if let Some(problem) = after
         .as_deref()
         .and_then(|a| ids::cursor_problem("starting_after", a, ids::DELIVERY, "a delivery"))
     {
-        return Err(Error::validation(vec![problem]));
+        errs.push(problem);
     }
-    let r = webhooks::recover(&st.services, src, since, req.starting_after).await?;
+    let Some(since) = since.filter(|_| errs.is_empty()) else {
+        return Err(Error::validation(errs));
+    };
+    let r = webhooks::recover(&st.services, src, since, after).await?;
     Ok((StatusCode::ACCEPTED, Json(r)))
 }

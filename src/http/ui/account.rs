@@ -316,7 +316,11 @@ pub async fn delete_account(
     };
     match done {
         Ok(()) => {
-            session::end(&p.session).await?;
+            // Best effort: the account is gone (its credential revoked, so
+            // the cookie signs no one in either way).
+            if let Err(e) = session::end(&p.session).await {
+                tracing::warn!(error = %e, "could not end the deleted account's browser session");
+            }
             Ok(see_other("/app/signin?done=account_deleted"))
         }
         Err(e) => refused(&st, &p, e, |_| {}).await,
