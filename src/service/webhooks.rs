@@ -246,15 +246,21 @@ pub async fn resend(s: &Services, reader: Reader, delivery_id: String) -> Result
 
 /// Starts a new round of attempts of `d`, due now.
 fn restart(c: &Connection, d: &Delivery, now: &str) -> Result<()> {
-    if d.status == "pending" {
+    restart_id(c, &d.id, d.status == "pending", now)
+}
+
+/// Starts a new round of attempts of the delivery `id`, due now; `pending`:
+/// it is still waiting for a retry (or being sent).
+fn restart_id(c: &Connection, id: &str, pending: bool, now: &str) -> Result<()> {
+    if pending {
         // Waiting for a retry: due now. Already being sent: that attempt
         // is the resend (what it comes to sets when the job runs next).
-        jobs::hurry(c, Kind::Webhook, &d.id, now)?;
-        deliveries::restart(c, &d.id, now)?;
+        jobs::hurry(c, Kind::Webhook, id, now)?;
+        deliveries::restart(c, id, now)?;
     } else {
-        deliveries::restart(c, &d.id, now)?;
-        if !jobs::exists(c, Kind::Webhook, &d.id)? {
-            jobs::insert(c, Kind::Webhook, &d.id, now, now)?;
+        deliveries::restart(c, id, now)?;
+        if !jobs::exists(c, Kind::Webhook, id)? {
+            jobs::insert(c, Kind::Webhook, id, now, now)?;
         }
     }
     Ok(())
@@ -299,10 +305,7 @@ pub async fn recover(
         let has_more = failed.len() > MAX_RECOVER;
         failed.truncate(MAX_RECOVER);
         for id in &failed {
-            deliveries::restart(c, id, &now)?;
-            if !jobs::exists(c, Kind::Webhook, id)? {
-                jobs::insert(c, Kind::Webhook, id, &now, &now)?;
-            }
+            restart_id(c, id, false, &now)?;
         }
         if !failed.is_empty() {
             fx.queued_job();
