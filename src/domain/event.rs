@@ -73,6 +73,10 @@ pub enum ActionEvent {
     /// Hidden from the inbox until `until`; null un-snoozes.
     Snoozed {
         until: Option<String>,
+        /// Why hds itself ended the snooze (the Source moved `expires_at`
+        /// to or before its end); absent when a person (un)snoozed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A comment; `mentions` are the user ids of members it @mentions.
     Commented {
@@ -211,6 +215,11 @@ mod tests {
             },
             ActionEvent::Snoozed {
                 until: Some("2026-11-24T09:00:00.000Z".into()),
+                reason: None,
+            },
+            ActionEvent::Snoozed {
+                until: None,
+                reason: Some("expires_at moved before the snooze's end".into()),
             },
             ActionEvent::Commented {
                 comment_id: "cmt_1".into(),

@@ -561,6 +561,19 @@ pub async fn get(
     .await
 }
 
+/// Whether `a` is snoozed (at `now`) to a time at or after its `expires_at`.
+fn snooze_outlasts_expiry(a: &ActionRecord, now: &str) -> bool {
+    let (Some(until), Some(expires)) = (a.snoozed_until.as_deref(), a.spec.expires_at.as_deref())
+    else {
+        return false;
+    };
+    until > now
+        && matches!(
+            (time::parse(until), time::parse(expires)),
+            (Some(u), Some(e)) if u >= e
+        )
+}
+
 /// PATCH /v1/actions/{id}: a material change advances the version (guide: "Binding: action_version and fingerprint").
 pub async fn patch(
     s: &Services,
@@ -636,6 +649,23 @@ pub async fn patch(
         )?;
         if before.contains_key("expires_at") {
             notifications::action_updated(c, &a, &a.updated_at)?;
+            // Snoozed past its new deadline, it would expire out of
+            // everyone's sight (what a snooze may not do): the snooze ends
+            // now, and whoever snoozed it hears it is back.
+            if snooze_outlasts_expiry(&a, &a.updated_at) {
+                let at = a.updated_at.clone();
+                crate::store::work::set_snooze(c, &a.id, Some(&at), &at)?;
+                a.snoozed_until = Some(at.clone());
+                notifications::snooze_cut_short(c, &a.id, &at)?;
+                let event = ActionEvent::Snoozed {
+                    until: None,
+                    reason: Some(format!(
+                        "the Source moved expires_at to {}, before the snooze's end",
+                        a.spec.expires_at.as_deref().unwrap_or_default()
+                    )),
+                };
+                effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &at)?;
+            }
         }
         Ok(a)
     })

@@ -399,6 +399,13 @@ pub fn snoozed(
     }
 }
 
+/// A snooze ended early (its Action's deadline moved before its end): the
+/// `action.returned` timer fires now, for whoever snoozed it and the
+/// assignee, as when a snooze runs out.
+pub fn snooze_cut_short(c: &Connection, action_id: &str, now: &str) -> Result<()> {
+    store::move_timer(c, TimerKind::Returned, action_id, now)
+}
+
 /// How an Action closed, for `action_closed`.
 #[derive(Clone, Copy)]
 pub struct Closed<'a> {

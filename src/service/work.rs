@@ -450,7 +450,10 @@ pub async fn snooze(
                 .unwrap_or_else(Error::action_not_found));
         }
         notifications::snoozed(c, &a, until.as_deref(), &user.user_id)?;
-        let event = ActionEvent::Snoozed { until };
+        let event = ActionEvent::Snoozed {
+            until,
+            reason: None,
+        };
         let actor = Actor::user(&user.user_id);
         effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         Ok(Worked {

@@ -344,6 +344,71 @@ async fn expiry_warnings_and_snooze_returns_follow_the_test_clock() {
     assert_eq!(warned, 1);
 }
 
+/// A Source moving `expires_at` to or before a snooze's end ends the snooze
+/// (it would expire out of everyone's sight, which a snooze may not do): the
+/// Action is back in the open list at once, its history says why, and whoever
+/// snoozed it hears `action.returned`. A deadline after the snooze keeps it.
+#[tokio::test]
+async fn a_deadline_moved_before_a_snooze_ends_the_snooze() {
+    let app = TestApp::spawn().await;
+    let r1 = app.member(Role::Reviewer);
+    let clock = app.state.services.clock.clone();
+    let in_minutes = |m: i64| hds::domain::time::format(clock.now() + time::Duration::minutes(m));
+    let mut body = two_options("Rotate the certificate");
+    body["expires_at"] = json!(in_minutes(240));
+    let a = app.create_action(body).await;
+    let id = a["id"].as_str().unwrap();
+    let path = format!("/v1/actions/{id}");
+    let until = in_minutes(120);
+    r1.post::<Value>(&format!("{path}/snooze"), json!({"until": until}), 200)
+        .await;
+
+    // A later deadline, still after the snooze: nothing about the snooze changes.
+    let moved: Value = app
+        .source()
+        .patch(&path, json!({"expires_at": in_minutes(180)}), 200)
+        .await;
+    assert_eq!(moved["data"]["snoozed_until"], until.as_str());
+    let snoozed: Value = r1.get("/v1/me/actions?status=snoozed", 200).await;
+    assert_eq!(snoozed["data"][0]["id"], id);
+
+    // A deadline before the snooze's end: back in the inbox now.
+    let deadline = in_minutes(60);
+    let moved: Value = app
+        .source()
+        .patch(&path, json!({"expires_at": deadline}), 200)
+        .await;
+    let at = moved["data"]["updated_at"].as_str().unwrap();
+    assert_eq!(moved["data"]["snoozed_until"], at, "{moved}");
+    let open: Value = r1.get("/v1/me/actions", 200).await;
+    assert_eq!(open["data"][0]["id"], id, "{open}");
+    let snoozed: Value = r1.get("/v1/me/actions?status=snoozed", 200).await;
+    assert_eq!(snoozed["data"], json!([]));
+    let detail: Value = r1.get(&path, 200).await;
+    let history = detail["data"]["history"].as_array().unwrap();
+    let last = history.last().unwrap();
+    assert_eq!(last["type"], "snoozed", "{last}");
+    assert_eq!(last["actor"]["type"], "source", "{last}");
+    assert_eq!(last["data"]["until"], Value::Null, "{last}");
+    assert_eq!(
+        last["data"]["reason"],
+        format!("the Source moved expires_at to {deadline}, before the snooze's end"),
+        "{last}"
+    );
+    assert_eq!(history[history.len() - 2]["type"], "updated");
+    let back = until_has(&r1, "action.returned", &a).await;
+    assert_eq!(back["title"], "Back from snooze: Rotate the certificate");
+    let page = app
+        .browser(r1.person())
+        .await
+        .page(&format!("/app/actions/{id}"))
+        .await;
+    assert!(
+        page.contains("Back in the inbox: the snooze ended early"),
+        "the page's history says why"
+    );
+}
+
 /// `who`'s `action.closed` notifications about `a`.
 async fn closed_about(who: &Actor, a: &Value) -> Vec<Value> {
     all_of(who)

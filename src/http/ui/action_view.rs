@@ -575,13 +575,21 @@ fn event(
             None,
         ),
         ActionEvent::Assigned { reason: why, .. } => (format!("Unassigned by {by}"), reason(why)),
-        ActionEvent::Snoozed { until: Some(t) } => (
+        ActionEvent::Snoozed { until: Some(t), .. } => (
             format!("Snoozed by {by} until {}", When::new(t, now).exact),
             None,
         ),
-        ActionEvent::Snoozed { until: None } => {
-            (format!("Back in the inbox: {by} un-snoozed it"), None)
-        }
+        ActionEvent::Snoozed {
+            until: None,
+            reason: None,
+        } => (format!("Back in the inbox: {by} un-snoozed it"), None),
+        ActionEvent::Snoozed {
+            until: None,
+            reason: why,
+        } => (
+            "Back in the inbox: the snooze ended early".to_owned(),
+            reason(why),
+        ),
         ActionEvent::Commented { .. } => (format!("{by} commented"), None),
         ActionEvent::ControlRequested { control_key, .. } => {
             let label = a
