@@ -273,6 +273,12 @@ pub struct AuthConfig {
     /// One table per provider: `[auth.providers.<name>]`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// Whether the sign-in page mails a one-time link to a person who asks
+    /// (guide: "With a link by e-mail"). Unset: on when `[smtp]` is set and
+    /// no identity provider is (where a provider is, sign-in goes through it
+    /// unless the operator opens this second way). `true` needs `[smtp]`.
+    #[serde(default)]
+    pub email_links: Option<bool>,
 }
 
 /// `--callback-resolve NAME=IP`.
@@ -308,6 +314,7 @@ impl Default for AuthConfig {
             allowed_email_domains: Vec::new(),
             domain_role: default_domain_role(),
             providers: BTreeMap::new(),
+            email_links: None,
         }
     }
 }
@@ -395,6 +402,16 @@ struct Loaded {
 }
 
 impl Config {
+    /// Whether the sign-in page mails one-time links on request (`[auth]
+    /// email_links`; unset: when `[smtp]` is set and no provider is).
+    pub fn email_links(&self) -> bool {
+        self.smtp.is_some()
+            && self
+                .auth
+                .email_links
+                .unwrap_or(self.auth.providers.is_empty())
+    }
+
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join("hds.db")
     }
@@ -556,6 +573,10 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
         matches!(file.auth.domain_role, Role::Reviewer | Role::Viewer),
         "[auth] domain_role must be \"reviewer\" or \"viewer\""
     );
+    anyhow::ensure!(
+        file.auth.email_links != Some(true) || file.smtp.is_some(),
+        "[auth] email_links = true needs [smtp]: hds mails the links (set up [smtp], or remove email_links)"
+    );
     for (name, p) in &file.auth.providers {
         anyhow::ensure!(
             name.bytes()
@@ -588,6 +609,31 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Mailed sign-in links: on by default with `[smtp]` and no provider,
+    /// off with a provider unless asked for, never without `[smtp]`.
+    #[test]
+    fn email_links_follow_smtp_and_providers() {
+        let smtp = "[smtp]\nhost = \"mail.example.com\"\nfrom = \"hds@example.com\"\n";
+        let provider = "[auth.providers.sso]\nkind = \"oidc\"\nissuer = \"https://sso.example.com\"\nclient_id = \"hds\"\n";
+        let on = |text: &str| {
+            let loaded = parse_file(text).unwrap();
+            let mut c = Config::for_data_dir(std::path::PathBuf::from("/tmp/x"));
+            c.auth = loaded.auth;
+            c.smtp = loaded.smtp;
+            c.email_links()
+        };
+        assert!(!on(""));
+        assert!(on(smtp));
+        assert!(!on(&format!("{smtp}{provider}")));
+        assert!(on(&format!("[auth]\nemail_links = true\n{smtp}{provider}")));
+        assert!(!on(&format!("[auth]\nemail_links = false\n{smtp}")));
+        let e = parse_file("[auth]\nemail_links = true\n").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("email_links = true needs [smtp]"),
+            "{e:#}"
+        );
+    }
 
     #[test]
     fn provider_tables_parse_with_kind_defaults() {

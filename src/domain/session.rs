@@ -11,6 +11,15 @@ pub const SESSION_IDLE: Duration = Duration::days(7);
 pub const TOUCH_EVERY: Duration = Duration::minutes(5);
 /// One-time sign-in links.
 pub const LINK_LIFETIME: Duration = Duration::hours(24);
+/// Sign-in links mailed on request from the sign-in page: short-lived, as
+/// the mailbox they travel through may be read later by someone else.
+pub const MAILED_LINK_LIFETIME: Duration = Duration::minutes(15);
+/// A request for a mailed link sends none when one was mailed to the person
+/// this recently…
+pub const MAILED_LINK_SPACING: Duration = Duration::minutes(1);
+/// …or this many in `MAILED_LINK_LIFETIME`: the sign-in page cannot be used
+/// to flood a mailbox.
+pub const MAILED_LINKS_PER_WINDOW: i64 = 5;
 /// Native sign-in challenges.
 pub const NONCE_LIFETIME: Duration = Duration::minutes(5);
 

@@ -32,16 +32,24 @@ pub enum MailKind {
     Digest,
     /// An invitation with its accept link.
     Invitation,
+    /// A one-time sign-in link the person asked for on the sign-in page.
+    Signin,
 }
 
 impl MailKind {
-    pub const ALL: [MailKind; 3] = [Self::Notification, Self::Digest, Self::Invitation];
+    pub const ALL: [MailKind; 4] = [
+        Self::Notification,
+        Self::Digest,
+        Self::Invitation,
+        Self::Signin,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Notification => "notification",
             Self::Digest => "digest",
             Self::Invitation => "invitation",
+            Self::Signin => "signin",
         }
     }
 }

@@ -4,7 +4,10 @@
 
 use crate::config::AuthConfig;
 use crate::domain::credentials;
-use crate::domain::session::{LINK_LIFETIME, NONCE_LIFETIME, SESSION_LIFETIME};
+use crate::domain::session::{
+    LINK_LIFETIME, MAILED_LINK_LIFETIME, MAILED_LINK_SPACING, MAILED_LINKS_PER_WINDOW,
+    NONCE_LIFETIME, SESSION_LIFETIME,
+};
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
 use crate::service::Services;
@@ -201,18 +204,112 @@ pub fn new_link(
     user_id: &str,
     now: time::Timestamp,
 ) -> Result<String> {
+    link_for(c, base_url, user_id, now, LINK_LIFETIME)
+}
+
+fn link_for(
+    c: &rusqlite::Connection,
+    base_url: &str,
+    user_id: &str,
+    now: time::Timestamp,
+    lifetime: ::time::Duration,
+) -> Result<String> {
     let secret = credentials::new_secret();
     signin::insert_link(
         c,
         &secret,
         user_id,
         &time::format(now),
-        &time::format(now + LINK_LIFETIME),
+        &time::format(now + lifetime),
     )?;
     Ok(format!(
         "{}/app/signin/link/{secret}",
         base_url.trim_end_matches('/')
     ))
+}
+
+/// The longest address the sign-in page's e-mail field takes (RFC 5321's
+/// path limit).
+pub const MAX_EMAIL: usize = 254;
+
+/// What became of a request for a mailed link. The page answers every one
+/// alike, so that it does not tell who has an account; the tests read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mailed {
+    /// A link was made and its mail queued.
+    Queued,
+    /// No account has that address (or it was deleted): nothing was sent.
+    NoAccount,
+    /// The person was given a link a moment ago, or too many lately.
+    Throttled,
+}
+
+/// The sign-in page's "e-mail me a link" (guide: "With a link by e-mail"):
+/// for the account with `email`, a one-time link valid for 15 minutes,
+/// mailed in the same transaction that stores it, leading to `next` (a
+/// local path the caller checked). Nothing for an unknown address, and
+/// nothing when a link was mailed to the person in the last minute or five
+/// in the last 15 minutes.
+pub async fn mail_link(s: &Services, email: &str, next: &str) -> Result<Mailed> {
+    if !s.config.email_links() {
+        return Err(Error::new(
+            Code::NotFound,
+            "this instance does not mail sign-in links: ask an admin for a link, or sign in with an identity provider",
+        ));
+    }
+    let email = email.trim().to_owned();
+    if email.is_empty() || email.chars().count() > MAX_EMAIL || !email.contains('@') {
+        return Err(Error::field(
+            "email",
+            format!("give the e-mail address of your account (at most {MAX_EMAIL} characters)"),
+        ));
+    }
+    let base = s.config.base_url.clone();
+    let next = next.to_owned();
+    let now = s.clock.now();
+    s.write(move |c, fx| {
+        let Some(user) = users::by_email(c, &email)? else {
+            return Ok(Mailed::NoAccount);
+        };
+        let at = time::format(now);
+        let (recent, latest) =
+            signin::links_mailed_since(c, &user.id, &time::format(now - MAILED_LINK_LIFETIME))?;
+        let spaced = latest.is_none_or(|t| t <= time::format(now - MAILED_LINK_SPACING));
+        if recent >= MAILED_LINKS_PER_WINDOW || !spaced {
+            return Ok(Mailed::Throttled);
+        }
+        let mut url = link_for(c, &base, &user.id, now, MAILED_LINK_LIFETIME)?;
+        if next != "/app" {
+            url.push_str("?next=");
+            url.extend(form_urlencoded::byte_serialize(next.as_bytes()));
+        }
+        let host = url::Url::parse(&base)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_else(|| base.clone());
+        let letter = crate::service::mail::Letter {
+            to: user.email.clone(),
+            subject: format!("Your sign-in link for hds at {host}"),
+            lines: vec![
+                format!(
+                    "Someone, hopefully you, asked on the sign-in page of hds at {base} for a link that signs in {}.",
+                    user.email
+                ),
+                "The link works once, within 15 minutes. If you did not ask for it, ignore this mail: no one signs in without the link.".to_owned(),
+            ],
+            items: Vec::new(),
+            link: Some(("Sign in".to_owned(), url)),
+            settings: None,
+            kind: crate::service::mail::MailKind::Signin,
+            workspace_id: None,
+            user_id: Some(user.id.clone()),
+            secret: true,
+            unsubscribable: false,
+        };
+        crate::service::mail::enqueue(c, fx, &letter, &at)?;
+        Ok(Mailed::Queued)
+    })
+    .await
 }
 
 /// `hds users link` for a running server's tests: a link for the user with this e-mail.

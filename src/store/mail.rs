@@ -318,6 +318,13 @@ mod tests {
                 "SELECT id FROM mail_outbox WHERE status <> 'pending' AND last_attempt_at < '2026' ORDER BY last_attempt_at, id LIMIT 10000".into(),
                 "mail_outbox_settled",
             ),
+            // The sign-in page's throttle (store::signin::links_mailed_since).
+            (
+                "SELECT count(*), max(created_at) FROM mail_outbox
+                  WHERE kind = 'signin' AND user_id = 'usr_1' AND created_at > '2026'"
+                    .into(),
+                "mail_outbox_signin",
+            ),
         ] {
             let text = plan(&c, &sql);
             assert!(text.contains(index), "{sql}:\n{text}");

@@ -53,6 +53,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0034_failed_deliveries.sql")),
         M::up(include_str!("../../migrations/0035_former_members.sql")),
         M::up(include_str!("../../migrations/0036_muted_broadcasts.sql")),
+        M::up(include_str!(
+            "../../migrations/0037_mailed_signin_links.sql"
+        )),
     ])
 }
 

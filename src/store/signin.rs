@@ -78,6 +78,20 @@ pub fn insert_link(
     Ok(())
 }
 
+/// How many sign-in links were mailed to `user_id` since `since`, and when
+/// the latest was (`mail_outbox_signin`).
+pub fn links_mailed_since(
+    c: &Connection,
+    user_id: &str,
+    since: &str,
+) -> Result<(i64, Option<String>)> {
+    Ok(c.prepare_cached(
+        "SELECT count(*), max(created_at) FROM mail_outbox
+          WHERE kind = 'signin' AND user_id = ?1 AND created_at > ?2",
+    )?
+    .query_row(params![user_id, since], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
 /// Uses the link once: returns its user when it was unused and unexpired.
 pub fn redeem_link(c: &Connection, secret: &str, now: &str) -> Result<Option<String>> {
     Ok(c.query_row(

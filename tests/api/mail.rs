@@ -632,3 +632,237 @@ async fn an_international_domain_is_sent_in_ascii_and_a_local_part_fails_at_once
     assert!(why.contains("SMTPUTF8"), "{why}");
     assert_eq!(app.count_rows("jobs"), 0, "no retry is queued");
 }
+
+/// POSTs the sign-in page's e-mail form from `origin`; answers the response.
+async fn ask_for_link(app: &TestApp, origin: &str, email: &str) -> reqwest::Response {
+    crate::helpers::browser_client()
+        .post(format!("{}/app/signin/email", app.base))
+        .header("origin", origin)
+        .form(&[("email", email), ("next", "/app/runs")])
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The sign-in links `email`'s account holds and the sign-in mails to it,
+/// read from the SQLite file.
+fn links_and_mails(app: &TestApp, email: &str) -> (i64, i64) {
+    let db = app.db();
+    // Links of 15 minutes (the first start made a 24-hour one for the admin).
+    let links = db
+        .query_row(
+            "SELECT count(*) FROM signin_links l JOIN users u ON u.id = l.user_id
+              WHERE u.email = ?1 AND julianday(l.expires_at) - julianday(l.created_at) < 1",
+            [email],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mails = db
+        .query_row(
+            "SELECT count(*) FROM mail_outbox WHERE kind = 'signin' AND to_addr = ?1 AND workspace_id IS NULL",
+            [email],
+            |r| r.get(0),
+        )
+        .unwrap();
+    (links, mails)
+}
+
+#[tokio::test]
+async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_who_has_one() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let admin = "admin@example.com";
+    let page = crate::helpers::browser_client()
+        .get(format!("{}/app/signin?next=/app/runs", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("id=\"email-link-form\""), "{page}");
+    assert!(page.contains("name=\"next\" value=\"/app/runs\""), "{page}");
+
+    // Known address (in another case), unknown address: the same answer.
+    let done = "/app/signin?done=link_mailed&next=%2Fapp%2Fruns";
+    for email in ["Admin@Example.com", "nobody@example.com"] {
+        let r = ask_for_link(&app, &app.base, email).await;
+        assert_eq!(r.status(), 303, "{email}");
+        assert_eq!(r.headers()["location"], done, "{email}");
+    }
+    let page = crate::helpers::browser_client()
+        .get(format!("{}{done}", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Check your e-mail"), "{page}");
+    assert!(!page.contains("Admin@Example.com") && !page.contains("nobody@"));
+
+    let got = sink.wait_for(admin, 1).await;
+    let m = &got[0];
+    assert_eq!(m["from"], "hds <hds@example.com>");
+    let subject = m["subject"].as_str().unwrap();
+    assert!(
+        subject.starts_with("Your sign-in link for hds at 127.0.0.1"),
+        "{subject}"
+    );
+    let text = m["text"].as_str().unwrap().replace("\r\n", "\n");
+    assert!(text.contains("within 15 minutes"), "{text}");
+    let link = text
+        .lines()
+        .find(|l| l.contains("/app/signin/link/"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        link.starts_with(&format!("{}/app/signin/link/", app.base))
+            && link.ends_with("?next=%2Fapp%2Fruns"),
+        "{link}"
+    );
+    assert!(
+        m["html"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("href=\"{link}\""))
+    );
+    assert!(sink.to("nobody@example.com").await.is_empty());
+    assert_eq!(links_and_mails(&app, "nobody@example.com"), (0, 0));
+
+    // Asked again at once: nothing more is made or sent.
+    let r = ask_for_link(&app, &app.base, admin).await;
+    assert_eq!(r.headers()["location"], done);
+    assert_eq!(links_and_mails(&app, admin), (1, 1));
+    // Not an address: the form says so (422); another site's form: refused.
+    let r = ask_for_link(&app, &app.base, "nope").await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("That is not an e-mail address")
+    );
+    let r = ask_for_link(&app, "https://evil.example", admin).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(links_and_mails(&app, admin), (1, 1));
+
+    // The link signs in once, and goes where the person was going.
+    let browser = crate::helpers::browser_client();
+    let confirm = browser.get(&link).send().await.unwrap();
+    assert_eq!(confirm.status(), 200);
+    assert!(
+        confirm
+            .text()
+            .await
+            .unwrap()
+            .contains("value=\"/app/runs\"")
+    );
+    let post_to = link.split('?').next().unwrap();
+    let r = browser
+        .post(post_to)
+        .header("origin", &app.base)
+        .form(&[("next", "/app/runs")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/app/runs");
+    let me = browser
+        .get(format!("{}/v1/auth/session", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(me["data"]["user"]["email"], admin, "{me}");
+    let again = crate::helpers::browser_client()
+        .post(post_to)
+        .header("origin", &app.base)
+        .form(&[("next", "/app")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 410);
+
+    // Sent, its bodies (the link) are erased from the outbox.
+    let id: String = app
+        .db()
+        .query_row(
+            "SELECT id FROM mail_outbox WHERE kind = 'signin'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut last = (String::new(), None, None, 0);
+    for _ in 0..250 {
+        last = stored(&app, &id);
+        if last.0 == "sent" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(last, ("sent".to_owned(), None, None, 1));
+
+    // A minute later another may be asked for; it lapses after 15 minutes.
+    let clock = &app.state.services.clock;
+    clock.advance(time::Duration::seconds(61));
+    ask_for_link(&app, &app.base, admin).await;
+    assert_eq!(links_and_mails(&app, admin), (2, 2));
+    let got = sink.wait_for(admin, 2).await;
+    let text = got[1]["text"].as_str().unwrap().replace("\r\n", "\n");
+    let second = text
+        .lines()
+        .find(|l| l.contains("/app/signin/link/"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_ne!(second, link);
+    clock.advance(time::Duration::minutes(16));
+    let r = crate::helpers::browser_client()
+        .get(&second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 410);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("Ask for a new one by e-mail below")
+    );
+
+    // At most five in 15 minutes, however spaced.
+    for _ in 0..6 {
+        clock.advance(time::Duration::seconds(61));
+        ask_for_link(&app, &app.base, admin).await;
+    }
+    assert_eq!(links_and_mails(&app, admin).1, 2 + 5);
+}
+
+#[tokio::test]
+async fn without_smtp_the_signin_page_offers_no_mailed_link() {
+    let app = TestApp::spawn().await;
+    let page = crate::helpers::browser_client()
+        .get(format!("{}/app/signin", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("email-link-form"));
+    let links = app.count_rows("signin_links");
+    let r = ask_for_link(&app, &app.base, "admin@example.com").await;
+    assert_eq!(r.status(), 404);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("does not mail sign-in links")
+    );
+    assert_eq!(app.count_rows("signin_links"), links);
+    assert_eq!(app.count_rows("mail_outbox"), 0);
+}

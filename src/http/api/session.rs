@@ -49,6 +49,14 @@ pub fn methods(st: &AppState) -> Vec<SigninMethod> {
         name: "One-time sign-in link",
         how: "a workspace owner or admin invites you (the invitation link signs you in), or the operator runs `hds users link EMAIL --create-as ROLE` (`hds users link EMAIL` for people already added) and sends you the link",
     });
+    if st.services.config.email_links() {
+        out.push(SigninMethod::Link {
+            id: "email",
+            kind: "email_link",
+            name: "Sign-in link by e-mail",
+            how: "give your account's e-mail address on the sign-in page (/app/signin): a link that works once, within 15 minutes, is mailed to it",
+        });
+    }
     out
 }
 
@@ -59,6 +67,7 @@ pub async fn list_providers(State(st): State<AppState>) -> Json<MethodList> {
     Json(MethodList {
         object: "list",
         data: methods(&st),
+        has_more: false,
     })
 }
 

@@ -47,6 +47,7 @@ pub fn router() -> Router<AppState> {
             "/app/signin/link/{token}",
             get(signin::link_form).post(signin::redeem_link),
         )
+        .route("/app/signin/email", post(signin::mail_link))
         .route("/app/signout", post(signin::sign_out))
         // the guide (guide: "The dashboard"), open to everyone like /v1/docs
         .route("/app/guide", get(guide::guide_page))

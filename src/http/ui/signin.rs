@@ -54,6 +54,12 @@ pub struct SigninPage {
     /// Who may sign in, shown with a refusal.
     domains: Vec<String>,
     refused: bool,
+    /// The form that mails a one-time link (`[auth] email_links`).
+    email_links: bool,
+    /// Where the mailed link leads (a local path).
+    next: String,
+    /// The e-mail field was refused: it is marked.
+    email_invalid: bool,
 }
 
 #[derive(Template, WebTemplate)]
@@ -99,7 +105,12 @@ pub(crate) fn browser_meta(headers: &HeaderMap, method: &str) -> SessionMeta {
     }
 }
 
-fn notice(code: &str) -> Option<Notice> {
+fn notice(code: &str, email_links: bool) -> Option<Notice> {
+    let link_invalid = if email_links {
+        "It was already used or has expired. Ask for a new one by e-mail below, or ask an admin."
+    } else {
+        "It was already used or has expired. Ask an admin for a new one."
+    };
     let (title, text, kind) = match code.to_ascii_uppercase().as_str() {
         "SIGNIN_NOT_ALLOWED" => (
             "This account may not sign in here",
@@ -133,7 +144,17 @@ fn notice(code: &str) -> Option<Notice> {
         ),
         "LINK_INVALID" => (
             "This sign-in link no longer works",
-            "It was already used or has expired. Ask an admin for a new one.",
+            link_invalid,
+            "banner-error",
+        ),
+        "LINK_MAILED" => (
+            "Check your e-mail",
+            "If an account here uses that address, a sign-in link is on its way to it. The link works once, within 15 minutes. Nothing is sent to an address without an account, nor a second link within a minute.",
+            "banner-ok",
+        ),
+        "EMAIL_INVALID" => (
+            "That is not an e-mail address",
+            "Give the e-mail address of your account, such as ana@example.com.",
             "banner-error",
         ),
         "PLAN_LIMIT_REACHED" => (
@@ -176,7 +197,8 @@ fn notice(code: &str) -> Option<Notice> {
 }
 
 fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
-    let notice = code.and_then(notice);
+    let email_links = st.services.config.email_links();
+    let notice = code.and_then(|c| notice(c, email_links));
     let refused = code.is_some_and(|c| c.eq_ignore_ascii_case("SIGNIN_NOT_ALLOWED"));
     SigninPage {
         layout: Layout::public(if refused { "Not allowed" } else { "Sign in" }),
@@ -184,6 +206,9 @@ fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
         notice,
         domains: st.services.config.auth.allowed_email_domains.clone(),
         refused,
+        email_links,
+        next: next.to_owned(),
+        email_invalid: code.is_some_and(|c| c.eq_ignore_ascii_case("EMAIL_INVALID")),
     }
 }
 
@@ -255,6 +280,36 @@ pub async fn redeem_link(
         Err(e) if e.code == Code::AuthRequired => {
             let page = signin_page(&st, &next, Some("LINK_INVALID"));
             Ok((StatusCode::GONE, page).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// POST /app/signin/email: mails a one-time sign-in link to the account
+/// with that address (guide: "With a link by e-mail"). Every address gets
+/// the same answer, so the page does not tell who has an account.
+pub async fn mail_link(
+    _: PageAddressBudget,
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    // No session yet, so no form token: the origin check stops another site
+    // from having mail sent in a visitor's name.
+    if !session::same_origin(&headers, &st.services.config) {
+        return Err(session::cross_origin(&headers, &st.services.config, "sign-in").into());
+    }
+    let next = session::local_next(form.get("next"))?;
+    match signin::mail_link(&st.services, form.get("email").unwrap_or(""), &next).await {
+        Ok(_) => {
+            let back: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+            Ok(see_other(&format!(
+                "/app/signin?done=link_mailed&next={back}"
+            )))
+        }
+        Err(e) if e.code == Code::ValidationError => {
+            let page = signin_page(&st, &next, Some("EMAIL_INVALID"));
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
         }
         Err(e) => Err(e.into()),
     }

@@ -44,6 +44,8 @@ pub struct MethodList {
     /// Always `list`.
     pub object: &'static str,
     pub data: Vec<SigninMethod>,
+    /// Always false: every method is in `data`.
+    pub has_more: bool,
 }
 
 /// The credential (session or API token) a request came with.
