@@ -8,8 +8,13 @@ pub fn restrict_dir(dir: &Path) -> std::io::Result<()> {
     set_mode(dir, 0o700)
 }
 
+/// Where the first start of an empty data dir writes the admin's sign-in
+/// link and the first Source's keys (0600), instead of printing them.
+pub const INITIAL_CREDENTIALS: &str = "initial-credentials.json";
+
 /// Makes the data dir owner-only (0700) when it holds only what hds keeps
-/// there (`hds.*`, `keys`, `base-url`, a volume's `lost+found`). A directory
+/// there (`hds.*`, `keys`, `base-url`, `initial-credentials.json`, a
+/// volume's `lost+found`). A directory
 /// that holds other files as well (`--data-dir .`, `--data-dir /tmp`) keeps
 /// its mode: hds must not lock others out of it. The name of one such file
 /// is returned, for a warning; the database and the keys stay private by
@@ -17,8 +22,8 @@ pub fn restrict_dir(dir: &Path) -> std::io::Result<()> {
 pub fn restrict_data_dir(dir: &Path) -> std::io::Result<Option<String>> {
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        let ours =
-            name.starts_with("hds.") || ["keys", "base-url", "lost+found"].contains(&name.as_str());
+        let ours = name.starts_with("hds.")
+            || ["keys", "base-url", INITIAL_CREDENTIALS, "lost+found"].contains(&name.as_str());
         if !ours {
             return Ok(Some(name));
         }
@@ -63,4 +68,28 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
 #[cfg(not(target_os = "linux"))]
 pub fn free_bytes(_: &Path) -> Option<u64> {
     None
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    /// What hds itself wrote (the first start's credentials file included)
+    /// leaves the directory hds's own; anything else makes it shared.
+    #[test]
+    fn the_credentials_file_is_hds_s_own() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["hds.db", "hds.db-wal", super::INITIAL_CREDENTIALS] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("keys")).unwrap();
+        assert_eq!(super::restrict_data_dir(dir.path()).unwrap(), None);
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::write(dir.path().join("notes.txt"), "theirs").unwrap();
+        assert_eq!(
+            super::restrict_data_dir(dir.path()).unwrap().as_deref(),
+            Some("notes.txt")
+        );
+    }
 }

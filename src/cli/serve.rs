@@ -167,7 +167,7 @@ fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
 }
 
 /// The file the first start writes the Source's secrets to, in the data dir.
-pub const INITIAL_CREDENTIALS: &str = "initial-credentials.json";
+pub use crate::files::INITIAL_CREDENTIALS;
 
 /// What the first start prints. Its secrets (the admin's one-time sign-in
 /// link, the Source's keys and webhook secret) go to a file only its owner

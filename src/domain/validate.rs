@@ -412,6 +412,10 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                 "on_expire.option_id",
                 "option_id is only used with action `resolve`",
             )),
+            "resolve" if s.options.is_none() => errs.push(FieldError::new(
+                "on_expire.action",
+                "action `resolve` needs an Action answered by options (it resolves with one of them); a typed Action can expire or be cancelled",
+            )),
             "resolve" => match &oe.option_id {
                 Some(id) if s.option(id).is_some() => {}
                 Some(id) => errs.push(FieldError::new(
@@ -851,7 +855,11 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
         if p.required_approvals == 0 || p.required_approvals as usize > reviewers.max(1) {
             errs.push(FieldError::new(
                 "approval_policy.required_approvals",
-                "required_approvals must be between 1 and the number of listed reviewers",
+                format!(
+                    "required_approvals must be between 1 and the number of listed reviewers ({}), not {}",
+                    reviewers.max(1),
+                    p.required_approvals
+                ),
             ));
         }
         if p.reject_threshold
@@ -859,7 +867,10 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
         {
             errs.push(FieldError::new(
                 "approval_policy.reject_threshold",
-                "reject_threshold must be between 1 and the number of listed reviewers",
+                format!(
+                    "reject_threshold must be between 1 and the number of listed reviewers ({})",
+                    reviewers.max(1)
+                ),
             ));
         }
     }
@@ -1047,6 +1058,36 @@ mod tests {
         assert_eq!(o[0].id.as_deref(), Some("ship_it"));
         assert_eq!(o[0].style.as_deref(), Some("secondary"));
         assert_eq!(o[1].sort_order, Some(1));
+    }
+
+    /// Refusals an integrator can act on: a quorum names how many may vote;
+    /// resolve-on-expiry on a typed Action says it needs options.
+    #[test]
+    fn refusals_say_what_would_be_accepted() {
+        let err = |v: Value| {
+            let s = parse_create(v).unwrap();
+            let e = validate_spec(s, &ctx()).unwrap_err();
+            (
+                e.details["errors"][0]["field"].as_str().unwrap().to_owned(),
+                e.details["errors"][0]["message"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        };
+        let (field, message) = err(json!({"title": "x", "visibility": "restricted",
+            "options": [{"label": "A"}, {"label": "B"}],
+            "reviewer_emails": ["a@example.com", "b@example.com"],
+            "approval_policy": {"required_approvals": 3}}));
+        assert_eq!(field, "approval_policy.required_approvals");
+        assert!(message.contains("listed reviewers (2), not 3"), "{message}");
+        let (field, message) = err(json!({"title": "x", "interaction": {"type": "boolean"},
+            "on_expire": {"action": "resolve", "option_id": "x"}}));
+        assert_eq!(field, "on_expire.action");
+        assert!(
+            message.contains("needs an Action answered by options"),
+            "{message}"
+        );
     }
 
     #[test]

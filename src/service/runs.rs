@@ -316,12 +316,15 @@ pub async fn list(
     };
     let mut runs =
         s.db.read(move |c| {
+            // An item of this list: this workspace's, in a listed environment.
             if let Some(after) = starting_after.as_deref()
-                && store::get(c, after)?.is_none_or(|r| r.workspace_id != m.workspace_id)
+                && store::get(c, after)?.is_none_or(|r| {
+                    r.workspace_id != m.workspace_id || !environments.contains(&r.environment)
+                })
             {
                 return Err(Error::unknown_cursor(
                     &ids::Cursor::starting_after(after),
-                    "a run of this workspace",
+                    "a run of this workspace in the listed environment",
                 ));
             }
             // Both environments: a page of each by its index, merged by id

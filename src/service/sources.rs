@@ -133,6 +133,20 @@ pub(crate) fn not_found() -> Error {
     )
 }
 
+/// Why a change to Source `id` found nothing to change: it was revoked (it
+/// is still read, so "no Source" would be untrue), or there is none.
+fn unchangeable(c: &rusqlite::Connection, ws: &str, id: &str, now: &str) -> Error {
+    match store::get(c, ws, id, now) {
+        Ok(Some(src)) if src.revoked_at.is_some() => Error::new(
+            Code::SourceNotFound,
+            "this Source was revoked: it can still be read, but not changed or given new keys; create a new Source instead",
+        )
+        .with_detail("status", "revoked"),
+        Ok(_) => not_found(),
+        Err(e) => e,
+    }
+}
+
 pub async fn list(s: &Services, user: UserCaller) -> Result<Vec<Source>> {
     let ws = workspace(&user, false)?;
     let now = time::format(s.clock.now());
@@ -201,10 +215,10 @@ pub async fn update(
             name.as_deref(),
             req.description.as_ref().map(|d| d.as_deref()),
             &now,
-        )
+        )?
+        .ok_or_else(|| unchangeable(c, &ws, &id, &now))
     })
-    .await?
-    .ok_or_else(not_found)
+    .await
 }
 
 /// Why a revoked Source's open Actions were cancelled, in their history.
@@ -313,10 +327,10 @@ pub async fn rotate_keys(
         s.db.write(move |c| {
             still_manages(c, &ws, &me)?;
             let secret_until = secret_until.as_deref();
-            store::rotate_keys(c, &ws, &id, &envs, &key_until, webhook, secret_until, &now)
+            store::rotate_keys(c, &ws, &id, &envs, &key_until, webhook, secret_until, &now)?
+                .ok_or_else(|| unchangeable(c, &ws, &id, &now))
         })
-        .await?
-        .ok_or_else(not_found)?;
+        .await?;
     s.key_cache.clear();
     Ok(rotated)
 }

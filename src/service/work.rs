@@ -573,6 +573,9 @@ pub async fn add_comment(
             id: ids::new_id(ids::COMMENT),
             action_id: a.id.clone(),
             author_user_id: user.user_id.clone(),
+            author_email: author
+                .as_ref()
+                .map_or_else(|| user.email.clone(), |m| m.email.clone()),
             author_name: author.and_then(|m| m.name),
             body: req.body,
             mentions: mentions.clone(),

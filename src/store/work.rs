@@ -18,6 +18,8 @@ pub struct Comment {
     pub id: String,
     pub action_id: String,
     pub author_user_id: String,
+    /// The author's address (`deleted-…@invalid` once they deleted their account).
+    pub author_email: String,
     pub author_name: Option<String>,
     pub body: String,
     pub mentions: Vec<String>,
@@ -281,7 +283,7 @@ pub fn insert_comment(c: &Connection, cm: &Comment) -> Result<()> {
 /// The comments of an Action, oldest first.
 pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
     let mut st = c.prepare_cached(
-        "SELECT cm.id, cm.action_id, cm.author_user_id, u.name, cm.body, cm.mentions, cm.created_at
+        "SELECT cm.id, cm.action_id, cm.author_user_id, u.name, cm.body, cm.mentions, cm.created_at, u.email
          FROM action_comments cm JOIN users u ON u.id = cm.author_user_id
          WHERE cm.action_id = ?1 ORDER BY cm.rowid",
     )?;
@@ -291,6 +293,7 @@ pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
             id: r.get(0)?,
             action_id: r.get(1)?,
             author_user_id: r.get(2)?,
+            author_email: r.get(7)?,
             author_name: r.get(3)?,
             body: r.get(4)?,
             // Written only by `insert_comment`; anything else is a broken

@@ -171,6 +171,15 @@ async fn a_running_create_sets_started_at_and_the_list_filters_and_pages() {
         .await;
     assert_eq!(p2["has_more"], false);
     assert_eq!(p2["data"][0]["id"], a["id"]);
+    // A test run is no item of the live list: its id is no cursor there.
+    let e = admin
+        .get_err(
+            &format!("/v1/runs?starting_after={}", id(&t)),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "starting_after", "{e}");
 
     // Any member reads them; an outsider sees none and cannot open one.
     let viewer = app.member(Role::Viewer);

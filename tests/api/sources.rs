@@ -150,6 +150,27 @@ async fn source_lifecycle_create_read_update_rotate_revoke() {
         app.get(&format!("/v1/sources/{id}"), &user).await.ok(200)["data"]["status"],
         "revoked"
     );
+    // Readable, so a change is not told "no such Source": it is told why.
+    for r in [
+        app.patch(
+            &format!("/v1/sources/{id}"),
+            &user,
+            json!({"name": "again"}),
+        )
+        .await,
+        app.post(&format!("/v1/sources/{id}/keys/rotate"), &user, json!({}))
+            .await,
+    ] {
+        let e = r.error(404, "SOURCE_NOT_FOUND");
+        assert_eq!(e["details"]["status"], "revoked", "{e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("was revoked"),
+            "{e}"
+        );
+    }
+    app.patch("/v1/sources/src_nope", &user, json!({"name": "x"}))
+        .await
+        .error(404, "SOURCE_NOT_FOUND");
 }
 
 #[tokio::test]

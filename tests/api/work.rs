@@ -569,6 +569,9 @@ async fn comments_are_threaded_with_mentions_on_open_and_closed_actions() {
     assert!(c["id"].as_str().unwrap().starts_with("cmt_"), "{c}");
     assert_eq!(c["action_id"], a["id"]);
     assert_eq!(c["author"]["user_id"], id_of(&r1));
+    assert_eq!(c["author"]["email"], r1.person().email.as_str());
+    let listed: Value = r1.get(&comments, 200).await;
+    assert_eq!(listed["data"][0]["author"], c["author"]);
     assert_eq!(c["body"], body);
     assert!(c["created_at"].is_string());
 

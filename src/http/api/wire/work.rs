@@ -5,10 +5,12 @@ use utoipa::ToSchema;
 
 use crate::store::work::Comment;
 
-/// Who wrote a comment.
+/// Who wrote a comment: the address with the name, since anyone may
+/// choose any name.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CommentAuthor {
     pub user_id: String,
+    pub email: String,
     pub name: Option<String>,
 }
 
@@ -34,6 +36,7 @@ impl From<Comment> for CommentOut {
             action_id: c.action_id,
             author: CommentAuthor {
                 user_id: c.author_user_id,
+                email: c.author_email,
                 name: c.author_name,
             },
             body: c.body,
