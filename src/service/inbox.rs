@@ -33,7 +33,7 @@ pub struct InboxParams {
     /// live (default), test, all
     #[param(schema_with = environment_schema)]
     pub environment: Option<String>,
-    /// mine, unassigned, all (default)
+    /// mine, unassigned, needs_my_vote, all (default)
     #[param(schema_with = scope_schema)]
     pub scope: Option<String>,
     /// Alias of `scope`, kept for SPEC compatibility; `scope` wins when both are given.
@@ -55,7 +55,7 @@ const STATUSES: &[&str] = &["open", "snoozed", "resolved", "cancelled", "expired
 /// index, a cost on every create.
 const SOURCE_STATUSES: &[&str] = &["open", "snoozed", "resolved", "cancelled", "expired"];
 pub const ENVIRONMENTS: &[&str] = &["live", "test", "all"];
-const SCOPES: &[&str] = &["mine", "unassigned", "all"];
+const SCOPES: &[&str] = &["mine", "unassigned", store::NEEDS_MY_VOTE, "all"];
 const PRIORITIES: &[&str] = &["low", "normal", "high", "urgent"];
 
 /// A string parameter limited to `values`, the same list `query` checks.
@@ -193,6 +193,7 @@ pub async fn list_for_source(
         user_id: String::new(),
         user_email: String::new(),
         sees_restricted: true,
+        may_vote: false,
         status,
         search: None,
         source_id: Some(src.source_id.clone()),
@@ -357,6 +358,7 @@ pub fn query(
         user_id: user.user_id.clone(),
         user_email: user.email.clone(),
         sees_restricted: access::manages_workspace(m.role),
+        may_vote: access::may_vote(m.role),
         status,
         search: p.search.filter(|q| !q.trim().is_empty()),
         source_id: p.source_id,

@@ -318,6 +318,9 @@ pub struct InboxQuery {
     pub user_email: String,
     /// Members who may see every Action, restricted ones included.
     pub sees_restricted: bool,
+    /// Members who may vote where they are listed (not viewers):
+    /// `scope=needs_my_vote` lists nothing for the others.
+    pub may_vote: bool,
     /// `open`, `snoozed`, `resolved`, `cancelled`, `expired` or `all`.
     pub status: String,
     pub search: Option<String>,
@@ -325,7 +328,7 @@ pub struct InboxQuery {
     pub priority: Option<String>,
     /// None = both environments.
     pub environment: Option<Environment>,
-    /// `mine`, `unassigned` or `all`.
+    /// `mine`, `unassigned`, `needs_my_vote` or `all`.
     pub scope: String,
     pub limit: i64,
     pub now: String,
@@ -551,6 +554,36 @@ enum Search {
     Fts(String),
 }
 
+/// `scope=needs_my_vote`.
+pub const NEEDS_MY_VOTE: &str = "needs_my_vote";
+
+/// `scope=needs_my_vote`: open Actions under an approval policy that list
+/// the person (by user id or e-mail, as `VISIBLE`), on whose current version
+/// they have not voted, and that are not their own request (unless the
+/// policy allows self-approval), as `ActionAccess::can_vote` and
+/// `forbids_self_approval` say. Every term is on the Action's row or one
+/// vote's primary key. Arguments: user id, e-mail, user id, user id, e-mail.
+const AWAITS_MY_VOTE: &str = " AND a.status = 'open' AND a.visibility = 'restricted'
+    AND json_type(a.spec, '$.approval_policy') = 'object'
+    AND (EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_user_ids') WHERE value = ?)
+         OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE))
+    AND NOT EXISTS (SELECT 1 FROM action_votes v
+                     WHERE v.action_id = a.id AND v.action_version = a.action_version AND v.user_id = ?)
+    AND (coalesce(json_extract(a.spec, '$.approval_policy.allow_self_approval'), 0)
+         OR NOT (coalesce(json_extract(a.spec, '$.requested_by_user_id') = ?, 0)
+                 OR coalesce(json_extract(a.spec, '$.requested_by_email') = ? COLLATE NOCASE, 0)))";
+
+/// The FROM of an inbox query: for `scope=needs_my_vote`, the partial index
+/// of open restricted Actions (the planner, without statistics, would walk
+/// `actions_inbox`, every open Action of the workspace).
+fn actions_from(q: &InboxQuery) -> &'static str {
+    if q.scope == NEEDS_MY_VOTE && q.may_vote {
+        " FROM actions a INDEXED BY actions_restricted_open LEFT JOIN receipts r ON r.id = a.receipt_id"
+    } else {
+        from_actions!()
+    }
+}
+
 /// Which index serves which filter (each asserted by `tests::plans`):
 /// - environment=live|test: `actions_inbox` (workspace, environment, status,
 ///   priority_rank, created_at, snoozed_until): an ordered seek, LIMIT stops it.
@@ -570,6 +603,10 @@ enum Search {
 ///   mine by id (`actions_assignee_email`, on the lower-cased `assignee_email` column),
 ///   merged in order; an OR of the two would walk the whole open inbox.
 /// - scope=unassigned: the partial index `actions_unassigned`.
+/// - scope=needs_my_vote: the partial index `actions_restricted_open`
+///   (workspace, environment, priority_rank, created_at; open restricted
+///   Actions only), forced by `actions_from`; in its order for the open
+///   list, sorted (a few rows) for the others.
 /// - status=resolved|cancelled|expired: the partial index `actions_closed`
 ///   (workspace, status, created_at, environment), newest first; status=all:
 ///   `actions_by_age` (workspace, created_at, environment).
@@ -634,6 +671,19 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
         "unassigned" => {
             sql.push_str(" AND a.assignee_user_id IS NULL AND a.assignee_email IS NULL");
         }
+        NEEDS_MY_VOTE if !q.may_vote => sql.push_str(" AND 0"),
+        NEEDS_MY_VOTE => {
+            sql.push_str(AWAITS_MY_VOTE);
+            for arg in [
+                &q.user_id,
+                &q.user_email,
+                &q.user_id,
+                &q.user_id,
+                &q.user_email,
+            ] {
+                args.push(arg.clone().into());
+            }
+        }
         _ => {}
     }
     if !q.sees_restricted {
@@ -654,7 +704,7 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
 /// for the `matches` of its search.
 fn inbox_sql(q: &InboxQuery, matches: &Matches, after: Option<&After>) -> (String, Vec<SqlValue>) {
     let mut f = inbox_filter(q);
-    let mut from = from_actions!().to_owned();
+    let mut from = actions_from(q).to_owned();
     match (&f.search, matches) {
         (Search::None, _) => {}
         (Search::Nothing, _) => f.sql.push_str(" AND 0"),
@@ -874,7 +924,12 @@ fn counts_sql(q: &InboxQuery, matches: &Matches) -> Option<Vec<(String, Vec<SqlV
                     .iter()
                     .map(|tab| {
                         format!(
-                            "(SELECT count(*) FROM (SELECT 1 FROM actions a{w}{arm}{tab} LIMIT {COUNT_CAP}))",
+                            "(SELECT count(*) FROM (SELECT 1 FROM actions a{ix}{w}{arm}{tab} LIMIT {COUNT_CAP}))",
+                            ix = if q.scope == NEEDS_MY_VOTE && q.may_vote {
+                                " INDEXED BY actions_restricted_open"
+                            } else {
+                                ""
+                            },
                             w = f.sql
                         )
                     })
@@ -939,6 +994,7 @@ mod tests {
             user_id: "usr".into(),
             user_email: "Me@Example.com".into(),
             sees_restricted: true,
+            may_vote: true,
             status: "open".into(),
             search: None,
             source_id: None,
@@ -1108,6 +1164,24 @@ mod tests {
                 "scope=unassigned",
                 query(|q| q.scope = "unassigned".into()),
                 "actions_unassigned",
+            ),
+            (
+                "scope=needs_my_vote",
+                query(|q| q.scope = NEEDS_MY_VOTE.into()),
+                "actions_restricted_open",
+            ),
+            (
+                "scope=needs_my_vote+all",
+                both(|q| q.scope = NEEDS_MY_VOTE.into()),
+                "actions_restricted_open",
+            ),
+            (
+                "scope=needs_my_vote+member",
+                query(|q| {
+                    q.scope = NEEDS_MY_VOTE.into();
+                    q.sees_restricted = false;
+                }),
+                "actions_restricted_open",
             ),
             (
                 "priority",

@@ -56,6 +56,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0037_mailed_signin_links.sql"
         )),
+        M::up(include_str!("../../migrations/0038_restricted_open.sql")),
     ])
 }
 

@@ -484,3 +484,126 @@ async fn a_withdrawn_approval_stays_withdrawn_when_the_role_comes_back() {
         .unwrap();
     assert_eq!(r0s["counted"], false, "{votes:?}");
 }
+
+/// `scope=needs_my_vote`: the open Actions under an approval policy that
+/// list the caller, on whose current version they have not voted, and that
+/// are not their own request; a material change asks again; viewers and
+/// other statuses list none; the dashboard's filter offers it.
+#[tokio::test]
+async fn the_inbox_lists_what_awaits_my_vote() {
+    let app = TestApp::spawn().await;
+    let (admin, bob, carol) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let quorum = |title: &str, listed: Vec<&str>| {
+        let mut body = two_options(title);
+        body["visibility"] = json!("restricted");
+        body["reviewer_user_ids"] = json!(listed);
+        body["approval_policy"] = json!({"required_approvals": 2});
+        body
+    };
+    let (bob_id, carol_id, admin_id) = (
+        bob.person().id.clone(),
+        carol.person().id.clone(),
+        admin.person().id.clone(),
+    );
+    let both = app
+        .create_action(quorum("Drop the old bucket", vec![&bob_id, &carol_id]))
+        .await;
+    let mut urgent = quorum("Rotate the root key", vec![&bob_id, &admin_id]);
+    urgent["priority"] = json!("urgent");
+    let urgent = app.create_action(urgent).await;
+    // Listed by e-mail, and requested by Carol: not hers to vote on.
+    let mut by_email = quorum("Carol's own request", vec![]);
+    body_reviewers_by_email(
+        &mut by_email,
+        &[
+            &bob.person().email,
+            &carol.person().email,
+            &admin.person().email,
+        ],
+    );
+    by_email["requested_by_user_id"] = json!(carol_id);
+    let own = app.create_action(by_email).await;
+    // Not under a policy, and not restricted: decided outright, never listed.
+    app.create_action(two_options("Plain")).await;
+
+    let ids = |v: &Value| -> Vec<String> {
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let id = |a: &Value| a["id"].as_str().unwrap().to_owned();
+    const Q: &str = "/v1/me/actions?scope=needs_my_vote";
+    // Most pressing first, as the open list.
+    assert_eq!(
+        ids(&bob.get(Q, 200).await),
+        [id(&urgent), id(&both), id(&own)]
+    );
+    assert_eq!(ids(&carol.get(Q, 200).await), [id(&both)]);
+
+    // Voted: no longer awaiting Bob; a material change asks him again.
+    bob.post::<Value>(&votes_of(&both), vote(&both, "approve"), 200)
+        .await;
+    assert_eq!(ids(&bob.get(Q, 200).await), [id(&urgent), id(&own)]);
+    let changed = app
+        .patch(
+            &format!("/v1/actions/{}", id(&both)),
+            &app.live_key(),
+            json!({"title": "Drop the old bucket (and its logs)"}),
+        )
+        .await;
+    let changed = changed.ok(200)["data"].clone();
+    assert_eq!(changed["action_version"], 2);
+    assert_eq!(
+        ids(&bob.get(Q, 200).await),
+        [id(&urgent), id(&both), id(&own)]
+    );
+    // Resolved by the quorum: awaits no one.
+    bob.post::<Value>(&votes_of(&both), vote(&changed, "approve"), 200)
+        .await;
+    carol
+        .post::<Value>(&votes_of(&both), vote(&changed, "approve"), 200)
+        .await;
+    assert_eq!(ids(&carol.get(Q, 200).await), Vec::<String>::new());
+    // Other statuses and environments take the scope without error.
+    for q in [
+        "&status=resolved",
+        "&status=all",
+        "&status=snoozed",
+        "&environment=all",
+    ] {
+        let page: Value = bob.get(&format!("{Q}{q}"), 200).await;
+        assert!(page["data"].is_array(), "{q}: {page}");
+    }
+    let resolved: Value = bob.get(&format!("{Q}&status=resolved"), 200).await;
+    assert_eq!(resolved["data"], json!([]));
+    // A viewer votes on nothing.
+    let viewer = app.member(Role::Viewer);
+    assert_eq!(ids(&viewer.get(Q, 200).await), Vec::<String>::new());
+
+    // The dashboard's filter offers it and lists the same.
+    let page = app
+        .browser(bob.person())
+        .await
+        .page("/app?scope=needs_my_vote")
+        .await;
+    assert!(
+        page.contains("<option value=\"needs_my_vote\" selected>Awaiting my vote</option>"),
+        "the filter shows what is chosen"
+    );
+    assert!(page.contains("Rotate the root key"));
+    assert!(page.contains("own request"));
+    assert!(!page.contains("Drop the old bucket"));
+    assert!(!page.contains(">Plain<"));
+}
+
+fn body_reviewers_by_email(body: &mut Value, emails: &[&str]) {
+    body.as_object_mut().unwrap().remove("reviewer_user_ids");
+    body["reviewer_emails"] = json!(emails);
+}
