@@ -43,6 +43,7 @@ pub enum Code {
     ControlNotFound,
     ControlRequestNotFound,
     ContextRequestNotFound,
+    CommentNotFound,
     NotificationNotFound,
     RunNotFound,
     // 405
@@ -113,6 +114,7 @@ impl Code {
             ControlNotFound => "CONTROL_NOT_FOUND",
             ControlRequestNotFound => "CONTROL_REQUEST_NOT_FOUND",
             ContextRequestNotFound => "CONTEXT_REQUEST_NOT_FOUND",
+            CommentNotFound => "COMMENT_NOT_FOUND",
             ControlRequestClosed => "CONTROL_REQUEST_CLOSED",
             NotificationNotFound => "NOTIFICATION_NOT_FOUND",
             NotificationMandatory => "NOTIFICATION_MANDATORY",
@@ -173,7 +175,8 @@ impl Code {
             | RunNotFound
             | ControlNotFound
             | ControlRequestNotFound
-            | ContextRequestNotFound => StatusCode::NOT_FOUND,
+            | ContextRequestNotFound
+            | CommentNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
             | ActionChanged

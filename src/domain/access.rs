@@ -199,6 +199,17 @@ impl ActionAccess {
         self.can_organise()
     }
 
+    /// Change a comment's body: its author, while they may still comment.
+    pub fn can_edit_comment(self, is_author: bool) -> bool {
+        is_author && self.can_comment()
+    }
+
+    /// Delete a comment: its author while they may still comment, or an
+    /// owner or admin (moderation, as on GitHub).
+    pub fn can_delete_comment(self, is_author: bool) -> bool {
+        self.can_edit_comment(is_author) || manages_workspace(self.role)
+    }
+
     /// Change its assignment. `held_by_other`: someone other than the caller
     /// holds it now. Reviewers assign an Action nobody else holds (or hand on
     /// their own); taking it from someone else is for owners and admins

@@ -84,6 +84,17 @@ pub enum ActionEvent {
         #[serde(default)]
         mentions: Vec<String>,
     },
+    /// Its author changed a comment's body; `mentions` are the members the
+    /// new body @mentions that the old one did not.
+    CommentEdited {
+        comment_id: String,
+        #[serde(default)]
+        mentions: Vec<String>,
+    },
+    /// A comment was deleted (by its author, or an owner or admin).
+    CommentDeleted {
+        comment_id: String,
+    },
     /// A reviewer pressed a callback control (guide: "Controls").
     ControlRequested {
         control_request_id: String,
@@ -110,6 +121,8 @@ impl ActionEvent {
             Self::Assigned { .. } => "assigned",
             Self::Snoozed { .. } => "snoozed",
             Self::Commented { .. } => "commented",
+            Self::CommentEdited { .. } => "comment_edited",
+            Self::CommentDeleted { .. } => "comment_deleted",
             Self::ControlRequested { .. } => "control_requested",
             Self::ContextRequested { .. } => "context_requested",
         }
@@ -224,6 +237,13 @@ mod tests {
             ActionEvent::Commented {
                 comment_id: "cmt_1".into(),
                 mentions: vec!["usr_2".into()],
+            },
+            ActionEvent::CommentEdited {
+                comment_id: "cmt_1".into(),
+                mentions: vec!["usr_3".into()],
+            },
+            ActionEvent::CommentDeleted {
+                comment_id: "cmt_1".into(),
             },
             ActionEvent::ControlRequested {
                 control_request_id: "ctr_1".into(),

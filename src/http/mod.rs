@@ -62,6 +62,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(work::assign_action))
         .routes(routes!(work::snooze_action))
         .routes(routes!(work::list_comments, work::create_comment))
+        .routes(routes!(work::edit_comment, work::delete_comment))
         .routes(routes!(me::list_my_actions))
         // controls and context requests (guide: "Controls", "Context requests")
         .routes(routes!(controls::invoke_control))

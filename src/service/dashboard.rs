@@ -50,6 +50,8 @@ pub struct WorkView {
     pub may_assign: bool,
     pub may_snooze: bool,
     pub may_comment: bool,
+    /// May delete others' comments too (owners and admins).
+    pub moderates_comments: bool,
     /// Members who may hold it: the assignment select.
     pub assignable: Vec<crate::store::work::Member>,
     /// Oldest first.
@@ -134,6 +136,7 @@ fn work_view(
         may_assign,
         may_snooze: open && acc.can_snooze(),
         may_comment: acc.can_comment(),
+        moderates_comments: acc.can_delete_comment(false),
         assignable,
         comments: crate::store::work::comments(c, &a.id)?,
         may_invoke: open && acc.can_invoke_controls(),

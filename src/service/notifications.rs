@@ -350,22 +350,12 @@ pub fn commented(
         members.push(h.clone());
     }
     let sees = |m: &Member| access_of(a, m.role, &m.user_id, &m.email).can_see();
-    let mention = Notice::about(
-        a,
-        Kind::Mentioned,
-        format!("{author} mentioned you on {}", named(a)),
-        text.clone(),
-    );
-    for id in &cm.mentions {
-        if *id == cm.author_user_id {
-            continue;
-        }
-        if let Some(m) = members.iter().find(|m| m.user_id == *id)
-            && sees(m)
-        {
-            deliver(c, fx, ctx, &policy, id, &mention, now)?;
-        }
-    }
+    let mentioned = Mentions {
+        author: &author,
+        author_user_id: &cm.author_user_id,
+        text: &text,
+    };
+    mentioned.tell(c, fx, ctx, &policy, a, &cm.mentions, &members, now)?;
     let thread = Notice::about(
         a,
         Kind::Commented,
@@ -384,6 +374,79 @@ pub fn commented(
         }
     }
     Ok(())
+}
+
+/// Who a comment's `action.mentioned` is from, and its words.
+struct Mentions<'a> {
+    author: &'a str,
+    author_user_id: &'a str,
+    text: &'a str,
+}
+
+impl Mentions<'_> {
+    /// Tells each of `ids` (members the comment mentions, found in
+    /// `members`) who may see the Action, but the author.
+    #[allow(clippy::too_many_arguments)]
+    fn tell(
+        &self,
+        c: &Connection,
+        fx: &mut Effects,
+        ctx: &Ctx,
+        policy: &Policy,
+        a: &ActionRecord,
+        ids: &[String],
+        members: &[Member],
+        now: &str,
+    ) -> Result<()> {
+        let mention = Notice::about(
+            a,
+            Kind::Mentioned,
+            format!("{} mentioned you on {}", self.author, named(a)),
+            self.text.to_owned(),
+        );
+        for id in ids {
+            if id == self.author_user_id {
+                continue;
+            }
+            if let Some(m) = members.iter().find(|m| m.user_id == *id)
+                && access_of(a, m.role, &m.user_id, &m.email).can_see()
+            {
+                deliver(c, fx, ctx, policy, id, &mention, now)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A comment was edited: the members its new body mentions that the old one
+/// did not (`added`) hear `action.mentioned`; nobody else hears of an edit.
+pub fn comment_edited(
+    c: &Connection,
+    fx: &mut Effects,
+    ctx: &Ctx,
+    a: &ActionRecord,
+    cm: &work::Comment,
+    added: &[String],
+    now: &str,
+) -> Result<()> {
+    if added.is_empty() {
+        return Ok(());
+    }
+    let policy = store::policy(c, &a.workspace_id)?;
+    let author = person_name(c, &cm.author_user_id)?;
+    let text = excerpt(&crate::domain::words::markdown_text(&cm.body));
+    let mut members = Vec::new();
+    for id in added {
+        if let Some(m) = work::member(c, &a.workspace_id, id)? {
+            members.push(m);
+        }
+    }
+    let mentioned = Mentions {
+        author: &author,
+        author_user_id: &cm.author_user_id,
+        text: &text,
+    };
+    mentioned.tell(c, fx, ctx, &policy, a, added, &members, now)
 }
 
 /// A snooze was set (timer for `action.returned`) or lifted (cleared).

@@ -580,6 +580,7 @@ pub async fn add_comment(
             body: req.body,
             mentions: mentions.clone(),
             created_at: now.clone(),
+            edited_at: None,
         };
         work::insert_comment(c, &cm)?;
         notifications::commented(c, fx, &nctx, &a, &cm, &now)?;
@@ -590,6 +591,107 @@ pub async fn add_comment(
         let actor = Actor::user(&user.user_id);
         effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
         Ok(cm)
+    })
+    .await
+}
+
+fn comment_not_found() -> Error {
+    Error::new(
+        Code::CommentNotFound,
+        "no comment with that id on this Action (it may have been deleted)",
+    )
+}
+
+/// The members of the Action's workspace that `body` @mentions.
+fn member_mentions(c: &rusqlite::Connection, ws: &str, body: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for e in mentioned_emails(body) {
+        if let Some(m) = work::member_by_email(c, ws, &e)?
+            && !out.contains(&m.user_id)
+        {
+            out.push(m.user_id);
+        }
+    }
+    Ok(out)
+}
+
+/// PATCH /v1/actions/{id}/comments/{comment_id}: its author changes the
+/// body, on open and closed Actions alike. The same body again changes
+/// nothing (`unchanged`). Members the new body mentions that the old one
+/// did not hear `action.mentioned`.
+pub async fn edit_comment(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    comment_id: String,
+    req: CommentCreate,
+) -> Result<(Comment, bool)> {
+    check_comment(&req.body)?;
+    let now = time::format(s.clock.now());
+    let nctx = notifications::Ctx::of(s);
+    s.write(move |c, fx| {
+        let (a, acc) = load(c, &id, &user)?;
+        let mut cm = work::comment(c, &a.id, &comment_id)?.ok_or_else(comment_not_found)?;
+        if !acc.can_edit_comment(cm.author_user_id == user.user_id) {
+            return Err(Error::new(
+                Code::Forbidden,
+                if cm.author_user_id == user.user_id {
+                    "you may no longer write comments on this Action, so you may not edit yours"
+                } else {
+                    "only its author edits a comment"
+                },
+            ));
+        }
+        if cm.body == req.body {
+            return Ok((cm, true));
+        }
+        let mentions = member_mentions(c, &a.workspace_id, &req.body)?;
+        let added: Vec<String> = mentions
+            .iter()
+            .filter(|m| !cm.mentions.contains(m))
+            .cloned()
+            .collect();
+        work::edit_comment(c, &cm.id, &req.body, &mentions, &now)?;
+        cm.body = req.body;
+        cm.mentions = mentions;
+        cm.edited_at = Some(now.clone());
+        notifications::comment_edited(c, fx, &nctx, &a, &cm, &added, &now)?;
+        let event = ActionEvent::CommentEdited {
+            comment_id: cm.id.clone(),
+            mentions: added,
+        };
+        let actor = Actor::user(&user.user_id);
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)?;
+        Ok((cm, false))
+    })
+    .await
+}
+
+/// DELETE /v1/actions/{id}/comments/{comment_id}: its author, or an owner
+/// or admin, removes it (body and all); the history keeps that it was there.
+pub async fn delete_comment(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    comment_id: String,
+) -> Result<()> {
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let (a, acc) = load(c, &id, &user)?;
+        let cm = work::comment(c, &a.id, &comment_id)?.ok_or_else(comment_not_found)?;
+        if !acc.can_delete_comment(cm.author_user_id == user.user_id) {
+            return Err(Error::new(
+                Code::Forbidden,
+                "only its author, or an owner or admin, deletes a comment",
+            )
+            .with_detail("required_role", Role::Admin.as_str()));
+        }
+        work::delete_comment(c, &cm.id)?;
+        let event = ActionEvent::CommentDeleted {
+            comment_id: cm.id.clone(),
+        };
+        let actor = Actor::user(&user.user_id);
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, &now)
     })
     .await
 }

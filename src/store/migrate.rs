@@ -57,6 +57,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0037_mailed_signin_links.sql"
         )),
         M::up(include_str!("../../migrations/0038_restricted_open.sql")),
+        M::up(include_str!("../../migrations/0039_comment_edits.sql")),
     ])
 }
 

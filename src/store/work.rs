@@ -24,6 +24,8 @@ pub struct Comment {
     pub body: String,
     pub mentions: Vec<String>,
     pub created_at: String,
+    /// When its author last changed the body; None: never.
+    pub edited_at: Option<String>,
 }
 
 /// A workspace member as the assignment and mention rules need them.
@@ -280,35 +282,70 @@ pub fn insert_comment(c: &Connection, cm: &Comment) -> Result<()> {
     Ok(())
 }
 
+const COMMENT_COLS: &str = "cm.id, cm.action_id, cm.author_user_id, u.name, cm.body, cm.mentions, \
+    cm.created_at, u.email, cm.edited_at FROM action_comments cm JOIN users u ON u.id = cm.author_user_id";
+
 /// The comments of an Action, oldest first.
 pub fn comments(c: &Connection, action_id: &str) -> Result<Vec<Comment>> {
-    let mut st = c.prepare_cached(
-        "SELECT cm.id, cm.action_id, cm.author_user_id, u.name, cm.body, cm.mentions, cm.created_at, u.email
-         FROM action_comments cm JOIN users u ON u.id = cm.author_user_id
-         WHERE cm.action_id = ?1 ORDER BY cm.rowid",
-    )?;
-    let rows = st.query_map([action_id], |r| {
-        let mentions: String = r.get(5)?;
-        Ok(Comment {
-            id: r.get(0)?,
-            action_id: r.get(1)?,
-            author_user_id: r.get(2)?,
-            author_email: r.get(7)?,
-            author_name: r.get(3)?,
-            body: r.get(4)?,
-            // Written only by `insert_comment`; anything else is a broken
-            // row, reported as such rather than read as "no mentions".
-            mentions: serde_json::from_str(&mentions).map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    5,
-                    rusqlite::types::Type::Text,
-                    format!("action_comments.mentions is not a JSON array of user ids: {e}").into(),
-                )
-            })?,
-            created_at: r.get(6)?,
-        })
-    })?;
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {COMMENT_COLS} WHERE cm.action_id = ?1 ORDER BY cm.rowid"
+    ))?;
+    let rows = st.query_map([action_id], comment_at)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One comment of an Action, by its id (the primary key).
+pub fn comment(c: &Connection, action_id: &str, id: &str) -> Result<Option<Comment>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {COMMENT_COLS} WHERE cm.id = ?1 AND cm.action_id = ?2"
+    ))?
+    .query_row([id, action_id], comment_at)
+    .optional()?)
+}
+
+/// Replaces a comment's body and mentions; `edited_at` is `now`.
+pub fn edit_comment(
+    c: &Connection,
+    id: &str,
+    body: &str,
+    mentions: &[String],
+    now: &str,
+) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE action_comments SET body = ?2, mentions = ?3, edited_at = ?4 WHERE id = ?1",
+    )?
+    .execute(params![id, body, serde_json::to_string(mentions)?, now])?;
+    Ok(())
+}
+
+/// Removes a comment, body and all.
+pub fn delete_comment(c: &Connection, id: &str) -> Result<()> {
+    c.prepare_cached("DELETE FROM action_comments WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+fn comment_at(r: &rusqlite::Row) -> rusqlite::Result<Comment> {
+    let mentions: String = r.get(5)?;
+    Ok(Comment {
+        id: r.get(0)?,
+        action_id: r.get(1)?,
+        author_user_id: r.get(2)?,
+        author_email: r.get(7)?,
+        author_name: r.get(3)?,
+        body: r.get(4)?,
+        // Written only by `insert_comment`; anything else is a broken
+        // row, reported as such rather than read as "no mentions".
+        mentions: serde_json::from_str(&mentions).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(
+                5,
+                rusqlite::types::Type::Text,
+                format!("action_comments.mentions is not a JSON array of user ids: {e}").into(),
+            )
+        })?,
+        created_at: r.get(6)?,
+        edited_at: r.get(8)?,
+    })
 }
 
 /// The distinct people who commented on an Action (`action_comments_by_action`).

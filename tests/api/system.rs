@@ -151,6 +151,8 @@ async fn openapi_covers_every_route() {
         ("/v1/actions/{action_id}/snooze", "post"),
         ("/v1/actions/{action_id}/comments", "get"),
         ("/v1/actions/{action_id}/comments", "post"),
+        ("/v1/actions/{action_id}/comments/{comment_id}", "patch"),
+        ("/v1/actions/{action_id}/comments/{comment_id}", "delete"),
         (
             "/v1/actions/{action_id}/controls/{control_key}/invoke",
             "post",

@@ -870,7 +870,9 @@ async fn the_action_page_offers_only_what_the_api_allows_and_renders_comments_sa
     );
     assert!(html.contains("&lt;script&gt;"));
     assert!(html.contains("<strong>ok</strong>"));
-    assert!(!html.contains("javascript:alert"));
+    // No such link; the text is in the author's edit form, escaped.
+    assert!(!html.contains("href=\"javascript:"));
+    assert!(html.contains("[x](javascript:alert(1))</textarea>"));
     assert!(!html.contains("id=\"claim-form\""), "nothing left to claim");
     assert_eq!(read(&r1, &a).await["comment_count"], 1);
 
@@ -1891,4 +1893,148 @@ async fn an_action_stored_under_the_older_email_rule_stays_patchable() {
         )
         .await;
     assert_eq!(r.ok(200)["data"]["title"], "Deploy v2");
+}
+
+/// A comment's author edits it (newly mentioned members are told; the
+/// thread says "edited"; the same body again is a replay); its author or
+/// an owner or admin deletes it; anyone else is refused; the history
+/// keeps both acts; the dashboard offers the same.
+#[tokio::test]
+async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
+    let app = TestApp::spawn().await;
+    let (admin, r1, r2, viewer) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Viewer),
+    );
+    let a = app
+        .create_action(two_options("Renew the TLS certificate"))
+        .await;
+    let comments = at(&a, "comments");
+    let made: Value = r1
+        .post(&comments, json!({"body": "Expires Friday."}), 201)
+        .await;
+    assert_eq!(made["data"]["edited_at"], Value::Null);
+    let cid = made["data"]["id"].as_str().unwrap();
+    let one = format!("{comments}/{cid}");
+
+    // Only the author edits; bad bodies are refused as on create.
+    r2.patch_err(&one, json!({"body": "mine now"}), 403, "FORBIDDEN")
+        .await;
+    admin
+        .patch_err(&one, json!({"body": "mine now"}), 403, "FORBIDDEN")
+        .await;
+    let e = r1
+        .patch_err(&one, json!({"body": "  "}), 422, "VALIDATION_ERROR")
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "body");
+    r1.patch_err(
+        &format!("{comments}/cmt_01JD8XQ0000000000000000000"),
+        json!({"body": "x"}),
+        404,
+        "COMMENT_NOT_FOUND",
+    )
+    .await;
+
+    let body = format!("Expires Friday; @{} can you renew it?", r2.person().email);
+    let edited: Value = r1.patch(&one, json!({"body": body}), 200).await;
+    assert_eq!(edited["idempotent_replay"], false);
+    assert_eq!(edited["data"]["body"], body.as_str());
+    let at_edit = edited["data"]["edited_at"].as_str().unwrap().to_owned();
+    let again = r1
+        .call(Method::PATCH, &one, Some(&json!({"body": body})), &[])
+        .await;
+    assert_eq!(again.ok(200)["idempotent_replay"], true);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body["data"]["edited_at"], at_edit.as_str());
+    let listed: Value = viewer.get(&comments, 200).await;
+    assert_eq!(listed["data"][0]["body"], body.as_str());
+    // Newly mentioned: told once, as by a new comment.
+    let mut told = false;
+    for _ in 0..250 {
+        let n: Value = r2.get("/v1/notifications", 200).await;
+        told = n["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "action.mentioned" && n["action_id"] == a["id"]);
+        if told {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(told, "the newly mentioned member hears of it");
+
+    // The dashboard shows "edited" and, to its author, the forms.
+    let page = format!("/app/actions/{}", a["id"].as_str().unwrap());
+    let b1 = app.browser(r1.person()).await;
+    let html = b1.page(&page).await;
+    assert!(html.contains(&format!("action=\"{page}/comments/{cid}/edit\"")));
+    assert!(html.contains(&format!("action=\"{page}/comments/{cid}/delete\"")));
+    assert!(html.contains(">edited</span>"));
+    let html2 = app.browser(r2.person()).await.page(&page).await;
+    assert!(!html2.contains(&format!("{cid}/edit")) && !html2.contains(&format!("{cid}/delete")));
+    let origin = b1.url("");
+    let origin = origin.trim_end_matches('/');
+    let r = b1
+        .post_form(
+            &format!("{page}/comments/{cid}/edit"),
+            Some(origin),
+            &[("_csrf", b1.csrf()), ("body", "Renewed by hand.")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        r.headers()["location"].to_str().unwrap(),
+        format!("{page}?done=comment_edited")
+    );
+    let listed: Value = viewer.get(&comments, 200).await;
+    assert_eq!(listed["data"][0]["body"], "Renewed by hand.");
+
+    // Deleting: not another reviewer, nor a viewer; the author or an admin may.
+    for who in [&r2, &viewer] {
+        who.call(Method::DELETE, &one, None, &[])
+            .await
+            .error(403, "FORBIDDEN");
+    }
+    let theirs: Value = r2.post(&comments, json!({"body": "Off topic."}), 201).await;
+    let theirs = format!("{comments}/{}", theirs["data"]["id"].as_str().unwrap());
+    let _: Value = admin.delete(&theirs, 204).await;
+    let r = b1
+        .post_form(
+            &format!("{page}/comments/{cid}/delete"),
+            Some(origin),
+            &[("_csrf", b1.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    admin
+        .call(Method::DELETE, &one, None, &[])
+        .await
+        .error(404, "COMMENT_NOT_FOUND");
+    let listed: Value = viewer.get(&comments, 200).await;
+    assert_eq!(listed["data"], json!([]));
+    let detail: Value = r1
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(
+        kinds(&detail["data"]),
+        [
+            "created",
+            "commented",
+            "comment_edited",
+            "comment_edited",
+            "commented",
+            "comment_deleted",
+            "comment_deleted"
+        ]
+    );
+    let h = &detail["data"]["history"];
+    assert_eq!(h[2]["data"]["mentions"], json!([r2.person().id]));
+    assert_eq!(h[5]["actor"]["id"], admin.person().id.as_str());
+    assert_eq!(h[6]["data"]["comment_id"], cid);
+    let html = b1.page(&page).await;
+    assert!(html.contains("deleted a comment"), "the history says so");
+    assert!(!html.contains("Renewed by hand."));
 }

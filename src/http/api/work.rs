@@ -105,3 +105,42 @@ pub async fn create_comment(
     let data = CommentOut::from(c);
     Ok((StatusCode::CREATED, Json(Data { data })))
 }
+
+/// Change a comment's body (its author only).
+#[utoipa::path(patch, path = "/v1/actions/{action_id}/comments/{comment_id}", tag = "actions",
+    params(("action_id" = String, Path), ("comment_id" = String, Path)),
+    request_body = CommentCreate,
+    responses((status = 200, description = "the comment with its new body and edited_at (idempotent_replay: true when the body was already that)", body = Envelope<CommentOut>),
+              (status = 403, description = "FORBIDDEN: not its author, or no longer allowed to comment", body = crate::http::openapi::ErrorBody),
+              (status = 404, description = "ACTION_NOT_FOUND, COMMENT_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+              (status = 422, description = "VALIDATION_ERROR naming body", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn edit_comment(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath((id, comment_id)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<CommentCreate>,
+) -> Result<Response> {
+    let (c, unchanged) = work::edit_comment(&st.services, user, id, comment_id, req).await?;
+    let body = Envelope {
+        data: CommentOut::from(c),
+        idempotent_replay: unchanged,
+    };
+    Ok(replayable(StatusCode::OK, body, unchanged))
+}
+
+/// Delete a comment (its author, or an owner or admin).
+#[utoipa::path(delete, path = "/v1/actions/{action_id}/comments/{comment_id}", tag = "actions",
+    params(("action_id" = String, Path), ("comment_id" = String, Path)),
+    responses((status = 204, description = "deleted; the history keeps a comment_deleted entry"),
+              (status = 403, description = "FORBIDDEN: neither its author nor an owner or admin", body = crate::http::openapi::ErrorBody),
+              (status = 404, description = "ACTION_NOT_FOUND, COMMENT_NOT_FOUND (also when already deleted)", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn delete_comment(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath((id, comment_id)): ApiPath<(String, String)>,
+) -> Result<StatusCode> {
+    work::delete_comment(&st.services, user, id, comment_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

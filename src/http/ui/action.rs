@@ -118,6 +118,8 @@ pub async fn action_page(
         Some("assigned") => Some("Assignment saved."),
         Some("snoozed") => Some("Snooze saved."),
         Some("commented") => Some("Comment added."),
+        Some("comment_edited") => Some("Comment saved."),
+        Some("comment_deleted") => Some("Comment deleted."),
         Some("control") => Some("Sent to the Source. Its progress shows below as it reports it."),
         Some("asked") => Some("Question sent to the Source."),
         _ => None,

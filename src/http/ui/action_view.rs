@@ -167,6 +167,14 @@ pub struct CommentVm {
     pub when: When,
     /// Rendered like the description: raw HTML escaped, safe links only.
     pub body_html: String,
+    /// The Markdown, for the edit form.
+    pub body: String,
+    /// When its author last changed it.
+    pub edited: Option<When>,
+    /// Its author, who may still comment: the edit form.
+    pub may_edit: bool,
+    /// Its author, or an owner or admin: the delete button.
+    pub may_delete: bool,
 }
 
 fn person_label(p: &crate::domain::action::Person, me: &UserCaller) -> String {
@@ -232,6 +240,11 @@ fn work(v: &ActionView, me: &UserCaller, now: Timestamp) -> WorkVm {
                 },
                 when: When::new(&c.created_at, now),
                 body_html: markdown::render(&c.body),
+                body: c.body.clone(),
+                edited: c.edited_at.as_deref().map(|t| When::new(t, now)),
+                may_edit: c.author_user_id == me.user_id && v.work.may_comment,
+                may_delete: (c.author_user_id == me.user_id && v.work.may_comment)
+                    || v.work.moderates_comments,
             })
             .collect(),
     }
@@ -591,6 +604,8 @@ fn event(
             reason(why),
         ),
         ActionEvent::Commented { .. } => (format!("{by} commented"), None),
+        ActionEvent::CommentEdited { .. } => (format!("{by} edited a comment"), None),
+        ActionEvent::CommentDeleted { .. } => (format!("{by} deleted a comment"), None),
         ActionEvent::ControlRequested { control_key, .. } => {
             let label = a
                 .spec

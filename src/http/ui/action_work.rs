@@ -127,6 +127,40 @@ pub async fn comment(
     back(&st, &page, &id, "commented", r.map(|_| ())).await
 }
 
+/// POST /app/actions/{id}/comments/{comment_id}/edit
+pub async fn edit_comment(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath((id, comment_id)): PagePath<(String, String)>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let body = form.get("body").unwrap_or_default().replace("\r\n", "\n");
+    let r = work::edit_comment(
+        &st.services,
+        page.user.clone(),
+        id.clone(),
+        comment_id,
+        CommentCreate { body },
+    )
+    .await;
+    back(&st, &page, &id, "comment_edited", r.map(|_| ())).await
+}
+
+/// POST /app/actions/{id}/comments/{comment_id}/delete
+pub async fn delete_comment(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath((id, comment_id)): PagePath<(String, String)>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let r = work::delete_comment(&st.services, page.user.clone(), id.clone(), comment_id).await;
+    back(&st, &page, &id, "comment_deleted", r).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,6 +64,14 @@ pub fn router() -> Router<AppState> {
         .route("/app/actions/{id}/snooze", post(action_work::snooze))
         .route("/app/actions/{id}/comments", post(action_work::comment))
         .route(
+            "/app/actions/{id}/comments/{comment_id}/edit",
+            post(action_work::edit_comment),
+        )
+        .route(
+            "/app/actions/{id}/comments/{comment_id}/delete",
+            post(action_work::delete_comment),
+        )
+        .route(
             "/app/actions/{id}/controls",
             post(action_controls::press_control),
         )

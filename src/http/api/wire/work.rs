@@ -23,9 +23,11 @@ pub struct CommentOut {
     pub object: &'static str,
     pub action_id: String,
     pub author: CommentAuthor,
-    /// Markdown, as written.
+    /// Markdown, as written (as last edited).
     pub body: String,
     pub created_at: String,
+    /// When its author last changed the body; null: never.
+    pub edited_at: Option<String>,
 }
 
 impl From<Comment> for CommentOut {
@@ -41,6 +43,7 @@ impl From<Comment> for CommentOut {
             },
             body: c.body,
             created_at: c.created_at,
+            edited_at: c.edited_at,
         }
     }
 }
