@@ -274,11 +274,11 @@ pub struct AuthConfig {
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Whether the sign-in page mails a one-time link to a person who asks
-    /// (guide: "With a link by e-mail"). Unset: on when `[smtp]` is set and
-    /// no identity provider is (where a provider is, sign-in goes through it
-    /// unless the operator opens this second way). `true` needs `[smtp]`.
+    /// (guide: "With a link by e-mail"). Off unless set: it lets anyone
+    /// have mail sent from the instance's address, and where an identity
+    /// provider is configured it is a second way in. `true` needs `[smtp]`.
     #[serde(default)]
-    pub email_links: Option<bool>,
+    pub email_links: bool,
 }
 
 /// `--callback-resolve NAME=IP`.
@@ -314,7 +314,7 @@ impl Default for AuthConfig {
             allowed_email_domains: Vec::new(),
             domain_role: default_domain_role(),
             providers: BTreeMap::new(),
-            email_links: None,
+            email_links: false,
         }
     }
 }
@@ -403,13 +403,9 @@ struct Loaded {
 
 impl Config {
     /// Whether the sign-in page mails one-time links on request (`[auth]
-    /// email_links`; unset: when `[smtp]` is set and no provider is).
+    /// email_links = true`, with `[smtp]`).
     pub fn email_links(&self) -> bool {
-        self.smtp.is_some()
-            && self
-                .auth
-                .email_links
-                .unwrap_or(self.auth.providers.is_empty())
+        self.smtp.is_some() && self.auth.email_links
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -574,7 +570,7 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
         "[auth] domain_role must be \"reviewer\" or \"viewer\""
     );
     anyhow::ensure!(
-        file.auth.email_links != Some(true) || file.smtp.is_some(),
+        !file.auth.email_links || file.smtp.is_some(),
         "[auth] email_links = true needs [smtp]: hds mails the links (set up [smtp], or remove email_links)"
     );
     for (name, p) in &file.auth.providers {
@@ -610,8 +606,7 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
 mod tests {
     use super::*;
 
-    /// Mailed sign-in links: on by default with `[smtp]` and no provider,
-    /// off with a provider unless asked for, never without `[smtp]`.
+    /// Mailed sign-in links: off unless asked for, never without `[smtp]`.
     #[test]
     fn email_links_follow_smtp_and_providers() {
         let smtp = "[smtp]\nhost = \"mail.example.com\"\nfrom = \"hds@example.com\"\n";
@@ -624,8 +619,8 @@ mod tests {
             c.email_links()
         };
         assert!(!on(""));
-        assert!(on(smtp));
-        assert!(!on(&format!("{smtp}{provider}")));
+        assert!(!on(smtp));
+        assert!(on(&format!("[auth]\nemail_links = true\n{smtp}")));
         assert!(on(&format!("[auth]\nemail_links = true\n{smtp}{provider}")));
         assert!(!on(&format!("[auth]\nemail_links = false\n{smtp}")));
         let e = parse_file("[auth]\nemail_links = true\n").unwrap_err();

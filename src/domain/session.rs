@@ -20,6 +20,8 @@ pub const MAILED_LINK_SPACING: Duration = Duration::minutes(1);
 /// …or this many in `MAILED_LINK_LIFETIME`: the sign-in page cannot be used
 /// to flood a mailbox.
 pub const MAILED_LINKS_PER_WINDOW: i64 = 5;
+/// …or this many in a day.
+pub const MAILED_LINKS_PER_DAY: i64 = 10;
 /// Native sign-in challenges.
 pub const NONCE_LIFETIME: Duration = Duration::minutes(5);
 

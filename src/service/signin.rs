@@ -5,8 +5,8 @@
 use crate::config::AuthConfig;
 use crate::domain::credentials;
 use crate::domain::session::{
-    LINK_LIFETIME, MAILED_LINK_LIFETIME, MAILED_LINK_SPACING, MAILED_LINKS_PER_WINDOW,
-    NONCE_LIFETIME, SESSION_LIFETIME,
+    LINK_LIFETIME, MAILED_LINK_LIFETIME, MAILED_LINK_SPACING, MAILED_LINKS_PER_DAY,
+    MAILED_LINKS_PER_WINDOW, NONCE_LIFETIME, SESSION_LIFETIME,
 };
 use crate::domain::time;
 use crate::error::{Code, Error, Result};
@@ -248,14 +248,19 @@ pub enum Mailed {
 /// for the account with `email`, a one-time link valid for 15 minutes,
 /// mailed in the same transaction that stores it, leading to `next` (a
 /// local path the caller checked). Nothing for an unknown address, and
-/// nothing when a link was mailed to the person in the last minute or five
-/// in the last 15 minutes.
+/// nothing when a link was mailed to the person in the last minute, five
+/// in the last 15 minutes or ten in the last day.
+/// Refusal of a mailed link where `[auth] email_links` is off.
+pub fn mailed_links_off() -> Error {
+    Error::new(
+        Code::NotFound,
+        "this instance does not mail sign-in links: ask an admin for a link, or sign in with an identity provider",
+    )
+}
+
 pub async fn mail_link(s: &Services, email: &str, next: &str) -> Result<Mailed> {
     if !s.config.email_links() {
-        return Err(Error::new(
-            Code::NotFound,
-            "this instance does not mail sign-in links: ask an admin for a link, or sign in with an identity provider",
-        ));
+        return Err(mailed_links_off());
     }
     let email = email.trim().to_owned();
     if email.is_empty() || email.chars().count() > MAX_EMAIL || !email.contains('@') {
@@ -275,7 +280,9 @@ pub async fn mail_link(s: &Services, email: &str, next: &str) -> Result<Mailed> 
         let (recent, latest) =
             signin::links_mailed_since(c, &user.id, &time::format(now - MAILED_LINK_LIFETIME))?;
         let spaced = latest.is_none_or(|t| t <= time::format(now - MAILED_LINK_SPACING));
-        if recent >= MAILED_LINKS_PER_WINDOW || !spaced {
+        let (today, _) =
+            signin::links_mailed_since(c, &user.id, &time::format(now - ::time::Duration::DAY))?;
+        if recent >= MAILED_LINKS_PER_WINDOW || !spaced || today >= MAILED_LINKS_PER_DAY {
             return Ok(Mailed::Throttled);
         }
         let mut url = link_for(c, &base, &user.id, now, MAILED_LINK_LIFETIME)?;

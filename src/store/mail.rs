@@ -130,6 +130,21 @@ pub fn outgoing(c: &Connection, id: &str) -> Result<Option<Outgoing>> {
     .optional()?)
 }
 
+/// Why a pending sign-in mail is given up unsent: its link is dead.
+pub const LAPSED: &str =
+    "not sent: the sign-in link it carries expired (15 minutes) before it could be delivered";
+
+/// Whether `id` is a pending sign-in mail queued at or before `cutoff` (its
+/// link's lifetime before the time it would be sent): sending it would
+/// deliver a dead link.
+pub fn signin_lapsed(c: &Connection, id: &str, cutoff: &str) -> Result<bool> {
+    Ok(c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM mail_outbox
+          WHERE id = ?1 AND status = 'pending' AND kind = 'signin' AND created_at <= ?2)",
+    )?
+    .query_row(params![id, cutoff], |r| r.get(0))?)
+}
+
 /// Attempts made so far, for a mail still pending.
 pub fn pending_attempts(c: &Connection, id: &str) -> Result<Option<i64>> {
     Ok(

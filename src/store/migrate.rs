@@ -163,6 +163,69 @@ mod tests {
         assert_eq!(sequenced, 0);
     }
 
+    /// 0037 on a database of schema 36: every mail keeps every column (a
+    /// sent invitation without its bodies, a pending digest with them), the
+    /// three indexes are back, and a `signin` mail is now accepted.
+    #[test]
+    fn migration_37_keeps_mail() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 36).unwrap();
+        let cols = "id, workspace_id, user_id, to_addr, kind, subject, text_body, html_body, secret, \
+                    status, attempts, last_error, last_attempt_at, sent_at, created_at, unsubscribable";
+        c.execute_batch(&format!(
+            r#"PRAGMA foreign_keys = OFF;
+               INSERT INTO mail_outbox({cols}) VALUES
+                 ('mail_1', 'ws_1', NULL, 'ana@example.com', 'invitation', 'Join', NULL, NULL, 1,
+                  'sent', 1, NULL, '2026-01', '2026-01', '2026-00', 0),
+                 ('mail_2', 'ws_1', 'usr_1', 'bo@example.com', 'digest', 'Digest', 'text', '<p>', 0,
+                  'pending', 2, 'SMTP 451', '2026-02', NULL, '2026-01', 1);"#
+        ))
+        .unwrap();
+        let before: Vec<String> = all(
+            &c,
+            &format!("SELECT json_array({cols}) FROM mail_outbox ORDER BY id"),
+            |r| r.get(0),
+        );
+        super::apply(&mut c).unwrap();
+        let after: Vec<String> = all(
+            &c,
+            &format!("SELECT json_array({cols}) FROM mail_outbox ORDER BY id"),
+            |r| r.get(0),
+        );
+        assert_eq!(after, before);
+        let indexes: Vec<String> = all(
+            &c,
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mail_outbox' AND sql IS NOT NULL ORDER BY name",
+            |r| r.get(0),
+        );
+        assert_eq!(
+            indexes,
+            [
+                "mail_outbox_by_status",
+                "mail_outbox_by_workspace",
+                "mail_outbox_settled",
+                "mail_outbox_signin"
+            ]
+        );
+        c.execute(
+            "INSERT INTO mail_outbox(id, user_id, to_addr, kind, subject, status, created_at)
+             VALUES ('mail_3', 'usr_1', 'ana@example.com', 'signin', 'Sign in', 'pending', '2026-03')",
+            [],
+        )
+        .unwrap();
+        let fk: i64 = c
+            .query_row(
+                "SELECT count(*) FROM pragma_foreign_key_list('mail_outbox')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            fk, 2,
+            "workspace_id and user_id still reference their tables"
+        );
+    }
+
     /// 0019 on a database of schema 18: stored responses keep their text;
     /// a new row has its text or an Action's id, exactly one of them.
     #[test]

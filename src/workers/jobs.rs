@@ -529,6 +529,9 @@ fn prepare(c: &Connection, job: Job, now: &str, p: &mut Picked) -> Result<()> {
             Pending::Send(out) => p.work.push(Work::Webhook { job, out }),
             Pending::Settled | Pending::NoBody => p.tidy.push(job),
         },
+        Some(Kind::Email) if mail_store::signin_lapsed(c, &job.subject, &lapse_cutoff(now))? => {
+            p.tidy.push(job)
+        }
         Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
             Some(mut mail) => {
                 if let Some((user, workspace)) = &mail.list {
@@ -560,12 +563,27 @@ fn tidy_job(c: &Connection, job: &Job, now: &str) -> Result<()> {
                 jobs::delete(c, job.id)
             }
         },
+        Some(Kind::Email) if mail_store::signin_lapsed(c, &job.subject, &lapse_cutoff(now))? => {
+            let attempts = mail_store::pending_attempts(c, &job.subject)?.unwrap_or(0);
+            let why = Some(mail_store::LAPSED);
+            mail_store::record_attempt(c, &job.subject, attempts, now, Settled::Failed, why)?;
+            jobs::delete(c, job.id)
+        }
         Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {
             Some(_) => Ok(()),
             None => jobs::delete(c, job.id),
         },
         None => Ok(()),
     }
+}
+
+/// Sign-in mails queued at or before this (a link's lifetime before `at`)
+/// carry a dead link by `at`.
+fn lapse_cutoff(at: &str) -> String {
+    time::parse(at).map_or_else(
+        || at.to_owned(),
+        |t| time::format(t - crate::domain::session::MAILED_LINK_LIFETIME),
+    )
 }
 
 /// Records a mail attempt: sent, failed (a 5xx, an unusable message, the
@@ -583,6 +601,15 @@ fn settle_mail(c: &Connection, d: &Done, id: &str, outcome: &Outcome) -> Result<
             mail_store::record_attempt(c, id, attempt, at, Settled::Failed, Some(e))?
         }
         Outcome::Retry(e) => match mailer::retry_after(attempt) {
+            Some(secs)
+                if {
+                    let due = time::format(d.started + ::time::Duration::seconds(secs));
+                    mail_store::signin_lapsed(c, id, &lapse_cutoff(&due))?
+                } =>
+            {
+                let e = format!("{}; the last attempt: {e}", mail_store::LAPSED);
+                mail_store::record_attempt(c, id, attempt, at, Settled::Failed, Some(&e))?;
+            }
             Some(secs) => {
                 mail_store::record_attempt(c, id, attempt, at, Settled::Retry, Some(e))?;
                 let due = time::format(d.started + ::time::Duration::seconds(secs));

@@ -18,6 +18,15 @@ async fn app_with_smtp(port: u16) -> TestApp {
     TestApp::spawn_with(|c| c.smtp = Some(SmtpSink::config(port))).await
 }
 
+/// With `[smtp]` and `[auth] email_links = true`.
+async fn app_mailing_links(port: u16) -> TestApp {
+    TestApp::spawn_with(|c| {
+        c.smtp = Some(SmtpSink::config(port));
+        c.auth.email_links = true;
+    })
+    .await
+}
+
 /// Invites `email` as `role`; answers the creation response's `data`.
 async fn invite(by: &Actor, email: &str, role: &str) -> Value {
     let r: Value = by
@@ -670,7 +679,7 @@ fn links_and_mails(app: &TestApp, email: &str) -> (i64, i64) {
 #[tokio::test]
 async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_who_has_one() {
     let sink = SmtpSink::start();
-    let app = app_with_smtp(sink.port).await;
+    let app = app_mailing_links(sink.port).await;
     let admin = "admin@example.com";
     let page = crate::helpers::browser_client()
         .get(format!("{}/app/signin?next=/app/runs", app.base))
@@ -840,10 +849,128 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
         ask_for_link(&app, &app.base, admin).await;
     }
     assert_eq!(links_and_mails(&app, admin).1, 2 + 5);
+    // At most ten in a day: after the window, five more would pass, but
+    // three already went in this day's earlier windows.
+    clock.advance(time::Duration::minutes(16));
+    for _ in 0..6 {
+        clock.advance(time::Duration::seconds(61));
+        ask_for_link(&app, &app.base, admin).await;
+    }
+    assert_eq!(links_and_mails(&app, admin).1, 10);
+    // A `next` holding another link's secret is not written into the mail.
+    clock.advance(time::Duration::days(1));
+    let r = crate::helpers::browser_client()
+        .post(format!("{}/app/signin/email", app.base))
+        .header("origin", &app.base)
+        .form(&[
+            ("email", admin),
+            ("next", "/app/invitations/Jd8xRk2vQm9sT4wY7zB1"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["location"],
+        "/app/signin?done=link_mailed&next=%2Fapp"
+    );
+    let got = sink.wait_for(admin, 11).await;
+    let text = got[10]["text"].as_str().unwrap();
+    assert!(!text.contains("Jd8xRk2vQm9sT4wY7zB1"), "{text}");
+}
+
+/// (status, attempts, last_error) of the only sign-in mail, from the file.
+fn signin_mail(app: &TestApp) -> (String, i64, Option<String>) {
+    app.db()
+        .query_row(
+            "SELECT status, attempts, last_error FROM mail_outbox WHERE kind = 'signin'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap()
+}
+
+async fn signin_mail_where(
+    app: &TestApp,
+    pred: impl Fn(&(String, i64, Option<String>)) -> bool,
+) -> (String, i64, Option<String>) {
+    let mut last = signin_mail(app);
+    for _ in 0..500 {
+        if pred(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        last = signin_mail(app);
+    }
+    panic!("the sign-in mail never got there: {last:?}");
+}
+
+/// A mailed link lives 15 minutes: its mail is not retried past that, nor
+/// sent when its turn comes after it (an outage, a restart), but failed
+/// with the reason and its bodies erased.
+#[tokio::test]
+async fn a_mailed_link_is_not_delivered_once_dead() {
+    let sink = SmtpSink::start();
+    sink.script(&[451]).await;
+    let app = app_mailing_links(sink.port).await;
+    let clock = &app.state.services.clock;
+    ask_for_link(&app, &app.base, "admin@example.com").await;
+    let m = signin_mail_where(&app, |m| m.1 == 1).await;
+    assert_eq!(m.0, "pending");
+    // Its retry falls due after the link died.
+    clock.advance(time::Duration::minutes(16));
+    let m = signin_mail_where(&app, |m| m.0 == "failed").await;
+    assert_eq!(m.1, 1, "no second attempt");
+    assert!(
+        m.2.as_deref()
+            .unwrap()
+            .contains("expired (15 minutes) before it could be delivered"),
+        "{m:?}"
+    );
+    let id: String = app
+        .db()
+        .query_row(
+            "SELECT id FROM mail_outbox WHERE kind = 'signin'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (_, text, html, _) = stored(&app, &id);
+    assert!(
+        text.is_none() && html.is_none(),
+        "the dead link is erased too"
+    );
+    assert!(sink.to("admin@example.com").await.is_empty());
+
+    // Refused four times in a row: the fifth attempt would come after 42
+    // minutes, so the fourth failure gives it up.
+    let sink = SmtpSink::start();
+    sink.script(&[451, 451, 451, 451]).await;
+    let app = app_mailing_links(sink.port).await;
+    let clock = &app.state.services.clock;
+    ask_for_link(&app, &app.base, "admin@example.com").await;
+    for (n, wait) in [(1, 31), (2, 121), (3, 601)] {
+        signin_mail_where(&app, |m| m.1 == n).await;
+        clock.advance(time::Duration::seconds(wait));
+    }
+    let m = signin_mail_where(&app, |m| m.0 == "failed").await;
+    assert_eq!(m.1, 4);
+    let e = m.2.unwrap();
+    assert!(
+        e.contains("expired (15 minutes)") && e.contains("451"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
-async fn without_smtp_the_signin_page_offers_no_mailed_link() {
+async fn without_smtp_or_email_links_the_signin_page_offers_no_mailed_link() {
+    // With [smtp] but not `email_links = true`: off, as without [smtp].
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let r = ask_for_link(&app, &app.base, "admin@example.com").await;
+    assert_eq!(r.status(), 404);
+    let r = ask_for_link(&app, "https://evil.example", "admin@example.com").await;
+    assert_eq!(r.status(), 404, "off is off, whatever the origin");
+    assert_eq!(app.count_rows("mail_outbox"), 0);
     let app = TestApp::spawn().await;
     let page = crate::helpers::browser_client()
         .get(format!("{}/app/signin", app.base))

@@ -583,6 +583,27 @@ async fn the_inbox_lists_what_awaits_my_vote() {
     }
     let resolved: Value = bob.get(&format!("{Q}&status=resolved"), 200).await;
     assert_eq!(resolved["data"], json!([]));
+    // Self-approval allowed: the requester's own request awaits them too.
+    let mut mine = quorum("Carol may approve her own", vec![&bob_id, &carol_id]);
+    mine["requested_by_user_id"] = json!(carol_id);
+    mine["approval_policy"]["allow_self_approval"] = json!(true);
+    let mine = app.create_action(mine).await;
+    assert_eq!(ids(&carol.get(Q, 200).await), [id(&mine)]);
+    // Snoozed: in the snoozed list, not the open one.
+    let until =
+        hds::domain::time::format(app.state.services.clock.now() + time::Duration::hours(1));
+    carol
+        .post::<Value>(
+            &format!("/v1/actions/{}/snooze", id(&mine)),
+            json!({"until": until}),
+            200,
+        )
+        .await;
+    assert_eq!(ids(&carol.get(Q, 200).await), Vec::<String>::new());
+    assert_eq!(
+        ids(&carol.get(&format!("{Q}&status=snoozed"), 200).await),
+        [id(&mine)]
+    );
     // A viewer votes on nothing.
     let viewer = app.member(Role::Viewer);
     assert_eq!(ids(&viewer.get(Q, 200).await), Vec::<String>::new());

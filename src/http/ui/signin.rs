@@ -294,12 +294,22 @@ pub async fn mail_link(
     headers: HeaderMap,
     form: FormData,
 ) -> Result<Response, UiError> {
+    if !st.services.config.email_links() {
+        return Err(signin::mailed_links_off().into());
+    }
     // No session yet, so no form token: the origin check stops another site
     // from having mail sent in a visitor's name.
     if !session::same_origin(&headers, &st.services.config) {
         return Err(session::cross_origin(&headers, &st.services.config, "sign-in").into());
     }
+    // A `next` that holds another link's secret would be written into the
+    // mail (the outbox keeps it until sent): the inbox instead.
     let next = session::local_next(form.get("next"))?;
+    let next = if crate::http::carries_secret(&next) {
+        "/app".to_owned()
+    } else {
+        next
+    };
     match signin::mail_link(&st.services, form.get("email").unwrap_or(""), &next).await {
         Ok(_) => {
             let back: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
