@@ -449,6 +449,26 @@ pub fn comment_edited(
     mentioned.tell(c, fx, ctx, &policy, a, added, &members, now)
 }
 
+/// A comment's body changed (`new`) or it was deleted (None): the notices
+/// and held digest items that quote it now quote what it says, or say it
+/// was deleted. Mails already queued or sent keep what they said.
+pub fn requote_comment(
+    c: &Connection,
+    a: &ActionRecord,
+    old_body: &str,
+    new_body: Option<&str>,
+) -> Result<()> {
+    let old = excerpt(&crate::domain::words::markdown_text(old_body));
+    let new = match new_body {
+        Some(b) => excerpt(&crate::domain::words::markdown_text(b)),
+        None => "(This comment was deleted.)".to_owned(),
+    };
+    if old == new {
+        return Ok(());
+    }
+    store::requote(c, &a.workspace_id, &a.id, &old, &new)
+}
+
 /// A snooze was set (timer for `action.returned`) or lifted (cleared).
 pub fn snoozed(
     c: &Connection,

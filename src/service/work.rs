@@ -632,26 +632,33 @@ pub async fn edit_comment(
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         let mut cm = work::comment(c, &a.id, &comment_id)?.ok_or_else(comment_not_found)?;
-        if !acc.can_edit_comment(cm.author_user_id == user.user_id) {
-            return Err(Error::new(
-                Code::Forbidden,
-                if cm.author_user_id == user.user_id {
-                    "you may no longer write comments on this Action, so you may not edit yours"
-                } else {
-                    "only its author edits a comment"
-                },
-            ));
+        let is_author = cm.author_user_id == user.user_id;
+        if !acc.can_edit_comment(is_author) {
+            return Err(if is_author {
+                refused(
+                    acc,
+                    "you may no longer write comments on this Action, so you may not edit yours",
+                )
+            } else {
+                Error::new(Code::Forbidden, "only its author edits a comment")
+            });
         }
         if cm.body == req.body {
             return Ok((cm, true));
         }
-        let mentions = member_mentions(c, &a.workspace_id, &req.body)?;
-        let added: Vec<String> = mentions
+        // Only those never mentioned by this comment before are told: a
+        // mention removed and written again is not news. The stored list
+        // keeps everyone it ever mentioned.
+        let now_mentioned = member_mentions(c, &a.workspace_id, &req.body)?;
+        let added: Vec<String> = now_mentioned
             .iter()
             .filter(|m| !cm.mentions.contains(m))
             .cloned()
             .collect();
+        let mut mentions = cm.mentions.clone();
+        mentions.extend(added.iter().cloned());
         work::edit_comment(c, &cm.id, &req.body, &mentions, &now)?;
+        notifications::requote_comment(c, &a, &cm.body, Some(&req.body))?;
         cm.body = req.body;
         cm.mentions = mentions;
         cm.edited_at = Some(now.clone());
@@ -679,14 +686,23 @@ pub async fn delete_comment(
     s.write(move |c, fx| {
         let (a, acc) = load(c, &id, &user)?;
         let cm = work::comment(c, &a.id, &comment_id)?.ok_or_else(comment_not_found)?;
-        if !acc.can_delete_comment(cm.author_user_id == user.user_id) {
-            return Err(Error::new(
-                Code::Forbidden,
-                "only its author, or an owner or admin, deletes a comment",
-            )
-            .with_detail("required_role", Role::Admin.as_str()));
+        let is_author = cm.author_user_id == user.user_id;
+        if !acc.can_delete_comment(is_author) {
+            return Err(if is_author {
+                refused(
+                    acc,
+                    "you may no longer write comments on this Action, so you may not delete yours",
+                )
+            } else {
+                Error::new(
+                    Code::Forbidden,
+                    "only its author, or an owner or admin, deletes a comment",
+                )
+                .with_detail("required_role", Role::Admin.as_str())
+            });
         }
         work::delete_comment(c, &cm.id)?;
+        notifications::requote_comment(c, &a, &cm.body, None)?;
         let event = ActionEvent::CommentDeleted {
             comment_id: cm.id.clone(),
         };

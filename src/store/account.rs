@@ -137,6 +137,9 @@ pub struct ExportComment {
     pub body: String,
     #[schema(format = DateTime)]
     pub created_at: String,
+    /// When you last edited it; null: never.
+    #[schema(format = DateTime)]
+    pub edited_at: Option<String>,
 }
 
 /// A notification addressed to the person.
@@ -302,7 +305,7 @@ pub fn work(c: &Connection, user_id: &str) -> Result<Vec<ExportWork>> {
     all(
         c,
         "SELECT action_id, kind, data, created_at FROM action_events
-          WHERE actor_type = 'user' AND kind IN ('claimed', 'assigned', 'snoozed') AND actor_id = ?1
+          WHERE actor_type = 'user' AND kind IN ('claimed', 'assigned', 'snoozed', 'comment_edited', 'comment_deleted') AND actor_id = ?1
           ORDER BY id",
         user_id,
         |r| {
@@ -372,7 +375,7 @@ pub fn usage_events(c: &Connection, user_id: &str) -> Result<Vec<ExportUsageEven
 pub fn comments(c: &Connection, user_id: &str) -> Result<Vec<ExportComment>> {
     all(
         c,
-        "SELECT id, action_id, body, created_at FROM action_comments WHERE author_user_id = ?1 ORDER BY id",
+        "SELECT id, action_id, body, created_at, edited_at FROM action_comments WHERE author_user_id = ?1 ORDER BY id",
         user_id,
         |r| {
             Ok(ExportComment {
@@ -380,6 +383,7 @@ pub fn comments(c: &Connection, user_id: &str) -> Result<Vec<ExportComment>> {
                 action_id: r.get(1)?,
                 body: r.get(2)?,
                 created_at: r.get(3)?,
+                edited_at: r.get(4)?,
             })
         },
     )
@@ -768,7 +772,7 @@ mod tests {
             ("invitations", "SELECT id FROM invitations WHERE invited_by = ?1 ORDER BY created_at", "invitations_by_inviter"),
             (
                 "action_events",
-                "SELECT action_id FROM action_events WHERE actor_type = 'user' AND kind IN ('claimed', 'assigned', 'snoozed') AND actor_id = ?1 ORDER BY id",
+                "SELECT action_id FROM action_events WHERE actor_type = 'user' AND kind IN ('claimed', 'assigned', 'snoozed', 'comment_edited', 'comment_deleted') AND actor_id = ?1 ORDER BY id",
                 "action_events_work_by_user",
             ),
             ("control_requests", "SELECT id FROM control_requests WHERE requested_by = ?1 ORDER BY created_at", "control_requests_by_person"),

@@ -145,6 +145,23 @@ pub fn signin_lapsed(c: &Connection, id: &str, cutoff: &str) -> Result<bool> {
     .query_row(params![id, cutoff], |r| r.get(0))?)
 }
 
+/// Fails a pending sign-in mail whose link lapsed before its next attempt
+/// came: nothing was attempted now, so the last attempt's time and error
+/// stay (the error after LAPSED); a settled row always has
+/// `last_attempt_at` (the prune reads it), so a mail never tried gets `now`.
+pub fn give_up_lapsed(c: &Connection, id: &str, now: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE mail_outbox SET status = 'failed',
+            last_error = ?2 || coalesce('; the last attempt: ' || last_error, ''),
+            last_attempt_at = coalesce(last_attempt_at, ?3),
+            text_body = CASE WHEN secret = 1 THEN NULL ELSE text_body END,
+            html_body = CASE WHEN secret = 1 THEN NULL ELSE html_body END
+         WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, LAPSED, now])?;
+    Ok(())
+}
+
 /// Attempts made so far, for a mail still pending.
 pub fn pending_attempts(c: &Connection, id: &str) -> Result<Option<i64>> {
     Ok(

@@ -58,6 +58,9 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0038_restricted_open.sql")),
         M::up(include_str!("../../migrations/0039_comment_edits.sql")),
+        M::up(include_str!(
+            "../../migrations/0040_comment_work_exported.sql"
+        )),
     ])
 }
 

@@ -383,6 +383,39 @@ pub fn read_about(c: &Connection, user_id: &str, action_id: &str, now: &str) -> 
         .execute(params![user_id, action_id, now])?)
 }
 
+/// Rewrites the quote of a comment in the notices and held digest items
+/// about Action `action_id` that quote it (`action.mentioned`,
+/// `action.commented` whose body is `old`), for each member of the
+/// workspace (by the primary key and `notification_digest_items_by_user`).
+pub fn requote(
+    c: &Connection,
+    workspace_id: &str,
+    action_id: &str,
+    old: &str,
+    new: &str,
+) -> Result<()> {
+    let members: Vec<String> = c
+        .prepare_cached("SELECT user_id FROM memberships WHERE workspace_id = ?1")?
+        .query_map([workspace_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let path = format!("/app/actions/{action_id}");
+    for user in members {
+        c.prepare_cached(
+            "UPDATE notifications SET body = ?4
+              WHERE user_id = ?1 AND action_id = ?2 AND body = ?3
+                AND kind IN ('action.mentioned', 'action.commented')",
+        )?
+        .execute(params![user, action_id, old, new])?;
+        c.prepare_cached(
+            "UPDATE notification_digest_items SET body = ?5
+              WHERE user_id = ?1 AND workspace_id = ?2 AND path = ?3 AND body = ?4
+                AND kind IN ('action.mentioned', 'action.commented')",
+        )?
+        .execute(params![user, workspace_id, path, old, new])?;
+    }
+    Ok(())
+}
+
 const READ_ABOUT: &str = "UPDATE notifications INDEXED BY notifications_unread SET read_at = ?3
       WHERE user_id = ?1 AND read_at IS NULL AND action_id = ?2";
 

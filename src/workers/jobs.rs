@@ -564,9 +564,7 @@ fn tidy_job(c: &Connection, job: &Job, now: &str) -> Result<()> {
             }
         },
         Some(Kind::Email) if mail_store::signin_lapsed(c, &job.subject, &lapse_cutoff(now))? => {
-            let attempts = mail_store::pending_attempts(c, &job.subject)?.unwrap_or(0);
-            let why = Some(mail_store::LAPSED);
-            mail_store::record_attempt(c, &job.subject, attempts, now, Settled::Failed, why)?;
+            mail_store::give_up_lapsed(c, &job.subject, now)?;
             jobs::delete(c, job.id)
         }
         Some(Kind::Email) => match mail_store::outgoing(c, &job.subject)? {

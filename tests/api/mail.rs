@@ -920,11 +920,14 @@ async fn a_mailed_link_is_not_delivered_once_dead() {
     clock.advance(time::Duration::minutes(16));
     let m = signin_mail_where(&app, |m| m.0 == "failed").await;
     assert_eq!(m.1, 1, "no second attempt");
+    let e = m.2.as_deref().unwrap();
     assert!(
-        m.2.as_deref()
-            .unwrap()
-            .contains("expired (15 minutes) before it could be delivered"),
+        e.contains("expired (15 minutes) before it could be delivered"),
         "{m:?}"
+    );
+    assert!(
+        e.contains("; the last attempt: SMTP 451"),
+        "the earlier error stays: {e}"
     );
     let id: String = app
         .db()

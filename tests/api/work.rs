@@ -1991,6 +1991,43 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
     );
     let listed: Value = viewer.get(&comments, 200).await;
     assert_eq!(listed["data"][0]["body"], "Renewed by hand.");
+    // Another site's form edits nothing.
+    let r = b1
+        .post_form(
+            &format!("{page}/comments/{cid}/edit"),
+            Some("https://evil.example"),
+            &[("_csrf", b1.csrf()), ("body", "hijacked")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    // The notice quotes the comment as it now reads; mentioning r2 again
+    // (removed by the last edit) is no news.
+    let mentions_of_r2 = || async {
+        let n: Value = r2.get("/v1/notifications", 200).await;
+        n["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "action.mentioned" && n["action_id"] == a["id"])
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    let told = mentions_of_r2().await;
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0]["body"], "Renewed by hand.");
+    let again = format!("Renewed by hand. @{} FYI", r2.person().email);
+    r1.patch::<Value>(&one, json!({"body": again}), 200).await;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(mentions_of_r2().await.len(), 1, "told once");
+    // A comment id of another Action is not found through this one.
+    let b = app.create_action(two_options("Another")).await;
+    r1.patch_err(
+        &format!("{}/{cid}", at(&b, "comments")),
+        json!({"body": "x"}),
+        404,
+        "COMMENT_NOT_FOUND",
+    )
+    .await;
 
     // Deleting: not another reviewer, nor a viewer; the author or an admin may.
     for who in [&r2, &viewer] {
@@ -2015,6 +2052,8 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
         .error(404, "COMMENT_NOT_FOUND");
     let listed: Value = viewer.get(&comments, 200).await;
     assert_eq!(listed["data"], json!([]));
+    let told = mentions_of_r2().await;
+    assert_eq!(told[0]["body"], "(This comment was deleted.)", "{told:?}");
     let detail: Value = r1
         .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
         .await;
@@ -2025,6 +2064,7 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
             "commented",
             "comment_edited",
             "comment_edited",
+            "comment_edited",
             "commented",
             "comment_deleted",
             "comment_deleted"
@@ -2032,8 +2072,13 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
     );
     let h = &detail["data"]["history"];
     assert_eq!(h[2]["data"]["mentions"], json!([r2.person().id]));
-    assert_eq!(h[5]["actor"]["id"], admin.person().id.as_str());
-    assert_eq!(h[6]["data"]["comment_id"], cid);
+    assert_eq!(
+        h[4]["data"]["mentions"],
+        json!([]),
+        "r2 was mentioned before"
+    );
+    assert_eq!(h[6]["actor"]["id"], admin.person().id.as_str());
+    assert_eq!(h[7]["data"]["comment_id"], cid);
     let html = b1.page(&page).await;
     assert!(html.contains("deleted a comment"), "the history says so");
     assert!(!html.contains("Renewed by hand."));
