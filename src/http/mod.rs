@@ -206,7 +206,12 @@ async fn declared_too_large(req: Request, next: Next) -> Response {
             (&Method::POST, Some("/v1/actions"))
                 | (&Method::PATCH, Some("/v1/actions/{action_id}"))
         );
-        return extract::too_large(action).into_response();
+        let e = extract::too_large(action);
+        // A dashboard form gets the error page, as its other refusals do.
+        if req.uri().path().starts_with("/app/") {
+            return ui::view::UiError(e).into_response();
+        }
+        return e.into_response();
     }
     next.run(req).await
 }

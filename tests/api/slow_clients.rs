@@ -553,6 +553,16 @@ async fn a_declared_length_over_the_limit_is_refused_before_the_body() {
             r.body
         );
     }
+    // A dashboard form gets the error page, not JSON.
+    let mut s = connect(&app).await;
+    let head = format!(
+        "POST /app/actions/{id}/comments HTTP/1.1\r\nHost: hds\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 999999999\r\n\r\nbody=x"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let r = read_response(&mut s).await;
+    assert_eq!(r.status, 413, "{}", r.head);
+    assert!(r.head.contains("content-type: text/html"), "{}", r.head);
     let a: Value = app.source().get(&format!("/v1/actions/{id}"), 200).await;
     assert_eq!(a["data"]["status"], "open", "nothing applied: {a}");
     assert!(a["data"]["assignee"].is_null(), "not claimed: {a}");
