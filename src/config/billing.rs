@@ -68,6 +68,11 @@ pub struct BillingConfig {
     /// dashboard or the API, and of one whose Stripe subscription ended.
     /// `self_hosted` unless set.
     pub default_plan: String,
+    /// `workspaces_per_person`: how many workspaces on the default plan one
+    /// person may own and still create another through the API or the
+    /// dashboard (each would bring a fresh allowance of that plan); None:
+    /// no limit. `hds workspaces create` (the operator) is not limited.
+    pub workspaces_per_person: Option<u32>,
 }
 
 impl Default for BillingConfig {
@@ -76,6 +81,7 @@ impl Default for BillingConfig {
             plans: BTreeMap::new(),
             stripe: None,
             default_plan: SELF_HOSTED.to_owned(),
+            workspaces_per_person: None,
         }
     }
 }
@@ -98,6 +104,7 @@ pub(crate) struct BillingFile {
     plans: BTreeMap<String, PlanConfig>,
     stripe: Option<StripeFile>,
     default_plan: Option<String>,
+    workspaces_per_person: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +188,7 @@ pub(crate) fn check(f: BillingFile) -> anyhow::Result<BillingConfig> {
         plans: f.plans,
         stripe,
         default_plan,
+        workspaces_per_person: f.workspaces_per_person,
     })
 }
 

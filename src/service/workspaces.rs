@@ -120,8 +120,25 @@ pub async fn create(s: &Services, user: &UserCaller, req: WorkspaceCreate) -> Re
     // On the operator's `[billing] default_plan`: a workspace anyone may
     // make is not a way around the plans.
     let plan = s.config.billing.default_plan.clone();
+    let most = s.config.billing.workspaces_per_person;
     let w = s
         .write(move |c, _| {
+            // Nor is making many of them: counted in the same transaction.
+            if let Some(most) = most {
+                let n = store::owned_on_plan(c, &uid, &plan)?;
+                if n >= i64::from(most) {
+                    return Err(Error::new(
+                        Code::PlanLimitReached,
+                        format!(
+                            "you own {n} workspaces on the {plan} plan, the most one person may create here; \
+                             use one of them, move one to another plan, or ask the operator to create one (`hds workspaces create`)"
+                        ),
+                    )
+                    .with_detail("resource", "workspaces")
+                    .with_detail("limit", most)
+                    .with_detail("used", n));
+                }
+            }
             let w = create_team(c, &name, &uid, &now)?;
             crate::store::billing::set_plan(c, &w.id, &plan)?;
             Ok(w)

@@ -44,6 +44,16 @@ pub fn get(c: &Connection, id: &str) -> Result<Option<Workspace>> {
     .optional()?)
 }
 
+/// How many workspaces on plan `plan_id` the person owns
+/// (`memberships_by_user`, then each workspace by its key).
+pub fn owned_on_plan(c: &Connection, user_id: &str, plan_id: &str) -> Result<i64> {
+    Ok(c.prepare_cached(
+        "SELECT count(*) FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
+          WHERE m.user_id = ?1 AND m.role = 'owner' AND w.plan_id = ?2",
+    )?
+    .query_row(params![user_id, plan_id], |r| r.get(0))?)
+}
+
 pub fn add_member(
     c: &Connection,
     workspace_id: &str,

@@ -898,3 +898,52 @@ async fn the_default_plan_covers_new_workspaces_and_ended_subscriptions() {
         assert_eq!(plan_id(&app).await, expect, "{kind}");
     }
 }
+
+/// `[billing] workspaces_per_person`: a person who owns that many
+/// workspaces on the default plan may create no more (each would bring a
+/// fresh allowance of the plan); one moved to another plan makes room; a
+/// refusal writes nothing; without the setting anyone creates freely.
+#[tokio::test]
+async fn one_person_creates_at_most_workspaces_per_person_on_the_default_plan() {
+    let app = TestApp::spawn_with(|c| {
+        c.billing
+            .plans
+            .insert("starter".into(), plan("Starter", Some(3), Some(3), Some(2)));
+        c.billing.default_plan = "starter".into();
+        c.billing.workspaces_per_person = Some(2);
+    })
+    .await;
+    let bo = app.member(Role::Reviewer);
+    let first: Value = bo
+        .post("/v1/workspaces", json!({"name": "Side one"}), 201)
+        .await;
+    bo.post::<Value>("/v1/workspaces", json!({"name": "Side two"}), 201)
+        .await;
+    let e = bo
+        .post_err(
+            "/v1/workspaces",
+            json!({"name": "Side three"}),
+            403,
+            "PLAN_LIMIT_REACHED",
+        )
+        .await;
+    assert_eq!(e["details"]["resource"], "workspaces", "{e}");
+    assert_eq!(e["details"]["limit"], 2);
+    assert_eq!(e["details"]["used"], 2);
+    assert!(e["details"].get("period_end").is_none());
+    let mine: Value = bo.get("/v1/workspaces", 200).await;
+    assert_eq!(mine["data"].as_array().unwrap().len(), 3, "nothing written");
+    // One moved to another plan (a paid one) no longer counts.
+    let id = first["data"]["id"].as_str().unwrap();
+    hds::store::billing::set_plan(&app.db(), id, "self_hosted").unwrap();
+    bo.post::<Value>("/v1/workspaces", json!({"name": "Side three"}), 201)
+        .await;
+
+    // Without the setting: no limit.
+    let free = TestApp::spawn().await;
+    let cy = free.member(Role::Reviewer);
+    for n in 0..4 {
+        cy.post::<Value>("/v1/workspaces", json!({"name": format!("W{n}")}), 201)
+            .await;
+    }
+}
