@@ -184,6 +184,14 @@ pub(crate) fn check(f: BillingFile) -> anyhow::Result<BillingConfig> {
         default_plan == SELF_HOSTED || f.plans.contains_key(&default_plan),
         "[billing] default_plan = {default_plan:?} names no plan: define [billing.plans.{default_plan}] or name one that is defined"
     );
+    // Counted on the default plan: on `self_hosted`, which every workspace
+    // the operator made is on too, the operator's own would count.
+    anyhow::ensure!(
+        f.workspaces_per_person.is_none() || default_plan != SELF_HOSTED,
+        "[billing] workspaces_per_person counts the workspaces a person owns on default_plan, which is \
+         self_hosted (unlimited, and the plan of every workspace the operator made): set default_plan to \
+         one of your [billing.plans.*] as well"
+    );
     Ok(BillingConfig {
         plans: f.plans,
         stripe,
@@ -232,6 +240,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("default_plan = \"gold\" names no plan"), "{e}");
+    }
+
+    /// `workspaces_per_person` counts on the default plan, so it needs one
+    /// of the operator's plans there, not `self_hosted`.
+    #[test]
+    fn workspaces_per_person_needs_a_default_plan_of_ones_own() {
+        let b = parse("[billing]\ndefault_plan = \"free\"\nworkspaces_per_person = 2\n[billing.plans.free]\nname = \"Free\"\n").unwrap();
+        assert_eq!(b.workspaces_per_person, Some(2));
+        let e = parse("[billing]\nworkspaces_per_person = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("set default_plan to one of your"), "{e}");
     }
 
     #[test]

@@ -130,8 +130,9 @@ pub async fn create(s: &Services, user: &UserCaller, req: WorkspaceCreate) -> Re
                     return Err(Error::new(
                         Code::PlanLimitReached,
                         format!(
-                            "you own {n} workspaces on the {plan} plan, the most one person may create here; \
-                             use one of them, move one to another plan, or ask the operator to create one (`hds workspaces create`)"
+                            "you own {n} workspace{s} on the {plan} plan, the most one person may create here; \
+                             use one of them, move one to another plan, or ask the operator to create one (`hds workspaces create`)",
+                            s = if n == 1 { "" } else { "s" }
                         ),
                     )
                     .with_detail("resource", "workspaces")

@@ -132,7 +132,7 @@ pub fn outgoing(c: &Connection, id: &str) -> Result<Option<Outgoing>> {
 
 /// Why a pending sign-in mail is given up unsent: its link is dead.
 pub const LAPSED: &str =
-    "not sent: the sign-in link it carries expired (15 minutes) before it could be delivered";
+    "not sent: the sign-in link it carries lives 15 minutes, and would be dead by its next attempt";
 
 /// Whether `id` is a pending sign-in mail queued at or before `cutoff` (its
 /// link's lifetime before the time it would be sent): sending it would
