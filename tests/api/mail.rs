@@ -642,6 +642,18 @@ async fn an_international_domain_is_sent_in_ascii_and_a_local_part_fails_at_once
     assert_eq!(app.count_rows("jobs"), 0, "no retry is queued");
 }
 
+/// The text of a page fetched without a session.
+async fn anonymous_page(url: String) -> String {
+    crate::helpers::browser_client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// POSTs the sign-in page's e-mail form from `origin`; answers the response.
 async fn ask_for_link(app: &TestApp, origin: &str, email: &str) -> reqwest::Response {
     crate::helpers::browser_client()
@@ -681,14 +693,7 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
     let sink = SmtpSink::start();
     let app = app_mailing_links(sink.port).await;
     let admin = "admin@example.com";
-    let page = crate::helpers::browser_client()
-        .get(format!("{}/app/signin?next=/app/runs", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = anonymous_page(format!("{}/app/signin?next=/app/runs", app.base)).await;
     assert!(page.contains("id=\"email-link-form\""), "{page}");
     assert!(page.contains("name=\"next\" value=\"/app/runs\""), "{page}");
 
@@ -699,14 +704,7 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
         assert_eq!(r.status(), 303, "{email}");
         assert_eq!(r.headers()["location"], done, "{email}");
     }
-    let page = crate::helpers::browser_client()
-        .get(format!("{}{done}", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = anonymous_page(format!("{}{done}", app.base)).await;
     assert!(page.contains("Check your e-mail"), "{page}");
     assert!(!page.contains("Admin@Example.com") && !page.contains("nobody@"));
 
@@ -972,14 +970,7 @@ async fn without_smtp_or_email_links_the_signin_page_offers_no_mailed_link() {
     assert_eq!(r.status(), 404, "off is off, whatever the origin");
     assert_eq!(app.count_rows("mail_outbox"), 0);
     let app = TestApp::spawn().await;
-    let page = crate::helpers::browser_client()
-        .get(format!("{}/app/signin", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = anonymous_page(format!("{}/app/signin", app.base)).await;
     assert!(!page.contains("email-link-form"));
     let links = app.count_rows("signin_links");
     let r = ask_for_link(&app, &app.base, "admin@example.com").await;

@@ -116,7 +116,7 @@ pub async fn comment(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &page, &form)?;
-    let body = form.get("body").unwrap_or_default().replace("\r\n", "\n");
+    let body = comment_body(&form);
     let r = work::add_comment(
         &st.services,
         page.user.clone(),
@@ -125,6 +125,11 @@ pub async fn comment(
     )
     .await;
     back(&st, &page, &id, "commented", r.map(|_| ())).await
+}
+
+/// A comment form's Markdown, with the browser's CRLF line ends as LF.
+fn comment_body(form: &FormData) -> String {
+    form.get("body").unwrap_or_default().replace("\r\n", "\n")
 }
 
 /// POST /app/actions/{id}/comments/{comment_id}/edit
@@ -136,7 +141,7 @@ pub async fn edit_comment(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &page, &form)?;
-    let body = form.get("body").unwrap_or_default().replace("\r\n", "\n");
+    let body = comment_body(&form);
     let r = work::edit_comment(
         &st.services,
         page.user.clone(),
