@@ -159,8 +159,15 @@ async fn a_destructive_option_asks_first_with_and_without_javascript() {
 /// rewrites the committed ones.
 #[tokio::test]
 async fn every_page_fits_a_phone_and_the_readme_screenshots_are_taken() {
-    // Loopback callbacks, for the Source page's delivery log.
-    let app = TestApp::spawn_with(|c| c.allow_private_callbacks = true).await;
+    // Loopback callbacks, for the Source page's delivery log; mailed sign-in
+    // links on, so the sign-in page shows its e-mail form (nothing is
+    // mailed: no one asks, and no mail server listens).
+    let app = TestApp::spawn_with(|c| {
+        c.allow_private_callbacks = true;
+        c.smtp = Some(crate::smtp::SmtpSink::config(crate::smtp::free_port()));
+        c.auth.email_links = true;
+    })
+    .await;
     let rx = crate::receiver::Receiver::start();
     rx.script(&[410], 0.0).await;
     let tmp = tempfile::tempdir().unwrap();

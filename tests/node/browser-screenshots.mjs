@@ -140,6 +140,11 @@ run(async (browser) => {
     await api("POST", `/v1/actions/${deploy.id}/context-requests`, USER_TOKEN, { question: "Which region goes first, and how long does each take?" }),
     "ask",
   );
+  // A comment of the signed-in person's own: its Edit and Delete show.
+  await ok(
+    await api("POST", `/v1/actions/${deploy.id}/comments`, USER_TOKEN, { body: "Canary looks healthy; **go ahead** after the EU window." }),
+    "comment",
+  );
   const lastLog = await ok(await api("GET", `/v1/sources/${SOURCE_ID}/deliveries`, USER_TOKEN), "deliveries");
   const failed = lastLog.data.find((d) => d.status === "failed") || lastLog.data[0];
 
@@ -192,7 +197,8 @@ run(async (browser) => {
     { name: "inbox", url: "/app?environment=all", shot: "inbox", ready: "#inbox-rows li >> nth=5" },
     { name: "resolved", url: "/app?status=resolved&environment=all", shot: "inbox-resolved" },
     { name: "cancelled", url: "/app?status=cancelled&environment=all" },
-    { name: "action", url: `/app/actions/${deploy.id}`, shot: "action" },
+    { name: "awaiting_vote", url: "/app?scope=needs_my_vote" },
+    { name: "action", url: `/app/actions/${deploy.id}`, shot: "action", full: true },
     { name: "sources", url: "/app/sources" },
     { name: "source", url: `/app/sources/${SOURCE_ID}`, shot: "source" },
     { name: "delivery", url: `/app/sources/${SOURCE_ID}/deliveries/${failed.id}`, shot: "delivery" },
@@ -244,6 +250,13 @@ run(async (browser) => {
   const phone = await newPage(browser, { width: 390, height: 844 }, { deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   // Signed out first: the sign-in page and the guide as a stranger sees them.
   for (const [name, url] of [["signin", "/app/signin"], ["guide_signed_out", "/app/guide"]]) {
+    if (name === "signin") {
+      for (const [page, suffix] of [[wide, ""], [phone, "-phone"]]) {
+        await page.goto(`${BASE}${url}`);
+        await page.screenshot({ path: `${OUT}/signin${suffix}.png` });
+        files.push(`signin${suffix}.png`);
+      }
+    }
     await phone.goto(`${BASE}${url}`);
     phoneChecks[name] = {
       horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
