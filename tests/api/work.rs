@@ -2000,6 +2000,56 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
         )
         .await;
     assert_eq!(r.status(), 403);
+    // A refused edit shows the page again with its form open, holding what
+    // was typed; a refused new comment keeps its text in the box; an edit
+    // of a comment deleted meanwhile lands in the new comment's box.
+    let long = format!("Typed with care {}", "x".repeat(10_000));
+    let r = b1
+        .post_form(
+            &format!("{page}/comments/{cid}/edit"),
+            Some(origin),
+            &[("_csrf", b1.csrf()), ("body", &long)],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Not done: body is 10016 characters; the limit is 10000"));
+    assert!(html.contains("<details class=\"comment-edit\" open>"));
+    assert!(html.contains(&format!(">{long}</textarea>")));
+    let r = b1
+        .post_form(
+            &format!("{page}/comments"),
+            Some(origin),
+            &[("_csrf", b1.csrf()), ("body", &long)],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(html.contains(&format!(
+        "id=\"comment-body\" rows=\"3\" maxlength=\"10000\" required>{long}</textarea>"
+    )));
+    assert!(!html.contains("comment-edit\" open"));
+    let gone: Value = r1
+        .post(&comments, json!({"body": "About to go"}), 201)
+        .await;
+    let gone_id = gone["data"]["id"].as_str().unwrap().to_owned();
+    r1.delete::<Value>(&format!("{comments}/{gone_id}"), 204)
+        .await;
+    let r = b1
+        .post_form(
+            &format!("{page}/comments/{gone_id}/edit"),
+            Some(origin),
+            &[("_csrf", b1.csrf()), ("body", "Still worth saying")],
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("required>Still worth saying</textarea>"));
+    assert!(html.contains("id=\"comment-body\""));
+    assert_eq!(
+        viewer.get::<Value>(&comments, 200).await["data"][0]["body"],
+        "Renewed by hand."
+    );
     // The notice quotes the comment as it now reads; mentioning r2 again
     // (removed by the last edit) is no news.
     let mentions_of_r2 = || async {
@@ -2064,6 +2114,9 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
             "commented",
             "comment_edited",
             "comment_edited",
+            // Posted and deleted to show a refused edit of a comment gone.
+            "commented",
+            "comment_deleted",
             "comment_edited",
             "commented",
             "comment_deleted",
@@ -2073,12 +2126,12 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
     let h = &detail["data"]["history"];
     assert_eq!(h[2]["data"]["mentions"], json!([r2.person().id]));
     assert_eq!(
-        h[4]["data"]["mentions"],
+        h[6]["data"]["mentions"],
         json!([]),
         "r2 was mentioned before"
     );
-    assert_eq!(h[6]["actor"]["id"], admin.person().id.as_str());
-    assert_eq!(h[7]["data"]["comment_id"], cid);
+    assert_eq!(h[8]["actor"]["id"], admin.person().id.as_str());
+    assert_eq!(h[9]["data"]["comment_id"], cid);
     let html = b1.page(&page).await;
     assert!(html.contains("deleted a comment"), "the history says so");
     assert!(!html.contains("Renewed by hand."));

@@ -53,6 +53,12 @@ pub struct ActionPage {
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
     value: String,
+    /// A refused new comment's text, put back in its box.
+    pub(crate) comment_draft: String,
+    /// A refused edit: the comment's id and the text typed, so its form
+    /// opens again holding that text (empty id: none).
+    pub(crate) edit_draft_id: String,
+    pub(crate) edit_draft: String,
     /// `services.changes` when the page was read: the live requests list
     /// refreshes from the next change.
     changes_version: u64,
@@ -76,6 +82,9 @@ async fn page_for(
         stale: None,
         reason: String::new(),
         value: String::new(),
+        comment_draft: String::new(),
+        edit_draft_id: String::new(),
+        edit_draft: String::new(),
         changes_version,
         press_id: ulid::Ulid::new().to_string(),
     })
@@ -93,6 +102,17 @@ pub(crate) async fn current_page(
 }
 
 shows_error!(ActionPage);
+
+impl ActionPage {
+    /// Whether the page offers an Edit form for this comment.
+    pub(crate) fn may_edit_comment(&self, comment_id: &str) -> bool {
+        self.a
+            .work
+            .comments
+            .iter()
+            .any(|c| c.id == comment_id && c.may_edit)
+    }
+}
 
 /// GET /app/actions/{id}
 pub async fn action_page(

@@ -17,6 +17,13 @@ use crate::http::ui::view::{
 };
 use crate::service::work::{self, AssignmentUpdate, CommentCreate, SnoozeRequest};
 
+/// What a refused comment form had typed, to put back on the page.
+enum Draft {
+    None,
+    Comment(String),
+    Edit { comment_id: String, body: String },
+}
+
 async fn back(
     st: &AppState,
     page: &PageUser,
@@ -24,13 +31,42 @@ async fn back(
     done: &str,
     outcome: Result<()>,
 ) -> Result<Response, UiError> {
+    back_with(st, page, id, done, outcome, Draft::None).await
+}
+
+async fn back_with(
+    st: &AppState,
+    page: &PageUser,
+    id: &str,
+    done: &str,
+    outcome: Result<()>,
+    draft: Draft,
+) -> Result<Response, UiError> {
     match outcome {
         Ok(()) => Ok(see_other(&format!("/app/actions/{id}?done={done}"))),
         // The Action gone or out of sight: the error page, not the page.
         Err(e) if e.code == Code::ActionNotFound => Err(e.into()),
         Err(e) => {
             let message = format!("Not done: {}", e.message);
-            page_with_message(e, message, current_page(st, page, id)).await
+            let shown = async {
+                let mut out = current_page(st, page, id).await?;
+                match draft {
+                    Draft::None => {}
+                    Draft::Comment(body) => out.comment_draft = body,
+                    // A comment gone meanwhile has no form: the text goes
+                    // to the new comment's box, to be posted again.
+                    Draft::Edit { comment_id, body } => {
+                        if out.may_edit_comment(&comment_id) {
+                            out.edit_draft_id = comment_id;
+                            out.edit_draft = body;
+                        } else {
+                            out.comment_draft = body;
+                        }
+                    }
+                }
+                Ok(out)
+            };
+            page_with_message(e, message, shown).await
         }
     }
 }
@@ -121,10 +157,11 @@ pub async fn comment(
         &st.services,
         page.user.clone(),
         id.clone(),
-        CommentCreate { body },
+        CommentCreate { body: body.clone() },
     )
     .await;
-    back(&st, &page, &id, "commented", r.map(|_| ())).await
+    let draft = Draft::Comment(body);
+    back_with(&st, &page, &id, "commented", r.map(|_| ()), draft).await
 }
 
 /// A comment form's Markdown, with the browser's CRLF line ends as LF.
@@ -146,11 +183,12 @@ pub async fn edit_comment(
         &st.services,
         page.user.clone(),
         id.clone(),
-        comment_id,
-        CommentCreate { body },
+        comment_id.clone(),
+        CommentCreate { body: body.clone() },
     )
     .await;
-    back(&st, &page, &id, "comment_edited", r.map(|_| ())).await
+    let draft = Draft::Edit { comment_id, body };
+    back_with(&st, &page, &id, "comment_edited", r.map(|_| ()), draft).await
 }
 
 /// POST /app/actions/{id}/comments/{comment_id}/delete
