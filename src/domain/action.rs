@@ -119,6 +119,11 @@ pub struct ActionOption {
         deserialize_with = "crate::domain::strict_json::optional_integer"
     )]
     pub sort_order: Option<i64>,
+    /// A decision choosing this option must say why (`reason`), as GitHub's
+    /// "Request changes" needs a comment. Left out when false, so Actions
+    /// made before it keep their fingerprints.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reason_required: bool,
 }
 
 /// Typed interaction (guide: "The Action object"), used instead of `options`.

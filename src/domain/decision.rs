@@ -134,6 +134,30 @@ pub fn is_fingerprint(f: &str) -> bool {
     })
 }
 
+/// A decision choosing an option marked `reason_required` must carry a
+/// reason that is more than white space. The expiry timer's `on_expire`
+/// choice is exempt: no one chose it.
+pub fn check_reason_given(
+    spec: &ActionSpec,
+    option_id: Option<&str>,
+    reason: Option<&str>,
+) -> Result<(), Error> {
+    let Some(o) = option_id.and_then(|id| spec.option(id)) else {
+        return Ok(());
+    };
+    if !o.reason_required || reason.is_some_and(|r| !r.trim().is_empty()) {
+        return Ok(());
+    }
+    Err(Error::field(
+        "reason",
+        format!(
+            "choosing \"{}\" needs a reason: say why you chose it",
+            o.label
+        ),
+    )
+    .with_detail("option_id", o.id.clone()))
+}
+
 /// Checks the chosen option or typed response; returns what is recorded.
 pub fn check_choice(
     spec: &ActionSpec,

@@ -69,6 +69,7 @@ mod tests {
                 label: "Yes".into(),
                 style: Some("primary".into()),
                 sort_order: Some(0),
+                reason_required: false,
             }]),
             ..Default::default()
         }

@@ -220,6 +220,7 @@ pub(crate) fn decide_in(
     decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
     let (option_id, response) =
         decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
+    decision::check_reason_given(&a.spec, option_id.as_deref(), req.reason.as_deref())?;
     let resolution = Resolution::chosen(
         option_id,
         response,
@@ -256,6 +257,7 @@ pub async fn resolve(
         decision::check_binding(&a, req.action_version, req.fingerprint.as_deref())?;
         let (option_id, response) =
             decision::check_choice(&a.spec, req.option_id.as_deref(), req.response.as_ref())?;
+        decision::check_reason_given(&a.spec, option_id.as_deref(), req.reason.as_deref())?;
         let resolution = Resolution::chosen(
             option_id,
             response,

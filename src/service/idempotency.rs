@@ -369,7 +369,7 @@ mod tests {
         let parse = |b: &[u8]| crate::domain::validate::parse_create_bytes(b).unwrap();
         let bare = parse(br#"{"title":"Deploy","options":[{"label":"Go"}]}"#);
         let sent = parse(
-            br#"{"title":"Deploy","options":[{"label":"Go","style":"secondary"}],"visibility":"workspace"}"#,
+            br#"{"title":"Deploy","options":[{"label":"Go","style":"secondary","reason_required":false}],"visibility":"workspace"}"#,
         );
         let hash = |s: &crate::domain::action::ActionSpec| {
             typed_request_hash(

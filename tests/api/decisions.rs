@@ -151,3 +151,156 @@ async fn decision_codes() {
         .await
         .error(409, "ACTION_NOT_OPEN");
 }
+
+/// `options[].reason_required`: a decision choosing that option (by a person,
+/// in a batch, from the dashboard, or by the Source) must say why; the flag
+/// is left out of the Action when false, so fingerprints do not move.
+#[tokio::test]
+async fn an_option_may_require_a_reason() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let source = app.source();
+    let spec = |title: &str| {
+        json!({"title": title, "options": [
+            {"id": "approve", "label": "Approve", "style": "primary"},
+            {"id": "changes", "label": "Request changes", "reason_required": true}]})
+    };
+    let a = app.create_action(spec("Merge #12")).await;
+    assert_eq!(a["options"][1]["reason_required"], true);
+    assert!(a["options"][0].get("reason_required").is_none(), "{a}");
+    // false is the default and is left out: the same fingerprint.
+    let plain = app.create_action(two_options("Same")).await;
+    let mut explicit = two_options("Same");
+    explicit["options"][0]["reason_required"] = json!(false);
+    let explicit = app.create_action(explicit).await;
+    assert_eq!(plain["fingerprint"], explicit["fingerprint"]);
+    assert!(explicit["options"][0].get("reason_required").is_none());
+    // Not a boolean: the create is refused, naming it.
+    let mut bad = spec("Bad");
+    bad["options"][1]["reason_required"] = json!("yes");
+    source
+        .post_err("/v1/actions", bad, 422, "VALIDATION_ERROR")
+        .await;
+
+    let id = a["id"].as_str().unwrap();
+    for reason in [None, Some(""), Some("  \n ")] {
+        let mut choice = json!({"option_id": "changes"});
+        if let Some(r) = reason {
+            choice["reason"] = json!(r);
+        }
+        let e = app.decide(&a, choice).await;
+        let e = e.error(422, "VALIDATION_ERROR");
+        assert_eq!(e["details"]["errors"][0]["field"], "reason", "{e}");
+        assert_eq!(e["details"]["option_id"], "changes", "{e}");
+        assert_eq!(
+            e["message"],
+            "choosing \"Request changes\" needs a reason: say why you chose it"
+        );
+    }
+    let batch = json!({"decisions": [{"action_id": id, "action_version": 1,
+        "fingerprint": a["fingerprint"], "option_id": "changes"}]});
+    let out: Value = admin.post("/v1/actions/decisions", batch, 200).await;
+    assert_eq!(out["data"][0]["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(
+        out["data"][0]["error"]["details"]["errors"][0]["field"],
+        "reason"
+    );
+    source
+        .post_err(
+            &format!("/v1/actions/{id}/resolve"),
+            json!({"option_id": "changes"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    let still: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(still["data"]["status"], "open");
+
+    // The dashboard names the options that need one, and a form without it
+    // comes back with the message tied to the reason box.
+    let b = app.browser(admin.person()).await;
+    let page = format!("/app/actions/{id}");
+    let html = b.page(&page).await;
+    assert!(
+        html.contains("(needed to choose “Request changes”; kept with the decision)"),
+        "{html}"
+    );
+    let origin = b.url("");
+    let origin = origin.trim_end_matches('/');
+    let version = a["action_version"].to_string();
+    let fp = a["fingerprint"].as_str().unwrap();
+    let r = b
+        .post_form(
+            &format!("{page}/decide"),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("action_version", &version),
+                ("fingerprint", fp),
+                ("option_id", "changes"),
+                ("reason", ""),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(
+            "Your answer was not accepted: choosing &#34;Request changes&#34; needs a reason: say why you chose it."
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("id=\"decide-reason\" rows=\"2\" maxlength=\"2000\" aria-invalid=\"true\" aria-describedby=\"decide-error\""),
+        "{html}"
+    );
+    let r = b
+        .post_form(
+            &format!("{page}/decide"),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("action_version", &version),
+                ("fingerprint", fp),
+                ("option_id", "changes"),
+                ("reason", "Add a test for the empty case."),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let done: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(done["data"]["status"], "resolved");
+    assert_eq!(done["data"]["resolution_option_id"], "changes");
+    assert_eq!(
+        done["data"]["resolution_reason"],
+        "Add a test for the empty case."
+    );
+    // The other option needs none.
+    let b2 = app.create_action(spec("Merge #13")).await;
+    app.decide(&b2, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    // A destructive option that needs a reason asks for the reason before
+    // its confirmation.
+    let mut d = spec("Drop #14");
+    d["options"][1]["style"] = json!("destructive");
+    let d = app.create_action(d).await;
+    let r = b
+        .post_form(
+            &format!("/app/actions/{}/decide", d["id"].as_str().unwrap()),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("action_version", "1"),
+                ("fingerprint", d["fingerprint"].as_str().unwrap()),
+                ("option_id", "changes"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("needs a reason: say why you chose it"),
+        "{html}"
+    );
+}

@@ -49,6 +49,8 @@ pub struct ActionPage {
     base_url: String,
     flash: Option<&'static str>,
     error: Option<String>,
+    /// The form field the error is about (`reason` ties it to that box).
+    error_field: Option<String>,
     stale: Option<StaleVm>,
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
@@ -79,6 +81,7 @@ async fn page_for(
         base_url: st.services.config.base_url.clone(),
         flash: None,
         error: None,
+        error_field: None,
         stale: None,
         reason: String::new(),
         value: String::new(),
@@ -101,7 +104,7 @@ pub(crate) async fn current_page(
     page_for(st, page, &view, version).await
 }
 
-shows_error!(ActionPage);
+shows_error!(fields: ActionPage);
 
 impl ActionPage {
     /// Whether the page offers an Edit form for this comment.
@@ -163,6 +166,15 @@ pub async fn decide_action(
     check_csrf(&st, &headers, &page, &form)?;
     let s = &st.services;
     let view = dashboard::action(s, &page.user, id.clone()).await?;
+    // A reason the option needs is asked for before a destructive option's
+    // confirmation, not after it.
+    if let Err(e) = crate::domain::decision::check_reason_given(
+        &view.action.spec,
+        form.get("option_id"),
+        form.get("reason"),
+    ) {
+        return refused(&st, &page, &id, &form, e).await;
+    }
     if let Some(label) = unconfirmed_destructive(&view.action, &form) {
         let ask = Ask {
             heading: "This is destructive".into(),
@@ -230,6 +242,7 @@ async fn refused(
         out.stale = Some(changes_since(&view, seen));
     } else {
         out.error = Some(in_words(&e, &view.action));
+        out.error_field = crate::http::ui::view::error_field(&e);
     }
     Ok((e.code.status(), out).into_response())
 }

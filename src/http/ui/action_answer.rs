@@ -50,6 +50,8 @@ pub struct AnswerVm {
     pub choices: Vec<ChoiceVm>,
     pub multiple: bool,
     pub fields: Vec<FieldVm>,
+    /// The hint beside the reason box: which options need one.
+    pub reason_hint: String,
 }
 
 /// The range a number answer must fall in, as the page shows it.
@@ -73,6 +75,7 @@ pub(super) fn answer(a: &ActionRecord) -> AnswerVm {
         choices: Vec::new(),
         multiple: false,
         fields: Vec::new(),
+        reason_hint: "optional, kept with the decision".into(),
     };
     if a.spec.approval_policy.is_some() {
         vm.kind = "vote";
@@ -99,6 +102,17 @@ pub(super) fn answer(a: &ActionRecord) -> AnswerVm {
             })
             .collect();
         assign_keys(&mut vm.options);
+        let needing: Vec<String> = options
+            .iter()
+            .filter(|o| o.reason_required)
+            .map(|o| format!("“{}”", o.label))
+            .collect();
+        if !needing.is_empty() {
+            vm.reason_hint = format!(
+                "needed to choose {}; kept with the decision",
+                needing.join(" or ")
+            );
+        }
         return vm;
     }
     match &a.spec.interaction {
