@@ -63,11 +63,23 @@ pub fn check(
     if one_more_fits(Some(limit), n) {
         return Ok(());
     }
+    let one = limit == 1;
     let noun = match what {
+        Resource::Actions if one => "Action this month",
         Resource::Actions => "Actions this month",
+        Resource::Runs if one => "run this month",
         Resource::Runs => "runs this month",
+        Resource::Members if one => "member or pending invitation",
         Resource::Members => "members and pending invitations",
+        Resource::Sources if one => "Source",
         Resource::Sources => "Sources",
+    };
+    // Who can change the plan here: an owner through Stripe's portal, or
+    // else only the operator.
+    let change = if plans.stripe.is_some() {
+        "or an owner can change the plan on the Billing page (/app/billing)"
+    } else {
+        "or the instance's operator can move the workspace to another plan (hds workspaces set-plan)"
     };
     let refused = |message: String| {
         Error::new(Code::PlanLimitReached, message)
@@ -80,16 +92,16 @@ pub fn check(
         Resource::Actions | Resource::Runs => {
             let end = time::format(period(now).end);
             refused(format!(
-                "the workspace's plan allows {limit} {noun} and {n} are used; the count starts again at {end}, or an owner can change the plan (the Billing page, or GET /v1/billing)"
+                "the workspace's plan allows {limit} {noun} and {n} are used; the count starts again at {end}, {change}"
             ))
             .with_detail("period_end", end)
         }
         // Levels: room again when one goes.
         Resource::Members => refused(format!(
-            "the workspace's plan allows {limit} {noun} and {n} are used; remove a member or revoke a pending invitation, or an owner can change the plan (the Billing page, or GET /v1/billing)"
+            "the workspace's plan allows {limit} {noun} and {n} are used; remove a member or revoke a pending invitation, {change}"
         )),
         Resource::Sources => refused(format!(
-            "the workspace's plan allows {limit} {noun} and {n} are used; revoke one, or an owner can change the plan (the Billing page, or GET /v1/billing)"
+            "the workspace's plan allows {limit} {noun} and {n} are used; revoke one, {change}"
         )),
     })
 }
@@ -430,7 +442,7 @@ pub async fn stripe_webhook(
     };
     let status = sub["status"].as_str().unwrap_or_default();
     let verdict = match kind {
-        "customer.subscription.deleted" => Verdict::Ended,
+        "customer.subscription.deleted" => Verdict::Ended { for_good: true },
         "customer.subscription.created" | "customer.subscription.updated" => match status {
             // Paid, on trial, or paid before and being retried (Stripe's
             // dunning ends in `unpaid` or `canceled`, below).
@@ -446,7 +458,10 @@ pub async fn stripe_webhook(
                     }
                 }
             }
-            "canceled" | "incomplete_expired" | "unpaid" | "paused" => Verdict::Ended,
+            // Stripe never makes a canceled or expired subscription live
+            // again; an unpaid or paused one may be.
+            "canceled" | "incomplete_expired" => Verdict::Ended { for_good: true },
+            "unpaid" | "paused" => Verdict::Ended { for_good: false },
             // `incomplete`: the first payment is not made yet; the plan
             // comes with the event that makes it `active`.
             _ => return ignored(),
@@ -457,11 +472,20 @@ pub async fn stripe_webhook(
     let sub_created = sub["created"].as_i64();
     let (customer, sub_id) = (customer.to_owned(), sub_id.to_owned());
     let ended_plan = s.config.billing.default_plan.clone();
+    let now = time::format(s.clock.now());
     let applied =
         s.db.write(move |c| {
             let Some(ws) = store::by_stripe_customer(c, &customer)? else {
                 return Ok(None);
             };
+            // An end for good is kept whether or not the workspace follows
+            // that subscription, so an older `active` of it, delivered
+            // late, cannot bring it back.
+            if let Verdict::Ended { for_good: true } = verdict {
+                store::remember_ended(c, &ws.workspace_id, &sub_id, &now)?;
+            } else if store::has_ended(c, &sub_id)? {
+                return Ok(None);
+            }
             let event = StripeEvent {
                 subscription_id: &sub_id,
                 subscription_created: sub_created,
@@ -474,7 +498,7 @@ pub async fn stripe_webhook(
             let live = event.paid;
             let plan = match verdict {
                 Verdict::Paid(plan) => plan,
-                Verdict::Ended => ended_plan,
+                Verdict::Ended { .. } => ended_plan,
             };
             // An event or subscription without `created` keeps what is known
             // of the same subscription, so the order is never forgotten.
@@ -520,8 +544,10 @@ struct StripeEvent<'a> {
 ///   than the followed one or the followed one has ended; another's end,
 ///   or an update of one the customer moved away from, changes nothing.
 fn follows(ws: &store::StripeState, e: &StripeEvent) -> bool {
+    // Following none yet (the plan is the default or the operator's): only
+    // a paid one is news; the end of one never followed changes nothing.
     let Some(current) = ws.subscription_id.as_deref() else {
-        return true;
+        return e.paid;
     };
     if current == e.subscription_id {
         return match (e.event_at, ws.event_at) {
@@ -544,8 +570,9 @@ enum Verdict {
     /// Paid for (or on trial): this plan.
     Paid(String),
     /// Ended, or no longer paid for: back to `[billing] default_plan`
-    /// (`self_hosted` unless set).
-    Ended,
+    /// (`self_hosted` unless set). `for_good`: deleted, canceled or
+    /// incomplete_expired, which Stripe never makes live again.
+    Ended { for_good: bool },
 }
 
 #[cfg(test)]

@@ -59,6 +59,32 @@ pub fn set_plan_from_stripe(c: &Connection, plan_id: &str, s: &StripeState) -> R
     Ok(())
 }
 
+/// Remembers that a subscription ended for good (deleted, canceled or
+/// incomplete_expired): Stripe never makes such a one live again.
+pub fn remember_ended(
+    c: &Connection,
+    workspace_id: &str,
+    subscription_id: &str,
+    at: &str,
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO stripe_ended_subscriptions (subscription_id, workspace_id, ended_at)
+         VALUES (?1, ?2, ?3) ON CONFLICT (subscription_id) DO NOTHING",
+    )?
+    .execute([subscription_id, workspace_id, at])?;
+    Ok(())
+}
+
+/// Whether a subscription is known to have ended for good.
+pub fn has_ended(c: &Connection, subscription_id: &str) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT 1 FROM stripe_ended_subscriptions WHERE subscription_id = ?1")?
+            .query_row([subscription_id], |_| Ok(()))
+            .optional()?
+            .is_some(),
+    )
+}
+
 /// This month's (actions, runs): one row, or zeros.
 pub fn monthly_usage(c: &Connection, workspace_id: &str, period: &str) -> Result<(u64, u64)> {
     Ok(c.prepare_cached(USAGE)?

@@ -61,6 +61,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0040_comment_work_exported.sql"
         )),
+        M::up(include_str!("../../migrations/0041_stripe_ended.sql")),
     ])
 }
 

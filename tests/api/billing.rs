@@ -634,6 +634,8 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
     let e = (("sub_e", 800), "price_team");
     let f = (("sub_f", 900), "price_starter");
     let g = (("sub_g", 900), "price_team");
+    let h = (("sub_h", 950), "price_starter");
+    let i = (("sub_i", 1030), "price_starter");
     // (event, subscription, its status, the event's `created`, the
     // answer's plan_id, the workspace's plan after it), as they arrive.
     let steps = [
@@ -689,6 +691,18 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
         (created, g, "active", 910, Some("team"), "team"),
         (created, f, "active", 905, None, "team"),
         (updated, g, "active", 920, Some("team"), "team"),
+        // H ends before the workspace ever followed it, and its older
+        // `active` arrives after: an end for good is remembered, so H never
+        // takes over (nor does it as `unpaid`, which Stripe may revive).
+        (deleted, h, "canceled", 1000, None, "team"),
+        (created, h, "active", 990, None, "team"),
+        (updated, h, "active", 1010, None, "team"),
+        (updated, g, "active", 1020, Some("team"), "team"),
+        // An `incomplete_expired` (a first payment never made) is an end
+        // for good too.
+        (created, i, "incomplete", 1030, None, "team"),
+        (updated, i, "incomplete_expired", 1040, None, "team"),
+        (updated, i, "active", 1035, None, "team"),
     ];
     for (kind, (sub, price), status, at, answer, plan) in steps {
         let body = stripe_event(kind, "cus_standin1", price, sub, status, at);
@@ -703,6 +717,70 @@ async fn only_the_current_paid_subscription_sets_the_plan_in_stripes_order() {
         assert_eq!(got, json!(answer), "{kind} {sub:?} {status} at {at}");
         assert_eq!(plan_id(&app).await, plan, "{kind} {sub:?} {status} at {at}");
     }
+}
+
+/// A workspace following no subscription (its plan set by the operator)
+/// keeps that plan when a subscription it never followed ends, say a first
+/// payment never made; a paid one still takes over.
+#[tokio::test]
+async fn the_end_of_a_subscription_never_followed_keeps_the_operators_plan() {
+    let (base, _calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    assert_eq!(open_portal(&app, &app.user_token()).await.status(), 303);
+    set_plan(&app, "team");
+    let now = app.state.services.clock.now().unix_timestamp();
+    let send = |kind: &'static str, sub: (&'static str, i64), status: &'static str, at: i64| {
+        let app = &app;
+        async move {
+            let body = stripe_event(kind, "cus_standin1", "price_starter", sub, status, at);
+            let r = send_event(
+                app,
+                &body,
+                Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+            )
+            .await;
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()["plan_id"].clone()
+        }
+    };
+    let q = ("sub_q", 100);
+    assert_eq!(
+        send("customer.subscription.created", q, "incomplete", 100).await,
+        Value::Null
+    );
+    assert_eq!(
+        send(
+            "customer.subscription.updated",
+            q,
+            "incomplete_expired",
+            200
+        )
+        .await,
+        Value::Null
+    );
+    assert_eq!(plan_id(&app).await, "team");
+    assert_eq!(
+        send(
+            "customer.subscription.deleted",
+            ("sub_r", 150),
+            "canceled",
+            210
+        )
+        .await,
+        Value::Null
+    );
+    assert_eq!(plan_id(&app).await, "team");
+    assert_eq!(
+        send(
+            "customer.subscription.created",
+            ("sub_s", 300),
+            "active",
+            300
+        )
+        .await,
+        "starter"
+    );
+    assert_eq!(plan_id(&app).await, "starter");
 }
 
 #[tokio::test]
@@ -733,11 +811,30 @@ async fn the_billing_page_shows_usage_against_limits_and_the_portal_to_owners() 
     let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
     set_plan(&app, "starter");
     app.create_action(two_options("one")).await;
+    // With Stripe, an owner changes the plan on the Billing page.
+    app.create_action(two_options("two")).await;
+    app.create_action(two_options("three")).await;
+    let e = app
+        .source()
+        .post_err(
+            "/v1/actions",
+            two_options("four"),
+            403,
+            "PLAN_LIMIT_REACHED",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(", or an owner can change the plan on the Billing page (/app/billing)"),
+        "{e}"
+    );
     let owner = app.browser(app.admin().person()).await;
     let html = owner.page("/app/billing").await;
     assert!(html.contains("<strong>Starter</strong> plan"), "{html}");
     assert!(
-        html.contains(r#"<meter min="0" max="3" value="1""#),
+        html.contains(r#"<meter min="0" max="3" value="3""#),
         "{html}"
     );
     assert!(html.contains("action=\"/app/billing/portal\""), "{html}");
@@ -795,6 +892,10 @@ async fn runs_stop_at_the_plan_and_nothing_is_written() {
         .await;
     assert_eq!(e["details"]["limit"], 1);
     assert_eq!(e["details"]["used"], 1);
+    // One in the singular; without Stripe only the operator moves plans.
+    let m = e["message"].as_str().unwrap();
+    assert!(m.starts_with("the workspace's plan allows 1 run this month and 1 are used; the count starts again at "), "{m}");
+    assert!(m.ends_with(", or the instance's operator can move the workspace to another plan (hds workspaces set-plan)"), "{m}");
     assert_eq!(app.count_rows("runs"), 1);
     let b: Value = app.admin().get("/v1/billing", 200).await;
     assert_eq!(b["usage"]["runs"], 1);
