@@ -181,6 +181,15 @@ pub async fn summary(
     if !ENVIRONMENTS.contains(&environment.as_str()) {
         errors.push(FieldError::new("environment", "live, test or all"));
     }
+    if p.source_id
+        .as_deref()
+        .is_some_and(|id| id.trim().is_empty())
+    {
+        errors.push(FieldError::new(
+            "source_id",
+            "source_id is empty: name a Source, or leave it out for every Source",
+        ));
+    }
     let Some(days) = days.filter(|_| errors.is_empty()) else {
         return Err(Error::validation(errors));
     };

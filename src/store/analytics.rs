@@ -148,7 +148,11 @@ mod tests {
             INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank, title, action_version, fingerprint, spec, visibility, created_at, updated_at)
               VALUES ('a1', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"options":[{"id":"yes","style":"primary"},{"id":"no"}]}', 'workspace', '2026-11-01T10:00:00.000Z', '2026-11-01T10:00:00.000Z'),
                      ('a2', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{}', 'workspace', '2026-11-01T11:00:00.000Z', '2026-11-01T11:00:00.000Z'),
-                     ('a3', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{}', 'workspace', '2026-11-01T12:00:00.000Z', '2026-11-01T12:00:00.000Z');
+                     ('a3', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{}', 'workspace', '2026-11-01T12:00:00.000Z', '2026-11-01T12:00:00.000Z'),
+                     ('a4', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"options":[{"id":"go"},{"id":"stop"}],"approval_policy":{"required_approvals":1}}', 'workspace', '2026-11-01T13:00:00.000Z', '2026-11-01T13:00:00.000Z'),
+                     ('a5', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"interaction":{"type":"boolean"},"approval_policy":{"required_approvals":1}}', 'workspace', '2026-11-01T13:00:00.000Z', '2026-11-01T13:00:00.000Z'),
+                     ('a6', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"options":[{"id":"go"},{"id":"stop"}],"approval_policy":{"required_approvals":1}}', 'workspace', '2026-11-01T13:00:00.000Z', '2026-11-01T13:00:00.000Z'),
+                     ('a7', 'ws_1', 'src_1', 'live', 'open', 'normal', 1, 't', 1, 'f', '{"interaction":{"type":"boolean"}}', 'workspace', '2026-11-01T13:00:00.000Z', '2026-11-01T13:00:00.000Z');
             UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T10:04:00.000Z',
                    resolution = '{"option_id":"yes","decided_by":{"type":"user","id":"usr_1"}}' WHERE id = 'a1';
             UPDATE actions SET status = 'expired', closed_at = '2026-11-02T11:00:00.000Z',
@@ -156,6 +160,14 @@ mod tests {
             UPDATE actions SET outcome = '{"status":"failed","rollback":true}' WHERE id = 'a1';
             UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T12:00:05.000Z',
                    resolution = '{"option_id":"reject","decided_by":{"type":"system","id":"approval_policy"}}' WHERE id = 'a3';
+            UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T13:00:05.000Z',
+                   resolution = '{"option_id":"go","decided_by":{"type":"system","id":"approval_policy"}}' WHERE id = 'a4';
+            UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T13:00:05.000Z',
+                   resolution = '{"option_id":null,"response":{"value":true},"decided_by":{"type":"system","id":"approval_policy"}}' WHERE id = 'a5';
+            UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T13:00:05.000Z',
+                   resolution = '{"option_id":"stop","decided_by":{"type":"system","id":"approval_policy"}}' WHERE id = 'a6';
+            UPDATE actions SET status = 'resolved', closed_at = '2026-11-01T13:00:05.000Z',
+                   resolution = '{"option_id":null,"response":{"value":true},"decided_by":{"type":"user","id":"usr_1"}}' WHERE id = 'a7';
         "#).unwrap();
         crate::store::actions::index_new_rows(&c, before).unwrap();
         let rows = daily(&c, "ws_1", "live", "2026-10-01", None).unwrap();
@@ -165,10 +177,12 @@ mod tests {
             (r.day.as_str(), r.source_name.as_deref()),
             ("2026-11-01", Some("deploy"))
         );
-        assert_eq!((r.created, r.open, r.resolved, r.expired), (3, 0, 2, 1));
+        assert_eq!((r.created, r.open, r.resolved, r.expired), (7, 0, 6, 1));
         // The quorum's decision counts as decided; the expiry does not.
-        assert_eq!((r.decided, r.approved, r.timed_out), (2, 1, 1));
-        assert_eq!(r.hist[0], 1, "5 s falls in [0, 10]");
+        // Under an approval policy the first option or `true` approves
+        // (a4, a5), the second does not (a6); `true` alone does not (a7).
+        assert_eq!((r.decided, r.approved, r.timed_out), (6, 3, 1));
+        assert_eq!(r.hist[0], 5, "5 s falls in [0, 10]");
         assert_eq!(
             (r.outcome_success, r.outcome_failed, r.outcome_rollback),
             (0, 1, 1)

@@ -62,6 +62,9 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0040_comment_work_exported.sql"
         )),
         M::up(include_str!("../../migrations/0041_stripe_ended.sql")),
+        M::up(include_str!(
+            "../../migrations/0042_analytics_approve_choice.sql"
+        )),
     ])
 }
 

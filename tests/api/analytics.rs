@@ -120,7 +120,11 @@ async fn the_summary_counts_statuses_times_rates_and_outcomes_per_source() {
 async fn summary_bad_queries_are_refused_with_the_field() {
     let app = TestApp::spawn().await;
     let admin = app.admin();
-    for (q, field) in [("window=1y", "window"), ("environment=both", "environment")] {
+    for (q, field) in [
+        ("window=1y", "window"),
+        ("environment=both", "environment"),
+        ("source_id=", "source_id"),
+    ] {
         let e = admin
             .get_err(
                 &format!("/v1/analytics/summary?{q}"),
