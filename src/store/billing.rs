@@ -148,6 +148,19 @@ pub fn stripe_customer(c: &Connection, workspace_id: &str) -> Result<Option<Stri
 
 /// Stores the Stripe customer id unless one is already stored; the stored one.
 pub fn set_stripe_customer(c: &Connection, workspace_id: &str, customer: &str) -> Result<String> {
+    // A customer id another workspace holds (Stripe never answers one
+    // twice, but a stand-in or a copied database may) is Stripe's answer
+    // being wrong, said as such, not a failed write.
+    if let Some(other) = by_stripe_customer(c, customer)?
+        && other.workspace_id != workspace_id
+    {
+        return Err(crate::error::Error::new(
+            crate::error::Code::ProviderUnavailable,
+            format!(
+                "Stripe answered customer {customer}, which another workspace already has; nothing was stored"
+            ),
+        ));
+    }
     c.execute(
         "UPDATE workspaces SET stripe_customer_id = ?2 WHERE id = ?1 AND stripe_customer_id IS NULL",
         params![workspace_id, customer],
@@ -188,6 +201,23 @@ pub struct StripeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_customer_another_workspace_has_is_refused_and_nothing_stored() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        c.execute_batch(
+            "INSERT INTO workspaces(id, name, kind, created_at) VALUES ('ws_1', 'A', 'team', '2026-11-01'), ('ws_2', 'B', 'team', '2026-11-01');",
+        )
+        .unwrap();
+        assert_eq!(set_stripe_customer(&c, "ws_1", "cus_1").unwrap(), "cus_1");
+        // The same workspace again: what it has.
+        assert_eq!(set_stripe_customer(&c, "ws_1", "cus_9").unwrap(), "cus_1");
+        let e = set_stripe_customer(&c, "ws_2", "cus_1").unwrap_err();
+        assert_eq!(e.code, crate::error::Code::ProviderUnavailable);
+        assert!(e.message.contains("another workspace"), "{}", e.message);
+        assert_eq!(stripe_customer(&c, "ws_2").unwrap(), None);
+    }
 
     #[test]
     fn lookups_and_counts_use_their_indexes() {
