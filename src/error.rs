@@ -60,6 +60,7 @@ pub enum Code {
     VoteAlreadyCast,
     LastOwner,
     AlreadyMember,
+    AlreadySubscribed,
     ActionAlreadyClaimed,
     ControlRequestClosed,
     ContextRequestsUnsupported,
@@ -103,6 +104,7 @@ impl Code {
             InvitationEmailMismatch => "INVITATION_EMAIL_MISMATCH",
             InvitationNotFound => "INVITATION_NOT_FOUND",
             AlreadyMember => "ALREADY_MEMBER",
+            AlreadySubscribed => "ALREADY_SUBSCRIBED",
             ProviderNotFound => "PROVIDER_NOT_FOUND",
             ProviderUnavailable => "PROVIDER_UNAVAILABLE",
             ActionNotFound => "ACTION_NOT_FOUND",
@@ -189,6 +191,7 @@ impl Code {
             | VoteAlreadyCast
             | LastOwner
             | AlreadyMember
+            | AlreadySubscribed
             | ActionAlreadyClaimed
             | ControlRequestClosed
             | ContextRequestsUnsupported

@@ -138,6 +138,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         // plans and billing (guide: "Plans and billing")
         .routes(routes!(api::billing::get_billing))
         .routes(routes!(api::billing::open_billing_portal))
+        .routes(routes!(api::billing::start_checkout))
         .routes(routes!(api::billing::stripe_webhook))
         // the e-mail log (guide: "E-mail")
         .routes(routes!(api::mail::list_emails))

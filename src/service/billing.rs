@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
 use rusqlite::Connection;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
 use utoipa::ToSchema;
@@ -214,57 +214,82 @@ pub async fn summary(s: &Services, user: &UserCaller) -> Result<BillingOut> {
     .await
 }
 
+/// What opening Stripe for a workspace needs, read as one owner's request:
+/// the customer (if made), the workspace's name, its oldest owner's
+/// address, and the subscription it follows while that is live.
+struct OwnerContext {
+    workspace_id: String,
+    customer: Option<String>,
+    name: String,
+    email: String,
+    live_subscription: Option<String>,
+}
+
+async fn owner_context(s: &Services, user: &UserCaller) -> Result<OwnerContext> {
+    let (ws, _) = active(user)?;
+    let me = user.user_id.clone();
+    // The role as it is now, not as it was at sign-in.
+    s.db.read(move |c| {
+        let role = workspaces::role_of(c, &ws, &me)?;
+        if !role.is_some_and(access::can_open_billing) {
+            return Err(Error::new(
+                Code::Forbidden,
+                "only workspace owners open the billing portal or start a subscription",
+            )
+            .with_detail("required_role", Role::Owner.as_str()));
+        }
+        let name = workspaces::get(c, &ws)?.map(|w| w.name).unwrap_or_default();
+        let email = store::oldest_owner(c, &ws)?
+            .map(|o| o.1)
+            .unwrap_or_default();
+        Ok(OwnerContext {
+            customer: store::stripe_customer(c, &ws)?,
+            live_subscription: store::live_subscription(c, &ws)?,
+            workspace_id: ws,
+            name,
+            email,
+        })
+    })
+    .await
+}
+
+/// The workspace's Stripe customer, made on first use.
+async fn ensure_customer(
+    s: &Services,
+    http: &reqwest::Client,
+    stripe: &StripeConfig,
+    ctx: &OwnerContext,
+) -> Result<String> {
+    if let Some(id) = &ctx.customer {
+        return Ok(id.clone());
+    }
+    let ws = ctx.workspace_id.clone();
+    let form = [
+        ("name", ctx.name.as_str()),
+        ("email", ctx.email.as_str()),
+        ("metadata[workspace_id]", ws.as_str()),
+    ];
+    // Two owners (or two clicks) opening the portal at once make one
+    // customer: Stripe answers the same customer to the same key and
+    // parameters for 24 hours.
+    let key = customer_key(&ws, &form);
+    let made = stripe_post(http, stripe, "/v1/customers", &form, Some(&key)).await?;
+    let id = string_field(&made, "id", "/v1/customers")?;
+    s.db.write(move |c| store::set_stripe_customer(c, &ws, &id))
+        .await
+}
+
 /// Where POST /v1/billing/portal sends an owner: a Stripe customer portal
 /// session (the customer created on first use) or, without
 /// `[billing.stripe]`, the instance's own billing page.
 pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
-    let (ws, _) = active(user)?;
-    let me = user.user_id.clone();
-    let ws2 = ws.clone();
-    // The role as it is now, not as it was at sign-in.
-    let (customer, name, email) =
-        s.db.read(move |c| {
-            let role = workspaces::role_of(c, &ws2, &me)?;
-            if !role.is_some_and(access::can_open_billing) {
-                return Err(Error::new(
-                    Code::Forbidden,
-                    "only workspace owners open the billing portal",
-                )
-                .with_detail("required_role", Role::Owner.as_str()));
-            }
-            let name = workspaces::get(c, &ws2)?
-                .map(|w| w.name)
-                .unwrap_or_default();
-            let email = store::oldest_owner(c, &ws2)?
-                .map(|o| o.1)
-                .unwrap_or_default();
-            Ok((store::stripe_customer(c, &ws2)?, name, email))
-        })
-        .await?;
+    let ctx = owner_context(s, user).await?;
     let return_url = format!("{}/app/billing", s.config.base_url);
     let Some(stripe) = s.config.billing.stripe.clone() else {
         return Ok(return_url);
     };
     let http = stripe_client()?;
-    let customer = match customer {
-        Some(id) => id,
-        None => {
-            let form = [
-                ("name", name.as_str()),
-                ("email", email.as_str()),
-                ("metadata[workspace_id]", ws.as_str()),
-            ];
-            // Two owners (or two clicks) opening the portal at once make one
-            // customer: Stripe answers the same customer to the same key and
-            // parameters for 24 hours.
-            let key = customer_key(&ws, &form);
-            let made = stripe_post(&http, &stripe, "/v1/customers", &form, Some(&key)).await?;
-            let id = string_field(&made, "id", "/v1/customers")?;
-            let ws = ws.clone();
-            s.db.write(move |c| store::set_stripe_customer(c, &ws, &id))
-                .await?
-        }
-    };
+    let customer = ensure_customer(s, &http, &stripe, &ctx).await?;
     let session = stripe_post(
         &http,
         &stripe,
@@ -277,6 +302,116 @@ pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
     )
     .await?;
     string_field(&session, "url", "/v1/billing_portal/sessions")
+}
+
+/// POST /v1/billing/checkout.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckoutRequest {
+    /// A plan that a price in `[billing.stripe] prices` maps to.
+    pub plan_id: String,
+}
+
+/// The plans an owner can subscribe to through Stripe Checkout: each plan
+/// some price maps to, with the price (the first by id when several map to
+/// one plan), in plan id order.
+pub fn checkout_plans(cfg: &BillingConfig) -> Vec<(String, String, String)> {
+    let Some(stripe) = &cfg.stripe else {
+        return Vec::new();
+    };
+    let mut by_plan: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    for (price, plan) in &stripe.prices {
+        by_plan.entry(plan.as_str()).or_insert(price.as_str());
+    }
+    by_plan
+        .into_iter()
+        .map(|(plan, price)| {
+            (
+                plan.to_owned(),
+                plan_config(cfg, plan).name,
+                price.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// What the Billing page offers an owner: the plans to subscribe to, none
+/// while the workspace follows a live subscription (that one changes in the
+/// portal) or without Stripe.
+pub async fn checkout_offer(s: &Services, user: &UserCaller) -> Result<Vec<(String, String)>> {
+    let plans = checkout_plans(&s.config.billing);
+    if plans.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ws, role) = active(user)?;
+    if !access::can_open_billing(role) {
+        return Ok(Vec::new());
+    }
+    let live = s.db.read(move |c| store::live_subscription(c, &ws)).await?;
+    Ok(if live.is_some() {
+        Vec::new()
+    } else {
+        plans.into_iter().map(|(id, name, _)| (id, name)).collect()
+    })
+}
+
+/// Where POST /v1/billing/checkout sends an owner: a Stripe Checkout
+/// session that subscribes the workspace's customer (made on first use) to
+/// the plan's price. The plan itself comes with the subscription's webhook,
+/// as any other change does.
+pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> Result<String> {
+    let Some(stripe) = s.config.billing.stripe.clone() else {
+        return Err(Error::new(
+            Code::NotFound,
+            "Stripe is not configured here ([billing.stripe] in hds.toml): this instance's operator sets plans with hds workspaces set-plan",
+        ));
+    };
+    let plans = checkout_plans(&s.config.billing);
+    let Some((plan_id, _, price)) = plans.iter().find(|p| p.0 == req.plan_id).cloned() else {
+        let ids: Vec<&str> = plans.iter().map(|p| p.0.as_str()).collect();
+        return Err(Error::field(
+            "plan_id",
+            format!(
+                "`{}` is not a plan offered through Stripe here; choose one of: {}",
+                req.plan_id,
+                ids.join(", ")
+            ),
+        )
+        .with_detail("plan_ids", ids));
+    };
+    let ctx = owner_context(s, user).await?;
+    if let Some(sub) = &ctx.live_subscription {
+        return Err(Error::new(
+            Code::AlreadySubscribed,
+            "this workspace already has a subscription; change its plan in the billing portal (POST /v1/billing/portal)",
+        )
+        .with_detail("subscription_id", sub.clone()));
+    }
+    let http = stripe_client()?;
+    let customer = ensure_customer(s, &http, &stripe, &ctx).await?;
+    let base = &s.config.base_url;
+    let success = format!("{base}/app/billing?done=checkout");
+    let cancel = format!("{base}/app/billing");
+    let ws = ctx.workspace_id.as_str();
+    let session = stripe_post(
+        &http,
+        &stripe,
+        "/v1/checkout/sessions",
+        &[
+            ("mode", "subscription"),
+            ("customer", customer.as_str()),
+            ("line_items[0][price]", price.as_str()),
+            ("line_items[0][quantity]", "1"),
+            ("client_reference_id", ws),
+            ("subscription_data[metadata][workspace_id]", ws),
+            ("subscription_data[metadata][plan_id]", plan_id.as_str()),
+            ("success_url", success.as_str()),
+            ("cancel_url", cancel.as_str()),
+        ],
+        None,
+    )
+    .await?;
+    string_field(&session, "url", "/v1/checkout/sessions")
 }
 
 /// The Idempotency-Key of a workspace's customer creation: the workspace

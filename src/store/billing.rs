@@ -168,6 +168,17 @@ pub fn set_stripe_customer(c: &Connection, workspace_id: &str, customer: &str) -
     Ok(stripe_customer(c, workspace_id)?.unwrap_or_else(|| customer.to_owned()))
 }
 
+/// The subscription the workspace follows, while it is live (paid, on
+/// trial or being retried).
+pub fn live_subscription(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
+    Ok(c.prepare_cached(
+        "SELECT stripe_subscription_id FROM workspaces WHERE id = ?1 AND stripe_subscription_live",
+    )?
+    .query_row([workspace_id], |r| r.get::<_, Option<String>>(0))
+    .optional()?
+    .flatten())
+}
+
 /// The workspace whose Stripe customer this is.
 pub fn by_stripe_customer(c: &Connection, customer: &str) -> Result<Option<StripeState>> {
     Ok(c.prepare_cached(BY_CUSTOMER)?

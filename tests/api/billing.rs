@@ -315,6 +315,16 @@ async fn stripe_standin() -> (String, Calls) {
                 "url": format!("https://billing.stripe.test/p/session_{n}"),
             }))
             .into_response(),
+            "/v1/checkout/sessions" => axum::Json(json!({
+                "id": format!("cs_test_{n}"),
+                "object": "checkout.session",
+                "mode": form.get("mode"),
+                "customer": form.get("customer"),
+                "success_url": form.get("success_url"),
+                "cancel_url": form.get("cancel_url"),
+                "url": format!("https://checkout.stripe.test/c/pay/cs_test_{n}"),
+            }))
+            .into_response(),
             _ => (
                 StatusCode::NOT_FOUND,
                 axum::Json(json!({"error": {"message": "Unrecognized request URL"}})),
@@ -781,6 +791,198 @@ async fn the_end_of_a_subscription_never_followed_keeps_the_operators_plan() {
         "starter"
     );
     assert_eq!(plan_id(&app).await, "starter");
+}
+
+/// POST /v1/billing/checkout with `token` and `body`, redirects not followed.
+async fn start_checkout(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
+    crate::helpers::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}/v1/billing/checkout", app.base))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// An owner starts a subscription through Stripe Checkout (the customer
+/// made on first use, the plan's price, where Stripe sends the owner back);
+/// the plan itself comes with the subscription's webhook, and while that
+/// subscription is live Checkout is refused for the portal.
+#[tokio::test]
+async fn an_owner_subscribes_through_stripe_checkout() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let ws = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    // The Billing page offers the plans Stripe prices map to.
+    let owner = app.browser(app.admin().person()).await;
+    let html = owner.page("/app/billing").await;
+    assert!(html.contains(">Subscribe to Starter</button>"), "{html}");
+    assert!(html.contains(">Subscribe to Team</button>"), "{html}");
+
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        location.starts_with("https://checkout.stripe.test/c/pay/cs_test_"),
+        "{location}"
+    );
+    let seen = calls.lock().unwrap().clone();
+    let paths: Vec<&str> = seen.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(paths, ["/v1/customers", "/v1/checkout/sessions"]);
+    let form = &seen[1].1;
+    let want = [
+        ("mode", "subscription".to_owned()),
+        ("customer", "cus_standin1".to_owned()),
+        ("line_items[0][price]", "price_team".to_owned()),
+        ("line_items[0][quantity]", "1".to_owned()),
+        ("client_reference_id", ws.clone()),
+        ("subscription_data[metadata][workspace_id]", ws.clone()),
+        ("subscription_data[metadata][plan_id]", "team".to_owned()),
+        (
+            "success_url",
+            format!("{}/app/billing?done=checkout", app.base),
+        ),
+        ("cancel_url", format!("{}/app/billing", app.base)),
+    ];
+    for (k, v) in want {
+        assert_eq!(form.get(k), Some(&v), "{k}: {form:?}");
+    }
+    assert_eq!(seen[1].2, format!("Bearer {SECRET_KEY}"));
+
+    // A plan no price maps to, or none at all: 422 naming what would do.
+    let e = app
+        .admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "gold"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "plan_id", "{e}");
+    assert_eq!(e["details"]["plan_ids"], json!(["starter", "team"]));
+    app.admin()
+        .post_err("/v1/billing/checkout", json!({}), 422, "VALIDATION_ERROR")
+        .await;
+    // Owners only.
+    let admin = app.member(Role::Admin);
+    let e = admin
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "team"}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["required_role"], "owner");
+
+    // Stripe confirms: the plan is set by the webhook, and Checkout now
+    // sends the owner to the portal instead.
+    let now = app.state.services.clock.now().unix_timestamp();
+    let body = stripe_event(
+        "customer.subscription.created",
+        "cus_standin1",
+        "price_team",
+        ("sub_c", 100),
+        "active",
+        100,
+    );
+    let r = send_event(
+        &app,
+        &body,
+        Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+    )
+    .await;
+    assert_eq!(r.json::<Value>().await.unwrap()["plan_id"], "team");
+    let e = app
+        .admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "starter"}),
+            409,
+            "ALREADY_SUBSCRIBED",
+        )
+        .await;
+    assert_eq!(e["details"]["subscription_id"], "sub_c");
+    let html = owner.page("/app/billing?done=checkout").await;
+    assert!(!html.contains("Subscribe to"), "{html}");
+    assert!(
+        html.contains("Thank you. The plan changes here as soon as Stripe confirms"),
+        "{html}"
+    );
+    assert!(html.contains("<strong>Team</strong> plan"), "{html}");
+    // Ended: Checkout again, from the dashboard's form, for the same customer.
+    let body = stripe_event(
+        "customer.subscription.deleted",
+        "cus_standin1",
+        "price_team",
+        ("sub_c", 100),
+        "canceled",
+        200,
+    );
+    send_event(
+        &app,
+        &body,
+        Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+    )
+    .await;
+    let html = owner.page("/app/billing").await;
+    assert!(html.contains(">Subscribe to Starter</button>"), "{html}");
+    let r = owner
+        .post_form(
+            "/app/billing/checkout",
+            Some(app.base.as_str()),
+            &[("_csrf", owner.csrf()), ("plan_id", "starter")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert!(
+        r.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("https://checkout.stripe.test/")
+    );
+    let seen = calls.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "no second customer: {seen:?}");
+    assert_eq!(
+        seen[2].1.get("customer").map(String::as_str),
+        Some("cus_standin1")
+    );
+    assert_eq!(
+        seen[2].1.get("line_items[0][price]").map(String::as_str),
+        Some("price_starter")
+    );
+}
+
+#[tokio::test]
+async fn without_stripe_there_is_no_checkout() {
+    let app = with_plans(None).await;
+    let e = app
+        .admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "team"}),
+            404,
+            "NOT_FOUND",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("hds workspaces set-plan"),
+        "{e}"
+    );
+    let html = app
+        .browser(app.admin().person())
+        .await
+        .page("/app/billing")
+        .await;
+    assert!(!html.contains("Subscribe to"), "{html}");
 }
 
 #[tokio::test]

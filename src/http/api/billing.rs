@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use crate::app::AppState;
 use crate::error::Result;
 use crate::http::auth::UserAuth;
-use crate::service::billing::{self, BillingOut, WebhookOut};
+use crate::http::extract::ApiJson;
+use crate::service::billing::{self, BillingOut, CheckoutRequest, WebhookOut};
 
 /// The active workspace's plan, this month's usage and the plan's limits (null: unlimited). Any member.
 #[utoipa::path(get, path = "/v1/billing", tag = "billing",
@@ -36,6 +37,25 @@ pub async fn open_billing_portal(
     UserAuth(user): UserAuth,
 ) -> Result<Response> {
     let url = billing::portal(&st.services, &user).await?;
+    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response())
+}
+
+/// Redirects an owner to a Stripe Checkout session that subscribes the workspace to `plan_id` (with `[billing.stripe]`); the plan follows from Stripe's subscription webhook.
+#[utoipa::path(post, path = "/v1/billing/checkout", tag = "billing",
+    request_body = CheckoutRequest,
+    responses((status = 303, description = "to Stripe Checkout (Location)"),
+        (status = 403, description = "FORBIDDEN: only owners subscribe (details.required_role = owner)", body = crate::http::openapi::ErrorBody),
+        (status = 404, description = "NOT_FOUND: no [billing.stripe] is configured; WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody),
+        (status = 409, description = "ALREADY_SUBSCRIBED: the workspace follows a live subscription; change it in the portal (details.subscription_id)", body = crate::http::openapi::ErrorBody),
+        (status = 422, description = "VALIDATION_ERROR: plan_id is no plan a Stripe price maps to (details.plan_ids)", body = crate::http::openapi::ErrorBody),
+        (status = 502, description = "PROVIDER_UNAVAILABLE: Stripe could not be reached or refused", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn start_checkout(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiJson(req): ApiJson<CheckoutRequest>,
+) -> Result<Response> {
+    let url = billing::checkout(&st.services, &user, req).await?;
     Ok((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response())
 }
 

@@ -11,7 +11,9 @@ use axum::response::Response;
 
 use crate::app::AppState;
 use crate::http::session::PageUser;
-use crate::http::ui::view::{FormData, Layout, UiError, check_csrf, see_other};
+use crate::http::ui::view::{
+    DoneQuery, FormData, Layout, PageQuery, UiError, check_csrf, see_other,
+};
 use crate::service::billing::{self, BillingOut};
 
 /// One usage row: what, how much, of how many.
@@ -32,6 +34,11 @@ pub struct BillingPage {
     /// `2026-11-01` and `2026-11-30`: the month, in days.
     first_day: String,
     last_day: String,
+    /// Plans (id, name) an owner can subscribe to through Stripe Checkout:
+    /// none while a subscription is live, or without Stripe.
+    offer: Vec<(String, String)>,
+    /// Back from Stripe Checkout.
+    flash: Option<&'static str>,
 }
 
 fn row(label: &'static str, used: u64, limit: Option<u64>) -> UsageRow {
@@ -44,8 +51,13 @@ fn row(label: &'static str, used: u64, limit: Option<u64>) -> UsageRow {
 }
 
 /// GET /app/billing
-pub async fn billing_page(State(st): State<AppState>, p: PageUser) -> Result<BillingPage, UiError> {
+pub async fn billing_page(
+    State(st): State<AppState>,
+    p: PageUser,
+    PageQuery(q): PageQuery<DoneQuery>,
+) -> Result<BillingPage, UiError> {
     let b = billing::summary(&st.services, &p.user).await?;
+    let offer = billing::checkout_offer(&st.services, &p.user).await?;
     let rows = vec![
         row("Actions this month", b.usage.actions, b.limits.actions),
         row("Runs this month", b.usage.runs, b.limits.runs),
@@ -65,6 +77,10 @@ pub async fn billing_page(State(st): State<AppState>, p: PageUser) -> Result<Bil
         last_day: last_day.get(..10).unwrap_or_default().to_owned(),
         b,
         rows,
+        offer,
+        flash: (q.done.as_deref() == Some("checkout")).then_some(
+            "Thank you. The plan changes here as soon as Stripe confirms the subscription (usually within seconds).",
+        ),
     })
 }
 
@@ -77,5 +93,21 @@ pub async fn open_portal(
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     let url = billing::portal(&st.services, &p.user).await?;
+    Ok(see_other(&url))
+}
+
+/// POST /app/billing/checkout: to Stripe Checkout for the plan chosen
+/// (owners; the same `service::billing::checkout` as the API).
+pub async fn start_checkout(
+    State(st): State<AppState>,
+    p: PageUser,
+    headers: HeaderMap,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &p, &form)?;
+    let req = billing::CheckoutRequest {
+        plan_id: form.get("plan_id").unwrap_or_default().to_owned(),
+    };
+    let url = billing::checkout(&st.services, &p.user, req).await?;
     Ok(see_other(&url))
 }

@@ -154,6 +154,7 @@ pub fn router() -> Router<AppState> {
         // billing (guide: "Plans and billing")
         .route("/app/billing", get(billing::billing_page))
         .route("/app/billing/portal", post(billing::open_portal))
+        .route("/app/billing/checkout", post(billing::start_checkout))
         // analytics (guide: "Analytics")
         .route("/app/analytics", get(analytics::analytics_page))
         // account
