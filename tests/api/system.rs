@@ -223,6 +223,7 @@ async fn openapi_covers_every_route() {
         ("/v1/workspaces/notification-policy", "patch"),
         ("/v1/billing", "get"),
         ("/v1/billing/portal", "post"),
+        ("/v1/billing/checkout", "post"),
         ("/v1/billing/stripe/webhook", "post"),
     ];
     for (path, method) in expected {
