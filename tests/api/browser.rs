@@ -343,6 +343,26 @@ async fn a_plain_form_post_decides_without_javascript() {
     assert_eq!(now.body["data"]["resolution_reason"], "looks right");
     let after = client.page(&format!("{url}?done=decided")).await;
     assert!(after.contains("Signature verified by this server"));
+    // Nothing else open: said, with the way back to the inbox.
+    assert!(
+        after.contains("Nothing else is open in the inbox."),
+        "{after}"
+    );
+    // With another open request (a test one does not count: the decided
+    // one is live), the confirmation leads on to it.
+    app.create_action_with(&app.test_key(), two_options("Test only"))
+        .await;
+    let next = app.create_action(two_options("Rotate the keys")).await;
+    let after = client.page(&format!("{url}?done=decided")).await;
+    assert!(
+        after.contains(&format!(
+            "<a href=\"/app/actions/{}\" id=\"next-request\">Next in the inbox: Rotate the keys →</a>",
+            next["id"].as_str().unwrap()
+        )),
+        "{after}"
+    );
+    // Only after a decision or a vote.
+    assert!(!client.page(&url).await.contains("next-request"));
     // It has no callback_url: the Source is not said to have been told.
     assert!(
         after.contains("The Source learns of it when it next reads the request"),

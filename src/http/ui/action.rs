@@ -52,6 +52,11 @@ pub struct ActionPage {
     /// The form field the error is about (`reason` ties it to that box).
     error_field: Option<String>,
     stale: Option<StaleVm>,
+    /// After a decision or a vote: the next open request in the inbox's
+    /// order (id, title), so a reviewer works through the queue.
+    next: Option<(String, String)>,
+    /// Whether `next` was looked for (after a decision or a vote).
+    next_checked: bool,
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
     value: String,
@@ -83,6 +88,8 @@ async fn page_for(
         error: None,
         error_field: None,
         stale: None,
+        next: None,
+        next_checked: false,
         reason: String::new(),
         value: String::new(),
         comment_draft: String::new(),
@@ -147,7 +154,36 @@ pub async fn action_page(
         Some("asked") => Some("Question sent to the Source."),
         _ => None,
     };
+    if matches!(q.done.as_deref(), Some("decided" | "voted")) {
+        out.next = next_in_inbox(&st, &page, &view.action).await?;
+        out.next_checked = true;
+    }
     Ok(out)
+}
+
+/// The first open request of the inbox (its default order and filters, in
+/// the environment of the one just decided) other than `done`.
+async fn next_in_inbox(
+    st: &AppState,
+    page: &PageUser,
+    done: &ActionRecord,
+) -> Result<Option<(String, String)>, UiError> {
+    let params = crate::service::inbox::InboxParams {
+        environment: Some(done.environment.as_str().to_owned()),
+        limit: Some(2),
+        ..Default::default()
+    };
+    let (rows, _) = crate::service::inbox::list(
+        &st.services,
+        page.user.clone(),
+        params,
+        st.services.clock.now(),
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .find(|a| a.id != done.id)
+        .map(|a| (a.id, a.spec.title)))
 }
 
 enum Submission {
