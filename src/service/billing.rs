@@ -64,6 +64,7 @@ pub fn check(
         return Ok(());
     }
     let one = limit == 1;
+    let are = if n == 1 { "is" } else { "are" };
     let noun = match what {
         Resource::Actions if one => "Action this month",
         Resource::Actions => "Actions this month",
@@ -92,16 +93,16 @@ pub fn check(
         Resource::Actions | Resource::Runs => {
             let end = time::format(period(now).end);
             refused(format!(
-                "the workspace's plan allows {limit} {noun} and {n} are used; the count starts again at {end}, {change}"
+                "the workspace's plan allows {limit} {noun} and {n} {are} used; the count starts again at {end}, {change}"
             ))
             .with_detail("period_end", end)
         }
         // Levels: room again when one goes.
         Resource::Members => refused(format!(
-            "the workspace's plan allows {limit} {noun} and {n} are used; remove a member or revoke a pending invitation, {change}"
+            "the workspace's plan allows {limit} {noun} and {n} {are} used; remove a member or revoke a pending invitation, {change}"
         )),
         Resource::Sources => refused(format!(
-            "the workspace's plan allows {limit} {noun} and {n} are used; revoke one, {change}"
+            "the workspace's plan allows {limit} {noun} and {n} {are} used; revoke one, {change}"
         )),
     })
 }
@@ -222,7 +223,9 @@ struct OwnerContext {
     customer: Option<String>,
     name: String,
     email: String,
-    live_subscription: Option<String>,
+    /// The subscription it follows unless that ended for good: (id, live).
+    standing: Option<(String, bool)>,
+    pending: Option<store::PendingCheckout>,
 }
 
 async fn owner_context(s: &Services, user: &UserCaller) -> Result<OwnerContext> {
@@ -244,7 +247,8 @@ async fn owner_context(s: &Services, user: &UserCaller) -> Result<OwnerContext> 
             .unwrap_or_default();
         Ok(OwnerContext {
             customer: store::stripe_customer(c, &ws)?,
-            live_subscription: store::live_subscription(c, &ws)?,
+            standing: store::standing_subscription(c, &ws)?,
+            pending: store::pending_checkout(c, &ws)?,
             workspace_id: ws,
             name,
             email,
@@ -336,8 +340,8 @@ pub fn checkout_plans(cfg: &BillingConfig) -> Vec<(String, String, String)> {
 }
 
 /// What the Billing page offers an owner: the plans to subscribe to, none
-/// while the workspace follows a live subscription (that one changes in the
-/// portal) or without Stripe.
+/// while the workspace follows a subscription that has not ended for good
+/// (that one changes in the portal) or without Stripe.
 pub async fn checkout_offer(s: &Services, user: &UserCaller) -> Result<Vec<(String, String)>> {
     let plans = checkout_plans(&s.config.billing);
     if plans.is_empty() {
@@ -347,8 +351,10 @@ pub async fn checkout_offer(s: &Services, user: &UserCaller) -> Result<Vec<(Stri
     if !access::can_open_billing(role) {
         return Ok(Vec::new());
     }
-    let live = s.db.read(move |c| store::live_subscription(c, &ws)).await?;
-    Ok(if live.is_some() {
+    let standing =
+        s.db.read(move |c| store::standing_subscription(c, &ws))
+            .await?;
+    Ok(if standing.is_some() {
         Vec::new()
     } else {
         plans.into_iter().map(|(id, name, _)| (id, name)).collect()
@@ -358,8 +364,12 @@ pub async fn checkout_offer(s: &Services, user: &UserCaller) -> Result<Vec<(Stri
 /// Where POST /v1/billing/checkout sends an owner: a Stripe Checkout
 /// session that subscribes the workspace's customer (made on first use) to
 /// the plan's price. The plan itself comes with the subscription's webhook,
-/// as any other change does.
+/// as any other change does. One session at a time per workspace: the same
+/// plan again is the same session; another plan expires the first at
+/// Stripe before a new one is made, so two cannot both be paid.
 pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> Result<String> {
+    // Who asks first: a non-owner learns nothing of the plans.
+    let ctx = owner_context(s, user).await?;
     let Some(stripe) = s.config.billing.stripe.clone() else {
         return Err(Error::new(
             Code::NotFound,
@@ -379,20 +389,50 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
         )
         .with_detail("plan_ids", ids));
     };
-    let ctx = owner_context(s, user).await?;
-    if let Some(sub) = &ctx.live_subscription {
-        return Err(Error::new(
-            Code::AlreadySubscribed,
-            "this workspace already has a subscription; change its plan in the billing portal (POST /v1/billing/portal)",
-        )
-        .with_detail("subscription_id", sub.clone()));
+    if let Some((sub, live)) = &ctx.standing {
+        let message = if *live {
+            "this workspace already has a subscription; change its plan in the billing portal (POST /v1/billing/portal)"
+        } else {
+            "this workspace's subscription is unpaid or paused, not ended: settle or cancel it in the billing portal (POST /v1/billing/portal)"
+        };
+        return Err(Error::new(Code::AlreadySubscribed, message)
+            .with_detail("subscription_id", sub.clone()));
     }
+    let now = s.clock.now().unix_timestamp();
     let http = stripe_client()?;
+    // A session still open: the same plan is the same session; another
+    // plan ends it first.
+    // The new session's key names the one before it, so it is never
+    // answered with a session that lapsed.
+    let after = ctx
+        .pending
+        .as_ref()
+        .map_or_else(|| "first".to_owned(), |p| p.session_id.clone());
+    if let Some(p) = ctx.pending.as_ref().filter(|p| p.expires_at > now + 60) {
+        if p.plan_id == plan_id {
+            return Ok(p.url.clone());
+        }
+        let path = format!("/v1/checkout/sessions/{}/expire", p.session_id);
+        stripe_post(&http, &stripe, &path, &[], None)
+            .await
+            .map_err(|e| {
+                Error::new(
+                    Code::AlreadySubscribed,
+                    format!(
+                        "the checkout started for plan {} could not be closed ({}); it may have been paid: the plan follows when Stripe confirms it",
+                        p.plan_id, e.message
+                    ),
+                )
+            })?;
+    }
     let customer = ensure_customer(s, &http, &stripe, &ctx).await?;
     let base = &s.config.base_url;
     let success = format!("{base}/app/billing?done=checkout");
     let cancel = format!("{base}/app/billing");
-    let ws = ctx.workspace_id.as_str();
+    let ws = ctx.workspace_id.clone();
+    // Two owners (or two clicks) at once make one session: Stripe answers
+    // the same session to the same key and parameters.
+    let key = format!("hds-checkout-{ws}-{plan_id}-after-{after}");
     let session = stripe_post(
         &http,
         &stripe,
@@ -402,16 +442,26 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
             ("customer", customer.as_str()),
             ("line_items[0][price]", price.as_str()),
             ("line_items[0][quantity]", "1"),
-            ("client_reference_id", ws),
-            ("subscription_data[metadata][workspace_id]", ws),
+            ("client_reference_id", ws.as_str()),
+            ("subscription_data[metadata][workspace_id]", ws.as_str()),
             ("subscription_data[metadata][plan_id]", plan_id.as_str()),
             ("success_url", success.as_str()),
             ("cancel_url", cancel.as_str()),
         ],
-        None,
+        Some(&key),
     )
     .await?;
-    string_field(&session, "url", "/v1/checkout/sessions")
+    let pending = store::PendingCheckout {
+        session_id: string_field(&session, "id", "/v1/checkout/sessions")?,
+        url: string_field(&session, "url", "/v1/checkout/sessions")?,
+        // Stripe's sessions last 24 hours unless told otherwise.
+        expires_at: session["expires_at"].as_i64().unwrap_or(now + 24 * 3600),
+        plan_id,
+    };
+    let url = pending.url.clone();
+    s.db.write(move |c| store::set_pending_checkout(c, &ws, &pending))
+        .await?;
+    Ok(url)
 }
 
 /// The Idempotency-Key of a workspace's customer creation: the workspace
@@ -618,7 +668,7 @@ pub async fn stripe_webhook(
             // late, cannot bring it back.
             if let Verdict::Ended { for_good: true } = verdict {
                 store::remember_ended(c, &ws.workspace_id, &sub_id, &now)?;
-            } else if store::has_ended(c, &sub_id)? {
+            } else if store::has_ended(c, &ws.workspace_id, &sub_id)? {
                 return Ok(None);
             }
             let event = StripeEvent {
@@ -649,6 +699,10 @@ pub async fn stripe_webhook(
                 live,
             };
             store::set_plan_from_stripe(c, &plan, &now)?;
+            // A paid subscription is what a Checkout session was for.
+            if live {
+                store::close_pending_checkout(c, &now.workspace_id)?;
+            }
             Ok(Some(plan))
         })
         .await?;

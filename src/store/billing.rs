@@ -76,13 +76,13 @@ pub fn remember_ended(
 }
 
 /// Whether a subscription is known to have ended for good.
-pub fn has_ended(c: &Connection, subscription_id: &str) -> Result<bool> {
-    Ok(
-        c.prepare_cached("SELECT 1 FROM stripe_ended_subscriptions WHERE subscription_id = ?1")?
-            .query_row([subscription_id], |_| Ok(()))
-            .optional()?
-            .is_some(),
-    )
+pub fn has_ended(c: &Connection, workspace_id: &str, subscription_id: &str) -> Result<bool> {
+    Ok(c.prepare_cached(
+        "SELECT 1 FROM stripe_ended_subscriptions WHERE subscription_id = ?1 AND workspace_id = ?2",
+    )?
+    .query_row([subscription_id, workspace_id], |_| Ok(()))
+    .optional()?
+    .is_some())
 }
 
 /// This month's (actions, runs): one row, or zeros.
@@ -168,15 +168,63 @@ pub fn set_stripe_customer(c: &Connection, workspace_id: &str, customer: &str) -
     Ok(stripe_customer(c, workspace_id)?.unwrap_or_else(|| customer.to_owned()))
 }
 
-/// The subscription the workspace follows, while it is live (paid, on
-/// trial or being retried).
-pub fn live_subscription(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
+/// A Checkout session started for a workspace and not yet followed by a
+/// paid subscription.
+#[derive(Clone, Debug)]
+pub struct PendingCheckout {
+    pub session_id: String,
+    pub plan_id: String,
+    pub url: String,
+    /// Unix seconds.
+    pub expires_at: i64,
+}
+
+pub fn pending_checkout(c: &Connection, workspace_id: &str) -> Result<Option<PendingCheckout>> {
     Ok(c.prepare_cached(
-        "SELECT stripe_subscription_id FROM workspaces WHERE id = ?1 AND stripe_subscription_live",
+        "SELECT session_id, plan_id, url, expires_at FROM stripe_checkouts WHERE workspace_id = ?1",
     )?
-    .query_row([workspace_id], |r| r.get::<_, Option<String>>(0))
-    .optional()?
-    .flatten())
+    .query_row([workspace_id], |r| {
+        Ok(PendingCheckout {
+            session_id: r.get(0)?,
+            plan_id: r.get(1)?,
+            url: r.get(2)?,
+            expires_at: r.get(3)?,
+        })
+    })
+    .optional()?)
+}
+
+pub fn set_pending_checkout(c: &Connection, workspace_id: &str, p: &PendingCheckout) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO stripe_checkouts (workspace_id, session_id, plan_id, url, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (workspace_id) DO UPDATE SET session_id = ?2, plan_id = ?3, url = ?4, expires_at = ?5",
+    )?
+    .execute(params![workspace_id, p.session_id, p.plan_id, p.url, p.expires_at])?;
+    Ok(())
+}
+
+/// A paid subscription came: the session is done with. Its row stays, as
+/// lapsed, so the next session's Idempotency-Key names it and Stripe never
+/// answers that one again.
+pub fn close_pending_checkout(c: &Connection, workspace_id: &str) -> Result<()> {
+    c.prepare_cached("UPDATE stripe_checkouts SET expires_at = 0 WHERE workspace_id = ?1")?
+        .execute([workspace_id])?;
+    Ok(())
+}
+
+/// The subscription the workspace follows, unless it ended for good:
+/// (its id, whether it is live). An `unpaid` or `paused` one is not live
+/// but may be made so again in the portal.
+pub fn standing_subscription(c: &Connection, workspace_id: &str) -> Result<Option<(String, bool)>> {
+    Ok(c.prepare_cached(
+        "SELECT w.stripe_subscription_id, w.stripe_subscription_live FROM workspaces w
+         WHERE w.id = ?1 AND w.stripe_subscription_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM stripe_ended_subscriptions e
+                           WHERE e.subscription_id = w.stripe_subscription_id AND e.workspace_id = w.id)",
+    )?
+    .query_row([workspace_id], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()?)
 }
 
 /// The workspace whose Stripe customer this is.

@@ -65,6 +65,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0042_analytics_approve_choice.sql"
         )),
+        M::up(include_str!("../../migrations/0043_stripe_checkouts.sql")),
     ])
 }
 

@@ -267,6 +267,10 @@ type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String, Option<Str
 
 /// A loopback stand-in for Stripe's API: `/v1/customers` and
 /// `/v1/billing_portal/sessions`, form-encoded, answering as Stripe does.
+/// The stand-in refuses to expire a Checkout session, as Stripe does one
+/// already paid (only `an_owner_subscribes_through_stripe_checkout` sets it).
+static EXPIRE_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 async fn stripe_standin() -> (String, Calls) {
     let calls: Calls = Arc::default();
     async fn handle(
@@ -318,13 +322,27 @@ async fn stripe_standin() -> (String, Calls) {
             "/v1/checkout/sessions" => axum::Json(json!({
                 "id": format!("cs_test_{n}"),
                 "object": "checkout.session",
+                "status": "open",
                 "mode": form.get("mode"),
                 "customer": form.get("customer"),
                 "success_url": form.get("success_url"),
                 "cancel_url": form.get("cancel_url"),
+                "expires_at": 4_102_444_800_i64,
                 "url": format!("https://checkout.stripe.test/c/pay/cs_test_{n}"),
             }))
             .into_response(),
+            p if p.starts_with("/v1/checkout/sessions/") && p.ends_with("/expire") => {
+                let id = p
+                    .trim_start_matches("/v1/checkout/sessions/")
+                    .trim_end_matches("/expire");
+                if EXPIRE_REFUSED.load(std::sync::atomic::Ordering::SeqCst) {
+                    let e = json!({"error": {"type": "invalid_request_error",
+                        "message": "Only Checkout Sessions with a status of open can be expired."}});
+                    return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+                }
+                axum::Json(json!({"id": id, "object": "checkout.session", "status": "expired"}))
+                    .into_response()
+            }
             _ => (
                 StatusCode::NOT_FOUND,
                 axum::Json(json!({"error": {"message": "Unrecognized request URL"}})),
@@ -833,6 +851,10 @@ async fn an_owner_subscribes_through_stripe_checkout() {
     let seen = calls.lock().unwrap().clone();
     let paths: Vec<&str> = seen.iter().map(|c| c.0.as_str()).collect();
     assert_eq!(paths, ["/v1/customers", "/v1/checkout/sessions"]);
+    assert_eq!(
+        seen[1].3.as_deref(),
+        Some(format!("hds-checkout-{ws}-team-after-first").as_str())
+    );
     let form = &seen[1].1;
     let want = [
         ("mode", "subscription".to_owned()),
@@ -852,6 +874,55 @@ async fn an_owner_subscribes_through_stripe_checkout() {
         assert_eq!(form.get(k), Some(&v), "{k}: {form:?}");
     }
     assert_eq!(seen[1].2, format!("Bearer {SECRET_KEY}"));
+    // The same plan again (a second click, a second owner): the same
+    // session, nothing new at Stripe.
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.headers()["location"].to_str().unwrap(), location);
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    // Another plan: the open session is expired at Stripe first, so two
+    // cannot both be paid.
+    let r = start_checkout(&app, &token, json!({"plan_id": "starter"})).await;
+    assert_eq!(r.status(), 303);
+    let starter_url = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_ne!(starter_url, location);
+    let seen = calls.lock().unwrap().clone();
+    let paths: Vec<&str> = seen.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/customers",
+            "/v1/checkout/sessions",
+            "/v1/checkout/sessions/cs_test_2/expire",
+            "/v1/checkout/sessions"
+        ]
+    );
+    assert_eq!(
+        seen[3].3.as_deref(),
+        Some(format!("hds-checkout-{ws}-starter-after-cs_test_2").as_str())
+    );
+    // A session Stripe will not close (paid meanwhile): nothing new is made.
+    EXPIRE_REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let e = app
+        .admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "team"}),
+            409,
+            "ALREADY_SUBSCRIBED",
+        )
+        .await;
+    EXPIRE_REFUSED.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("the checkout started for plan starter could not be closed"),
+        "{e}"
+    );
+    assert_eq!(calls.lock().unwrap().len(), 5, "the refused expire only");
+    // Back from Checkout before Stripe confirms: thanked, offered nothing.
+    let html = owner.page("/app/billing?done=checkout").await;
+    assert!(!html.contains("Subscribe to"), "{html}");
 
     // A plan no price maps to, or none at all: 422 naming what would do.
     let e = app
@@ -947,14 +1018,25 @@ async fn an_owner_subscribes_through_stripe_checkout() {
             .starts_with("https://checkout.stripe.test/")
     );
     let seen = calls.lock().unwrap().clone();
-    assert_eq!(seen.len(), 3, "no second customer: {seen:?}");
+    assert_eq!(seen.len(), 6, "no second customer: {seen:?}");
+    let last = &seen[5];
     assert_eq!(
-        seen[2].1.get("customer").map(String::as_str),
+        last.0, "/v1/checkout/sessions",
+        "the paid session is not expired again"
+    );
+    assert_eq!(
+        last.1.get("customer").map(String::as_str),
         Some("cus_standin1")
     );
     assert_eq!(
-        seen[2].1.get("line_items[0][price]").map(String::as_str),
+        last.1.get("line_items[0][price]").map(String::as_str),
         Some("price_starter")
+    );
+    // Its key names the session the last subscription came from, so Stripe
+    // never answers that one again.
+    assert_eq!(
+        last.3.as_deref(),
+        Some(format!("hds-checkout-{ws}-starter-after-cs_test_4").as_str())
     );
 }
 
@@ -1096,7 +1178,12 @@ async fn runs_stop_at_the_plan_and_nothing_is_written() {
     assert_eq!(e["details"]["used"], 1);
     // One in the singular; without Stripe only the operator moves plans.
     let m = e["message"].as_str().unwrap();
-    assert!(m.starts_with("the workspace's plan allows 1 run this month and 1 are used; the count starts again at "), "{m}");
+    assert!(
+        m.starts_with(
+            "the workspace's plan allows 1 run this month and 1 is used; the count starts again at "
+        ),
+        "{m}"
+    );
     assert!(m.ends_with(", or the instance's operator can move the workspace to another plan (hds workspaces set-plan)"), "{m}");
     assert_eq!(app.count_rows("runs"), 1);
     let b: Value = app.admin().get("/v1/billing", 200).await;

@@ -202,16 +202,16 @@ pub async fn decide_action(
     check_csrf(&st, &headers, &page, &form)?;
     let s = &st.services;
     let view = dashboard::action(s, &page.user, id.clone()).await?;
-    // A reason the option needs is asked for before a destructive option's
-    // confirmation, not after it.
-    if let Err(e) = crate::domain::decision::check_reason_given(
-        &view.action.spec,
-        form.get("option_id"),
-        form.get("reason"),
-    ) {
-        return refused(&st, &page, &id, &form, e).await;
-    }
     if let Some(label) = unconfirmed_destructive(&view.action, &form) {
+        // A reason the option needs is asked for before the confirmation,
+        // not after it (other refusals come from the decision itself).
+        if let Err(e) = crate::domain::decision::check_reason_given(
+            &view.action.spec,
+            form.get("option_id"),
+            form.get("reason"),
+        ) {
+            return refused(&st, &page, &id, &form, e).await;
+        }
         let ask = Ask {
             heading: "This is destructive".into(),
             message: action_view::confirm_question(&view.action.spec.title, &label),

@@ -57,7 +57,13 @@ pub async fn billing_page(
     PageQuery(q): PageQuery<DoneQuery>,
 ) -> Result<BillingPage, UiError> {
     let b = billing::summary(&st.services, &p.user).await?;
-    let offer = billing::checkout_offer(&st.services, &p.user).await?;
+    // Back from Checkout, the subscription is on its way: nothing to offer.
+    let back = q.done.as_deref() == Some("checkout");
+    let offer = if back {
+        Vec::new()
+    } else {
+        billing::checkout_offer(&st.services, &p.user).await?
+    };
     let rows = vec![
         row("Actions this month", b.usage.actions, b.limits.actions),
         row("Runs this month", b.usage.runs, b.limits.runs),
@@ -78,7 +84,7 @@ pub async fn billing_page(
         b,
         rows,
         offer,
-        flash: (q.done.as_deref() == Some("checkout")).then_some(
+        flash: back.then_some(
             "Thank you. The plan changes here as soon as Stripe confirms the subscription (usually within seconds).",
         ),
     })
