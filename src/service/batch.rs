@@ -153,6 +153,35 @@ fn in_savepoint(
     }
 }
 
+/// The label of `option_id` when it needs a reason (`reason_required`) on
+/// any of `ids` the person may see: the dashboard asks for the reason before
+/// anything else.
+pub async fn reason_needed(
+    s: &Services,
+    user: &UserCaller,
+    ids: Vec<String>,
+    option_id: String,
+) -> Result<Option<String>> {
+    let user = user.clone();
+    s.db.read(move |c| {
+        for id in ids {
+            let Some(a) = crate::store::actions::get(c, &id)? else {
+                continue;
+            };
+            if access_now(c, &a, &user)?.is_none() {
+                continue;
+            }
+            if let Some(o) = a.spec.option(&option_id)
+                && o.reason_required
+            {
+                return Ok(Some(o.label.clone()));
+            }
+        }
+        Ok(None)
+    })
+    .await
+}
+
 /// The label of `option_id` when it is destructive on any of `ids` the
 /// person may see: the dashboard asks before deciding a batch with it.
 pub async fn destructive_label(

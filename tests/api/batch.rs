@@ -393,3 +393,113 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
             .contains("pick at least one request first")
     );
 }
+
+/// The inbox's batch with an option that needs a reason: without one,
+/// nothing is decided and the inbox says why (before a destructive
+/// option's confirmation); with one, every picked row is decided with it.
+#[tokio::test]
+async fn the_inbox_batch_asks_for_the_reason_an_option_needs() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let browser = app.browser(admin.person()).await;
+    let spec = |title: &str| {
+        let mut s = two_options(title);
+        s["options"][1]["reason_required"] = json!(true);
+        s
+    };
+    let a = app.create_action(spec("Pay invoice 1")).await;
+    let b = app.create_action(spec("Pay invoice 2")).await;
+    let pick = |x: &Value| {
+        format!(
+            "{} {} {}",
+            x["id"].as_str().unwrap(),
+            x["action_version"],
+            x["fingerprint"].as_str().unwrap()
+        )
+    };
+    let (pa, pb) = (pick(&a), pick(&b));
+    let html = browser.page("/app").await;
+    assert!(
+        html.contains("placeholder=\"Reason (optional unless the option needs one)\""),
+        "{html}"
+    );
+    let base = browser.url("");
+    let origin = base.trim_end_matches('/');
+    let csrf = browser.csrf().to_owned();
+    for reason in ["", "   "] {
+        let r = browser
+            .post_form(
+                "/app/inbox/decide",
+                Some(origin),
+                &[
+                    ("_csrf", &csrf),
+                    ("back", "status=open"),
+                    ("pick", &pa),
+                    ("pick", &pb),
+                    ("option_id", "reject"),
+                    ("reason", reason),
+                ],
+            )
+            .await;
+        assert_eq!(r.status(), 303, "no confirmation page first");
+        let to = r.headers()["location"].to_str().unwrap().to_owned();
+        assert_eq!(to, "/app?status=open&batch_error=reason");
+        let html = browser.page(&to).await;
+        assert!(
+            html.contains("Nothing was decided: that option needs a reason."),
+            "{html}"
+        );
+    }
+    for x in [&a, &b] {
+        let now: Value = admin
+            .get(&format!("/v1/actions/{}", x["id"].as_str().unwrap()), 200)
+            .await;
+        assert_eq!(now["data"]["status"], "open");
+    }
+    // The other option needs none; with a reason, the destructive one asks
+    // first and then decides both.
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("pick", &pb),
+                ("option_id", "reject"),
+                ("reason", "Duplicate invoices"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("Choose “Reject” for 2 requests?")
+    );
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("pick", &pb),
+                ("option_id", "reject"),
+                ("reason", "Duplicate invoices"),
+                ("confirmed", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    for x in [&a, &b] {
+        let now: Value = admin
+            .get(&format!("/v1/actions/{}", x["id"].as_str().unwrap()), 200)
+            .await;
+        assert_eq!(now["data"]["status"], "resolved");
+        assert_eq!(now["data"]["resolution_reason"], "Duplicate invoices");
+    }
+}

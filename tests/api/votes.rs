@@ -154,6 +154,33 @@ async fn votes_need_a_policy_and_the_current_binding() {
         .await;
 }
 
+/// A vote stands for its option: rejecting where the reject option needs a
+/// reason needs one on the vote, and the Action stays open without it.
+#[tokio::test]
+async fn a_vote_for_an_option_that_needs_a_reason_carries_one() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let mut body = two_options("Wire the payment");
+    body["options"][1]["reason_required"] = json!(true);
+    body["visibility"] = json!("restricted");
+    body["reviewer_emails"] = json!(["admin@example.com"]);
+    body["approval_policy"] = json!({"required_approvals": 1});
+    let a = app.create_action(body).await;
+    let e = admin
+        .post_err(&votes_of(&a), vote(&a, "reject"), 422, "VALIDATION_ERROR")
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "reason", "{e}");
+    assert_eq!(e["details"]["option_id"], "reject", "{e}");
+    let id = a["id"].as_str().unwrap();
+    let still: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(still["data"]["status"], "open");
+    let mut with = vote(&a, "reject");
+    with["reason"] = json!("The IBAN does not match the invoice.");
+    let done: Value = admin.post(&votes_of(&a), with, 200).await;
+    assert_eq!(done["data"]["status"], "resolved", "{done}");
+    assert_eq!(done["data"]["resolution_option_id"], "reject");
+}
+
 #[tokio::test]
 async fn approval_policy_requires_votes() {
     let app = TestApp::spawn().await;

@@ -205,11 +205,18 @@ pub async fn decide_action(
     if let Some(label) = unconfirmed_destructive(&view.action, &form) {
         // A reason the option needs is asked for before the confirmation,
         // not after it (other refusals come from the decision itself).
-        if let Err(e) = crate::domain::decision::check_reason_given(
-            &view.action.spec,
-            form.get("option_id"),
-            form.get("reason"),
-        ) {
+        let spec = &view.action.spec;
+        // The option chosen, or the one a vote stands for.
+        let chosen = match (form.get("option_id"), form.get("vote")) {
+            (Some(id), _) => Some(id),
+            (None, Some(v)) => {
+                approval::voted_option(spec, v == "approve").and_then(|o| o.id.as_deref())
+            }
+            (None, None) => None,
+        };
+        if let Err(e) =
+            crate::domain::decision::check_reason_given(spec, chosen, form.get("reason"))
+        {
             return refused(&st, &page, &id, &form, e).await;
         }
         let ask = Ask {

@@ -79,6 +79,24 @@ pub(super) fn answer(a: &ActionRecord) -> AnswerVm {
     };
     if a.spec.approval_policy.is_some() {
         vm.kind = "vote";
+        // A vote stands for the first option (approve) or the second
+        // (reject): one that needs a reason needs it on the vote.
+        let needs = |i: usize| {
+            a.spec
+                .options
+                .as_ref()
+                .and_then(|o| o.get(i))
+                .is_some_and(|o| o.reason_required)
+        };
+        let hint = match (needs(0), needs(1)) {
+            (true, true) => Some("needed to approve or reject"),
+            (true, false) => Some("needed to approve"),
+            (false, true) => Some("needed to reject"),
+            (false, false) => None,
+        };
+        if let Some(h) = hint {
+            vm.reason_hint = format!("{h}; kept with your vote");
+        }
         return vm;
     }
     if let Some(options) = &a.spec.options {

@@ -84,6 +84,18 @@ pub async fn decide_batch(
     };
     // The batch's own limits (1..=100, no repeats) before any read.
     batch::check(&items)?;
+    // An option that needs a reason, chosen without one: said before a
+    // destructive option's confirmation, and nothing is decided.
+    let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
+    if reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        let ids = items.iter().map(|i| i.action_id.clone()).collect();
+        if batch::reason_needed(s, &page.user, ids, option_id.clone())
+            .await?
+            .is_some()
+        {
+            return Ok(see_other(&format!("{back}&batch_error=reason")));
+        }
+    }
     if form.get("confirmed") != Some("yes") {
         let ids = items.iter().map(|i| i.action_id.clone()).collect();
         if let Some(label) = batch::destructive_label(s, &page.user, ids, option_id.clone()).await?
@@ -103,7 +115,6 @@ pub async fn decide_batch(
         }
     }
     // One reason, kept with each decision (as typed, like the Action page's).
-    let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
     let items = items
         .into_iter()
         .map(|mut i| {
@@ -171,6 +182,9 @@ pub async fn result(
     let error = match q.batch_error.as_str() {
         "none" => Some("Nothing was decided: pick at least one request first."),
         "option" => Some("Nothing was decided: choose an option for the picked requests."),
+        "reason" => Some(
+            "Nothing was decided: that option needs a reason. Write one in the reason box, then pick the requests and choose it again.",
+        ),
         _ => None,
     };
     let outcome = if q.batch == "done" {
@@ -213,6 +227,7 @@ fn in_words(code: &str) -> &'static str {
         "FORBIDDEN" => "you may not decide it",
         "SELF_APPROVAL_FORBIDDEN" => "you requested it, so someone else decides it",
         "OPTION_NOT_FOUND" => "it has no such option",
+        "VALIDATION_ERROR" => "its option needs a reason (of at most 2,000 characters)",
         "APPROVAL_VOTE_REQUIRED" => "it needs approval votes",
         _ => "refused",
     }
