@@ -134,6 +134,7 @@ pub(crate) fn resolve_with_receipt(
         status: Status::Resolved,
         resolution: &resolution,
         closer,
+        revoked_by: None,
     };
     notifications::action_closed(c, fx, s, a, how, at)?;
     // The receipt is built from the Action as `store::get` reads it back
@@ -302,6 +303,7 @@ pub async fn cancel(
             status: Status::Cancelled,
             resolution: &resolution,
             closer: None,
+            revoked_by: None,
         };
         notifications::action_closed(c, fx, &svc, &a, how, at)?;
         let event = ActionEvent::Cancelled { reason: req.reason };
@@ -439,6 +441,7 @@ pub fn expire_due(
                         status,
                         resolution: &resolution,
                         closer: None,
+                        revoked_by: None,
                     };
                     notifications::action_closed(c, fx, s, &a, how, &now_s)?;
                     let reason = Some("expired".to_owned());

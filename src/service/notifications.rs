@@ -497,6 +497,8 @@ pub struct Closed<'a> {
     /// The person whose act closed it when the resolution names none (the
     /// voter whose vote made a quorum).
     pub closer: Option<&'a str>,
+    /// The person who revoked its Source, when that cancelled it.
+    pub revoked_by: Option<&'a str>,
 }
 
 /// An Action closed (decided, resolved by its Source, a quorum or on
@@ -544,6 +546,10 @@ pub fn action_closed(
         return Ok(());
     }
     let who = match (r.decided_by.kind, r.decided_by.id.as_deref()) {
+        _ if how.revoked_by.is_some() => format!(
+            "{} revoked its Source, which",
+            person_name(c, how.revoked_by.unwrap_or_default())?
+        ),
         (ActorKind::User, Some(id)) => person_name(c, id)?,
         (ActorKind::Source, _) => "The Source".to_owned(),
         _ if quorum => "The approval policy".to_owned(),

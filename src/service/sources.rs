@@ -242,6 +242,7 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
     let now = time::format(s.clock.now());
     let me = user.user_id.clone();
+    let svc = s.clone();
     let revoked = s
         .write(move |c, fx| {
             still_manages(c, &ws, &me)?;
@@ -253,7 +254,7 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
                 Actor::system(),
                 now.clone(),
             );
-            for (action_id, version) in
+            for (action_id, version, named) in
                 actions::close_open_of_source(c, &id, Status::Cancelled, &resolution)?
             {
                 let event = ActionEvent::Cancelled {
@@ -261,6 +262,17 @@ pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
                 };
                 let by = &resolution.decided_by;
                 effects::record(c, fx, On::new(&action_id, &ws), by, version, event, &now)?;
+                // Its requester and assignee hear how it ended, as when the
+                // Source cancels it (only those rows are read again).
+                if named && let Some(a) = actions::get(c, &action_id)? {
+                    let how = crate::service::notifications::Closed {
+                        status: Status::Cancelled,
+                        resolution: &resolution,
+                        closer: Some(&me),
+                        revoked_by: Some(&me),
+                    };
+                    crate::service::notifications::action_closed(c, fx, &svc, &a, how, &now)?;
+                }
             }
             crate::service::runs::cancel_of_revoked_source(c, fx, &ws, &id, &now)?;
             Ok(true)

@@ -209,12 +209,14 @@ pub fn close(c: &Connection, id: &str, status: Status, resolution: &Resolution) 
 /// journal, and SQLite walks the job's whole in-memory journal to release
 /// one: 20,000 Actions took 28 s, now well under one (docs/benchmarks.md,
 /// "Webhooks").
+/// Closes every open Action of a Source: (id, version, whether it names a
+/// requester or an assignee, who hear `action.closed`).
 pub fn close_open_of_source(
     c: &Connection,
     source_id: &str,
     status: Status,
     resolution: &Resolution,
-) -> Result<Vec<(String, i64)>> {
+) -> Result<Vec<(String, i64, bool)>> {
     let mut st = c.prepare_cached(CLOSE_OPEN_OF_SOURCE)?;
     let rows = st.query_map(
         params![
@@ -223,7 +225,7 @@ pub fn close_open_of_source(
             serde_json::to_string(resolution)?,
             resolution.decided_at
         ],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -231,7 +233,10 @@ pub fn close_open_of_source(
 const CLOSE_OPEN_OF_SOURCE: &str =
     "UPDATE actions SET status = ?2, resolution = ?3, closed_at = ?4, updated_at = ?4
      WHERE source_id = ?1 AND environment IN ('live', 'test') AND status = 'open'
-     RETURNING id, action_version";
+     RETURNING id, action_version,
+        assignee_user_id IS NOT NULL OR assignee_email IS NOT NULL
+        OR json_type(spec, '$.requested_by_user_id') IS 'text'
+        OR json_type(spec, '$.requested_by_email') IS 'text'";
 
 pub fn set_receipt(c: &Connection, id: &str, receipt_id: &str) -> Result<()> {
     c.prepare_cached("UPDATE actions SET receipt_id = ?1 WHERE id = ?2")?

@@ -425,6 +425,44 @@ async fn decide(who: &Actor, a: &Value) {
     who.post::<Value>(&path, body, 200).await;
 }
 
+/// Revoking a Source cancels its open Actions: their requester and
+/// assignee hear `action.closed` naming who revoked it; the revoker does not.
+#[tokio::test]
+async fn revoking_a_source_tells_whom_its_open_actions_were_for() {
+    let app = TestApp::spawn().await;
+    let (admin, ann, bob) = (
+        app.admin(),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let (source_id, key) = app.second_source().await;
+    let mut body = two_options("Deploy 47");
+    body["requested_by_user_id"] = json!(ann.person().id);
+    body["assignee_email"] = json!(bob.person().email);
+    let a = app.create_action_with(&key, body).await;
+    let plain = app.create_action_with(&key, two_options("Deploy 48")).await;
+    let r = admin
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/sources/{source_id}"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    for who in [&ann, &bob] {
+        let got = closed_about(who, &a).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["title"], "Cancelled: Deploy 47");
+        assert_eq!(
+            got[0]["body"],
+            "Admin <admin@example.com> revoked its Source, which cancelled it."
+        );
+        assert!(closed_about(who, &plain).await.is_empty());
+    }
+    assert!(closed_about(&admin, &a).await.is_empty());
+}
+
 /// The person an Action was requested by, and its assignee, hear how it
 /// closed (`action.closed`): decided (who chose what, and why), cancelled
 /// by the Source, or expired; never the person who closed it.
