@@ -138,12 +138,20 @@ pub enum Interaction {
             deserialize_with = "crate::domain::strict_json::optional_integer"
         )]
         max_length: Option<u64>,
+        /// A proposed answer the reviewer starts from and may edit (an
+        /// agent's draft): held to the rules of a response. Part of what
+        /// is decided, so in the fingerprint; left out when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default: Option<String>,
     },
     Number {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         min: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max: Option<f64>,
+        /// A proposed number the reviewer starts from, within min and max.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default: Option<f64>,
     },
     Choice {
         choices: Vec<Choice>,

@@ -241,10 +241,27 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::new(Code::InvalidResponse, msg)
 }
 
+/// Why an interaction's `default` could not be given as its answer, if it
+/// could not: a proposed answer is held to the rules of a response.
+pub fn default_refused(i: &Interaction) -> Option<String> {
+    let v = match i {
+        Interaction::Text {
+            default: Some(d), ..
+        } => Value::from(d.as_str()),
+        Interaction::Number {
+            default: Some(d), ..
+        } => Value::from(*d),
+        _ => return None,
+    };
+    check_value(i, &v)
+        .err()
+        .map(|e| e.message.replace("response.value", "default"))
+}
+
 fn check_value(i: &Interaction, v: &Value) -> Result<(), Error> {
     match i {
         Interaction::Boolean => v.as_bool().map(|_| ()).ok_or_else(|| mismatch("a boolean")),
-        Interaction::Text { max_length } => {
+        Interaction::Text { max_length, .. } => {
             let s = v.as_str().ok_or_else(|| mismatch("a string"))?;
             if s.trim().is_empty() {
                 return Err(invalid("response.value must not be blank"));
@@ -256,7 +273,7 @@ fn check_value(i: &Interaction, v: &Value) -> Result<(), Error> {
                 _ => Ok(()),
             }
         }
-        Interaction::Number { min, max } => {
+        Interaction::Number { min, max, .. } => {
             let n = v.as_f64().ok_or_else(|| mismatch("a number"))?;
             if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
                 return Err(invalid(format!(
@@ -411,6 +428,7 @@ mod tests {
         let n = with(Interaction::Number {
             min: Some(1.0),
             max: Some(5.0),
+            default: None,
         });
         assert_eq!(
             check_choice(&n, None, Some(&json!({"value": 9})))

@@ -701,15 +701,17 @@ fn check_options(
 fn check_interaction(i: &Interaction, checks_interaction: bool, errs: &mut Vec<FieldError>) {
     match i {
         Interaction::Boolean => {}
-        Interaction::Text { max_length } => {
+        Interaction::Text { max_length, .. } => {
             if max_length.is_some_and(|m| m == 0 || m > 100_000) {
                 errs.push(FieldError::new(
                     "interaction.max_length",
                     "max_length must be 1-100000",
                 ));
+            } else if let Some(why) = crate::domain::decision::default_refused(i) {
+                errs.push(FieldError::new("interaction.default", why));
             }
         }
-        Interaction::Number { min, max } => {
+        Interaction::Number { min, max, .. } => {
             if let (Some(a), Some(b)) = (min, max)
                 && a > b
             {
@@ -717,6 +719,8 @@ fn check_interaction(i: &Interaction, checks_interaction: bool, errs: &mut Vec<F
                     "interaction.min",
                     "min must not exceed max",
                 ));
+            } else if let Some(why) = crate::domain::decision::default_refused(i) {
+                errs.push(FieldError::new("interaction.default", why));
             }
         }
         Interaction::Choice { choices, .. } => {

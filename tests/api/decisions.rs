@@ -304,3 +304,128 @@ async fn an_option_may_require_a_reason() {
         "{html}"
     );
 }
+
+/// `interaction.default` on text and number: a proposed answer the
+/// reviewer starts from (an agent's draft), held to the rules of a
+/// response, shown in the page's input, part of the fingerprint only when
+/// given.
+#[tokio::test]
+async fn a_typed_answer_may_start_from_a_proposed_default() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let source = app.source();
+    let text = |default: Value| {
+        json!({"title": "Reply to ticket 881", "interaction":
+            {"type": "text", "max_length": 60, "default": default}})
+    };
+    let draft = "Sorry for the wait: the refund went out today.";
+    let a = app.create_action(text(json!(draft))).await;
+    assert_eq!(a["interaction"]["default"], draft);
+    // Refused as a response would be, naming the field.
+    for (bad, says) in [
+        (
+            json!("x".repeat(61)),
+            "default is longer than 60 characters",
+        ),
+        (json!("   "), "default must not be blank"),
+        (json!(7), ""),
+    ] {
+        let e = source
+            .post_err("/v1/actions", text(bad), 422, "VALIDATION_ERROR")
+            .await;
+        let errs = e["details"]["errors"].as_array().unwrap();
+        assert!(
+            errs.iter()
+                .any(|x| x["field"].as_str().unwrap().starts_with("interaction")),
+            "{e}"
+        );
+        if !says.is_empty() {
+            assert_eq!(errs[0]["field"], "interaction.default", "{e}");
+            assert_eq!(errs[0]["message"], says, "{e}");
+        }
+    }
+    let number = |default: Value| {
+        json!({"title": "Replicas", "interaction":
+            {"type": "number", "min": 1, "max": 10, "default": default}})
+    };
+    // Not taken on the other kinds.
+    source
+        .post_err(
+            "/v1/actions",
+            json!({"title": "Pick", "interaction": {"type": "choice",
+                "choices": [{"id": "a", "label": "A"}], "default": "a"}}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    let e = source
+        .post_err("/v1/actions", number(json!(20)), 422, "VALIDATION_ERROR")
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "interaction.default");
+    assert_eq!(
+        e["details"]["errors"][0]["message"],
+        "default 20 is outside the allowed range"
+    );
+    // None given (or null): the fingerprint is what it was before defaults.
+    let plain = app
+        .create_action(
+            json!({"title": "Replicas", "interaction": {"type": "number", "min": 1, "max": 10}}),
+        )
+        .await;
+    let null = app.create_action(number(Value::Null)).await;
+    assert_eq!(plain["fingerprint"], null["fingerprint"]);
+    assert!(null["interaction"].get("default").is_none(), "{null}");
+    let n = app.create_action(number(json!(3))).await;
+    assert_ne!(n["fingerprint"], plain["fingerprint"]);
+
+    // The page starts from it, says whose it is, and a refused form keeps
+    // what was typed rather than the proposal.
+    let b = app.browser(admin.person()).await;
+    let page = format!("/app/actions/{}", a["id"].as_str().unwrap());
+    let html = b.page(&page).await;
+    assert!(html.contains(&format!(">{draft}</textarea>")), "{html}");
+    assert!(html.contains("proposed by the Source: edit it or send it as it is"));
+    let html = b
+        .page(&format!("/app/actions/{}", n["id"].as_str().unwrap()))
+        .await;
+    assert!(html.contains("value=\"3\""), "{html}");
+    let origin = b.url("");
+    let origin = origin.trim_end_matches('/');
+    let version = a["action_version"].to_string();
+    let fp = a["fingerprint"].as_str().unwrap();
+    let long = "y".repeat(61);
+    let r = b
+        .post_form(
+            &format!("{page}/decide"),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("action_version", &version),
+                ("fingerprint", fp),
+                ("value", &long),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 400, "INVALID_RESPONSE");
+    let html = r.text().await.unwrap();
+    assert!(html.contains(&format!(">{long}</textarea>")), "{html}");
+    // Edited, then sent: the response is what the reviewer sent.
+    let edited = "Sorry for the wait: the refund went out on Monday.";
+    let r = b
+        .post_form(
+            &format!("{page}/decide"),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("action_version", &version),
+                ("fingerprint", fp),
+                ("value", edited),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let done: Value = admin
+        .get(&format!("/v1/actions/{}", a["id"].as_str().unwrap()), 200)
+        .await;
+    assert_eq!(done["data"]["response"]["value"], edited, "{done}");
+}

@@ -80,9 +80,13 @@ async fn page_for(
     view: &ActionView,
     changes_version: u64,
 ) -> Result<ActionPage, UiError> {
+    let a = ActionVm::new(view, &page.user, st.services.clock.now());
+    // A proposed answer fills the input; a refused form puts back what was
+    // typed instead (`refused`).
+    let value = a.answer.proposed.clone().unwrap_or_default();
     Ok(ActionPage {
         layout: Layout::signed_in(st, page, view.action.spec.title.clone(), "inbox").await?,
-        a: ActionVm::new(view, &page.user, st.services.clock.now()),
+        a,
         base_url: st.services.config.base_url.clone(),
         flash: None,
         error: None,
@@ -91,7 +95,7 @@ async fn page_for(
         next: None,
         next_checked: false,
         reason: String::new(),
-        value: String::new(),
+        value,
         comment_draft: String::new(),
         edit_draft_id: String::new(),
         edit_draft: String::new(),

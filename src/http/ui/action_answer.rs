@@ -52,6 +52,9 @@ pub struct AnswerVm {
     pub fields: Vec<FieldVm>,
     /// The hint beside the reason box: which options need one.
     pub reason_hint: String,
+    /// The interaction's `default`: the proposed answer the input starts
+    /// with, for the reviewer to edit.
+    pub proposed: Option<String>,
 }
 
 /// The range a number answer must fall in, as the page shows it.
@@ -76,6 +79,7 @@ pub(super) fn answer(a: &ActionRecord) -> AnswerVm {
         multiple: false,
         fields: Vec::new(),
         reason_hint: "optional, kept with the decision".into(),
+        proposed: None,
     };
     if a.spec.approval_policy.is_some() {
         vm.kind = "vote";
@@ -135,14 +139,19 @@ pub(super) fn answer(a: &ActionRecord) -> AnswerVm {
     }
     match &a.spec.interaction {
         Some(Interaction::Boolean) => vm.kind = "boolean",
-        Some(Interaction::Text { max_length }) => {
+        Some(Interaction::Text {
+            max_length,
+            default,
+        }) => {
             vm.kind = "text";
             vm.max_length = *max_length;
+            vm.proposed = default.clone();
         }
-        Some(Interaction::Number { min, max }) => {
+        Some(Interaction::Number { min, max, default }) => {
             vm.kind = "number";
             (vm.min, vm.max) = (*min, *max);
             vm.range = number_range(*min, *max);
+            vm.proposed = default.map(|d| d.to_string());
         }
         Some(Interaction::Choice { choices, multiple }) => {
             vm.kind = "choice";
