@@ -24,6 +24,8 @@ pub enum Kind {
     Returned,
     #[serde(rename = "action.closed")]
     Closed,
+    #[serde(rename = "action.changed")]
+    Changed,
     #[serde(rename = "control_request.finished")]
     ControlRequestFinished,
     #[serde(rename = "outcome.failed")]
@@ -35,7 +37,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Assigned,
         Kind::New,
         Kind::Mentioned,
@@ -43,13 +45,14 @@ impl Kind {
         Kind::Expiring,
         Kind::Returned,
         Kind::Closed,
+        Kind::Changed,
         Kind::ControlRequestFinished,
         Kind::OutcomeFailed,
         Kind::RunFailed,
         Kind::InvitationReceived,
     ];
 
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 12] = [
         "action.assigned",
         "action.new",
         "action.mentioned",
@@ -57,6 +60,7 @@ impl Kind {
         "action.expiring",
         "action.returned",
         "action.closed",
+        "action.changed",
         "control_request.finished",
         "outcome.failed",
         "run.failed",
@@ -84,6 +88,7 @@ impl Kind {
             Kind::Expiring => "An Action I hold is about to expire",
             Kind::Returned => "An Action I snoozed is back",
             Kind::Closed => "An Action I requested or hold was decided, cancelled or expired",
+            Kind::Changed => "An Action I voted on or hold was changed by its Source",
             Kind::ControlRequestFinished => "A control I pressed finished",
             Kind::OutcomeFailed => "An Action I decided failed when carried out",
             Kind::RunFailed => "A run failed",
@@ -106,6 +111,7 @@ impl Kind {
             Kind::Closed => {
                 "An Action a member requested or holds was decided, cancelled or expired"
             }
+            Kind::Changed => "An Action a member voted on or holds was changed by its Source",
             Kind::ControlRequestFinished => "A control a member pressed finished",
             Kind::OutcomeFailed => "An Action a member decided failed when carried out",
             Kind::RunFailed => "A run failed",
@@ -115,7 +121,10 @@ impl Kind {
 
     /// E-mail is on by default except for the kinds that come often.
     fn email_default(self) -> bool {
-        !matches!(self, Kind::New | Kind::Commented | Kind::Closed)
+        !matches!(
+            self,
+            Kind::New | Kind::Commented | Kind::Closed | Kind::Changed
+        )
     }
 }
 
@@ -268,6 +277,8 @@ pub struct EventsUpdate {
     pub returned: Option<ChannelsUpdate>,
     #[serde(rename = "action.closed")]
     pub closed: Option<ChannelsUpdate>,
+    #[serde(rename = "action.changed")]
+    pub changed: Option<ChannelsUpdate>,
     #[serde(rename = "control_request.finished")]
     pub control_request_finished: Option<ChannelsUpdate>,
     #[serde(rename = "outcome.failed")]
@@ -289,6 +300,7 @@ impl EventsUpdate {
             self.expiring,
             self.returned,
             self.closed,
+            self.changed,
             self.control_request_finished,
             self.outcome_failed,
             self.run_failed,

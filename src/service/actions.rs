@@ -586,6 +586,7 @@ pub async fn patch(
     let fields = body.as_object().map(|o| o.keys().cloned().collect());
     let now = s.clock.now();
     let vctx = validation_ctx(s, now, src.team_workspace, fields);
+    let svc = s.clone();
     s.write(move |c, fx| {
         let mut a = owned(c, &src, &id)?;
         decision::ensure_open(&a, &time::format(now))?;
@@ -626,6 +627,10 @@ pub async fn patch(
             // The new content answers what reviewers asked (guide: "Context requests").
             let at = a.updated_at.clone();
             crate::service::controls::answer_context_requests(c, &mut a, &at)?;
+            // Whoever voted on the version before, and the assignee, hear
+            // that it asks something else now.
+            let changed: Vec<String> = before.keys().cloned().collect();
+            notifications::action_changed(c, fx, &svc, &a, &changed, &at)?;
         }
         let fields = body
             .as_object()

@@ -489,6 +489,66 @@ pub fn snooze_cut_short(c: &Connection, action_id: &str, now: &str) -> Result<()
     store::move_timer(c, TimerKind::Returned, action_id, now)
 }
 
+/// The Source changed what an open Action asks (a material PATCH, a new
+/// version): whoever voted on the version before (their votes no longer
+/// count) and its assignee hear `action.changed`, each once, when they may
+/// still see it. `a` is the Action as changed; `fields` the fields whose
+/// value changed.
+pub fn action_changed(
+    c: &Connection,
+    fx: &mut Effects,
+    s: &Services,
+    a: &ActionRecord,
+    fields: &[String],
+    now: &str,
+) -> Result<()> {
+    let before = a.action_version - 1;
+    let voters = crate::store::votes::all(c, &a.id, before)?;
+    if voters.is_empty() && a.work.assignee.is_none() {
+        return Ok(());
+    }
+    let what = if fields.is_empty() {
+        "its content".to_owned()
+    } else {
+        fields.join(", ")
+    };
+    let changed = format!(
+        "{} changed {what} (version {before} → {}).",
+        source_name(c, a)?,
+        a.action_version
+    );
+    let mut told: Vec<String> = Vec::new();
+    let ctx = Ctx::of(s);
+    let policy = store::policy(c, &a.workspace_id)?;
+    for (user_id, vote) in &voters {
+        if told.contains(user_id) {
+            continue;
+        }
+        let Some(m) = work::member(c, &a.workspace_id, user_id)? else {
+            continue;
+        };
+        if !access_of(a, m.role, &m.user_id, &m.email).can_see() {
+            continue;
+        }
+        let body = format!(
+            "{changed} Your vote to {vote} on version {before} no longer counts: vote again on what it asks now."
+        );
+        let n = Notice::about(a, Kind::Changed, format!("Changed: {}", named(a)), body);
+        deliver(c, fx, &ctx, &policy, user_id, &n, now)?;
+        told.push(user_id.clone());
+    }
+    if let Some(p) = &a.work.assignee
+        && let Some(m) = member_of(c, &a.workspace_id, p)?
+        && !told.contains(&m.user_id)
+        && access_of(a, m.role, &m.user_id, &m.email).can_see()
+    {
+        let body = format!("{changed} Read it again before you decide.");
+        let n = Notice::about(a, Kind::Changed, format!("Changed: {}", named(a)), body);
+        deliver(c, fx, &ctx, &policy, &m.user_id, &n, now)?;
+    }
+    Ok(())
+}
+
 /// How an Action closed, for `action_closed`.
 #[derive(Clone, Copy)]
 pub struct Closed<'a> {

@@ -425,6 +425,61 @@ async fn decide(who: &Actor, a: &Value) {
     who.post::<Value>(&path, body, 200).await;
 }
 
+/// A material change by the Source: whoever voted on the version before
+/// (their vote no longer counts) and the assignee hear `action.changed`;
+/// other reviewers do not.
+#[tokio::test]
+async fn voters_and_the_assignee_hear_that_an_action_changed() {
+    let app = TestApp::spawn().await;
+    let (ann, bob, carol) = (
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+        app.member(Role::Reviewer),
+    );
+    let mut body = two_options("Deploy 49");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([ann.person().id, bob.person().id, carol.person().id]);
+    body["assignee_user_id"] = json!(carol.person().id);
+    body["approval_policy"] = json!({"required_approvals": 2});
+    let a = app.create_action(body).await;
+    let id = a["id"].as_str().unwrap();
+    let v = json!({"vote": "approve", "action_version": 1, "fingerprint": a["fingerprint"]});
+    ann.post::<Value>(&format!("/v1/actions/{id}/votes"), v, 200)
+        .await;
+    app.source()
+        .patch::<Value>(
+            &format!("/v1/actions/{id}"),
+            json!({"title": "Deploy 49 to eu-west"}),
+            200,
+        )
+        .await;
+    async fn changed(who: &Actor, id: &str) -> Vec<Value> {
+        all_of(who)
+            .await
+            .into_iter()
+            .filter(|n| n["kind"] == "action.changed" && n["action_id"] == id)
+            .collect()
+    }
+    let got = changed(&ann, id).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["title"], "Changed: Deploy 49 to eu-west");
+    let body = got[0]["body"].as_str().unwrap();
+    assert!(
+        body.ends_with("changed title (version 1 → 2). Your vote to approve on version 1 no longer counts: vote again on what it asks now."),
+        "{body}"
+    );
+    let got = changed(&carol, id).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0]["body"]
+            .as_str()
+            .unwrap()
+            .ends_with("changed title (version 1 → 2). Read it again before you decide."),
+        "{got:?}"
+    );
+    assert!(changed(&bob, id).await.is_empty(), "no vote, not assigned");
+}
+
 /// Revoking a Source cancels its open Actions: their requester and
 /// assignee hear `action.closed` naming who revoked it; the revoker does not.
 #[tokio::test]
@@ -1033,7 +1088,7 @@ async fn preferences_silence_a_kind_unless_the_policy_makes_it_mandatory() {
     assert_eq!(prefs["email_digest"], "off");
     assert_eq!(prefs["mandatory"], json!([]));
     assert_eq!(prefs["email_configured"], false);
-    assert_eq!(prefs["events"].as_object().unwrap().len(), 11);
+    assert_eq!(prefs["events"].as_object().unwrap().len(), 12);
     assert_eq!(
         prefs["events"]["action.assigned"],
         json!({"in_app": true, "email": true})

@@ -334,7 +334,7 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
             || html.contains("This server sends no e-mail; notifications appear here only"),
         "no SMTP in tests: {html}"
     );
-    assert_eq!(html.matches("name=\"in_app\"").count(), 11, "every kind");
+    assert_eq!(html.matches("name=\"in_app\"").count(), 12, "every kind");
     assert!(!html.contains("Required by your workspace"));
 
     // Save: e-mail off, a daily digest, in-app for every kind but action.new,

@@ -27,7 +27,7 @@ pub struct NotificationOut {
     /// Always `notification`.
     pub object: &'static str,
     /// `action.assigned`, `action.new`, `action.mentioned`, `action.commented`,
-    /// `action.expiring`, `action.returned`, `action.closed`, `control_request.finished`,
+    /// `action.expiring`, `action.returned`, `action.closed`, `action.changed`, `control_request.finished`,
     /// `outcome.failed`, `run.failed` or `invitation.received`.
     pub kind: String,
     pub title: String,

@@ -81,6 +81,7 @@ pub fn kind_label(kind: &str) -> &'static str {
         "action.expiring" => "Expiring",
         "action.returned" => "Back from snooze",
         "action.closed" => "Closed",
+        "action.changed" => "Changed",
         "control_request.finished" => "Control finished",
         "outcome.failed" => "Outcome failed",
         "run.failed" => "Run failed",
