@@ -343,6 +343,34 @@ run(async (browser) => {
       broken_words: [],
     };
   }
+  // A proposed answer to edit, an option that needs a reason, and the
+  // confirmation after a decision that leads on to the next request.
+  const proposed = await createAction(SOURCE_KEY, {
+    title: "Reply to ticket 881: refund delayed",
+    interaction: { type: "text", max_length: 2000, default: "Hi Ana, sorry for the wait: the refund of $84.00 went out today and should reach your card within 5 business days." },
+  });
+  const needsReason = await createAction(SOURCE_KEY, {
+    title: "Merge pull request #412: retry payments on timeout",
+    options: [{ id: "approve", label: "Approve", style: "primary" }, { id: "changes", label: "Request changes", reason_required: true }],
+  });
+  for (const [name, url, shot] of [
+    ["action_proposed", `/app/actions/${proposed.id}`, "action-proposed"],
+    ["action_reason_required", `/app/actions/${needsReason.id}`, null],
+    ["action_decided_next", `/app/actions/${deploy.id}?done=decided`, "action-decided-next"],
+  ]) {
+    for (const [page, suffix] of [[wide, ""], [phone, "-phone"]]) {
+      const res = await page.goto(`${BASE}${url}`);
+      if (res.status() !== 200) throw new Error(`${url}: ${res.status()}`);
+      if (shot) {
+        await page.screenshot({ path: `${OUT}/${shot}${suffix}.png` });
+        files.push(`${shot}${suffix}.png`);
+      }
+    }
+    phoneChecks[name] = {
+      horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+      broken_words: await phone.evaluate(brokenWords),
+    };
+  }
   await phone.goto(`${BASE}/app/actions/${long.id}`);
   phoneChecks.action_long_labels = {
     horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
