@@ -267,7 +267,26 @@ async fn ensure_customer(
     if let Some(id) = &ctx.customer {
         return Ok(id.clone());
     }
+    make_customer(s, http, stripe, ctx, None).await
+}
+
+/// Makes the workspace's customer at Stripe and keeps its id. `gone`: the
+/// customer kept before, which Stripe no longer has (deleted, or another
+/// account's keys); it is forgotten first, and the new customer's key
+/// names it, so Stripe does not answer that one again.
+async fn make_customer(
+    s: &Services,
+    http: &reqwest::Client,
+    stripe: &StripeConfig,
+    ctx: &OwnerContext,
+    gone: Option<&str>,
+) -> Result<String> {
     let ws = ctx.workspace_id.clone();
+    if let Some(old) = gone {
+        let (w, old) = (ws.clone(), old.to_owned());
+        s.db.write(move |c| store::forget_stripe_customer(c, &w, &old))
+            .await?;
+    }
     let form = [
         ("name", ctx.name.as_str()),
         ("email", ctx.email.as_str()),
@@ -276,7 +295,10 @@ async fn ensure_customer(
     // Two owners (or two clicks) opening the portal at once make one
     // customer: Stripe answers the same customer to the same key and
     // parameters for 24 hours.
-    let key = customer_key(&ws, &form);
+    let mut key = customer_key(&ws, &form);
+    if let Some(old) = gone {
+        key.push_str(&format!("-after-{old}"));
+    }
     let made = stripe_post(http, stripe, "/v1/customers", &form, Some(&key)).await?;
     let id = string_field(&made, "id", "/v1/customers")?;
     s.db.write(move |c| store::set_stripe_customer(c, &ws, &id))
@@ -293,18 +315,22 @@ pub async fn portal(s: &Services, user: &UserCaller) -> Result<String> {
         return Ok(return_url);
     };
     let http = stripe_client()?;
-    let customer = ensure_customer(s, &http, &stripe, &ctx).await?;
-    let session = stripe_post(
-        &http,
-        &stripe,
-        "/v1/billing_portal/sessions",
-        &[
+    let mut customer = ensure_customer(s, &http, &stripe, &ctx).await?;
+    let mut renewed = false;
+    let session = loop {
+        let form = [
             ("customer", customer.as_str()),
             ("return_url", return_url.as_str()),
-        ],
-        None,
-    )
-    .await?;
+        ];
+        match stripe_post(&http, &stripe, "/v1/billing_portal/sessions", &form, None).await {
+            // The customer kept is gone at Stripe: a new one, once.
+            Err(e) if e.missing_customer && !renewed => {
+                customer = make_customer(s, &http, &stripe, &ctx, Some(&customer)).await?;
+                renewed = true;
+            }
+            r => break r?,
+        }
+    };
     string_field(&session, "url", "/v1/billing_portal/sessions")
 }
 
@@ -420,7 +446,7 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
                     Code::AlreadySubscribed,
                     format!(
                         "the checkout started for plan {} could not be closed ({}); it may have been paid: the plan follows when Stripe confirms it",
-                        p.plan_id, e.message
+                        p.plan_id, e.error.message
                     ),
                 )
             })?;
@@ -433,11 +459,10 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
     // Two owners (or two clicks) at once make one session: Stripe answers
     // the same session to the same key and parameters.
     let key = format!("hds-checkout-{ws}-{plan_id}-after-{after}");
-    let session = stripe_post(
-        &http,
-        &stripe,
-        "/v1/checkout/sessions",
-        &[
+    let mut customer = customer;
+    let mut renewed = false;
+    let session = loop {
+        let form = [
             ("mode", "subscription"),
             ("customer", customer.as_str()),
             ("line_items[0][price]", price.as_str()),
@@ -447,10 +472,22 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
             ("subscription_data[metadata][plan_id]", plan_id.as_str()),
             ("success_url", success.as_str()),
             ("cancel_url", cancel.as_str()),
-        ],
-        Some(&key),
-    )
-    .await?;
+        ];
+        // Another customer is another request: the key names it.
+        let key = if renewed {
+            format!("{key}-for-{customer}")
+        } else {
+            key.clone()
+        };
+        match stripe_post(&http, &stripe, "/v1/checkout/sessions", &form, Some(&key)).await {
+            // The customer kept is gone at Stripe: a new one, once.
+            Err(e) if e.missing_customer && !renewed => {
+                customer = make_customer(s, &http, &stripe, &ctx, Some(&customer)).await?;
+                renewed = true;
+            }
+            r => break r?,
+        }
+    };
     let pending = store::PendingCheckout {
         session_id: string_field(&session, "id", "/v1/checkout/sessions")?,
         url: string_field(&session, "url", "/v1/checkout/sessions")?,
@@ -502,6 +539,28 @@ fn stripe_unavailable(path: &str, cause: String) -> Error {
     )
 }
 
+/// A Stripe call that failed: the error to answer, and whether Stripe said
+/// the customer named does not exist (`resource_missing` on `customer`).
+struct StripeFailure {
+    error: Error,
+    missing_customer: bool,
+}
+
+impl From<Error> for StripeFailure {
+    fn from(error: Error) -> Self {
+        Self {
+            error,
+            missing_customer: false,
+        }
+    }
+}
+
+impl From<StripeFailure> for Error {
+    fn from(f: StripeFailure) -> Self {
+        f.error
+    }
+}
+
 /// One form-encoded POST to Stripe's API, answered with its JSON.
 async fn stripe_post(
     http: &reqwest::Client,
@@ -509,7 +568,7 @@ async fn stripe_post(
     path: &str,
     form: &[(&str, &str)],
     idempotency_key: Option<&str>,
-) -> Result<Value> {
+) -> std::result::Result<Value, StripeFailure> {
     let mut req = http
         .post(format!("{}{path}", cfg.api_base))
         .bearer_auth(&cfg.secret_key)
@@ -528,7 +587,11 @@ async fn stripe_post(
         .map_err(|e| stripe_unavailable(path, format!("an unreadable answer ({e})")))?;
     if !status.is_success() {
         let msg = body["error"]["message"].as_str().unwrap_or("no message");
-        return Err(stripe_unavailable(path, format!("HTTP {status}: {msg}")));
+        return Err(StripeFailure {
+            error: stripe_unavailable(path, format!("HTTP {status}: {msg}")),
+            missing_customer: body["error"]["code"] == "resource_missing"
+                && body["error"]["param"] == "customer",
+        });
     }
     Ok(body)
 }

@@ -227,6 +227,16 @@ pub fn standing_subscription(c: &Connection, workspace_id: &str) -> Result<Optio
     .optional()?)
 }
 
+/// Forgets the workspace's customer when it is still `gone` (Stripe no
+/// longer has it), so a new one can be kept.
+pub fn forget_stripe_customer(c: &Connection, workspace_id: &str, gone: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE workspaces SET stripe_customer_id = NULL WHERE id = ?1 AND stripe_customer_id = ?2",
+    )?
+    .execute([workspace_id, gone])?;
+    Ok(())
+}
+
 /// The workspace whose Stripe customer this is.
 pub fn by_stripe_customer(c: &Connection, customer: &str) -> Result<Option<StripeState>> {
     Ok(c.prepare_cached(BY_CUSTOMER)?

@@ -306,6 +306,14 @@ async fn stripe_standin() -> (String, Calls) {
             let e = json!({"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}});
             return (StatusCode::UNAUTHORIZED, axum::Json(e)).into_response();
         }
+        // As Stripe: a customer this account never made (or deleted).
+        if let Some(c) = form.get("customer")
+            && !c.starts_with("cus_standin")
+        {
+            let e = json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                "param": "customer", "message": format!("No such customer: '{c}'")}});
+            return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+        }
         match path.as_str() {
             "/v1/customers" => {
                 axum::Json(json!({"id": format!("cus_standin{n}"), "object": "customer"}))
@@ -1038,6 +1046,81 @@ async fn an_owner_subscribes_through_stripe_checkout() {
         last.3.as_deref(),
         Some(format!("hds-checkout-{ws}-starter-after-cs_test_4").as_str())
     );
+}
+
+/// A customer kept that Stripe no longer has (deleted, or the operator
+/// moved from test keys to live ones): the portal and Checkout make a new
+/// customer once, keep it, and go on; nothing is left broken.
+#[tokio::test]
+async fn a_customer_stripe_no_longer_has_is_made_again() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let ws = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    let set = |id: &'static str| {
+        let ws = ws.clone();
+        app.state
+            .services
+            .db
+            .write(move |c| hds::store::billing::set_stripe_customer(c, &ws, id))
+    };
+    set("cus_deleted").await.unwrap();
+    let r = open_portal(&app, &app.user_token()).await;
+    assert_eq!(r.status(), 303);
+    let seen = calls.lock().unwrap().clone();
+    let paths: Vec<&str> = seen.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/billing_portal/sessions",
+            "/v1/customers",
+            "/v1/billing_portal/sessions"
+        ]
+    );
+    assert!(
+        seen[1]
+            .3
+            .as_deref()
+            .unwrap()
+            .ends_with("-after-cus_deleted"),
+        "{seen:?}"
+    );
+    assert_eq!(seen[2].1["customer"], "cus_standin2");
+    let b: Value = app.admin().get("/v1/billing", 200).await;
+    assert_eq!(b["portal"], "stripe");
+    // Kept: the next portal asks Stripe once.
+    open_portal(&app, &app.user_token()).await;
+    assert_eq!(calls.lock().unwrap().len(), 4);
+    assert_eq!(calls.lock().unwrap()[3].1["customer"], "cus_standin2");
+    // Checkout alike.
+    app.state
+        .services
+        .db
+        .write({
+            let ws = ws.clone();
+            move |c| {
+                c.execute(
+                    "UPDATE workspaces SET stripe_customer_id = 'cus_gone' WHERE id = ?1",
+                    [&ws],
+                )?;
+                Ok(())
+            }
+        })
+        .await
+        .unwrap();
+    let r = start_checkout(&app, &app.user_token(), json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let seen = calls.lock().unwrap().clone();
+    let last: Vec<&str> = seen[4..].iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        last,
+        [
+            "/v1/checkout/sessions",
+            "/v1/customers",
+            "/v1/checkout/sessions"
+        ]
+    );
+    assert_eq!(seen[6].1["customer"], "cus_standin6");
+    assert_ne!(seen[4].3, seen[6].3, "another customer, another key");
 }
 
 #[tokio::test]
