@@ -130,7 +130,9 @@ pub struct ActionOption {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Interaction {
-    Boolean,
+    /// A struct variant, not a unit one: serde then refuses unknown keys
+    /// (`{"type": "boolean", "default": true}`) as it does on the others.
+    Boolean {},
     Text {
         #[serde(
             default,

@@ -260,7 +260,7 @@ pub fn default_refused(i: &Interaction) -> Option<String> {
 
 fn check_value(i: &Interaction, v: &Value) -> Result<(), Error> {
     match i {
-        Interaction::Boolean => v.as_bool().map(|_| ()).ok_or_else(|| mismatch("a boolean")),
+        Interaction::Boolean {} => v.as_bool().map(|_| ()).ok_or_else(|| mismatch("a boolean")),
         Interaction::Text { max_length, .. } => {
             let s = v.as_str().ok_or_else(|| mismatch("a string"))?;
             if s.trim().is_empty() {
@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn typed_responses_map_to_the_three_codes() {
-        let b = with(Interaction::Boolean);
+        let b = with(Interaction::Boolean {});
         assert_eq!(
             check_choice(&b, None, None).unwrap_err().code,
             Code::ResponseRequired

@@ -700,7 +700,7 @@ fn check_options(
 
 fn check_interaction(i: &Interaction, checks_interaction: bool, errs: &mut Vec<FieldError>) {
     match i {
-        Interaction::Boolean => {}
+        Interaction::Boolean {} => {}
         Interaction::Text { max_length, .. } => {
             if max_length.is_some_and(|m| m == 0 || m > 100_000) {
                 errs.push(FieldError::new(
@@ -842,7 +842,7 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                 "approval_policy is available to Sources of team workspaces only",
             ));
         }
-        let two_way = matches!(s.interaction, Some(Interaction::Boolean))
+        let two_way = matches!(s.interaction, Some(Interaction::Boolean {}))
             || s.options.as_ref().is_some_and(|o| o.len() == 2);
         if s.visibility() != Visibility::Restricted || !two_way {
             errs.push(FieldError::new(
@@ -973,6 +973,19 @@ mod tests {
 
     /// Defaults sent count as left out for the idempotency hash; anything
     /// else is kept, and a request without defaults is not copied.
+    #[test]
+    fn a_boolean_interaction_takes_no_other_key_and_keeps_its_form() {
+        let ok = parse_create_bytes(br#"{"title":"x","interaction":{"type":"boolean"}}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&ok.interaction).unwrap(),
+            r#"{"type":"boolean"}"#
+        );
+        for extra in [r#""default":true"#, r#""foo":1"#] {
+            let body = format!(r#"{{"title":"x","interaction":{{"type":"boolean",{extra}}}}}"#);
+            assert!(parse_create_bytes(body.as_bytes()).is_err(), "{body}");
+        }
+    }
+
     #[test]
     fn without_defaults_leaves_out_what_was_sent_as_its_default() {
         let parse = |v: Value| serde_json::from_value::<ActionSpec>(v).unwrap();

@@ -629,7 +629,11 @@ pub async fn patch(
             crate::service::controls::answer_context_requests(c, &mut a, &at)?;
             // Whoever voted on the version before, and the assignee, hear
             // that it asks something else now.
-            let changed: Vec<String> = before.keys().cloned().collect();
+            let changed: Vec<String> = before
+                .keys()
+                .filter(|k| fingerprint::MATERIAL_FIELDS.contains(&k.as_str()))
+                .cloned()
+                .collect();
             notifications::action_changed(c, fx, &svc, &a, &changed, &at)?;
         }
         let fields = body

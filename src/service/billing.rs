@@ -458,7 +458,15 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
     let ws = ctx.workspace_id.clone();
     // Two owners (or two clicks) at once make one session: Stripe answers
     // the same session to the same key and parameters.
-    let key = format!("hds-checkout-{ws}-{plan_id}-after-{after}");
+    // Stripe keeps a refusal under its key for a day: the key also hashes
+    // what is asked (price, customer), so a corrected configuration is a
+    // new request.
+    let asked = customer_key(
+        &ws,
+        &[("price", price.as_str()), ("customer", customer.as_str())],
+    );
+    let asked = asked.rsplit('-').next().unwrap_or_default();
+    let key = format!("hds-checkout-{ws}-{plan_id}-after-{after}-{asked}");
     let mut customer = customer;
     let mut renewed = false;
     let session = loop {

@@ -527,12 +527,18 @@ pub fn action_changed(
         let Some(m) = work::member(c, &a.workspace_id, user_id)? else {
             continue;
         };
-        if !access_of(a, m.role, &m.user_id, &m.email).can_see() {
+        let access = access_of(a, m.role, &m.user_id, &m.email);
+        if !access.can_see() {
             continue;
         }
-        let body = format!(
-            "{changed} Your vote to {vote} on version {before} no longer counts: vote again on what it asks now."
-        );
+        // One who may no longer vote (made a viewer since) is not asked to.
+        let body = if access.can_vote() {
+            format!(
+                "{changed} Your vote to {vote} on version {before} no longer counts: vote again on what it asks now."
+            )
+        } else {
+            format!("{changed} Your vote on version {before} no longer counts.")
+        };
         let n = Notice::about(a, Kind::Changed, format!("Changed: {}", named(a)), body);
         deliver(c, fx, &ctx, &policy, user_id, &n, now)?;
         told.push(user_id.clone());

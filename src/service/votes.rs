@@ -48,7 +48,7 @@ fn vote_schema() -> utoipa::openapi::Object {
 /// What approve and reject mean on this Action: the first and second option,
 /// or true and false.
 fn choice(a: &ActionRecord, approve: bool) -> (Option<String>, Option<Value>) {
-    if matches!(a.spec.interaction, Some(Interaction::Boolean)) {
+    if matches!(a.spec.interaction, Some(Interaction::Boolean {})) {
         return (None, Some(json!({ "value": approve })));
     }
     (

@@ -383,7 +383,7 @@ async fn a_typed_answer_may_start_from_a_proposed_default() {
     let b = app.browser(admin.person()).await;
     let page = format!("/app/actions/{}", a["id"].as_str().unwrap());
     let html = b.page(&page).await;
-    assert!(html.contains(&format!(">{draft}</textarea>")), "{html}");
+    assert!(html.contains(&format!(">\n{draft}</textarea>")), "{html}");
     assert!(html.contains("proposed by the Source: edit it or send it as it is"));
     let html = b
         .page(&format!("/app/actions/{}", n["id"].as_str().unwrap()))
@@ -408,7 +408,7 @@ async fn a_typed_answer_may_start_from_a_proposed_default() {
         .await;
     assert_eq!(r.status(), 400, "INVALID_RESPONSE");
     let html = r.text().await.unwrap();
-    assert!(html.contains(&format!(">{long}</textarea>")), "{html}");
+    assert!(html.contains(&format!(">\n{long}</textarea>")), "{html}");
     // Edited, then sent: the response is what the reviewer sent.
     let edited = "Sorry for the wait: the refund went out on Monday.";
     let r = b

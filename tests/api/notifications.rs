@@ -449,7 +449,8 @@ async fn voters_and_the_assignee_hear_that_an_action_changed() {
     app.source()
         .patch::<Value>(
             &format!("/v1/actions/{id}"),
-            json!({"title": "Deploy 49 to eu-west"}),
+            // Priority changes nothing that is asked: not named.
+            json!({"title": "Deploy 49 to eu-west", "priority": "high"}),
             200,
         )
         .await;

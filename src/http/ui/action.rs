@@ -392,7 +392,7 @@ fn submission(a: &ActionRecord, f: &FormData) -> Result<Submission> {
 fn response(a: &ActionRecord, f: &FormData) -> Result<Option<Value>> {
     Ok(match &a.spec.interaction {
         None => None,
-        Some(Interaction::Boolean) => match f.get("value") {
+        Some(Interaction::Boolean {}) => match f.get("value") {
             Some("true") => Some(json!(true)),
             Some("false") => Some(json!(false)),
             _ => None,

@@ -138,7 +138,7 @@ pub(super) fn answer(a: &ActionRecord) -> AnswerVm {
         return vm;
     }
     match &a.spec.interaction {
-        Some(Interaction::Boolean) => vm.kind = "boolean",
+        Some(Interaction::Boolean {}) => vm.kind = "boolean",
         Some(Interaction::Text {
             max_length,
             default,

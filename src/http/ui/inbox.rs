@@ -442,7 +442,7 @@ fn answer_kind(spec: &ActionSpec) -> String {
         return words::count(options.len() as i64, "option", "options");
     }
     match spec.interaction {
-        Some(Interaction::Boolean) => "Yes / No",
+        Some(Interaction::Boolean {}) => "Yes / No",
         Some(Interaction::Text { .. }) => "Written answer",
         Some(Interaction::Number { .. }) => "Number",
         Some(Interaction::Choice { .. }) => "Choice",
