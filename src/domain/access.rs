@@ -210,6 +210,14 @@ impl ActionAccess {
         self.can_edit_comment(is_author) || manages_workspace(self.role)
     }
 
+    /// Withdraw it (close it as `cancelled`, nothing decided): the people
+    /// who manage the workspace, on an Action they see, for a request its
+    /// Source left open (a crashed agent, a forgotten job), as they cancel
+    /// such a run.
+    pub fn can_withdraw(self) -> bool {
+        self.can_see() && manages_workspace(self.role)
+    }
+
     /// Change its assignment. `held_by_other`: someone other than the caller
     /// holds it now. Reviewers assign an Action nobody else holds (or hand on
     /// their own); taking it from someone else is for owners and admins

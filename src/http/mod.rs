@@ -56,6 +56,7 @@ pub fn routes() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(actions::vote_on_action, actions::list_votes))
         .routes(routes!(actions::resolve_action))
         .routes(routes!(actions::cancel_action))
+        .routes(routes!(actions::withdraw_action))
         .routes(routes!(actions::report_outcome))
         // working on an Action (guide: "Claim, assignment, snooze and comments")
         .routes(routes!(work::claim_action))

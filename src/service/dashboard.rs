@@ -50,6 +50,8 @@ pub struct WorkView {
     pub may_assign: bool,
     pub may_snooze: bool,
     pub may_comment: bool,
+    /// Withdraw it (an owner or admin, while it is open).
+    pub may_withdraw: bool,
     /// May delete others' comments too (owners and admins).
     pub moderates_comments: bool,
     /// Members who may hold it: the assignment select.
@@ -136,6 +138,7 @@ fn work_view(
         may_assign,
         may_snooze: open && acc.can_snooze(),
         may_comment: acc.can_comment(),
+        may_withdraw: open && acc.can_withdraw(),
         moderates_comments: acc.can_delete_comment(false),
         assignable,
         comments: crate::store::work::comments(c, &a.id)?,

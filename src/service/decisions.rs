@@ -315,6 +315,53 @@ pub async fn cancel(
     .await
 }
 
+/// POST /v1/actions/{id}/withdraw by an owner or admin: the Action closes
+/// as `cancelled` (no receipt: nothing was decided), with the person as the
+/// actor; the Source hears `action.cancelled` as when it cancels.
+pub async fn withdraw(
+    s: &Services,
+    user: UserCaller,
+    id: String,
+    req: CancelRequest,
+) -> Result<ActionRecord> {
+    check_reason(&req.reason)?;
+    let svc = s.clone();
+    let now = time::format(s.clock.now());
+    s.write(move |c, fx| {
+        let a = store::get(c, &id)?.ok_or_else(Error::action_not_found)?;
+        // The role as of this transaction, not as of authentication.
+        let access = access_now(c, &a, &user)?.ok_or_else(Error::action_not_found)?;
+        if !access.can_withdraw() {
+            return Err(Error::new(
+                Code::Forbidden,
+                "only the workspace's owners and admins withdraw a request",
+            )
+            .with_detail("required_role", crate::domain::access::Role::Admin.as_str()));
+        }
+        decision::ensure_open(&a, &now)?;
+        let actor = Actor::user(&user.user_id);
+        let resolution = Resolution::without_choice(req.reason.clone(), actor.clone(), now);
+        if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
+            return Err(Error::new(
+                Code::ActionNotOpen,
+                "the Action was closed by another request",
+            ));
+        }
+        let at = &resolution.decided_at;
+        let how = notifications::Closed {
+            status: Status::Cancelled,
+            resolution: &resolution,
+            closer: None,
+            revoked_by: None,
+        };
+        notifications::action_closed(c, fx, &svc, &a, how, at)?;
+        let event = ActionEvent::Cancelled { reason: req.reason };
+        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, at)?;
+        store::get(c, &a.id)?.ok_or_else(Error::action_not_found)
+    })
+    .await
+}
+
 /// POST /v1/actions/{id}/outcome: one immutable outcome per resolved Action. An
 /// exact retry returns the recorded outcome; a different one is refused.
 pub async fn report_outcome(

@@ -145,6 +145,7 @@ async fn openapi_covers_every_route() {
         ("/v1/actions/{action_id}/votes", "get"),
         ("/v1/actions/{action_id}/resolve", "post"),
         ("/v1/actions/{action_id}/cancel", "post"),
+        ("/v1/actions/{action_id}/withdraw", "post"),
         ("/v1/actions/{action_id}/outcome", "post"),
         ("/v1/actions/{action_id}/claim", "post"),
         ("/v1/actions/{action_id}/assignment", "patch"),

@@ -1303,3 +1303,83 @@ async fn a_source_reads_its_own_deliveries_and_recovers_the_failed_ones() {
         .await;
     assert_eq!(r["resent"], 2, "from the start again: {r}");
 }
+
+/// An owner or admin withdraws a request its Source left open: it closes
+/// as `cancelled` with the person as the actor and no receipt, the Source
+/// hears `action.cancelled` (verified with `standardwebhooks`), and the
+/// dashboard offers it to them only.
+#[tokio::test]
+async fn an_owner_or_admin_withdraws_an_open_action_and_the_source_is_told() {
+    let (app, rx) = setup().await;
+    let a = app
+        .create_action(with_callback("Orphaned deploy", &rx.url("withdrawn")))
+        .await;
+    let id = a["id"].as_str().unwrap();
+    let path = format!("/v1/actions/{id}/withdraw");
+    // A reviewer may decide it, not withdraw it.
+    let reviewer = app.member(hds::domain::access::Role::Reviewer);
+    let e = reviewer
+        .post_err(&path, json!({"reason": "x"}), 403, "FORBIDDEN")
+        .await;
+    assert_eq!(e["details"]["required_role"], "admin");
+    let rb = app.browser(reviewer.person()).await;
+    assert!(
+        !rb.page(&format!("/app/actions/{id}"))
+            .await
+            .contains("withdraw-form")
+    );
+    // The owner, from the dashboard.
+    let admin = app.admin();
+    let b = app.browser(admin.person()).await;
+    let page = format!("/app/actions/{id}");
+    assert!(b.page(&page).await.contains("id=\"withdraw-form\""));
+    let origin = b.url("");
+    let origin = origin.trim_end_matches('/');
+    let r = b
+        .post_form(
+            &format!("{page}/withdraw"),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("reason", "the agent that asked crashed"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        r.headers()["location"].to_str().unwrap(),
+        format!("{page}?done=withdrawn")
+    );
+    let got = rx.wait_for("withdrawn", 1).await;
+    let secret = app.creds["webhook_secret"].as_str().unwrap();
+    assert_eq!(got[0]["verified"][secret], true);
+    assert_eq!(got[0]["body"]["type"], "action.cancelled");
+    let action = &got[0]["body"]["data"]["action"];
+    assert_eq!(action["status"], "cancelled");
+    assert_eq!(action["resolution_reason"], "the agent that asked crashed");
+    assert_eq!(action["receipt"], Value::Null, "nothing was decided");
+    let read: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    let by = &read["data"]["resolved_by"];
+    assert_eq!(by["type"], "user", "{read}");
+    assert_eq!(by["id"], admin.person().id.as_str(), "{read}");
+    // Once: a second withdrawal, or a decision, finds it closed.
+    admin
+        .post_err(&path, json!({}), 409, "ACTION_NOT_OPEN")
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .error(409, "ACTION_NOT_OPEN");
+    // Through the API, without a body.
+    let b2 = app.create_action(two_options("Forgotten job")).await;
+    let r = admin
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/actions/{}/withdraw", b2["id"].as_str().unwrap()),
+            None,
+            &[],
+        )
+        .await;
+    let done = r.ok(200);
+    assert_eq!(done["data"]["status"], "cancelled");
+    assert_eq!(done["data"]["resolution_reason"], Value::Null);
+}

@@ -260,6 +260,24 @@ pub async fn cancel_action(
     ))
 }
 
+/// Withdraw an open Action as an owner or admin of its workspace: it closes as `cancelled`, nothing decided, and its Source hears `action.cancelled`.
+#[utoipa::path(post, path = "/v1/actions/{action_id}/withdraw", tag = "actions", params(("action_id" = String, Path)),
+    request_body = CancelRequest,
+    responses((status = 200, description = "the cancelled Action", body = Envelope<ActionOut>),
+        (status = 403, description = "FORBIDDEN: only owners and admins withdraw (details.required_role = admin)", body = crate::http::openapi::ErrorBody),
+        (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody),
+        (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
+    security(("user_token" = []), ("session_cookie" = [])))]
+pub async fn withdraw_action(
+    State(st): State<AppState>,
+    UserAuth(user): UserAuth,
+    ApiPath(id): ApiPath<String>,
+    OptionalJson(req): OptionalJson<CancelRequest>,
+) -> Result<Json<Envelope<ActionOut>>> {
+    let a = decisions::withdraw(&st.services, user, id, req).await?;
+    Ok(Json(Envelope::fresh(ActionOut::from(&a))))
+}
+
 /// Record what happened when the Source acted on the decision.
 #[utoipa::path(post, path = "/v1/actions/{action_id}/outcome", tag = "actions", params(("action_id" = String, Path), ("Idempotency-Key" = Option<String>, Header, description = "1-255 printable ASCII characters, scoped to the Source and environment: an exact retry answers the first response")),
     request_body = OutcomeReport,

@@ -152,6 +152,9 @@ pub async fn action_page(
         Some("assigned") => Some("Assignment saved."),
         Some("snoozed") => Some("Snooze saved."),
         Some("commented") => Some("Comment added."),
+        Some("withdrawn") => Some(
+            "Withdrawn: the request is cancelled, nothing was decided, and the Source is told.",
+        ),
         Some("comment_edited") => Some("Comment saved."),
         Some("comment_deleted") => Some("Comment deleted."),
         Some("control") => Some("Sent to the Source. Its progress shows below as it reports it."),

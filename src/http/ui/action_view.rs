@@ -156,6 +156,7 @@ pub struct WorkVm {
     pub may_assign: bool,
     pub may_snooze: bool,
     pub may_comment: bool,
+    pub may_withdraw: bool,
     /// (user id, label, selected) per member who may hold it.
     pub assignable: Vec<(String, String, bool)>,
     pub comments: Vec<CommentVm>,
@@ -205,6 +206,7 @@ fn work(v: &ActionView, me: &UserCaller, now: Timestamp) -> WorkVm {
         may_assign: v.work.may_assign,
         may_snooze: v.work.may_snooze,
         may_comment: v.work.may_comment,
+        may_withdraw: v.work.may_withdraw,
         assignable: v
             .work
             .assignable

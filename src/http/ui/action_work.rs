@@ -143,6 +143,23 @@ pub async fn snooze(
     back(&st, &page, &id, "snoozed", r).await
 }
 
+/// POST /app/actions/{id}/withdraw (owners and admins)
+pub async fn withdraw(
+    State(st): State<AppState>,
+    page: PageUser,
+    headers: HeaderMap,
+    PagePath(id): PagePath<String>,
+    form: FormData,
+) -> Result<Response, UiError> {
+    check_csrf(&st, &headers, &page, &form)?;
+    let req = crate::service::decisions::CancelRequest {
+        reason: form.text("reason"),
+    };
+    let r =
+        crate::service::decisions::withdraw(&st.services, page.user.clone(), id.clone(), req).await;
+    back(&st, &page, &id, "withdrawn", r.map(|_| ())).await
+}
+
 /// POST /app/actions/{id}/comments
 pub async fn comment(
     State(st): State<AppState>,

@@ -62,6 +62,7 @@ pub fn router() -> Router<AppState> {
         .route("/app/actions/{id}/claim", post(action_work::claim))
         .route("/app/actions/{id}/assign", post(action_work::assign))
         .route("/app/actions/{id}/snooze", post(action_work::snooze))
+        .route("/app/actions/{id}/withdraw", post(action_work::withdraw))
         .route("/app/actions/{id}/comments", post(action_work::comment))
         .route(
             "/app/actions/{id}/comments/{comment_id}/edit",
