@@ -211,11 +211,12 @@ impl ActionAccess {
     }
 
     /// Withdraw it (close it as `cancelled`, nothing decided): the people
-    /// who manage the workspace, on an Action they see, for a request its
-    /// Source left open (a crashed agent, a forgotten job), as they cancel
-    /// such a run.
+    /// who manage the workspace, for a request its Source left open (a
+    /// crashed agent, a forgotten job), as they cancel such a run; on a
+    /// restricted Action only when listed, so that restricting it to named
+    /// people is not undone by every admin (they revoke the Source instead).
     pub fn can_withdraw(self) -> bool {
-        self.can_see() && manages_workspace(self.role)
+        manages_workspace(self.role) && self.can_work_on()
     }
 
     /// Change its assignment. `held_by_other`: someone other than the caller

@@ -284,8 +284,27 @@ async fn make_customer(
     let ws = ctx.workspace_id.clone();
     if let Some(old) = gone {
         let (w, old) = (ws.clone(), old.to_owned());
-        s.db.write(move |c| store::forget_stripe_customer(c, &w, &old))
-            .await?;
+        let ended_plan = s.config.billing.default_plan.clone();
+        let now = time::format(s.clock.now());
+        s.db.write(move |c| {
+            let before = store::by_stripe_customer(c, &old)?;
+            if !store::forget_stripe_customer(c, &w, &old)? {
+                return Ok(());
+            }
+            // A customer Stripe no longer has has no subscription either:
+            // the one followed ends (its events, sent for that customer,
+            // would find no workspace now), and so does a Checkout session
+            // started for it.
+            if let Some(st) = before.filter(|st| st.live)
+                && let Some(sub) = st.subscription_id.clone()
+            {
+                store::remember_ended(c, &w, &sub, &now)?;
+                let ended = store::StripeState { live: false, ..st };
+                store::set_plan_from_stripe(c, &ended_plan, &ended)?;
+            }
+            store::close_pending_checkout(c, &w)
+        })
+        .await?;
     }
     let form = [
         ("name", ctx.name.as_str()),

@@ -332,11 +332,20 @@ pub async fn withdraw(
         // The role as of this transaction, not as of authentication.
         let access = access_now(c, &a, &user)?.ok_or_else(Error::action_not_found)?;
         if !access.can_withdraw() {
-            return Err(Error::new(
-                Code::Forbidden,
-                "only the workspace's owners and admins withdraw a request",
-            )
-            .with_detail("required_role", crate::domain::access::Role::Admin.as_str()));
+            use crate::domain::access::{Role, manages_workspace};
+            return Err(if manages_workspace(access.role) {
+                Error::new(
+                    Code::Forbidden,
+                    "this Action is restricted to its listed reviewers: only an owner or admin listed on it withdraws it (or revoke its Source)",
+                )
+                .with_detail("listed", false)
+            } else {
+                Error::new(
+                    Code::Forbidden,
+                    "only the workspace's owners and admins withdraw a request",
+                )
+                .with_detail("required_role", Role::Admin.as_str())
+            });
         }
         decision::ensure_open(&a, &now)?;
         let actor = Actor::user(&user.user_id);
@@ -357,6 +366,10 @@ pub async fn withdraw(
         notifications::action_closed(c, fx, &svc, &a, how, at)?;
         let event = ActionEvent::Cancelled { reason: req.reason };
         effects::record(c, fx, On::of(&a), &actor, a.action_version, event, at)?;
+        // What told them of it is done with, as after a decision.
+        if crate::store::notifications::read_about(c, &user.user_id, &a.id, at)? > 0 {
+            fx.user_changed(&user.user_id);
+        }
         store::get(c, &a.id)?.ok_or_else(Error::action_not_found)
     })
     .await

@@ -229,12 +229,14 @@ pub fn standing_subscription(c: &Connection, workspace_id: &str) -> Result<Optio
 
 /// Forgets the workspace's customer when it is still `gone` (Stripe no
 /// longer has it), so a new one can be kept.
-pub fn forget_stripe_customer(c: &Connection, workspace_id: &str, gone: &str) -> Result<()> {
-    c.prepare_cached(
-        "UPDATE workspaces SET stripe_customer_id = NULL WHERE id = ?1 AND stripe_customer_id = ?2",
-    )?
-    .execute([workspace_id, gone])?;
-    Ok(())
+/// Whether it was still that one.
+pub fn forget_stripe_customer(c: &Connection, workspace_id: &str, gone: &str) -> Result<bool> {
+    let n = c
+        .prepare_cached(
+            "UPDATE workspaces SET stripe_customer_id = NULL WHERE id = ?1 AND stripe_customer_id = ?2",
+        )?
+        .execute([workspace_id, gone])?;
+    Ok(n == 1)
 }
 
 /// The workspace whose Stripe customer this is.

@@ -1124,6 +1124,52 @@ async fn a_customer_stripe_no_longer_has_is_made_again() {
     );
     assert_eq!(seen[6].1["customer"], "cus_standin6");
     assert_ne!(seen[4].3, seen[6].3, "another customer, another key");
+
+    // A gone customer's live subscription is gone too: the workspace is
+    // back on the default plan, and Checkout is open again.
+    app.state
+        .services
+        .db
+        .write({
+            let ws = ws.clone();
+            move |c| {
+                c.execute(
+                    "UPDATE workspaces SET stripe_customer_id = 'cus_gone2' WHERE id = ?1",
+                    [&ws],
+                )?;
+                Ok(())
+            }
+        })
+        .await
+        .unwrap();
+    let now = app.state.services.clock.now().unix_timestamp();
+    let body = stripe_event(
+        "customer.subscription.created",
+        "cus_gone2",
+        "price_team",
+        ("sub_old", 100),
+        "active",
+        100,
+    );
+    let r = send_event(
+        &app,
+        &body,
+        Some(stripe_signature(WEBHOOK_SECRET, now, &body)),
+    )
+    .await;
+    assert_eq!(r.json::<Value>().await.unwrap()["plan_id"], "team");
+    app.admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "starter"}),
+            409,
+            "ALREADY_SUBSCRIBED",
+        )
+        .await;
+    assert_eq!(open_portal(&app, &app.user_token()).await.status(), 303);
+    assert_eq!(plan_id(&app).await, "self_hosted");
+    let r = start_checkout(&app, &app.user_token(), json!({"plan_id": "starter"})).await;
+    assert_eq!(r.status(), 303);
 }
 
 #[tokio::test]

@@ -1369,6 +1369,26 @@ async fn an_owner_or_admin_withdraws_an_open_action_and_the_source_is_told() {
     app.decide(&a, json!({"option_id": "approve"}))
         .await
         .error(409, "ACTION_NOT_OPEN");
+    // A restricted Action: an owner not listed on it may not (restricting
+    // it to named people is not undone by every admin).
+    let mut body = two_options("Pay the invoice");
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([reviewer.person().id]);
+    let r = app.create_action(body).await;
+    let e = admin
+        .post_err(
+            &format!("/v1/actions/{}/withdraw", r["id"].as_str().unwrap()),
+            json!({}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(e["details"]["listed"], false, "{e}");
+    assert!(
+        !b.page(&format!("/app/actions/{}", r["id"].as_str().unwrap()))
+            .await
+            .contains("withdraw-form")
+    );
     // Through the API, without a body.
     let b2 = app.create_action(two_options("Forgotten job")).await;
     let r = admin
