@@ -153,45 +153,24 @@ fn in_savepoint(
     }
 }
 
-/// The label of `option_id` when it needs a reason (`reason_required`) on
-/// any of `ids` the person may see: the dashboard asks for the reason before
-/// anything else.
-pub async fn reason_needed(
-    s: &Services,
-    user: &UserCaller,
-    ids: Vec<String>,
-    option_id: String,
-) -> Result<Option<String>> {
-    let user = user.clone();
-    s.db.read(move |c| {
-        for id in ids {
-            let Some(a) = crate::store::actions::get(c, &id)? else {
-                continue;
-            };
-            if access_now(c, &a, &user)?.is_none() {
-                continue;
-            }
-            if let Some(o) = a.spec.option(&option_id)
-                && o.reason_required
-            {
-                return Ok(Some(o.label.clone()));
-            }
-        }
-        Ok(None)
-    })
-    .await
+/// What the dashboard asks before deciding a batch with `option_id`, read
+/// once over the picked `ids` the person may see: the label of the option
+/// where it needs a reason (`reason_required`), and where it is destructive.
+#[derive(Debug, Default)]
+pub struct PickedOption {
+    pub needs_reason: Option<String>,
+    pub destructive: Option<String>,
 }
 
-/// The label of `option_id` when it is destructive on any of `ids` the
-/// person may see: the dashboard asks before deciding a batch with it.
-pub async fn destructive_label(
+pub async fn picked_option(
     s: &Services,
     user: &UserCaller,
     ids: Vec<String>,
     option_id: String,
-) -> Result<Option<String>> {
+) -> Result<PickedOption> {
     let user = user.clone();
     s.db.read(move |c| {
+        let mut out = PickedOption::default();
         for id in ids {
             let Some(a) = crate::store::actions::get(c, &id)? else {
                 continue;
@@ -199,13 +178,20 @@ pub async fn destructive_label(
             if access_now(c, &a, &user)?.is_none() {
                 continue;
             }
-            if let Some(o) = a.spec.option(&option_id)
-                && o.style.as_deref() == Some("destructive")
-            {
-                return Ok(Some(o.label.clone()));
+            let Some(o) = a.spec.option(&option_id) else {
+                continue;
+            };
+            if o.reason_required && out.needs_reason.is_none() {
+                out.needs_reason = Some(o.label.clone());
+            }
+            if o.style.as_deref() == Some("destructive") && out.destructive.is_none() {
+                out.destructive = Some(o.label.clone());
+            }
+            if out.needs_reason.is_some() && out.destructive.is_some() {
+                break;
             }
         }
-        Ok(None)
+        Ok(out)
     })
     .await
 }

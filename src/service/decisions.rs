@@ -272,6 +272,37 @@ pub async fn resolve(
     .await
 }
 
+/// Closes an open Action as `cancelled` by `actor`, compare-and-set: its
+/// requester and assignee hear `action.closed`, and the `cancelled` event
+/// (history, the Source's webhook, long polls) is recorded. No receipt.
+fn cancel_open(
+    c: &Connection,
+    fx: &mut Effects,
+    svc: &Services,
+    a: &ActionRecord,
+    actor: Actor,
+    reason: Option<String>,
+    now: String,
+) -> Result<()> {
+    let resolution = Resolution::without_choice(reason.clone(), actor.clone(), now);
+    if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
+        return Err(Error::new(
+            Code::ActionNotOpen,
+            "the Action was closed by another request",
+        ));
+    }
+    let at = &resolution.decided_at;
+    let how = notifications::Closed {
+        status: Status::Cancelled,
+        resolution: &resolution,
+        closer: None,
+        revoked_by: None,
+    };
+    notifications::action_closed(c, fx, svc, a, how, at)?;
+    let event = ActionEvent::Cancelled { reason };
+    effects::record(c, fx, On::of(a), &actor, a.action_version, event, at)
+}
+
 /// POST /v1/actions/{id}/cancel by the owning Source. No receipt: nothing was decided.
 pub async fn cancel(
     s: &Services,
@@ -291,24 +322,7 @@ pub async fn cancel(
         let a = owned(c, &src, &id)?;
         decision::ensure_open(&a, &now)?;
         let actor = Actor::source(&src.source_id);
-        let resolution = Resolution::without_choice(req.reason.clone(), actor.clone(), now);
-        if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
-            return Err(Error::new(
-                Code::ActionNotOpen,
-                "the Action was closed by another request",
-            ));
-        }
-        let at = &resolution.decided_at;
-        let how = notifications::Closed {
-            status: Status::Cancelled,
-            resolution: &resolution,
-            closer: None,
-            revoked_by: None,
-        };
-        notifications::action_closed(c, fx, &svc, &a, how, at)?;
-        let event = ActionEvent::Cancelled { reason: req.reason };
-        let at = &resolution.decided_at;
-        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, at)?;
+        cancel_open(c, fx, &svc, &a, actor, req.reason, now)?;
         let closed = store::get(c, &a.id)?.ok_or_else(Error::action_not_found)?;
         Ok((200, envelope(&closed, false)))
     })
@@ -349,25 +363,9 @@ pub async fn withdraw(
         }
         decision::ensure_open(&a, &now)?;
         let actor = Actor::user(&user.user_id);
-        let resolution = Resolution::without_choice(req.reason.clone(), actor.clone(), now);
-        if !store::close(c, &a.id, Status::Cancelled, &resolution)? {
-            return Err(Error::new(
-                Code::ActionNotOpen,
-                "the Action was closed by another request",
-            ));
-        }
-        let at = &resolution.decided_at;
-        let how = notifications::Closed {
-            status: Status::Cancelled,
-            resolution: &resolution,
-            closer: None,
-            revoked_by: None,
-        };
-        notifications::action_closed(c, fx, &svc, &a, how, at)?;
-        let event = ActionEvent::Cancelled { reason: req.reason };
-        effects::record(c, fx, On::of(&a), &actor, a.action_version, event, at)?;
+        cancel_open(c, fx, &svc, &a, actor, req.reason, now.clone())?;
         // What told them of it is done with, as after a decision.
-        if crate::store::notifications::read_about(c, &user.user_id, &a.id, at)? > 0 {
+        if crate::store::notifications::read_about(c, &user.user_id, &a.id, &now)? > 0 {
             fx.user_changed(&user.user_id);
         }
         store::get(c, &a.id)?.ok_or_else(Error::action_not_found)

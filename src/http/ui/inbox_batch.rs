@@ -85,34 +85,29 @@ pub async fn decide_batch(
     // The batch's own limits (1..=100, no repeats) before any read.
     batch::check(&items)?;
     // An option that needs a reason, chosen without one: said before a
-    // destructive option's confirmation, and nothing is decided.
+    // destructive option's confirmation, and nothing is decided. One read
+    // of the picked rows answers both.
     let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
-    if reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-        let ids = items.iter().map(|i| i.action_id.clone()).collect();
-        if batch::reason_needed(s, &page.user, ids, option_id.clone())
-            .await?
-            .is_some()
-        {
-            return Ok(see_other(&format!("{back}&batch_error=reason")));
-        }
+    let ids = items.iter().map(|i| i.action_id.clone()).collect();
+    let picked = batch::picked_option(s, &page.user, ids, option_id.clone()).await?;
+    if picked.needs_reason.is_some() && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Ok(see_other(&format!("{back}&batch_error=reason")));
     }
-    if form.get("confirmed") != Some("yes") {
-        let ids = items.iter().map(|i| i.action_id.clone()).collect();
-        if let Some(label) = batch::destructive_label(s, &page.user, ids, option_id.clone()).await?
-        {
-            let n = items.len();
-            let ask = Ask {
-                heading: "This is destructive".into(),
-                message: format!(
-                    "Choose “{label}” for {n} request{}? It cannot be undone.",
-                    if n == 1 { "" } else { "s" }
-                ),
-                post_to: "/app/inbox/decide".into(),
-                confirm_label: format!("Yes, {label}"),
-                cancel_url: back,
-            };
-            return ConfirmPage::ask(&st, &page, "inbox", &form, ask).await;
-        }
+    if form.get("confirmed") != Some("yes")
+        && let Some(label) = picked.destructive
+    {
+        let n = items.len();
+        let ask = Ask {
+            heading: "This is destructive".into(),
+            message: format!(
+                "Choose “{label}” for {n} request{}? It cannot be undone.",
+                if n == 1 { "" } else { "s" }
+            ),
+            post_to: "/app/inbox/decide".into(),
+            confirm_label: format!("Yes, {label}"),
+            cancel_url: back,
+        };
+        return ConfirmPage::ask(&st, &page, "inbox", &form, ask).await;
     }
     // One reason, kept with each decision (as typed, like the Action page's).
     let items = items
