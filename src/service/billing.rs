@@ -413,6 +413,11 @@ pub async fn checkout_offer(s: &Services, user: &UserCaller) -> Result<Vec<(Stri
 /// plan again is the same session; another plan expires the first at
 /// Stripe before a new one is made, so two cannot both be paid.
 pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> Result<String> {
+    // Two owners choosing two plans at once would make two sessions under
+    // two keys, and both could be paid: the second waits for the first and
+    // then finds its session, which it ends before making its own.
+    let (ws, _) = active(user)?;
+    let _one_at_a_time = s.checkouts.lock(&ws).await;
     // Who asks first: a non-owner learns nothing of the plans.
     let ctx = owner_context(s, user).await?;
     let Some(stripe) = s.config.billing.stripe.clone() else {

@@ -24,6 +24,7 @@ pub mod notification_mail;
 pub mod notifications;
 pub mod oidc;
 pub mod runs;
+pub mod serial;
 pub mod shown_once;
 pub mod signin;
 pub mod sources;
@@ -72,6 +73,8 @@ pub struct Services {
     /// X-Service-Blocking, the dashboard's event stream) answer at once, so
     /// a stop does not wait out their holds.
     pub stop: Arc<tokio::sync::watch::Sender<bool>>,
+    /// One Stripe Checkout start at a time per workspace (billing::checkout).
+    pub checkouts: Arc<serial::Serial>,
 }
 
 impl Services {
@@ -92,6 +95,7 @@ impl Services {
             jobs_wake: Arc::default(),
             jobs_running: Arc::default(),
             shown_once: Arc::default(),
+            checkouts: Arc::default(),
         }
     }
 

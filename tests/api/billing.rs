@@ -267,9 +267,20 @@ type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String, Option<Str
 
 /// A loopback stand-in for Stripe's API: `/v1/customers` and
 /// `/v1/billing_portal/sessions`, form-encoded, answering as Stripe does.
-/// The stand-in refuses to expire a Checkout session, as Stripe does one
-/// already paid (only `an_owner_subscribes_through_stripe_checkout` sets it).
-static EXPIRE_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The stand-ins (by address, as in `Host`) that refuse to expire a
+/// Checkout session, as Stripe does one already paid (only
+/// `an_owner_subscribes_through_stripe_checkout` sets it; tests run at once,
+/// each with a stand-in of its own).
+static EXPIRE_REFUSED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn refuse_expiry(stripe_base: &str, refuse: bool) {
+    let host = stripe_base.trim_start_matches("http://").to_owned();
+    let mut refused = EXPIRE_REFUSED.lock().unwrap();
+    refused.retain(|h| *h != host);
+    if refuse {
+        refused.push(host);
+    }
+}
 
 async fn stripe_standin() -> (String, Calls) {
     let calls: Calls = Arc::default();
@@ -343,7 +354,11 @@ async fn stripe_standin() -> (String, Calls) {
                 let id = p
                     .trim_start_matches("/v1/checkout/sessions/")
                     .trim_end_matches("/expire");
-                if EXPIRE_REFUSED.load(std::sync::atomic::Ordering::SeqCst) {
+                let host = headers
+                    .get("host")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                if EXPIRE_REFUSED.lock().unwrap().iter().any(|h| h == host) {
                     let e = json!({"error": {"type": "invalid_request_error",
                         "message": "Only Checkout Sessions with a status of open can be expired."}});
                     return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
@@ -911,7 +926,7 @@ async fn an_owner_subscribes_through_stripe_checkout() {
         "{key}"
     );
     // A session Stripe will not close (paid meanwhile): nothing new is made.
-    EXPIRE_REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
+    refuse_expiry(&base, true);
     let e = app
         .admin()
         .post_err(
@@ -921,7 +936,7 @@ async fn an_owner_subscribes_through_stripe_checkout() {
             "ALREADY_SUBSCRIBED",
         )
         .await;
-    EXPIRE_REFUSED.store(false, std::sync::atomic::Ordering::SeqCst);
+    refuse_expiry(&base, false);
     assert!(
         e["message"]
             .as_str()
@@ -1049,6 +1064,69 @@ async fn an_owner_subscribes_through_stripe_checkout() {
         key.starts_with(&format!("hds-checkout-{ws}-starter-after-cs_test_4-")),
         "{key}"
     );
+}
+
+/// Checkouts for two plans started at the same instant (two owners, two
+/// tabs): one waits for the other, finds its session and expires it before
+/// making its own, so only one session is ever open to be paid.
+#[tokio::test]
+async fn checkouts_started_at_once_leave_one_session_open() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    for round in 0..4 {
+        let (a, b) = tokio::join!(
+            start_checkout(&app, &token, json!({"plan_id": "team"})),
+            start_checkout(&app, &token, json!({"plan_id": "starter"})),
+        );
+        assert_eq!(
+            (a.status().as_u16(), b.status().as_u16()),
+            (303, 303),
+            "round {round}"
+        );
+        let seen = calls.lock().unwrap().clone();
+        let made: Vec<String> = seen
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.0 == "/v1/checkout/sessions")
+            .map(|(i, _)| format!("cs_test_{}", i + 1))
+            .collect();
+        let expired: Vec<String> = seen
+            .iter()
+            .filter_map(|c| c.0.strip_prefix("/v1/checkout/sessions/"))
+            .map(|p| p.trim_end_matches("/expire").to_owned())
+            .collect();
+        let open: Vec<&String> = made.iter().filter(|m| !expired.contains(m)).collect();
+        assert_eq!(
+            open.len(),
+            1,
+            "round {round}: made {made:?}, expired {expired:?}"
+        );
+        // The one left open is the one kept, and the last answer sent there.
+        let kept: (String, String) =
+            hds::store::db::open_cli_connection(&app.data_dir().join("hds.db"))
+                .unwrap()
+                .query_row(
+                    "SELECT session_id, url FROM stripe_checkouts WHERE workspace_id = ?1",
+                    [app.creds["workspace_id"].as_str().unwrap()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+        assert_eq!(&kept.0, open[0], "round {round}");
+        let answered = [a, b].map(|r| r.headers()["location"].to_str().unwrap().to_owned());
+        assert!(
+            answered.contains(&kept.1),
+            "round {round}: {answered:?} {kept:?}"
+        );
+    }
+    // One customer for all of it.
+    let customers = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.0 == "/v1/customers")
+        .count();
+    assert_eq!(customers, 1);
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator

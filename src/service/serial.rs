@@ -1,0 +1,105 @@
+//! One at a time per key, within this process: for work that calls out
+//! (Stripe) between reading the store and writing what came back, where a
+//! transaction cannot span the call. hds runs as one process per data
+//! directory, so a lock held here is held for every request.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OwnedMutexGuard;
+
+type Slot = Arc<tokio::sync::Mutex<()>>;
+
+/// Async locks by key; a key's entry lives while someone holds or awaits it.
+#[derive(Default)]
+pub struct Serial {
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+/// Held until dropped; the next caller with the same key goes on then.
+pub struct SerialGuard<'a> {
+    serial: &'a Serial,
+    key: String,
+    slot: Slot,
+    held: Option<OwnedMutexGuard<()>>,
+}
+
+impl Serial {
+    /// Waits for every earlier holder of `key` to finish.
+    pub async fn lock(&self, key: &str) -> SerialGuard<'_> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            slots.entry(key.to_owned()).or_default().clone()
+        };
+        let held = slot.clone().lock_owned().await;
+        SerialGuard {
+            serial: self,
+            key: key.to_owned(),
+            slot,
+            held: Some(held),
+        }
+    }
+
+    /// Keys with an entry (held or awaited), for tests.
+    pub fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Drop for SerialGuard<'_> {
+    fn drop(&mut self) {
+        self.held.take();
+        let mut slots = self.serial.slots.lock().unwrap_or_else(|p| p.into_inner());
+        // Two references left: the map's and this guard's. A waiter holds a
+        // third, so its entry stays for it.
+        if Arc::strong_count(&self.slot) == 2 {
+            slots.remove(&self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn one_holder_per_key_and_entries_go_when_released() {
+        let serial = Arc::new(Serial::default());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (serial, inside, most) = (serial.clone(), inside.clone(), most.clone());
+                tokio::spawn(async move {
+                    let _g = serial.lock("ws_1").await;
+                    let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(n, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+        assert!(serial.is_empty());
+    }
+
+    #[tokio::test]
+    async fn other_keys_do_not_wait() {
+        let serial = Serial::default();
+        let _a = serial.lock("ws_1").await;
+        let b = tokio::time::timeout(Duration::from_secs(5), serial.lock("ws_2")).await;
+        assert!(b.is_ok());
+        assert_eq!(serial.len(), 2);
+        drop(b);
+        assert_eq!(serial.len(), 1);
+    }
+}
