@@ -462,18 +462,12 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
         if p.plan_id == plan_id {
             return Ok(p.url.clone());
         }
-        let path = format!("/v1/checkout/sessions/{}/expire", p.session_id);
-        stripe_post(&http, &stripe, &path, &[], None)
-            .await
-            .map_err(|e| {
-                Error::new(
-                    Code::AlreadySubscribed,
-                    format!(
-                        "the checkout started for plan {} could not be closed ({}); it may have been paid: the plan follows when Stripe confirms it",
-                        p.plan_id, e.error.message
-                    ),
-                )
-            })?;
+        close_session(&http, &stripe, p).await?;
+        // Expired at Stripe: forgotten here at once, so a failure below
+        // never leaves the workspace pointed at a session that is gone.
+        let w = ctx.workspace_id.clone();
+        s.db.write(move |c| store::close_pending_checkout(c, &w))
+            .await?;
     }
     let customer = ensure_customer(s, &http, &stripe, &ctx).await?;
     let base = &s.config.base_url;
@@ -533,6 +527,46 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
     Ok(url)
 }
 
+/// Ends a Checkout session at Stripe before another is made. Stripe refuses
+/// to expire a session that is no longer open: then the session says why.
+/// Paid (`complete`) is 409 ALREADY_SUBSCRIBED naming the subscription,
+/// whose webhook brings the plan; already expired is done. Stripe down or
+/// unreachable is 502 PROVIDER_UNAVAILABLE, as any other Stripe failure.
+async fn close_session(
+    http: &reqwest::Client,
+    stripe: &StripeConfig,
+    p: &store::PendingCheckout,
+) -> Result<()> {
+    let path = format!("/v1/checkout/sessions/{}", p.session_id);
+    let refused = match stripe_post(http, stripe, &format!("{path}/expire"), &[], None).await {
+        Ok(_) => return Ok(()),
+        Err(e) if e.refused => e,
+        Err(e) => return Err(e.error),
+    };
+    let session = stripe_get(http, stripe, &path).await?;
+    match session["status"].as_str() {
+        Some("expired") => Ok(()),
+        Some("complete") => {
+            let mut e = Error::new(
+                Code::AlreadySubscribed,
+                format!(
+                    "the checkout started for plan {} was paid meanwhile: the plan follows when Stripe confirms the subscription; change it afterwards in the billing portal (POST /v1/billing/portal)",
+                    p.plan_id
+                ),
+            );
+            // Stripe names the subscription, or expands it to an object.
+            let sub = session["subscription"]
+                .as_str()
+                .or_else(|| session["subscription"]["id"].as_str());
+            if let Some(sub) = sub {
+                e = e.with_detail("subscription_id", sub.to_owned());
+            }
+            Err(e)
+        }
+        _ => Err(refused.error),
+    }
+}
+
 /// The Idempotency-Key of a workspace's customer creation: the workspace
 /// and a hash of what is sent (Stripe refuses one key reused with other
 /// parameters, as after a rename).
@@ -571,10 +605,13 @@ fn stripe_unavailable(path: &str, cause: String) -> Error {
     )
 }
 
-/// A Stripe call that failed: the error to answer, and whether Stripe said
-/// the customer named does not exist (`resource_missing` on `customer`).
+/// A Stripe call that failed: the error to answer, whether Stripe refused
+/// the request (a 4xx: it was understood and said no, as opposed to down or
+/// unreachable), and whether it said the customer named does not exist
+/// (`resource_missing` on `customer`).
 struct StripeFailure {
     error: Error,
+    refused: bool,
     missing_customer: bool,
 }
 
@@ -582,6 +619,7 @@ impl From<Error> for StripeFailure {
     fn from(error: Error) -> Self {
         Self {
             error,
+            refused: false,
             missing_customer: false,
         }
     }
@@ -608,6 +646,25 @@ async fn stripe_post(
     if let Some(key) = idempotency_key {
         req = req.header("Idempotency-Key", key);
     }
+    stripe_answer(req, path).await
+}
+
+/// One GET of a Stripe object, answered with its JSON.
+async fn stripe_get(
+    http: &reqwest::Client,
+    cfg: &StripeConfig,
+    path: &str,
+) -> std::result::Result<Value, StripeFailure> {
+    let req = http
+        .get(format!("{}{path}", cfg.api_base))
+        .bearer_auth(&cfg.secret_key);
+    stripe_answer(req, path).await
+}
+
+async fn stripe_answer(
+    req: reqwest::RequestBuilder,
+    path: &str,
+) -> std::result::Result<Value, StripeFailure> {
     let r = req
         .send()
         .await
@@ -621,6 +678,7 @@ async fn stripe_post(
         let msg = body["error"]["message"].as_str().unwrap_or("no message");
         return Err(StripeFailure {
             error: stripe_unavailable(path, format!("HTTP {status}: {msg}")),
+            refused: status.is_client_error(),
             missing_customer: body["error"]["code"] == "resource_missing"
                 && body["error"]["param"] == "customer",
         });

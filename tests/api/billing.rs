@@ -267,25 +267,52 @@ type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String, Option<Str
 
 /// A loopback stand-in for Stripe's API: `/v1/customers` and
 /// `/v1/billing_portal/sessions`, form-encoded, answering as Stripe does.
-/// The stand-ins (by address, as in `Host`) that refuse to expire a
-/// Checkout session, as Stripe does one already paid (only
-/// `an_owner_subscribes_through_stripe_checkout` sets it; tests run at once,
-/// each with a stand-in of its own).
-static EXPIRE_REFUSED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// How a stand-in misbehaves, by its address (as in `Host`): tests run at
+/// once, each with a stand-in of its own.
+#[derive(Clone, Copy, PartialEq)]
+enum Trouble {
+    /// Expiring a Checkout session is refused, as Stripe does one already
+    /// paid; the session then reads as `complete`.
+    SessionPaid,
+    /// Expiring a Checkout session answers 500.
+    ExpireDown,
+    /// Making a Checkout session answers 500.
+    SessionsDown,
+}
 
-fn refuse_expiry(stripe_base: &str, refuse: bool) {
+static TROUBLE: Mutex<Vec<(String, Trouble)>> = Mutex::new(Vec::new());
+
+fn trouble(stripe_base: &str, t: Trouble, on: bool) {
     let host = stripe_base.trim_start_matches("http://").to_owned();
-    let mut refused = EXPIRE_REFUSED.lock().unwrap();
-    refused.retain(|h| *h != host);
-    if refuse {
-        refused.push(host);
+    let mut all = TROUBLE.lock().unwrap();
+    all.retain(|(h, x)| !(*h == host && *x == t));
+    if on {
+        all.push((host, t));
     }
+}
+
+fn in_trouble(headers: &HeaderMap, t: Trouble) -> bool {
+    let host = headers
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    TROUBLE
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(h, x)| h == host && *x == t)
+}
+
+fn stripe_down() -> axum::response::Response {
+    let e = json!({"error": {"type": "api_error", "message": "stripe is down"}});
+    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(e)).into_response()
 }
 
 async fn stripe_standin() -> (String, Calls) {
     let calls: Calls = Arc::default();
     async fn handle(
         State(calls): State<Calls>,
+        method: axum::http::Method,
         uri: Uri,
         headers: HeaderMap,
         body: Bytes,
@@ -325,7 +352,22 @@ async fn stripe_standin() -> (String, Calls) {
                 "param": "customer", "message": format!("No such customer: '{c}'")}});
             return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
         }
+        // As Stripe: a session reads as what became of it.
+        if method == axum::http::Method::GET {
+            return match path.strip_prefix("/v1/checkout/sessions/") {
+                Some(id) if in_trouble(&headers, Trouble::SessionPaid) => axum::Json(json!({
+                    "id": id, "object": "checkout.session", "status": "complete",
+                    "subscription": format!("sub_paid_{id}")}))
+                .into_response(),
+                Some(id) => {
+                    axum::Json(json!({"id": id, "object": "checkout.session", "status": "expired"}))
+                        .into_response()
+                }
+                None => StatusCode::NOT_FOUND.into_response(),
+            };
+        }
         match path.as_str() {
+            "/v1/checkout/sessions" if in_trouble(&headers, Trouble::SessionsDown) => stripe_down(),
             "/v1/customers" => {
                 axum::Json(json!({"id": format!("cus_standin{n}"), "object": "customer"}))
                     .into_response()
@@ -354,11 +396,10 @@ async fn stripe_standin() -> (String, Calls) {
                 let id = p
                     .trim_start_matches("/v1/checkout/sessions/")
                     .trim_end_matches("/expire");
-                let host = headers
-                    .get("host")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default();
-                if EXPIRE_REFUSED.lock().unwrap().iter().any(|h| h == host) {
+                if in_trouble(&headers, Trouble::ExpireDown) {
+                    return stripe_down();
+                }
+                if in_trouble(&headers, Trouble::SessionPaid) {
                     let e = json!({"error": {"type": "invalid_request_error",
                         "message": "Only Checkout Sessions with a status of open can be expired."}});
                     return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
@@ -374,7 +415,7 @@ async fn stripe_standin() -> (String, Calls) {
         }
     }
     let router = axum::Router::new()
-        .fallback(axum::routing::post(handle))
+        .fallback(axum::routing::any(handle))
         .with_state(calls.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -925,8 +966,9 @@ async fn an_owner_subscribes_through_stripe_checkout() {
         key.starts_with(&format!("hds-checkout-{ws}-starter-after-cs_test_2-")),
         "{key}"
     );
-    // A session Stripe will not close (paid meanwhile): nothing new is made.
-    refuse_expiry(&base, true);
+    // A session Stripe will not close because it was paid meanwhile (read
+    // back as `complete`): 409 naming the subscription, nothing new made.
+    trouble(&base, Trouble::SessionPaid, true);
     let e = app
         .admin()
         .post_err(
@@ -936,15 +978,25 @@ async fn an_owner_subscribes_through_stripe_checkout() {
             "ALREADY_SUBSCRIBED",
         )
         .await;
-    refuse_expiry(&base, false);
+    trouble(&base, Trouble::SessionPaid, false);
     assert!(
         e["message"]
             .as_str()
             .unwrap()
-            .contains("the checkout started for plan starter could not be closed"),
+            .starts_with("the checkout started for plan starter was paid meanwhile"),
         "{e}"
     );
-    assert_eq!(calls.lock().unwrap().len(), 5, "the refused expire only");
+    assert_eq!(e["details"]["subscription_id"], "sub_paid_cs_test_4", "{e}");
+    let seen = calls.lock().unwrap().clone();
+    let paths: Vec<&str> = seen[4..].iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/checkout/sessions/cs_test_4/expire",
+            "/v1/checkout/sessions/cs_test_4"
+        ],
+        "the refused expire and the read of the session only"
+    );
     // Back from Checkout before Stripe confirms: thanked, offered nothing.
     let html = owner.page("/app/billing?done=checkout").await;
     assert!(!html.contains("Subscribe to"), "{html}");
@@ -1043,8 +1095,8 @@ async fn an_owner_subscribes_through_stripe_checkout() {
             .starts_with("https://checkout.stripe.test/")
     );
     let seen = calls.lock().unwrap().clone();
-    assert_eq!(seen.len(), 6, "no second customer: {seen:?}");
-    let last = &seen[5];
+    assert_eq!(seen.len(), 7, "no second customer: {seen:?}");
+    let last = &seen[6];
     assert_eq!(
         last.0, "/v1/checkout/sessions",
         "the paid session is not expired again"
@@ -1127,6 +1179,65 @@ async fn checkouts_started_at_once_leave_one_session_open() {
         .filter(|c| c.0 == "/v1/customers")
         .count();
     assert_eq!(customers, 1);
+}
+
+/// Stripe failing halfway through a change of plan: down while the open
+/// session is expired is a 502 that keeps that session; down after it was
+/// expired is a 502 too, and the expired session is never offered again.
+#[tokio::test]
+async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    let team = r.headers()["location"].to_str().unwrap().to_owned();
+    assert!(team.ends_with("/cs_test_2"), "{team}");
+
+    // Stripe down as the team session is expired: 502, the session kept.
+    trouble(&base, Trouble::ExpireDown, true);
+    let e = app
+        .admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "starter"}),
+            502,
+            "PROVIDER_UNAVAILABLE",
+        )
+        .await;
+    trouble(&base, Trouble::ExpireDown, false);
+    assert!(
+        e["message"].as_str().unwrap().contains("stripe is down"),
+        "{e}"
+    );
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.headers()["location"].to_str().unwrap(), team);
+
+    // Expired, then Stripe down as the starter session is made: 502, and
+    // the team session, now expired, is no longer answered.
+    trouble(&base, Trouble::SessionsDown, true);
+    app.admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "starter"}),
+            502,
+            "PROVIDER_UNAVAILABLE",
+        )
+        .await;
+    trouble(&base, Trouble::SessionsDown, false);
+    let before = calls.lock().unwrap().len();
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let again = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_ne!(again, team, "an expired session is never offered");
+    let seen = calls.lock().unwrap().clone();
+    let paths: Vec<&str> = seen[before..].iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(paths, ["/v1/checkout/sessions"], "nothing left to expire");
+    let key = seen[before].3.clone().unwrap();
+    let ws = app.creds["workspace_id"].as_str().unwrap();
+    assert!(
+        key.starts_with(&format!("hds-checkout-{ws}-team-after-cs_test_2-")),
+        "{key}"
+    );
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator
