@@ -125,6 +125,53 @@ pub async fn list(
     Ok((rows, has_more))
 }
 
+/// How far down the inbox the "next" link looks for a request the person
+/// can act on.
+const NEXT_LOOKS_AT: i64 = 50;
+
+/// The first open request of the inbox (its default order, in
+/// `environment`) other than `except` that the person can act on now: one
+/// the Action page offers them a decision on (not their own request, not
+/// restricted to others; `access::ActionAccess::offers_decision`) and, under
+/// an approval policy, whose current version they have not voted on. Looks
+/// at the first `NEXT_LOOKS_AT`; answers (id, title).
+pub async fn next_to_decide(
+    s: &Services,
+    user: UserCaller,
+    environment: Environment,
+    except: String,
+) -> Result<Option<(String, String)>> {
+    let Ok(me) = user.active_or_404().cloned() else {
+        return Ok(None);
+    };
+    let params = InboxParams {
+        environment: Some(environment.as_str().to_owned()),
+        limit: Some(NEXT_LOOKS_AT),
+        ..Default::default()
+    };
+    let (rows, _) = list(s, user.clone(), params, s.clock.now()).await?;
+    let candidates: Vec<ActionRecord> = rows
+        .into_iter()
+        .filter(|a| {
+            a.id != except
+                && crate::service::actions::access_of(a, me.role, &user.user_id, &user.email)
+                    .offers_decision()
+        })
+        .collect();
+    let user_id = user.user_id.clone();
+    s.db.read(move |c| {
+        for a in candidates {
+            let voted = a.spec.approval_policy.is_some()
+                && crate::store::votes::of_user(c, &a.id, a.action_version, &user_id)?.is_some();
+            if !voted {
+                return Ok(Some((a.id, a.spec.title)));
+            }
+        }
+        Ok(None)
+    })
+    .await
+}
+
 /// Query string of GET /v1/source/actions: the Source's own Actions.
 #[derive(Clone, Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -280,6 +280,91 @@ async fn every_page_has_the_csp_no_inline_code_and_chromium_reports_no_violation
     assert!(d["text"].as_str().unwrap().contains("<script>"), "{d}");
 }
 
+/// "Next in the inbox" leads only to a request the person can act on: it
+/// passes over their own request (separation of duties) and an approval
+/// request whose version they already voted on, however high in the
+/// inbox; a test request's "nothing else" leads to the test inbox.
+#[tokio::test]
+async fn next_in_the_inbox_skips_what_the_reviewer_cannot_act_on() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let me = admin.person().clone();
+    let client = form_session(&app).await;
+    let done = app.create_action(two_options("Decided first")).await;
+    let mut own = two_options("My own request");
+    own["priority"] = json!("urgent");
+    own["requested_by_email"] = json!(me.email);
+    app.create_action(own).await;
+    let mut voted = two_options("Voted already");
+    voted["priority"] = json!("urgent");
+    voted["visibility"] = json!("restricted");
+    let other = app.member(hds::domain::access::Role::Reviewer);
+    voted["reviewer_user_ids"] = json!([me.id, other.person().id]);
+    voted["approval_policy"] = json!({"required_approvals": 2});
+    let voted = app.create_action(voted).await;
+    let _: Value = admin
+        .post(
+            &format!("/v1/actions/{}/votes", voted["id"].as_str().unwrap()),
+            json!({"action_version": 1, "fingerprint": voted["fingerprint"], "vote": "approve"}),
+            200,
+        )
+        .await;
+    let next = app.create_action(two_options("Normal and open")).await;
+    let decide = |a: &Value| json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"});
+    let done_id = done["id"].as_str().unwrap();
+    let _: Value = admin
+        .post(
+            &format!("/v1/actions/{done_id}/decision"),
+            decide(&done),
+            200,
+        )
+        .await;
+    let after = client
+        .page(&format!("/app/actions/{done_id}?done=decided"))
+        .await;
+    assert!(
+        after.contains(&format!(
+            "<a href=\"/app/actions/{}\" id=\"next-request\">Next in the inbox: Normal and open →</a>",
+            next["id"].as_str().unwrap()
+        )),
+        "{after}"
+    );
+    // Decided too: the two left are not for this person, so nothing waits.
+    let next_id = next["id"].as_str().unwrap();
+    let _: Value = admin
+        .post(
+            &format!("/v1/actions/{next_id}/decision"),
+            decide(&next),
+            200,
+        )
+        .await;
+    let after = client
+        .page(&format!("/app/actions/{next_id}?done=decided"))
+        .await;
+    assert!(!after.contains("next-request"), "{after}");
+    assert!(
+        after.contains("<a href=\"/app\">Nothing else in the inbox waits for you.</a>"),
+        "{after}"
+    );
+    // A test request leads back to the test inbox.
+    let t = app
+        .create_action_with(&app.test_key(), two_options("Test only"))
+        .await;
+    let t_id = t["id"].as_str().unwrap();
+    let _: Value = admin
+        .post(&format!("/v1/actions/{t_id}/decision"), decide(&t), 200)
+        .await;
+    let after = client
+        .page(&format!("/app/actions/{t_id}?done=decided"))
+        .await;
+    assert!(
+        after.contains(
+            "<a href=\"/app?environment=test\">Nothing else in the inbox waits for you.</a>"
+        ),
+        "{after}"
+    );
+}
+
 /// A cookie session as a browser without JavaScript gets it: the link's
 /// confirmation page, then its form.
 async fn form_session(app: &TestApp) -> Actor {
@@ -345,7 +430,7 @@ async fn a_plain_form_post_decides_without_javascript() {
     assert!(after.contains("Signature verified by this server"));
     // Nothing else open: said, with the way back to the inbox.
     assert!(
-        after.contains("Nothing else is open in the inbox."),
+        after.contains("<a href=\"/app\">Nothing else in the inbox waits for you.</a>"),
         "{after}"
     );
     // With another open request (a test one does not count: the decided

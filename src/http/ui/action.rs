@@ -53,10 +53,14 @@ pub struct ActionPage {
     error_field: Option<String>,
     stale: Option<StaleVm>,
     /// After a decision or a vote: the next open request in the inbox's
-    /// order (id, title), so a reviewer works through the queue.
+    /// order that the person can act on (id, title), so a reviewer works
+    /// through the queue.
     next: Option<(String, String)>,
     /// Whether `next` was looked for (after a decision or a vote).
     next_checked: bool,
+    /// The inbox of the decided Action's environment, where "nothing else
+    /// waits" leads.
+    inbox_url: &'static str,
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
     value: String,
@@ -94,6 +98,10 @@ async fn page_for(
         stale: None,
         next: None,
         next_checked: false,
+        inbox_url: match view.action.environment {
+            crate::domain::action::Environment::Test => "/app?environment=test",
+            crate::domain::action::Environment::Live => "/app",
+        },
         reason: String::new(),
         value,
         comment_draft: String::new(),
@@ -168,29 +176,20 @@ pub async fn action_page(
     Ok(out)
 }
 
-/// The first open request of the inbox (its default order and filters, in
-/// the environment of the one just decided) other than `done`.
+/// The first open request of the inbox, in the environment of the one
+/// just decided, that the person can act on (`inbox::next_to_decide`).
 async fn next_in_inbox(
     st: &AppState,
     page: &PageUser,
     done: &ActionRecord,
 ) -> Result<Option<(String, String)>, UiError> {
-    let params = crate::service::inbox::InboxParams {
-        environment: Some(done.environment.as_str().to_owned()),
-        limit: Some(2),
-        ..Default::default()
-    };
-    let (rows, _) = crate::service::inbox::list(
+    Ok(crate::service::inbox::next_to_decide(
         &st.services,
         page.user.clone(),
-        params,
-        st.services.clock.now(),
+        done.environment,
+        done.id.clone(),
     )
-    .await?;
-    Ok(rows
-        .into_iter()
-        .find(|a| a.id != done.id)
-        .map(|a| (a.id, a.spec.title)))
+    .await?)
 }
 
 enum Submission {
