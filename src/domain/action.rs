@@ -122,7 +122,11 @@ pub struct ActionOption {
     /// A decision choosing this option must say why (`reason`), as GitHub's
     /// "Request changes" needs a comment. Left out when false, so Actions
     /// made before it keep their fingerprints.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "crate::domain::strict_json::flag"
+    )]
     pub reason_required: bool,
 }
 
@@ -157,7 +161,11 @@ pub enum Interaction {
     },
     Choice {
         choices: Vec<Choice>,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        #[serde(
+            default,
+            skip_serializing_if = "std::ops::Not::not",
+            deserialize_with = "crate::domain::strict_json::flag"
+        )]
         multiple: bool,
     },
     Form {
@@ -192,7 +200,11 @@ pub struct FormField {
     /// `text`, `number` or `boolean`.
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "crate::domain::strict_json::flag"
+    )]
     pub required: bool,
 }
 

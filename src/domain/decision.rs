@@ -145,7 +145,7 @@ pub fn check_reason_given(
     let Some(o) = option_id.and_then(|id| spec.option(id)) else {
         return Ok(());
     };
-    if !o.reason_required || reason.is_some_and(|r| !r.trim().is_empty()) {
+    if !o.reason_required || reason.is_some_and(|r| !crate::domain::validate::says_nothing(r)) {
         return Ok(());
     }
     Err(Error::field(

@@ -223,6 +223,12 @@ where
     Ok(<Option<Whole<T>> as serde::Deserialize>::deserialize(d)?.map(|Whole(v)| v))
 }
 
+/// A flag whose default is false: `null` counts as left out, as it does
+/// for the other optional fields.
+pub fn flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(<Option<bool> as serde::Deserialize>::deserialize(d)?.unwrap_or(false))
+}
+
 /// An `action_version` a client sends back: a whole number of at least 1
 /// (versions start at 1), so that 0 or -1 is a malformed body (422), not a
 /// stale binding (409).
@@ -390,6 +396,95 @@ impl<'de> MapAccess<'de> for Members<'de> {
     fn size_hint(&self) -> Option<usize> {
         Some(self.0.len())
     }
+}
+
+/// A body refused by `T`'s `Deserialize`: the field to name and the message,
+/// as a person reads them. Serde reports a member of an internally tagged
+/// object (`interaction`, a context block: `{"type": …, …}`) as the whole
+/// object, because it buffers the object before choosing its variant; the
+/// member at fault is then found by leaving out one member at a time: the
+/// one without which that error goes (a required member left out would
+/// only be missing, so it is never blamed that way). Runs only on a
+/// refused body.
+pub fn refusal<T: de::DeserializeOwned>(body: &serde_json::Value) -> Option<(String, String)> {
+    let attempt = |v: &serde_json::Value| {
+        serde_path_to_error::deserialize::<_, T>(ObjectsOnly(v))
+            .err()
+            .map(|e| (e.path().to_string(), e.into_inner().to_string()))
+    };
+    let (path, msg) = attempt(body)?;
+    let culprit = at_path(body, &path)
+        .and_then(serde_json::Value::as_object)
+        .filter(|o| o.contains_key("type"))
+        .and_then(|o| {
+            o.keys().filter(|k| *k != "type").find(|k| {
+                let mut without = body.clone();
+                if let Some(serde_json::Value::Object(o)) = at_path_mut(&mut without, &path) {
+                    o.remove(*k);
+                }
+                match attempt(&without) {
+                    None => true,
+                    Some((p, m)) => {
+                        (p, m.as_str()) != (path.clone(), msg.as_str())
+                            && !m.starts_with("missing field")
+                    }
+                }
+            })
+        });
+    let path = match culprit {
+        Some(k) => format!("{path}.{k}"),
+        None => path,
+    };
+    Some((path, plain(&msg)))
+}
+
+/// Serde's names of number types, in words.
+fn plain(msg: &str) -> String {
+    msg.replace("expected f64", "expected a number")
+        .replace("expected u64", "expected a whole number of at least 0")
+        .replace("expected i64", "expected a whole number")
+}
+
+/// The value at a path as serde_path_to_error writes it (`a.b[0].c`).
+fn at_path<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    if path == "." {
+        return Some(v);
+    }
+    steps(path)?.into_iter().try_fold(v, |v, s| match s {
+        PathStep::Key(k) => v.get(k),
+        PathStep::Index(i) => v.get(i),
+    })
+}
+
+fn at_path_mut<'a>(v: &'a mut serde_json::Value, path: &str) -> Option<&'a mut serde_json::Value> {
+    if path == "." {
+        return Some(v);
+    }
+    steps(path)?.into_iter().try_fold(v, |v, s| match s {
+        PathStep::Key(k) => v.get_mut(k),
+        PathStep::Index(i) => v.get_mut(i),
+    })
+}
+
+enum PathStep<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn steps(path: &str) -> Option<Vec<PathStep<'_>>> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (key, rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
+        if !key.is_empty() {
+            out.push(PathStep::Key(key));
+        }
+        if !rest.is_empty() {
+            for idx in rest.split('[') {
+                out.push(PathStep::Index(idx.trim_end_matches(']').parse().ok()?));
+            }
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

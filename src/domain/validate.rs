@@ -47,7 +47,7 @@ pub fn is_one_line(s: &str) -> bool {
 /// joiners, direction marks, word joiner and invisible operators, the
 /// Mongolian vowel separator, byte-order mark): in an e-mail address they
 /// make two addresses look alike.
-fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'
@@ -57,6 +57,13 @@ fn is_invisible(c: char) -> bool {
             | '\u{2060}'..='\u{2064}'
             | '\u{FEFF}'
     )
+}
+
+/// Text that shows nothing: only white space, control and invisible
+/// characters (a "reason" of a zero-width space gives no reason).
+pub fn says_nothing(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_whitespace() || c.is_control() || is_invisible(c))
 }
 
 /// What a field that must be one line is told.
@@ -315,9 +322,9 @@ fn check_numbers(v: &Value, path: &str) -> Result<(), Error> {
 fn from_json(v: Value) -> Result<ActionSpec, Error> {
     serde_path_to_error::deserialize::<_, ActionSpec>(crate::domain::strict_json::ObjectsOnly(&v))
         .map_err(|e| {
-            let path = e.path().to_string();
+            let (path, msg) = crate::domain::strict_json::refusal::<ActionSpec>(&v)
+                .unwrap_or_else(|| (e.path().to_string(), e.into_inner().to_string()));
             let field = if path == "." { "body".to_owned() } else { path };
-            let msg = e.into_inner().to_string();
             Error::validation(vec![FieldError::new(
                 field.clone(),
                 format!("{field}: {msg}"),

@@ -73,10 +73,11 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
         if let Some(unknown) = unknown_fields::<T>(&value) {
             return Error::validation(unknown);
         }
-        let path = e.path().to_string();
+        // A member of a tagged object is named by itself (strict_json::refusal).
+        let (path, inner) = strict_json::refusal::<T>(&value)
+            .unwrap_or_else(|| (e.path().to_string(), e.inner().to_string()));
         // A missing member is named as the field at fault, not the object
         // that lacks it (`until`, not `body`).
-        let inner = e.inner().to_string();
         let missing = inner
             .strip_prefix("missing field `")
             .and_then(|rest| rest.split('`').next())
@@ -89,7 +90,7 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
         };
         Error::validation(vec![FieldError::new(
             field.clone(),
-            format!("{field}: {}", e.into_inner()),
+            format!("{field}: {inner}"),
         )])
     })
 }

@@ -175,15 +175,30 @@ async fn an_option_may_require_a_reason() {
     let explicit = app.create_action(explicit).await;
     assert_eq!(plain["fingerprint"], explicit["fingerprint"]);
     assert!(explicit["options"][0].get("reason_required").is_none());
-    // Not a boolean: the create is refused, naming it.
+    // Not a boolean: the create is refused, naming it; null is the default.
     let mut bad = spec("Bad");
     bad["options"][1]["reason_required"] = json!("yes");
-    source
+    let e = source
         .post_err("/v1/actions", bad, 422, "VALIDATION_ERROR")
         .await;
+    assert_eq!(
+        e["details"]["errors"][0]["field"],
+        "options[1].reason_required"
+    );
+    let mut null = two_options("Same");
+    null["options"][0]["reason_required"] = Value::Null;
+    let null = app.create_action(null).await;
+    assert_eq!(null["fingerprint"], plain["fingerprint"]);
 
     let id = a["id"].as_str().unwrap();
-    for reason in [None, Some(""), Some("  \n ")] {
+    // White space or invisible characters alone say nothing.
+    for reason in [
+        None,
+        Some(""),
+        Some("  \n "),
+        Some("\u{200b}"),
+        Some(" \u{feff}\u{2060} "),
+    ] {
         let mut choice = json!({"option_id": "changes"});
         if let Some(r) = reason {
             choice["reason"] = json!(r);
@@ -328,7 +343,10 @@ async fn a_typed_answer_may_start_from_a_proposed_default() {
             "default is longer than 60 characters",
         ),
         (json!("   "), "default must not be blank"),
-        (json!(7), ""),
+        (
+            json!(7),
+            "interaction.default: invalid type: integer `7`, expected a string",
+        ),
     ] {
         let e = source
             .post_err("/v1/actions", text(bad), 422, "VALIDATION_ERROR")
@@ -339,10 +357,38 @@ async fn a_typed_answer_may_start_from_a_proposed_default() {
                 .any(|x| x["field"].as_str().unwrap().starts_with("interaction")),
             "{e}"
         );
-        if !says.is_empty() {
-            assert_eq!(errs[0]["field"], "interaction.default", "{e}");
-            assert_eq!(errs[0]["message"], says, "{e}");
-        }
+        assert_eq!(errs[0]["field"], "interaction.default", "{e}");
+        assert_eq!(errs[0]["message"], says, "{e}");
+    }
+    // A member of the wrong type is named by itself, in words, not as the
+    // whole interaction; so is a member the kind does not take.
+    for (body, field, says) in [
+        (
+            json!({"type": "number", "default": "5"}),
+            "interaction.default",
+            "interaction.default: invalid type: string \"5\", expected a number",
+        ),
+        (
+            json!({"type": "text", "max_length": "60"}),
+            "interaction.max_length",
+            "interaction.max_length: invalid type: string \"60\", expected a JSON number",
+        ),
+        (
+            json!({"type": "choice", "choices": [{"id": "a", "label": "A"}], "multiple": "yes"}),
+            "interaction.multiple",
+            "interaction.multiple: invalid type: string \"yes\", expected a boolean",
+        ),
+    ] {
+        let e = source
+            .post_err(
+                "/v1/actions",
+                json!({"title": "Typed", "interaction": body}),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
+        assert_eq!(e["details"]["errors"][0]["message"], says, "{e}");
     }
     let number = |default: Value| {
         json!({"title": "Replicas", "interaction":
