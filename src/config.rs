@@ -119,7 +119,7 @@ pub struct Config {
     pub write_timeout: u64,
     /// `/ready` answers 503 when the data dir's file system has less than
     /// this many MiB free (writes are about to fail for want of space), so a
-    /// load balancer sends no more work; 0: no such check.
+    /// load balancer sends no more work; 0: no such check (0-1048576).
     #[arg(long, env = "HDS_READY_MIN_FREE_MB", default_value_t = 64, value_name = "MIB",
         value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub ready_min_free_mb: u64,

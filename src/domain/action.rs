@@ -127,6 +127,7 @@ pub struct ActionOption {
         skip_serializing_if = "std::ops::Not::not",
         deserialize_with = "crate::domain::strict_json::flag"
     )]
+    #[schema(value_type = Option<bool>)]
     pub reason_required: bool,
 }
 
@@ -166,6 +167,7 @@ pub enum Interaction {
             skip_serializing_if = "std::ops::Not::not",
             deserialize_with = "crate::domain::strict_json::flag"
         )]
+        #[schema(value_type = Option<bool>)]
         multiple: bool,
     },
     Form {
@@ -205,6 +207,7 @@ pub struct FormField {
         skip_serializing_if = "std::ops::Not::not",
         deserialize_with = "crate::domain::strict_json::flag"
     )]
+    #[schema(value_type = Option<bool>)]
     pub required: bool,
 }
 

@@ -158,6 +158,24 @@ pub fn check_reason_given(
     .with_detail("option_id", o.id.clone()))
 }
 
+/// `check_reason_given` for a vote (`approve` or `reject`), which stands for
+/// an option (`approval::voted_option`): said of the vote cast.
+pub fn check_vote_reason(spec: &ActionSpec, vote: &str, reason: Option<&str>) -> Result<(), Error> {
+    let Some(o) = crate::domain::approval::voted_option(spec, vote == "approve") else {
+        return Ok(());
+    };
+    check_reason_given(spec, o.id.as_deref(), reason).map_err(|_| {
+        Error::field(
+            "reason",
+            format!(
+                "a vote to {vote} stands for \"{}\", which needs a reason: say why you vote so",
+                o.label
+            ),
+        )
+        .with_detail("option_id", o.id.clone())
+    })
+}
+
 /// Checks the chosen option or typed response; returns what is recorded.
 pub fn check_choice(
     spec: &ActionSpec,

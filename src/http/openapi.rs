@@ -113,6 +113,22 @@ pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
         for schema in schemas.values_mut() {
             strict(schema);
         }
+        // Tagged enums that refuse unknown members (`deny_unknown_fields`):
+        // utoipa leaves their variants open.
+        for closed in ["Interaction", "ContextBlock"] {
+            let variants = schemas
+                .get_mut(closed)
+                .and_then(|s| s.get_mut("oneOf"))
+                .and_then(|v| v.as_array_mut());
+            for variant in variants.into_iter().flatten() {
+                if let Some(o) = variant.as_object_mut() {
+                    o.insert(
+                        "additionalProperties".to_owned(),
+                        serde_json::Value::Bool(false),
+                    );
+                }
+            }
+        }
         schemas.insert("JsonValue".to_owned(), json_value());
         if let Some(patch) = action_patch(schemas.get("ActionCreate")) {
             schemas.insert("ActionPatch".to_owned(), patch);
@@ -122,6 +138,8 @@ pub fn complete(doc: utoipa::openapi::OpenApi) -> serde_json::Value {
     // body as `{}`).
     for optional in [
         "/paths/~1v1~1actions~1{action_id}~1cancel/post/requestBody",
+        "/paths/~1v1~1actions~1{action_id}~1withdraw/post/requestBody",
+        "/paths/~1v1~1runs~1{run_id}~1cancel/post/requestBody",
         "/paths/~1v1~1sources~1{source_id}~1keys~1rotate/post/requestBody",
     ] {
         if let Some(body) = v.pointer_mut(optional).and_then(|b| b.as_object_mut()) {

@@ -233,12 +233,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
         // A vote stands for its option: one that needs a reason needs it
         // on the vote too.
-        let stands_for = approval::voted_option(&a.spec, req.vote == "approve");
-        decision::check_reason_given(
-            &a.spec,
-            stands_for.and_then(|o| o.id.as_deref()),
-            req.reason.as_deref(),
-        )?;
+        decision::check_vote_reason(&a.spec, &req.vote, req.reason.as_deref())?;
         votes::insert(
             c,
             &votes::NewVote {

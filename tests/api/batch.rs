@@ -426,7 +426,7 @@ async fn the_inbox_batch_asks_for_the_reason_an_option_needs() {
     let base = browser.url("");
     let origin = base.trim_end_matches('/');
     let csrf = browser.csrf().to_owned();
-    for reason in ["", "   "] {
+    for reason in ["", "   ", "\u{200b}"] {
         let r = browser
             .post_form(
                 "/app/inbox/decide",
@@ -450,6 +450,30 @@ async fn the_inbox_batch_asks_for_the_reason_an_option_needs() {
             "{html}"
         );
     }
+    // A reason too long for any decision: said once, up front, whichever
+    // option was chosen.
+    let long = "x".repeat(2_001);
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("pick", &pb),
+                ("option_id", "approve"),
+                ("reason", &long),
+            ],
+        )
+        .await;
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, "/app?status=open&batch_error=reason_long");
+    let html = browser.page(&to).await;
+    assert!(
+        html.contains("Nothing was decided: the reason is longer than 2,000 characters."),
+        "{html}"
+    );
     for x in [&a, &b] {
         let now: Value = admin
             .get(&format!("/v1/actions/{}", x["id"].as_str().unwrap()), 200)

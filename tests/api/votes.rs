@@ -171,6 +171,10 @@ async fn a_vote_for_an_option_that_needs_a_reason_carries_one() {
         .await;
     assert_eq!(e["details"]["errors"][0]["field"], "reason", "{e}");
     assert_eq!(e["details"]["option_id"], "reject", "{e}");
+    assert_eq!(
+        e["message"],
+        "a vote to reject stands for \"Reject\", which needs a reason: say why you vote so"
+    );
     let id = a["id"].as_str().unwrap();
     let still: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
     assert_eq!(still["data"]["status"], "open");

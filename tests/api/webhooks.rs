@@ -1335,6 +1335,8 @@ async fn an_owner_or_admin_withdraws_an_open_action_and_the_source_is_told() {
     assert!(b.page(&page).await.contains("id=\"withdraw-form\""));
     let origin = b.url("");
     let origin = origin.trim_end_matches('/');
+    // Without JavaScript a page asks first, keeping the reason; nothing
+    // is withdrawn yet.
     let r = b
         .post_form(
             &format!("{page}/withdraw"),
@@ -1342,6 +1344,27 @@ async fn an_owner_or_admin_withdraws_an_open_action_and_the_source_is_told() {
             &[
                 ("_csrf", b.csrf()),
                 ("reason", "the agent that asked crashed"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let ask = r.text().await.unwrap();
+    assert!(ask.contains("Withdraw the request?"), "{ask}");
+    assert!(
+        ask.contains("value=\"the agent that asked crashed\""),
+        "{ask}"
+    );
+    assert!(ask.contains("name=\"confirmed\" value=\"yes\""), "{ask}");
+    let still: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert_eq!(still["data"]["status"], "open");
+    let r = b
+        .post_form(
+            &format!("{page}/withdraw"),
+            Some(origin),
+            &[
+                ("_csrf", b.csrf()),
+                ("reason", "the agent that asked crashed"),
+                ("confirmed", "yes"),
             ],
         )
         .await;

@@ -264,7 +264,8 @@ pub async fn cancel_action(
 #[utoipa::path(post, path = "/v1/actions/{action_id}/withdraw", tag = "actions", params(("action_id" = String, Path)),
     request_body = CancelRequest,
     responses((status = 200, description = "the cancelled Action", body = Envelope<ActionOut>),
-        (status = 403, description = "FORBIDDEN: only owners and admins withdraw (details.required_role = admin)", body = crate::http::openapi::ErrorBody),
+        (status = 403, description = "FORBIDDEN: only owners and admins withdraw (details.required_role = admin); on a restricted Action only those listed on it (details.listed = false)", body = crate::http::openapi::ErrorBody),
+        (status = 422, description = "VALIDATION_ERROR: reason longer than 2,000 characters, unknown fields", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "ACTION_NOT_FOUND", body = crate::http::openapi::ErrorBody),
         (status = 409, description = "ACTION_NOT_OPEN", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]

@@ -212,17 +212,17 @@ pub async fn decide_action(
         // A reason the option needs is asked for before the confirmation,
         // not after it (other refusals come from the decision itself).
         let spec = &view.action.spec;
-        // The option chosen, or the one a vote stands for.
-        let chosen = match (form.get("option_id"), form.get("vote")) {
-            (Some(id), _) => Some(id),
-            (None, Some(v)) => {
-                approval::voted_option(spec, v == "approve").and_then(|o| o.id.as_deref())
+        // The option chosen, or the vote (which stands for an option).
+        let given = match (form.get("option_id"), form.get("vote")) {
+            (Some(id), _) => {
+                crate::domain::decision::check_reason_given(spec, Some(id), form.get("reason"))
             }
-            (None, None) => None,
+            (None, Some(v)) => {
+                crate::domain::decision::check_vote_reason(spec, v, form.get("reason"))
+            }
+            (None, None) => Ok(()),
         };
-        if let Err(e) =
-            crate::domain::decision::check_reason_given(spec, chosen, form.get("reason"))
-        {
+        if let Err(e) = given {
             return refused(&st, &page, &id, &form, e).await;
         }
         let ask = Ask {

@@ -13,7 +13,7 @@ use crate::error::{Code, Error, Result};
 use crate::http::session::PageUser;
 use crate::http::ui::action::current_page;
 use crate::http::ui::view::{
-    FormData, PagePath, UiError, check_csrf, page_with_message, see_other,
+    Ask, ConfirmPage, FormData, PagePath, UiError, check_csrf, page_with_message, see_other,
 };
 use crate::service::work::{self, AssignmentUpdate, CommentCreate, SnoozeRequest};
 
@@ -152,6 +152,24 @@ pub async fn withdraw(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &page, &form)?;
+    // Without JavaScript the button's dialog does not run: a page asks
+    // instead, when the person may withdraw it (else the refusal below).
+    if form.get("confirmed") != Some("yes") {
+        let view = crate::service::dashboard::action(&st.services, &page.user, id.clone()).await?;
+        if view.work.may_withdraw {
+            let ask = Ask {
+                heading: "Withdraw the request?".into(),
+                message: format!(
+                    "“{}” closes as cancelled: nothing is decided, no receipt is issued, and the Source is told.",
+                    view.action.spec.title
+                ),
+                post_to: format!("/app/actions/{id}/withdraw"),
+                confirm_label: "Withdraw".into(),
+                cancel_url: format!("/app/actions/{id}"),
+            };
+            return ConfirmPage::ask(&st, &page, "inbox", &form, ask).await;
+        }
+    }
     let req = crate::service::decisions::CancelRequest {
         reason: form.text("reason"),
     };

@@ -90,8 +90,19 @@ pub async fn decide_batch(
     let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
     let ids = items.iter().map(|i| i.action_id.clone()).collect();
     let picked = batch::picked_option(s, &page.user, ids, option_id.clone()).await?;
-    if picked.needs_reason.is_some() && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+    if picked.needs_reason.is_some()
+        && reason
+            .as_deref()
+            .is_none_or(crate::domain::validate::says_nothing)
+    {
         return Ok(see_other(&format!("{back}&batch_error=reason")));
+    }
+    // A reason too long would refuse every row alike: said once, up front.
+    if reason
+        .as_deref()
+        .is_some_and(|r| r.chars().count() > crate::domain::decision::MAX_REASON)
+    {
+        return Ok(see_other(&format!("{back}&batch_error=reason_long")));
     }
     if form.get("confirmed") != Some("yes")
         && let Some(label) = picked.destructive
@@ -180,6 +191,9 @@ pub async fn result(
         "reason" => Some(
             "Nothing was decided: that option needs a reason. Write one in the reason box, then pick the requests and choose it again.",
         ),
+        "reason_long" => Some(
+            "Nothing was decided: the reason is longer than 2,000 characters. Shorten it, then pick the requests and choose again.",
+        ),
         _ => None,
     };
     let outcome = if q.batch == "done" {
@@ -222,7 +236,7 @@ fn in_words(code: &str) -> &'static str {
         "FORBIDDEN" => "you may not decide it",
         "SELF_APPROVAL_FORBIDDEN" => "you requested it, so someone else decides it",
         "OPTION_NOT_FOUND" => "it has no such option",
-        "VALIDATION_ERROR" => "its option needs a reason (of at most 2,000 characters)",
+        "VALIDATION_ERROR" => "its option needs a reason",
         "APPROVAL_VOTE_REQUIRED" => "it needs approval votes",
         _ => "refused",
     }
