@@ -161,7 +161,13 @@ pub fn check_reason_given(
 /// `check_reason_given` for a vote (`approve` or `reject`), which stands for
 /// an option (`approval::voted_option`): said of the vote cast.
 pub fn check_vote_reason(spec: &ActionSpec, vote: &str, reason: Option<&str>) -> Result<(), Error> {
-    let Some(o) = crate::domain::approval::voted_option(spec, vote == "approve") else {
+    let approve = match vote {
+        "approve" => true,
+        "reject" => false,
+        // Not a vote: refused as such where it is cast.
+        _ => return Ok(()),
+    };
+    let Some(o) = crate::domain::approval::voted_option(spec, approve) else {
         return Ok(());
     };
     check_reason_given(spec, o.id.as_deref(), reason).map_err(|_| {

@@ -405,7 +405,7 @@ impl<'de> MapAccess<'de> for Members<'de> {
 /// member at fault is then found by leaving out one member at a time: the
 /// one without which that error goes (a required member left out would
 /// only be missing, so it is never blamed that way). Runs only on a
-/// refused body.
+/// refused body, at most `MOST_MEMBERS_SEARCHED` more parses of it.
 pub fn refusal<T: de::DeserializeOwned>(body: &serde_json::Value) -> Option<(String, String)> {
     let attempt = |v: &serde_json::Value| {
         serde_path_to_error::deserialize::<_, T>(ObjectsOnly(v))
@@ -413,24 +413,39 @@ pub fn refusal<T: de::DeserializeOwned>(body: &serde_json::Value) -> Option<(Str
             .map(|e| (e.path().to_string(), e.into_inner().to_string()))
     };
     let (path, msg) = attempt(body)?;
-    let culprit = at_path(body, &path)
-        .and_then(serde_json::Value::as_object)
-        .filter(|o| o.contains_key("type"))
-        .and_then(|o| {
-            o.keys().filter(|k| *k != "type").find(|k| {
-                let mut without = body.clone();
-                if let Some(serde_json::Value::Object(o)) = at_path_mut(&mut without, &path) {
-                    o.remove(*k);
-                }
-                match attempt(&without) {
-                    None => true,
-                    Some((p, m)) => {
-                        (p, m.as_str()) != (path.clone(), msg.as_str())
-                            && !m.starts_with("missing field")
-                    }
-                }
-            })
-        });
+    // The tag itself at fault (missing, unknown): no member to blame.
+    let tag_at_fault = msg.starts_with("unknown variant") || msg.contains("`type`");
+    let keys: Vec<String> = match at_path(body, &path).and_then(serde_json::Value::as_object) {
+        Some(o) if o.contains_key("type") && !tag_at_fault && o.len() <= MOST_MEMBERS_SEARCHED => {
+            o.keys().filter(|k| *k != "type").cloned().collect()
+        }
+        _ => Vec::new(),
+    };
+    let mut culprit = None;
+    if !keys.is_empty() {
+        // One copy: each member is taken out, tried without, put back.
+        let mut work = body.clone();
+        for k in keys {
+            let Some(serde_json::Value::Object(o)) = at_path_mut(&mut work, &path) else {
+                break;
+            };
+            let Some(v) = o.remove(&k) else {
+                continue;
+            };
+            let without = attempt(&work);
+            if let Some(serde_json::Value::Object(o)) = at_path_mut(&mut work, &path) {
+                o.insert(k.clone(), v);
+            }
+            let gone = match without {
+                None => true,
+                Some((p, m)) => (p != path || m != msg) && !m.starts_with("missing field"),
+            };
+            if gone {
+                culprit = Some(k);
+                break;
+            }
+        }
+    }
     let path = match culprit {
         Some(k) => format!("{path}.{k}"),
         None => path,
@@ -438,11 +453,29 @@ pub fn refusal<T: de::DeserializeOwned>(body: &serde_json::Value) -> Option<(Str
     Some((path, plain(&msg)))
 }
 
+/// The most members of a tagged object searched for the one at fault: ours
+/// have `type` and at most three more, so a larger one holds members it
+/// does not take, which serde names itself. Bounds the work a refused body
+/// can ask for.
+const MOST_MEMBERS_SEARCHED: usize = 8;
+
 /// Serde's names of number types, in words.
 fn plain(msg: &str) -> String {
-    msg.replace("expected f64", "expected a number")
-        .replace("expected u64", "expected a whole number of at least 0")
-        .replace("expected i64", "expected a whole number")
+    let mut out = msg.to_owned();
+    for (t, words) in [
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("u64", "a whole number of at least 0"),
+        ("u32", "a whole number of at least 0"),
+        ("u16", "a whole number of at least 0"),
+        ("u8", "a whole number of at least 0"),
+        ("usize", "a whole number of at least 0"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+    ] {
+        out = out.replace(&format!("expected {t}"), &format!("expected {words}"));
+    }
+    out
 }
 
 /// The value at a path as serde_path_to_error writes it (`a.b[0].c`).

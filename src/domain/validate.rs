@@ -46,7 +46,8 @@ pub fn is_one_line(s: &str) -> bool {
 /// Characters that show as nothing (soft hyphen, zero-width space and
 /// joiners, direction marks, word joiner and invisible operators, the
 /// Mongolian vowel separator, byte-order mark): in an e-mail address they
-/// make two addresses look alike.
+/// make two addresses look alike (the invitation schema's pattern lists the
+/// same).
 pub(crate) fn is_invisible(c: char) -> bool {
     matches!(
         c,
@@ -62,8 +63,13 @@ pub(crate) fn is_invisible(c: char) -> bool {
 /// Text that shows nothing: only white space, control and invisible
 /// characters (a "reason" of a zero-width space gives no reason).
 pub fn says_nothing(s: &str) -> bool {
-    s.chars()
-        .all(|c| c.is_whitespace() || c.is_control() || is_invisible(c))
+    s.chars().all(|c| {
+        c.is_whitespace()
+            || c.is_control()
+            || is_invisible(c)
+            // Blank letters: the Hangul fillers, the empty Braille pattern.
+            || matches!(c, '\u{115F}' | '\u{1160}' | '\u{2800}' | '\u{3164}' | '\u{FFA0}')
+    })
 }
 
 /// What a field that must be one line is told.

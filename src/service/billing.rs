@@ -413,11 +413,31 @@ pub async fn checkout_offer(s: &Services, user: &UserCaller) -> Result<Vec<(Stri
 /// plan again is the same session; another plan expires the first at
 /// Stripe before a new one is made, so two cannot both be paid.
 pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> Result<String> {
-    // Two owners choosing two plans at once would make two sessions under
-    // two keys, and both could be paid: the second waits for the first and
-    // then finds its session, which it ends before making its own.
-    let (ws, _) = active(user)?;
-    let _one_at_a_time = s.checkouts.lock(&ws).await;
+    // A non-owner (by the role the request was authenticated with) is
+    // refused without waiting behind an owner's checkout; the role as it is
+    // now is read again below.
+    let (ws, role) = active(user)?;
+    if !access::can_open_billing(role) {
+        owner_context(s, user).await?;
+    }
+    // Run to its end even when the request is dropped (the client gone):
+    // a session Stripe made is then always kept, and a session expired is
+    // always forgotten, so the next start finds what is really open.
+    let (s, user) = (s.clone(), user.clone());
+    tokio::spawn(async move {
+        // Two owners choosing two plans at once would make two sessions
+        // under two keys, and both could be paid: the second waits for the
+        // first and then finds its session, which it ends before making
+        // its own.
+        let _one_at_a_time = s.checkouts.lock(&ws).await;
+        checkout_alone(&s, &user, req).await
+    })
+    .await
+    .map_err(|e| Error::internal(anyhow::anyhow!("the checkout task ended early: {e}")))?
+}
+
+/// `checkout`, with the workspace's checkouts held.
+async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -> Result<String> {
     // Who asks first: a non-owner learns nothing of the plans.
     let ctx = owner_context(s, user).await?;
     let Some(stripe) = s.config.billing.stripe.clone() else {
@@ -530,8 +550,9 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
 /// Ends a Checkout session at Stripe before another is made. Stripe refuses
 /// to expire a session that is no longer open: then the session says why.
 /// Paid (`complete`) is 409 ALREADY_SUBSCRIBED naming the subscription,
-/// whose webhook brings the plan; already expired is done. Stripe down or
-/// unreachable is 502 PROVIDER_UNAVAILABLE, as any other Stripe failure.
+/// whose webhook brings the plan; already expired, or not known to Stripe
+/// at all, is done. Stripe down or unreachable is 502 PROVIDER_UNAVAILABLE,
+/// as any other Stripe failure.
 async fn close_session(
     http: &reqwest::Client,
     stripe: &StripeConfig,
@@ -540,10 +561,17 @@ async fn close_session(
     let path = format!("/v1/checkout/sessions/{}", p.session_id);
     let refused = match stripe_post(http, stripe, &format!("{path}/expire"), &[], None).await {
         Ok(_) => return Ok(()),
+        // A session Stripe does not have (deleted, or made with the test
+        // keys before a switch to live ones) cannot be paid either.
+        Err(e) if e.gone => return Ok(()),
         Err(e) if e.refused => e,
         Err(e) => return Err(e.error),
     };
-    let session = stripe_get(http, stripe, &path).await?;
+    let session = match stripe_get(http, stripe, &path).await {
+        Ok(session) => session,
+        Err(e) if e.gone => return Ok(()),
+        Err(e) => return Err(e.error),
+    };
     match session["status"].as_str() {
         Some("expired") => Ok(()),
         Some("complete") => {
@@ -612,6 +640,8 @@ fn stripe_unavailable(path: &str, cause: String) -> Error {
 struct StripeFailure {
     error: Error,
     refused: bool,
+    /// Stripe has no such object (404, `resource_missing`).
+    gone: bool,
     missing_customer: bool,
 }
 
@@ -620,6 +650,7 @@ impl From<Error> for StripeFailure {
         Self {
             error,
             refused: false,
+            gone: false,
             missing_customer: false,
         }
     }
@@ -679,6 +710,8 @@ async fn stripe_answer(
         return Err(StripeFailure {
             error: stripe_unavailable(path, format!("HTTP {status}: {msg}")),
             refused: status.is_client_error(),
+            gone: status == reqwest::StatusCode::NOT_FOUND
+                || body["error"]["code"] == "resource_missing",
             missing_customer: body["error"]["code"] == "resource_missing"
                 && body["error"]["param"] == "customer",
         });

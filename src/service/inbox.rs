@@ -126,50 +126,76 @@ pub async fn list(
 }
 
 /// How far down the inbox the "next" link looks for a request the person
-/// can act on.
-const NEXT_LOOKS_AT: i64 = 50;
+/// can act on, a page at a time.
+const NEXT_PAGE: i64 = 50;
+pub const NEXT_LOOKS_AT: i64 = 200;
+
+/// What follows a decision in the inbox (`next_to_decide`).
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// The next request the person can act on: (id, title).
+    Request(String, String),
+    /// Nothing else open that they can act on.
+    Nothing,
+    /// None among the first `NEXT_LOOKS_AT` open requests, and more follow.
+    NotNear,
+}
 
 /// The first open request of the inbox (its default order, in
 /// `environment`) other than `except` that the person can act on now: one
 /// the Action page offers them a decision on (not their own request, not
 /// restricted to others; `access::ActionAccess::offers_decision`) and, under
 /// an approval policy, whose current version they have not voted on. Looks
-/// at the first `NEXT_LOOKS_AT`; answers (id, title).
+/// at the first `NEXT_LOOKS_AT`.
 pub async fn next_to_decide(
     s: &Services,
     user: UserCaller,
     environment: Environment,
     except: String,
-) -> Result<Option<(String, String)>> {
+) -> Result<Next> {
     let Ok(me) = user.active_or_404().cloned() else {
-        return Ok(None);
+        return Ok(Next::Nothing);
     };
-    let params = InboxParams {
-        environment: Some(environment.as_str().to_owned()),
-        limit: Some(NEXT_LOOKS_AT),
-        ..Default::default()
-    };
-    let (rows, _) = list(s, user.clone(), params, s.clock.now()).await?;
-    let candidates: Vec<ActionRecord> = rows
-        .into_iter()
-        .filter(|a| {
-            a.id != except
-                && crate::service::actions::access_of(a, me.role, &user.user_id, &user.email)
-                    .offers_decision()
-        })
-        .collect();
-    let user_id = user.user_id.clone();
-    s.db.read(move |c| {
-        for a in candidates {
-            let voted = a.spec.approval_policy.is_some()
-                && crate::store::votes::of_user(c, &a.id, a.action_version, &user_id)?.is_some();
-            if !voted {
-                return Ok(Some((a.id, a.spec.title)));
-            }
+    let mut after: Option<String> = None;
+    for _ in 0..NEXT_LOOKS_AT / NEXT_PAGE {
+        let params = InboxParams {
+            environment: Some(environment.as_str().to_owned()),
+            limit: Some(NEXT_PAGE),
+            starting_after: after.take(),
+            ..Default::default()
+        };
+        let (rows, more) = list(s, user.clone(), params, s.clock.now()).await?;
+        after = rows.last().map(|a| a.id.clone());
+        let candidates: Vec<ActionRecord> = rows
+            .into_iter()
+            .filter(|a| {
+                a.id != except
+                    && crate::service::actions::access_of(a, me.role, &user.user_id, &user.email)
+                        .offers_decision()
+            })
+            .collect();
+        let user_id = user.user_id.clone();
+        let found =
+            s.db.read(move |c| {
+                for a in candidates {
+                    let voted = a.spec.approval_policy.is_some()
+                        && crate::store::votes::of_user(c, &a.id, a.action_version, &user_id)?
+                            .is_some();
+                    if !voted {
+                        return Ok(Some((a.id, a.spec.title)));
+                    }
+                }
+                Ok(None)
+            })
+            .await?;
+        if let Some((id, title)) = found {
+            return Ok(Next::Request(id, title));
         }
-        Ok(None)
-    })
-    .await
+        if !more || after.is_none() {
+            return Ok(Next::Nothing);
+        }
+    }
+    Ok(Next::NotNear)
 }
 
 /// Query string of GET /v1/source/actions: the Source's own Actions.

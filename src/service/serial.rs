@@ -31,13 +31,16 @@ impl Serial {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             slots.entry(key.to_owned()).or_default().clone()
         };
-        let held = slot.clone().lock_owned().await;
-        SerialGuard {
+        // The guard exists before the wait, so a wait given up (a request
+        // cancelled) still takes its entry out when no one else needs it.
+        let mut guard = SerialGuard {
             serial: self,
             key: key.to_owned(),
             slot,
-            held: Some(held),
-        }
+            held: None,
+        };
+        guard.held = Some(guard.slot.clone().lock_owned().await);
+        guard
     }
 
     /// Keys with an entry (held or awaited), for tests.
@@ -89,6 +92,31 @@ mod tests {
             t.await.unwrap();
         }
         assert_eq!(most.load(Ordering::SeqCst), 1);
+        assert!(serial.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_wait_given_up_leaves_no_entry() {
+        let serial = Serial::default();
+        let held = serial.lock("ws_1").await;
+        let waited = tokio::time::timeout(Duration::from_millis(20), serial.lock("ws_1")).await;
+        assert!(waited.is_err(), "the key is held");
+        assert_eq!(serial.len(), 1);
+        drop(held);
+        assert!(serial.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_wait_given_up_after_the_holder_left_leaves_no_entry() {
+        let serial = Serial::default();
+        let held = serial.lock("ws_1").await;
+        let mut waiting = Box::pin(serial.lock("ws_1"));
+        assert!(futures::poll!(&mut waiting).is_pending());
+        // The holder leaves while one waits: the entry stays for the waiter…
+        drop(held);
+        assert_eq!(serial.len(), 1);
+        // …which gives up before it runs again.
+        drop(waiting);
         assert!(serial.is_empty());
     }
 

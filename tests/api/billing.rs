@@ -274,6 +274,10 @@ enum Trouble {
     /// Expiring a Checkout session is refused, as Stripe does one already
     /// paid; the session then reads as `complete`.
     SessionPaid,
+    /// Expiring a Checkout session is refused and it reads as `expired`.
+    SessionLapsed,
+    /// Stripe has no such session (404 `resource_missing`).
+    SessionGone,
     /// Expiring a Checkout session answers 500.
     ExpireDown,
     /// Making a Checkout session answers 500.
@@ -282,12 +286,22 @@ enum Trouble {
 
 static TROUBLE: Mutex<Vec<(String, Trouble)>> = Mutex::new(Vec::new());
 
-fn trouble(stripe_base: &str, t: Trouble, on: bool) {
+/// The stand-in at `stripe_base` misbehaves as `t` until this is dropped
+/// (a failing test's panic included).
+struct InTrouble(String, Trouble);
+
+fn trouble(stripe_base: &str, t: Trouble) -> InTrouble {
     let host = stripe_base.trim_start_matches("http://").to_owned();
-    let mut all = TROUBLE.lock().unwrap();
-    all.retain(|(h, x)| !(*h == host && *x == t));
-    if on {
-        all.push((host, t));
+    TROUBLE.lock().unwrap().push((host.clone(), t));
+    InTrouble(host, t)
+}
+
+impl Drop for InTrouble {
+    fn drop(&mut self) {
+        TROUBLE
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(h, x)| !(*h == self.0 && *x == self.1));
     }
 }
 
@@ -301,6 +315,12 @@ fn in_trouble(headers: &HeaderMap, t: Trouble) -> bool {
         .unwrap()
         .iter()
         .any(|(h, x)| h == host && *x == t)
+}
+
+fn session_gone(id: &str) -> axum::response::Response {
+    let e = json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+        "param": "session", "message": format!("No such checkout.session: '{id}'")}});
+    (StatusCode::NOT_FOUND, axum::Json(e)).into_response()
 }
 
 fn stripe_down() -> axum::response::Response {
@@ -355,6 +375,7 @@ async fn stripe_standin() -> (String, Calls) {
         // As Stripe: a session reads as what became of it.
         if method == axum::http::Method::GET {
             return match path.strip_prefix("/v1/checkout/sessions/") {
+                Some(id) if in_trouble(&headers, Trouble::SessionGone) => session_gone(id),
                 Some(id) if in_trouble(&headers, Trouble::SessionPaid) => axum::Json(json!({
                     "id": id, "object": "checkout.session", "status": "complete",
                     "subscription": format!("sub_paid_{id}")}))
@@ -399,7 +420,12 @@ async fn stripe_standin() -> (String, Calls) {
                 if in_trouble(&headers, Trouble::ExpireDown) {
                     return stripe_down();
                 }
-                if in_trouble(&headers, Trouble::SessionPaid) {
+                if in_trouble(&headers, Trouble::SessionGone) {
+                    return session_gone(id);
+                }
+                if in_trouble(&headers, Trouble::SessionPaid)
+                    || in_trouble(&headers, Trouble::SessionLapsed)
+                {
                     let e = json!({"error": {"type": "invalid_request_error",
                         "message": "Only Checkout Sessions with a status of open can be expired."}});
                     return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
@@ -968,7 +994,7 @@ async fn an_owner_subscribes_through_stripe_checkout() {
     );
     // A session Stripe will not close because it was paid meanwhile (read
     // back as `complete`): 409 naming the subscription, nothing new made.
-    trouble(&base, Trouble::SessionPaid, true);
+    let mishap = trouble(&base, Trouble::SessionPaid);
     let e = app
         .admin()
         .post_err(
@@ -978,7 +1004,7 @@ async fn an_owner_subscribes_through_stripe_checkout() {
             "ALREADY_SUBSCRIBED",
         )
         .await;
-    trouble(&base, Trouble::SessionPaid, false);
+    drop(mishap);
     assert!(
         e["message"]
             .as_str()
@@ -1194,7 +1220,7 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
     assert!(team.ends_with("/cs_test_2"), "{team}");
 
     // Stripe down as the team session is expired: 502, the session kept.
-    trouble(&base, Trouble::ExpireDown, true);
+    let mishap = trouble(&base, Trouble::ExpireDown);
     let e = app
         .admin()
         .post_err(
@@ -1204,7 +1230,7 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
             "PROVIDER_UNAVAILABLE",
         )
         .await;
-    trouble(&base, Trouble::ExpireDown, false);
+    drop(mishap);
     assert!(
         e["message"].as_str().unwrap().contains("stripe is down"),
         "{e}"
@@ -1214,7 +1240,7 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
 
     // Expired, then Stripe down as the starter session is made: 502, and
     // the team session, now expired, is no longer answered.
-    trouble(&base, Trouble::SessionsDown, true);
+    let mishap = trouble(&base, Trouble::SessionsDown);
     app.admin()
         .post_err(
             "/v1/billing/checkout",
@@ -1223,7 +1249,7 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
             "PROVIDER_UNAVAILABLE",
         )
         .await;
-    trouble(&base, Trouble::SessionsDown, false);
+    drop(mishap);
     let before = calls.lock().unwrap().len();
     let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
     assert_eq!(r.status(), 303);
@@ -1238,6 +1264,43 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
         key.starts_with(&format!("hds-checkout-{ws}-team-after-cs_test_2-")),
         "{key}"
     );
+
+    // A session Stripe will not expire because it lapsed already (read back
+    // as `expired`), or that Stripe does not know at all (test keys swapped
+    // for live ones): nothing left to pay, so the new session is made.
+    for (mishap, plan) in [
+        (Trouble::SessionLapsed, "starter"),
+        (Trouble::SessionGone, "team"),
+    ] {
+        let open = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .rfind(|(_, c)| c.0 == "/v1/checkout/sessions")
+            .map(|(i, _)| format!("cs_test_{}", i + 1))
+            .unwrap();
+        let before = calls.lock().unwrap().len();
+        let trouble = trouble(&base, mishap);
+        let r = start_checkout(&app, &token, json!({"plan_id": plan})).await;
+        drop(trouble);
+        assert_eq!(r.status(), 303, "{plan}");
+        let seen = calls.lock().unwrap().clone();
+        let paths: Vec<String> = seen[before..].iter().map(|c| c.0.clone()).collect();
+        let expire = format!("/v1/checkout/sessions/{open}/expire");
+        let read = format!("/v1/checkout/sessions/{open}");
+        let make = "/v1/checkout/sessions".to_owned();
+        let expected = match mishap {
+            // Not found when expired: nothing to read back.
+            Trouble::SessionGone => vec![expire, make],
+            _ => vec![expire, read, make],
+        };
+        assert_eq!(paths, expected, "{plan}");
+        assert_eq!(
+            r.headers()["location"].to_str().unwrap(),
+            format!("https://checkout.stripe.test/c/pay/cs_test_{}", seen.len())
+        );
+    }
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator

@@ -309,6 +309,12 @@ async fn next_in_the_inbox_skips_what_the_reviewer_cannot_act_on() {
             200,
         )
         .await;
+    // Restricted to another reviewer: an owner sees it, but decides nothing.
+    let mut theirs = two_options("Restricted to another");
+    theirs["priority"] = json!("urgent");
+    theirs["visibility"] = json!("restricted");
+    theirs["reviewer_user_ids"] = json!([other.person().id]);
+    app.create_action(theirs).await;
     let next = app.create_action(two_options("Normal and open")).await;
     let decide = |a: &Value| json!({"action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"});
     let done_id = done["id"].as_str().unwrap();
@@ -344,6 +350,35 @@ async fn next_in_the_inbox_skips_what_the_reviewer_cannot_act_on() {
     assert!(!after.contains("next-request"), "{after}");
     assert!(
         after.contains("<a href=\"/app\">Nothing else in the inbox waits for you.</a>"),
+        "{after}"
+    );
+    // Past the first 200 open requests (all the person's own here), the
+    // link says it looked no further, and leads to the inbox.
+    for i in 0..200 {
+        let mut own = two_options(&format!("Own request {i}"));
+        own["priority"] = json!("high");
+        own["requested_by_email"] = json!(me.email);
+        app.create_action(own).await;
+    }
+    let mut far = two_options("Far down");
+    far["priority"] = json!("low");
+    app.create_action(far).await;
+    let last = app.create_action(two_options("Decided last")).await;
+    let last_id = last["id"].as_str().unwrap();
+    let _: Value = admin
+        .post(
+            &format!("/v1/actions/{last_id}/decision"),
+            decide(&last),
+            200,
+        )
+        .await;
+    let after = client
+        .page(&format!("/app/actions/{last_id}?done=decided"))
+        .await;
+    assert!(
+        after.contains(
+            "<a href=\"/app\">None of the next 200 requests in the inbox waits for you: see the inbox.</a>"
+        ),
         "{after}"
     );
     // A test request leads back to the test inbox.

@@ -198,6 +198,7 @@ async fn an_option_may_require_a_reason() {
         Some("  \n "),
         Some("\u{200b}"),
         Some(" \u{feff}\u{2060} "),
+        Some("\u{3164}\u{2800}"),
     ] {
         let mut choice = json!({"option_id": "changes"});
         if let Some(r) = reason {
@@ -390,6 +391,42 @@ async fn a_typed_answer_may_start_from_a_proposed_default() {
         assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
         assert_eq!(e["details"]["errors"][0]["message"], says, "{e}");
     }
+    // A tagged object of many members (an unknown type hides them all from
+    // serde) is not searched member by member: refused as a whole, at once,
+    // on create and on PATCH (whose parse runs in the writer).
+    let junk: serde_json::Map<String, Value> = (0..20_000)
+        .map(|i| (format!("a{i:05}"), json!(0)))
+        .collect();
+    let mut interaction = Value::Object(junk.clone());
+    interaction["type"] = json!("text");
+    let e = source
+        .post_err(
+            "/v1/actions",
+            json!({"title": "Typed", "interaction": interaction}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "interaction", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("interaction: unknown field `a00000`"),
+        "{e}"
+    );
+    let mut block = Value::Object(junk);
+    block["type"] = json!("zz");
+    let open = app.create_action(two_options("Patched")).await;
+    let e = source
+        .patch_err(
+            &format!("/v1/actions/{}", open["id"].as_str().unwrap()),
+            json!({"context": [block]}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "context[0].type", "{e}");
     let number = |default: Value| {
         json!({"title": "Replicas", "interaction":
             {"type": "number", "min": 1, "max": 10, "default": default}})

@@ -726,11 +726,27 @@ async fn openapi_names_bodies_as_specified_and_declares_keys_and_optional_bodies
     ] {
         assert_eq!(body_ref(path, method), name, "{method} {path}");
     }
+    // Tagged objects refuse members their kind does not take, as the
+    // server does.
+    for tagged in ["Interaction", "ContextBlock"] {
+        let variants = schemas[tagged]["oneOf"].as_array().unwrap();
+        assert!(!variants.is_empty(), "{tagged}");
+        for v in variants {
+            assert_eq!(v["additionalProperties"], false, "{tagged}: {v}");
+        }
+    }
+    // A flag whose default is false takes null as left out.
+    assert_eq!(
+        schemas["ActionOption"]["properties"]["reason_required"]["type"],
+        serde_json::json!(["boolean", "null"])
+    );
     let person = &schemas["ActionPerson"]["properties"];
     assert!(person["user_id"].is_object(), "{person}");
     assert!(schemas["Person"]["properties"]["id"].is_object());
     for (path, required) in [
         ("/v1/actions/{action_id}/cancel", false),
+        ("/v1/actions/{action_id}/withdraw", false),
+        ("/v1/runs/{run_id}/cancel", false),
         ("/v1/sources/{source_id}/keys/rotate", false),
         ("/v1/actions/{action_id}/resolve", true),
     ] {

@@ -46,7 +46,7 @@ pub async fn open_billing_portal(
     responses((status = 303, description = "to Stripe Checkout (Location)"),
         (status = 403, description = "FORBIDDEN: only owners subscribe (details.required_role = owner)", body = crate::http::openapi::ErrorBody),
         (status = 404, description = "NOT_FOUND: no [billing.stripe] is configured; WORKSPACE_NOT_FOUND: the caller belongs to no workspace", body = crate::http::openapi::ErrorBody),
-        (status = 409, description = "ALREADY_SUBSCRIBED: the workspace follows a live subscription; change it in the portal (details.subscription_id)", body = crate::http::openapi::ErrorBody),
+        (status = 409, description = "ALREADY_SUBSCRIBED: the workspace follows a live subscription, or the Checkout session it started for another plan was paid meanwhile; change it in the portal (details.subscription_id)", body = crate::http::openapi::ErrorBody),
         (status = 422, description = "VALIDATION_ERROR: plan_id is no plan a Stripe price maps to (details.plan_ids)", body = crate::http::openapi::ErrorBody),
         (status = 502, description = "PROVIDER_UNAVAILABLE: Stripe could not be reached or refused", body = crate::http::openapi::ErrorBody)),
     security(("user_token" = []), ("session_cookie" = [])))]

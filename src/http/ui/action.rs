@@ -24,6 +24,7 @@ use crate::http::ui::view::{
 };
 use crate::service::dashboard::{self, ActionView};
 use crate::service::decisions::{self, DecisionRequest};
+use crate::service::inbox::Next;
 use crate::service::votes::{self, VoteRequest};
 
 /// One field the Source changed since the reviewer's version.
@@ -58,6 +59,10 @@ pub struct ActionPage {
     next: Option<(String, String)>,
     /// Whether `next` was looked for (after a decision or a vote).
     next_checked: bool,
+    /// Looked for, not found among the first `inbox::NEXT_LOOKS_AT`, and more
+    /// requests follow.
+    next_not_near: bool,
+    next_looked_at: i64,
     /// The inbox of the decided Action's environment, where "nothing else
     /// waits" leads.
     inbox_url: &'static str,
@@ -98,6 +103,8 @@ async fn page_for(
         stale: None,
         next: None,
         next_checked: false,
+        next_not_near: false,
+        next_looked_at: crate::service::inbox::NEXT_LOOKS_AT,
         inbox_url: match view.action.environment {
             crate::domain::action::Environment::Test => "/app?environment=test",
             crate::domain::action::Environment::Live => "/app",
@@ -170,7 +177,11 @@ pub async fn action_page(
         _ => None,
     };
     if matches!(q.done.as_deref(), Some("decided" | "voted")) {
-        out.next = next_in_inbox(&st, &page, &view.action).await?;
+        match next_in_inbox(&st, &page, &view.action).await? {
+            Next::Request(id, title) => out.next = Some((id, title)),
+            Next::Nothing => {}
+            Next::NotNear => out.next_not_near = true,
+        }
         out.next_checked = true;
     }
     Ok(out)
@@ -182,7 +193,7 @@ async fn next_in_inbox(
     st: &AppState,
     page: &PageUser,
     done: &ActionRecord,
-) -> Result<Option<(String, String)>, UiError> {
+) -> Result<Next, UiError> {
     Ok(crate::service::inbox::next_to_decide(
         &st.services,
         page.user.clone(),
