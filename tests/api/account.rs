@@ -767,6 +767,17 @@ async fn a_deleted_accounts_assignments_pass_to_nobody_with_its_address() {
         .await;
     assert!(page.contains("a deleted account"), "{page}");
     assert!(!page.contains("deleted-usr_"), "{page}");
+    // So does the inbox's row.
+    let inbox = app
+        .browser(admin.person())
+        .await
+        .page("/app?status=resolved")
+        .await;
+    assert!(
+        inbox.contains("<span>Assigned to a deleted account</span>"),
+        "{inbox}"
+    );
+    assert!(!inbox.contains("deleted-usr_"), "{inbox}");
 
     // Someone later given the same address starts with nothing assigned.
     let newcomer = app.member_as(Role::Reviewer, email);

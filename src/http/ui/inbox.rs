@@ -395,7 +395,7 @@ fn row(
             if e.eq_ignore_ascii_case(&me.email) {
                 "you".to_owned()
             } else {
-                e.clone()
+                crate::service::account::shown_address(e.clone())
             }
         }),
         kind: answer_kind(&a.spec),
