@@ -273,18 +273,23 @@ pub async fn mail_link(s: &Services, email: &str, next: &str) -> Result<Mailed> 
     let next = next.to_owned();
     let now = s.clock.now();
     s.write(move |c, fx| {
-        let Some(user) = users::by_email(c, &email)? else {
-            return Ok(Mailed::NoAccount);
-        };
+        // Throttled, and recorded, by the address asked for, account or not:
+        // the same reads, the same write and the same commit either way, so
+        // how long the answer takes does not tell who has an account.
         let at = time::format(now);
+        let key = signin::address_key(&email);
         let (recent, latest) =
-            signin::links_mailed_since(c, &user.id, &time::format(now - MAILED_LINK_LIFETIME))?;
+            signin::requests_since(c, &key, &time::format(now - MAILED_LINK_LIFETIME))?;
         let spaced = latest.is_none_or(|t| t <= time::format(now - MAILED_LINK_SPACING));
         let (today, _) =
-            signin::links_mailed_since(c, &user.id, &time::format(now - ::time::Duration::DAY))?;
+            signin::requests_since(c, &key, &time::format(now - ::time::Duration::DAY))?;
         if recent >= MAILED_LINKS_PER_WINDOW || !spaced || today >= MAILED_LINKS_PER_DAY {
             return Ok(Mailed::Throttled);
         }
+        signin::record_request(c, &key, &at)?;
+        let Some(user) = users::by_email(c, &email)? else {
+            return Ok(Mailed::NoAccount);
+        };
         let mut url = link_for(c, &base, &user.id, now, MAILED_LINK_LIFETIME)?;
         if next != "/app" {
             url.push_str("?next=");

@@ -350,12 +350,12 @@ mod tests {
                 "SELECT id FROM mail_outbox WHERE status <> 'pending' AND last_attempt_at < '2026' ORDER BY last_attempt_at, id LIMIT 10000".into(),
                 "mail_outbox_settled",
             ),
-            // The sign-in page's throttle (store::signin::links_mailed_since).
+            // The sign-in page's throttle (store::signin::requests_since).
             (
-                "SELECT count(*), max(created_at) FROM mail_outbox
-                  WHERE kind = 'signin' AND user_id = 'usr_1' AND created_at > '2026'"
+                "SELECT count(*), max(requested_at) FROM signin_requests
+                  WHERE address_hash = 'ab' AND requested_at > '2026'"
                     .into(),
-                "mail_outbox_signin",
+                "signin_requests_by_address",
             ),
         ] {
             let text = plan(&c, &sql);

@@ -66,6 +66,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0042_analytics_approve_choice.sql"
         )),
         M::up(include_str!("../../migrations/0043_stripe_checkouts.sql")),
+        M::up(include_str!("../../migrations/0044_signin_requests.sql")),
     ])
 }
 
@@ -206,13 +207,13 @@ mod tests {
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mail_outbox' AND sql IS NOT NULL ORDER BY name",
             |r| r.get(0),
         );
+        // (0037 made `mail_outbox_signin`; 0044 drops it again.)
         assert_eq!(
             indexes,
             [
                 "mail_outbox_by_status",
                 "mail_outbox_by_workspace",
                 "mail_outbox_settled",
-                "mail_outbox_signin"
             ]
         );
         c.execute(

@@ -78,18 +78,40 @@ pub fn insert_link(
     Ok(())
 }
 
-/// How many sign-in links were mailed to `user_id` since `since`, and when
-/// the latest was (`mail_outbox_signin`).
-pub fn links_mailed_since(
+/// The key a request for a mailed link is counted by: a hash of the
+/// address as asked for (trimmed, lower-cased), whether or not an account
+/// has it.
+pub fn address_key(email: &str) -> String {
+    hash_secret(&email.trim().to_lowercase())
+}
+
+/// Requests for a mailed link to this address (`address_key`) after
+/// `since`: how many, and the latest.
+pub fn requests_since(
     c: &Connection,
-    user_id: &str,
+    address_key: &str,
     since: &str,
 ) -> Result<(i64, Option<String>)> {
     Ok(c.prepare_cached(
-        "SELECT count(*), max(created_at) FROM mail_outbox
-          WHERE kind = 'signin' AND user_id = ?1 AND created_at > ?2",
+        "SELECT count(*), max(requested_at) FROM signin_requests
+          WHERE address_hash = ?1 AND requested_at > ?2",
     )?
-    .query_row(params![user_id, since], |r| Ok((r.get(0)?, r.get(1)?)))?)
+    .query_row(params![address_key, since], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
+/// Records a request for a mailed link (not throttled).
+pub fn record_request(c: &Connection, address_key: &str, at: &str) -> Result<()> {
+    c.prepare_cached("INSERT INTO signin_requests(address_hash, requested_at) VALUES (?1, ?2)")?
+        .execute(params![address_key, at])?;
+    Ok(())
+}
+
+/// Housekeeping: requests older than the throttle's day.
+pub fn prune_requests(c: &Connection, before: &str) -> Result<usize> {
+    Ok(c.execute(
+        "DELETE FROM signin_requests WHERE requested_at <= ?1",
+        [before],
+    )?)
 }
 
 /// Uses the link once: returns its user when it was unused and unexpired.

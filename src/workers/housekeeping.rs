@@ -30,7 +30,8 @@ pub async fn run(s: Services) {
         let pruned =
             s.db.write(move |c| {
                 Ok(sessions::delete_expired(c, now.unix_timestamp())?
-                    + signin::prune(c, &time::format(now))?)
+                    + signin::prune(c, &time::format(now))?
+                    + signin::prune_requests(c, &time::format(now - ::time::Duration::DAY))?)
             })
             .await;
         match pruned {

@@ -737,6 +737,27 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
     );
     assert!(sink.to("nobody@example.com").await.is_empty());
     assert_eq!(links_and_mails(&app, "nobody@example.com"), (0, 0));
+    // Both asks were written alike (one request row each, by a hash of the
+    // address: no address is kept), so neither answer takes longer.
+    let hashes: Vec<String> = {
+        let db = app.db();
+        let mut st = db
+            .prepare("SELECT address_hash FROM signin_requests ORDER BY rowid")
+            .unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let sha = |e: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(e.as_bytes()));
+    assert_eq!(
+        hashes,
+        [sha("admin@example.com"), sha("nobody@example.com")]
+    );
+    // An address without an account is held back like one with: asked
+    // again at once, nothing more is recorded.
+    ask_for_link(&app, &app.base, "nobody@example.com").await;
+    assert_eq!(app.count_rows("signin_requests"), 2);
 
     // Asked again at once: nothing more is made or sent.
     let r = ask_for_link(&app, &app.base, admin).await;
