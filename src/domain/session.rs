@@ -14,8 +14,8 @@ pub const LINK_LIFETIME: Duration = Duration::hours(24);
 /// Sign-in links mailed on request from the sign-in page: short-lived, as
 /// the mailbox they travel through may be read later by someone else.
 pub const MAILED_LINK_LIFETIME: Duration = Duration::minutes(15);
-/// A request for a mailed link sends none when one was mailed to the person
-/// this recently…
+/// A request for a mailed link sends none when the same address was asked
+/// for this recently (account or not)…
 pub const MAILED_LINK_SPACING: Duration = Duration::minutes(1);
 /// …or this many in `MAILED_LINK_LIFETIME`: the sign-in page cannot be used
 /// to flood a mailbox.

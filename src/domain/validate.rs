@@ -67,8 +67,26 @@ pub fn says_nothing(s: &str) -> bool {
         c.is_whitespace()
             || c.is_control()
             || is_invisible(c)
-            // Blank letters: the Hangul fillers, the empty Braille pattern.
-            || matches!(c, '\u{115F}' | '\u{1160}' | '\u{2800}' | '\u{3164}' | '\u{FFA0}')
+            // Blank letters (the Hangul fillers, the empty Braille
+            // pattern), direction controls, variation selectors, tags and
+            // other characters that draw nothing.
+            || matches!(
+                c,
+                '\u{034F}'
+                    | '\u{115F}'
+                    | '\u{1160}'
+                    | '\u{17B4}'
+                    | '\u{17B5}'
+                    | '\u{202A}'..='\u{202E}'
+                    | '\u{2066}'..='\u{2069}'
+                    | '\u{2800}'
+                    | '\u{3164}'
+                    | '\u{FE00}'..='\u{FE0F}'
+                    | '\u{FFA0}'
+                    | '\u{1D173}'..='\u{1D17A}'
+                    | '\u{E0000}'..='\u{E007F}'
+                    | '\u{E0100}'..='\u{E01EF}'
+            )
     })
 }
 

@@ -10,6 +10,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
+use tracing::Instrument;
 use utoipa::ToSchema;
 
 use crate::config::billing::SELF_HOSTED;
@@ -420,20 +421,23 @@ pub async fn checkout(s: &Services, user: &UserCaller, req: CheckoutRequest) -> 
     if !access::can_open_billing(role) {
         owner_context(s, user).await?;
     }
-    // Run to its end even when the request is dropped (the client gone):
-    // a session Stripe made is then always kept, and a session expired is
-    // always forgotten, so the next start finds what is really open.
+    // Two owners choosing two plans at once would make two sessions under
+    // two keys, and both could be paid: the second waits for the first and
+    // then finds its session, which it ends before making its own. The wait
+    // is the request's: a client gone while waiting has asked for nothing.
+    let one_at_a_time = s.checkouts.lock(&ws).await;
+    // Once begun it runs to its end even when the request is dropped (the
+    // client gone): a session Stripe made is then always kept, and a session
+    // expired is always forgotten, so the next start finds what is open.
     let (s, user) = (s.clone(), user.clone());
-    tokio::spawn(async move {
-        // Two owners choosing two plans at once would make two sessions
-        // under two keys, and both could be paid: the second waits for the
-        // first and then finds its session, which it ends before making
-        // its own.
-        let _one_at_a_time = s.checkouts.lock(&ws).await;
-        checkout_alone(&s, &user, req).await
-    })
-    .await
-    .map_err(|e| Error::internal(anyhow::anyhow!("the checkout task ended early: {e}")))?
+    let alone = async move {
+        let r = checkout_alone(&s, &user, req).await;
+        drop(one_at_a_time);
+        r
+    };
+    tokio::spawn(alone.instrument(tracing::Span::current()))
+        .await
+        .map_err(|e| Error::internal(anyhow::anyhow!("the checkout task ended early: {e}")))?
 }
 
 /// `checkout`, with the workspace's checkouts held.
@@ -710,8 +714,7 @@ async fn stripe_answer(
         return Err(StripeFailure {
             error: stripe_unavailable(path, format!("HTTP {status}: {msg}")),
             refused: status.is_client_error(),
-            gone: status == reqwest::StatusCode::NOT_FOUND
-                || body["error"]["code"] == "resource_missing",
+            gone: body["error"]["code"] == "resource_missing",
             missing_customer: body["error"]["code"] == "resource_missing"
                 && body["error"]["param"] == "customer",
         });

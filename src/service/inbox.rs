@@ -158,13 +158,22 @@ pub async fn next_to_decide(
     };
     let mut after: Option<String> = None;
     for _ in 0..NEXT_LOOKS_AT / NEXT_PAGE {
+        let after_page = after.is_some();
         let params = InboxParams {
             environment: Some(environment.as_str().to_owned()),
             limit: Some(NEXT_PAGE),
             starting_after: after.take(),
             ..Default::default()
         };
-        let (rows, more) = list(s, user.clone(), params, s.clock.now()).await?;
+        let (rows, more) = match list(s, user.clone(), params, s.clock.now()).await {
+            Ok(page) => page,
+            // The last row of the page before left the person's inbox
+            // meanwhile (restricted to others, say): say it looked no further.
+            Err(e) if after_page && e.code == crate::error::Code::ValidationError => {
+                return Ok(Next::NotNear);
+            }
+            Err(e) => return Err(e),
+        };
         after = rows.last().map(|a| a.id.clone());
         let candidates: Vec<ActionRecord> = rows
             .into_iter()

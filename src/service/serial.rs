@@ -4,64 +4,58 @@
 //! directory, so a lock held here is held for every request.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::OwnedMutexGuard;
 
-type Slot = Arc<tokio::sync::Mutex<()>>;
+type Slot = tokio::sync::Mutex<()>;
 
-/// Async locks by key; a key's entry lives while someone holds or awaits it.
+/// Async locks by key. The map holds each key's lock weakly: it lives while
+/// someone holds or awaits it (a wait given up, a request cancelled, lets
+/// go of it like a release), and a dead entry is swept at the next lock.
 #[derive(Default)]
 pub struct Serial {
-    slots: Mutex<HashMap<String, Slot>>,
+    slots: Mutex<HashMap<String, Weak<Slot>>>,
 }
 
-/// Held until dropped; the next caller with the same key goes on then.
-pub struct SerialGuard<'a> {
-    serial: &'a Serial,
-    key: String,
-    slot: Slot,
-    held: Option<OwnedMutexGuard<()>>,
+/// Held until dropped; the next caller with the same key goes on then. It
+/// owns its lock, so it may move into a task of its own.
+pub struct SerialGuard {
+    _held: OwnedMutexGuard<()>,
 }
 
 impl Serial {
     /// Waits for every earlier holder of `key` to finish.
-    pub async fn lock(&self, key: &str) -> SerialGuard<'_> {
+    pub async fn lock(&self, key: &str) -> SerialGuard {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            slots.entry(key.to_owned()).or_default().clone()
+            slots.retain(|_, w| w.strong_count() > 0);
+            match slots.get(key).and_then(Weak::upgrade) {
+                Some(slot) => slot,
+                None => {
+                    let slot = Arc::new(Slot::default());
+                    slots.insert(key.to_owned(), Arc::downgrade(&slot));
+                    slot
+                }
+            }
         };
-        // The guard exists before the wait, so a wait given up (a request
-        // cancelled) still takes its entry out when no one else needs it.
-        let mut guard = SerialGuard {
-            serial: self,
-            key: key.to_owned(),
-            slot,
-            held: None,
-        };
-        guard.held = Some(guard.slot.clone().lock_owned().await);
-        guard
+        SerialGuard {
+            _held: slot.lock_owned().await,
+        }
     }
 
-    /// Keys with an entry (held or awaited), for tests.
+    /// Keys held or awaited now, for tests.
     pub fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-impl Drop for SerialGuard<'_> {
-    fn drop(&mut self) {
-        self.held.take();
-        let mut slots = self.serial.slots.lock().unwrap_or_else(|p| p.into_inner());
-        // Two references left: the map's and this guard's. A waiter holds a
-        // third, so its entry stays for it.
-        if Arc::strong_count(&self.slot) == 2 {
-            slots.remove(&self.key);
-        }
     }
 }
 

@@ -240,16 +240,10 @@ pub enum Mailed {
     Queued,
     /// No account has that address (or it was deleted): nothing was sent.
     NoAccount,
-    /// The person was given a link a moment ago, or too many lately.
+    /// That address was asked for a moment ago, or too often lately.
     Throttled,
 }
 
-/// The sign-in page's "e-mail me a link" (guide: "With a link by e-mail"):
-/// for the account with `email`, a one-time link valid for 15 minutes,
-/// mailed in the same transaction that stores it, leading to `next` (a
-/// local path the caller checked). Nothing for an unknown address, and
-/// nothing when a link was mailed to the person in the last minute, five
-/// in the last 15 minutes or ten in the last day.
 /// Refusal of a mailed link where `[auth] email_links` is off.
 pub fn mailed_links_off() -> Error {
     Error::new(
@@ -258,6 +252,12 @@ pub fn mailed_links_off() -> Error {
     )
 }
 
+/// The sign-in page's "e-mail me a link" (guide: "With a link by e-mail"):
+/// for the account with `email`, a one-time link valid for 15 minutes,
+/// mailed in the same transaction that stores it, leading to `next` (a
+/// local path the caller checked). Nothing for an unknown address, and
+/// nothing when that address was asked for in the last minute, five times
+/// in the last 15 minutes or ten in the last day, account or not.
 pub async fn mail_link(s: &Services, email: &str, next: &str) -> Result<Mailed> {
     if !s.config.email_links() {
         return Err(mailed_links_off());

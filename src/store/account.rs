@@ -666,11 +666,20 @@ pub fn pin_assignments(
 }
 
 /// Erases the person's personal data once their memberships are gone: every
-/// credential revoked, identities and sign-in links deleted, what they were
+/// credential revoked, identities, sign-in links and the sign-in page's
+/// requests for their address deleted, what they were
 /// told and their preferences deleted, mail to them stopped and its address
 /// and bodies erased, their e-mail replaced by `placeholder` and their name
 /// cleared. Decisions, votes, comments and history keep the user id.
 pub fn erase(c: &Connection, user_id: &str, placeholder: &str, now: &str) -> Result<()> {
+    // The sign-in page's requests for their address (kept by its hash).
+    let email: Option<String> = c
+        .prepare_cached("SELECT email FROM users WHERE id = ?1")?
+        .query_row([user_id], |r| r.get(0))
+        .optional()?;
+    if let Some(email) = email {
+        crate::store::signin::forget_requests(c, &email)?;
+    }
     let statements = [
         "UPDATE user_tokens SET revoked_at = ?3 WHERE user_id = ?1 AND revoked_at IS NULL",
         "DELETE FROM identities WHERE user_id = ?1",

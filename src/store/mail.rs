@@ -357,6 +357,11 @@ mod tests {
                     .into(),
                 "signin_requests_by_address",
             ),
+            // Its housekeeping (store::signin::prune_requests).
+            (
+                "DELETE FROM signin_requests WHERE requested_at <= '2026'".into(),
+                "signin_requests_by_age",
+            ),
         ] {
             let text = plan(&c, &sql);
             assert!(text.contains(index), "{sql}:\n{text}");

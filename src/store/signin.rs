@@ -79,10 +79,10 @@ pub fn insert_link(
 }
 
 /// The key a request for a mailed link is counted by: a hash of the
-/// address as asked for (trimmed, lower-cased), whether or not an account
-/// has it.
+/// address as asked for (trimmed, ASCII letters lower-cased, as the
+/// accounts' `COLLATE NOCASE` compares), whether or not an account has it.
 pub fn address_key(email: &str) -> String {
-    hash_secret(&email.trim().to_lowercase())
+    hash_secret(&email.trim().to_ascii_lowercase())
 }
 
 /// Requests for a mailed link to this address (`address_key`) after
@@ -106,7 +106,15 @@ pub fn record_request(c: &Connection, address_key: &str, at: &str) -> Result<()>
     Ok(())
 }
 
-/// Housekeeping: requests older than the throttle's day.
+/// Forgets the requests for an address (an account deleted).
+pub fn forget_requests(c: &Connection, email: &str) -> Result<()> {
+    c.prepare_cached("DELETE FROM signin_requests WHERE address_hash = ?1")?
+        .execute([address_key(email)])?;
+    Ok(())
+}
+
+/// Housekeeping: requests older than the throttle's day
+/// (`signin_requests_by_age`).
 pub fn prune_requests(c: &Connection, before: &str) -> Result<usize> {
     Ok(c.execute(
         "DELETE FROM signin_requests WHERE requested_at <= ?1",

@@ -1,5 +1,6 @@
 //! Hourly upkeep: forget idempotency keys older than 48 h (the promise is at
-//! least 24 h), expired browser sessions, sign-in links and nonces, and
+//! least 24 h), expired browser sessions, sign-in links and nonces, the
+//! sign-in page's requests for a mailed link older than a day, and
 //! webhook deliveries settled more than 30 days ago (guide: "Webhooks"),
 //! e-mails sent or failed more than 30 days ago (guide: "E-mail"), and
 //! notifications older than 90 days once read (guide: "Notifications"), and
@@ -36,7 +37,10 @@ pub async fn run(s: Services) {
             .await;
         match pruned {
             Ok(n) if n > 0 => {
-                tracing::info!(count = n, "expired sessions, links and nonces removed")
+                tracing::info!(
+                    count = n,
+                    "expired sessions, links, nonces and link requests removed"
+                )
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e.for_log(), "session pruning failed"),

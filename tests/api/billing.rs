@@ -282,6 +282,8 @@ enum Trouble {
     ExpireDown,
     /// Making a Checkout session answers 500.
     SessionsDown,
+    /// Making a Checkout session takes half a second.
+    SessionsSlow,
 }
 
 static TROUBLE: Mutex<Vec<(String, Trouble)>> = Mutex::new(Vec::new());
@@ -386,6 +388,9 @@ async fn stripe_standin() -> (String, Calls) {
                 }
                 None => StatusCode::NOT_FOUND.into_response(),
             };
+        }
+        if path == "/v1/checkout/sessions" && in_trouble(&headers, Trouble::SessionsSlow) {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
         match path.as_str() {
             "/v1/checkout/sessions" if in_trouble(&headers, Trouble::SessionsDown) => stripe_down(),
@@ -1301,6 +1306,61 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
             format!("https://checkout.stripe.test/c/pay/cs_test_{}", seen.len())
         );
     }
+}
+
+/// An owner who closes the tab while Stripe makes the session: the start
+/// runs to its end, so the session Stripe made is kept (and the next
+/// request for another plan expires it) rather than left open unknown.
+#[tokio::test]
+async fn a_checkout_the_client_gave_up_on_still_keeps_its_session() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let slow = trouble(&base, Trouble::SessionsSlow);
+    let gave_up = crate::helpers::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_millis(100))
+        .build()
+        .unwrap()
+        .post(format!("{}/v1/billing/checkout", app.base))
+        .bearer_auth(&token)
+        .json(&json!({"plan_id": "team"}))
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the client stopped waiting");
+    let ws = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    let kept = || -> Option<String> {
+        hds::store::db::open_cli_connection(&app.data_dir().join("hds.db"))
+            .unwrap()
+            .query_row(
+                "SELECT session_id FROM stripe_checkouts WHERE workspace_id = ?1",
+                [&ws],
+                |r| r.get(0),
+            )
+            .ok()
+    };
+    let mut session = None;
+    for _ in 0..100 {
+        session = kept();
+        if session.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(slow);
+    assert_eq!(
+        session.as_deref(),
+        Some("cs_test_2"),
+        "kept after the client left"
+    );
+    // The next start for another plan closes it first.
+    let r = start_checkout(&app, &token, json!({"plan_id": "starter"})).await;
+    assert_eq!(r.status(), 303);
+    let paths: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+    assert!(
+        paths.contains(&"/v1/checkout/sessions/cs_test_2/expire".to_owned()),
+        "{paths:?}"
+    );
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator

@@ -654,6 +654,30 @@ async fn anonymous_page(url: String) -> String {
         .unwrap()
 }
 
+/// Deleting an account forgets the sign-in page's requests for its address
+/// (kept by a hash of it); others' stay.
+#[tokio::test]
+async fn deleting_an_account_forgets_the_link_requests_for_its_address() {
+    let sink = SmtpSink::start();
+    let app = app_mailing_links(sink.port).await;
+    let leaver = app.member_as(Role::Reviewer, "leaver@example.com");
+    for email in ["Leaver@Example.com", "someone.else@example.com"] {
+        let r = ask_for_link(&app, &app.base, email).await;
+        assert_eq!(r.status(), 303, "{email}");
+    }
+    assert_eq!(app.count_rows("signin_requests"), 2);
+    let r = leaver
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": "leaver@example.com"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    assert_eq!(app.count_rows("signin_requests"), 1);
+}
+
 /// POSTs the sign-in page's e-mail form from `origin`; answers the response.
 async fn ask_for_link(app: &TestApp, origin: &str, email: &str) -> reqwest::Response {
     crate::helpers::browser_client()
@@ -756,7 +780,9 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
     );
     // An address without an account is held back like one with: asked
     // again at once, nothing more is recorded.
-    ask_for_link(&app, &app.base, "nobody@example.com").await;
+    let r = ask_for_link(&app, &app.base, "nobody@example.com").await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], done);
     assert_eq!(app.count_rows("signin_requests"), 2);
 
     // Asked again at once: nothing more is made or sent.
