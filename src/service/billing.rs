@@ -474,15 +474,18 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
     }
     let now = s.clock.now().unix_timestamp();
     let http = stripe_client()?;
+    let pending = match recover_intent(s, &http, &stripe, &ctx.workspace_id, now).await? {
+        Some(recovered) => Some(recovered),
+        None => ctx.pending.clone(),
+    };
     // A session still open: the same plan is the same session; another
     // plan ends it first.
     // The new session's key names the one before it, so it is never
     // answered with a session that lapsed.
-    let after = ctx
-        .pending
+    let after = pending
         .as_ref()
         .map_or_else(|| "first".to_owned(), |p| p.session_id.clone());
-    if let Some(p) = ctx.pending.as_ref().filter(|p| p.expires_at > now + 60) {
+    if let Some(p) = pending.as_ref().filter(|p| p.expires_at > now + 60) {
         if p.plan_id == plan_id {
             return Ok(p.url.clone());
         }
@@ -529,26 +532,110 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
         } else {
             key.clone()
         };
+        // Committed before the call: a crash before its answer is stored
+        // leaves what to ask again (`recover_intent`).
+        let intent = store::CheckoutIntent {
+            plan_id: plan_id.clone(),
+            idempotency_key: key.clone(),
+            form: form
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        };
+        let (w, at) = (ws.clone(), time::format(s.clock.now()));
+        s.db.write(move |c| store::put_checkout_intent(c, &w, &intent, &at))
+            .await?;
         match stripe_post(&http, &stripe, "/v1/checkout/sessions", &form, Some(&key)).await {
             // The customer kept is gone at Stripe: a new one, once.
             Err(e) if e.missing_customer && !renewed => {
                 customer = make_customer(s, &http, &stripe, &ctx, Some(&customer)).await?;
                 renewed = true;
             }
-            r => break r?,
+            r => break r,
         }
     };
-    let pending = store::PendingCheckout {
-        session_id: string_field(&session, "id", "/v1/checkout/sessions")?,
-        url: string_field(&session, "url", "/v1/checkout/sessions")?,
+    let session = match session {
+        Ok(session) => session,
+        Err(e) => {
+            // Refused: Stripe made nothing, so there is nothing to ask again.
+            if e.refused {
+                let w = ws.clone();
+                s.db.write(move |c| store::drop_checkout_intent(c, &w))
+                    .await?;
+            }
+            return Err(e.error);
+        }
+    };
+    let pending = session_made(&session, plan_id, now)?;
+    let url = pending.url.clone();
+    s.db.write(move |c| {
+        store::set_pending_checkout(c, &ws, &pending)?;
+        store::drop_checkout_intent(c, &ws)
+    })
+    .await?;
+    Ok(url)
+}
+
+/// The session Stripe answered, as kept.
+fn session_made(session: &Value, plan_id: String, now: i64) -> Result<store::PendingCheckout> {
+    Ok(store::PendingCheckout {
+        session_id: string_field(session, "id", "/v1/checkout/sessions")?,
+        url: string_field(session, "url", "/v1/checkout/sessions")?,
         // Stripe's sessions last 24 hours unless told otherwise.
         expires_at: session["expires_at"].as_i64().unwrap_or(now + 24 * 3600),
         plan_id,
+    })
+}
+
+/// A Checkout session asked of Stripe whose answer was never stored (hds
+/// stopped or crashed during the call): asked again with the same
+/// Idempotency-Key and form, which Stripe answers with the session it made
+/// (or makes it now), then kept as the workspace's pending session, so it
+/// is reused or expired like any other. Stripe refusing it made nothing,
+/// and it is dropped; Stripe down is 502, the intent kept for next time.
+async fn recover_intent(
+    s: &Services,
+    http: &reqwest::Client,
+    stripe: &StripeConfig,
+    workspace_id: &str,
+    now: i64,
+) -> Result<Option<store::PendingCheckout>> {
+    let ws = workspace_id.to_owned();
+    let Some(intent) = s.db.read(move |c| store::checkout_intent(c, &ws)).await? else {
+        return Ok(None);
     };
-    let url = pending.url.clone();
-    s.db.write(move |c| store::set_pending_checkout(c, &ws, &pending))
-        .await?;
-    Ok(url)
+    let form: Vec<(&str, &str)> = intent
+        .form
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let asked = stripe_post(
+        http,
+        stripe,
+        "/v1/checkout/sessions",
+        &form,
+        Some(&intent.idempotency_key),
+    )
+    .await;
+    let ws = workspace_id.to_owned();
+    match asked {
+        Ok(session) => {
+            let pending = session_made(&session, intent.plan_id, now)?;
+            let kept = pending.clone();
+            s.db.write(move |c| {
+                store::set_pending_checkout(c, &ws, &kept)?;
+                store::drop_checkout_intent(c, &ws)
+            })
+            .await?;
+            Ok(Some(pending))
+        }
+        Err(e) if e.refused => {
+            s.db.write(move |c| store::drop_checkout_intent(c, &ws))
+                .await?;
+            Ok(None)
+        }
+        Err(e) => Err(e.error),
+    }
 }
 
 /// Ends a Checkout session at Stripe before another is made. Stripe refuses

@@ -179,6 +179,61 @@ pub struct PendingCheckout {
     pub expires_at: i64,
 }
 
+/// A Checkout session asked of Stripe and not yet stored
+/// (`stripe_checkout_intents`): what to ask again after a crash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckoutIntent {
+    pub plan_id: String,
+    pub idempotency_key: String,
+    /// The form sent: (name, value) pairs.
+    pub form: Vec<(String, String)>,
+}
+
+pub fn checkout_intent(c: &Connection, workspace_id: &str) -> Result<Option<CheckoutIntent>> {
+    let row: Option<(String, String, String)> = c
+        .prepare_cached(
+            "SELECT plan_id, idempotency_key, form FROM stripe_checkout_intents WHERE workspace_id = ?1",
+        )?
+        .query_row([workspace_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    Ok(match row {
+        Some((plan_id, idempotency_key, form)) => Some(CheckoutIntent {
+            plan_id,
+            idempotency_key,
+            form: serde_json::from_str(&form)?,
+        }),
+        None => None,
+    })
+}
+
+/// Records what is about to be asked of Stripe (replacing an intent before).
+pub fn put_checkout_intent(
+    c: &Connection,
+    workspace_id: &str,
+    intent: &CheckoutIntent,
+    now: &str,
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO stripe_checkout_intents (workspace_id, plan_id, idempotency_key, form, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (workspace_id) DO UPDATE SET plan_id = ?2, idempotency_key = ?3, form = ?4, created_at = ?5",
+    )?
+    .execute(params![
+        workspace_id,
+        intent.plan_id,
+        intent.idempotency_key,
+        serde_json::to_string(&intent.form)?,
+        now
+    ])?;
+    Ok(())
+}
+
+pub fn drop_checkout_intent(c: &Connection, workspace_id: &str) -> Result<()> {
+    c.prepare_cached("DELETE FROM stripe_checkout_intents WHERE workspace_id = ?1")?
+        .execute([workspace_id])?;
+    Ok(())
+}
+
 pub fn pending_checkout(c: &Connection, workspace_id: &str) -> Result<Option<PendingCheckout>> {
     Ok(c.prepare_cached(
         "SELECT session_id, plan_id, url, expires_at FROM stripe_checkouts WHERE workspace_id = ?1",
@@ -204,13 +259,14 @@ pub fn set_pending_checkout(c: &Connection, workspace_id: &str, p: &PendingCheck
     Ok(())
 }
 
-/// A paid subscription came: the session is done with. Its row stays, as
-/// lapsed, so the next session's Idempotency-Key names it and Stripe never
-/// answers that one again.
+/// A paid subscription came (or the session was expired, or its customer
+/// is gone): the session is done with, and so is a session still being
+/// asked for. Its row stays, as lapsed, so the next session's
+/// Idempotency-Key names it and Stripe never answers that one again.
 pub fn close_pending_checkout(c: &Connection, workspace_id: &str) -> Result<()> {
     c.prepare_cached("UPDATE stripe_checkouts SET expires_at = 0 WHERE workspace_id = ?1")?
         .execute([workspace_id])?;
-    Ok(())
+    drop_checkout_intent(c, workspace_id)
 }
 
 /// The subscription the workspace follows, unless it ended for good:

@@ -67,6 +67,9 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0043_stripe_checkouts.sql")),
         M::up(include_str!("../../migrations/0044_signin_requests.sql")),
+        M::up(include_str!(
+            "../../migrations/0045_stripe_checkout_intents.sql"
+        )),
     ])
 }
 

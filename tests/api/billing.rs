@@ -1260,13 +1260,32 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
     assert_eq!(r.status(), 303);
     let again = r.headers()["location"].to_str().unwrap().to_owned();
     assert_ne!(again, team, "an expired session is never offered");
+    // A 500 may have come after Stripe made the starter session: it is
+    // asked again with its key (here Stripe makes it now), kept, and
+    // expired before the team session is made. The team session is never
+    // the expired one.
     let seen = calls.lock().unwrap().clone();
     let paths: Vec<&str> = seen[before..].iter().map(|c| c.0.as_str()).collect();
-    assert_eq!(paths, ["/v1/checkout/sessions"], "nothing left to expire");
-    let key = seen[before].3.clone().unwrap();
+    // (The stand-in answers a key it saw with the number of its first call.)
+    let first = seen.iter().position(|c| c.3 == seen[before].3).unwrap();
+    let starter = format!("cs_test_{}", first + 1);
+    assert_eq!(
+        paths,
+        [
+            "/v1/checkout/sessions",
+            &format!("/v1/checkout/sessions/{starter}/expire"),
+            "/v1/checkout/sessions"
+        ],
+    );
     let ws = app.creds["workspace_id"].as_str().unwrap();
+    let retried = seen[before].3.clone().unwrap();
     assert!(
-        key.starts_with(&format!("hds-checkout-{ws}-team-after-cs_test_2-")),
+        retried.starts_with(&format!("hds-checkout-{ws}-starter-after-cs_test_2-")),
+        "{retried}"
+    );
+    let key = seen[before + 2].3.clone().unwrap();
+    assert!(
+        key.starts_with(&format!("hds-checkout-{ws}-team-after-{starter}-")),
         "{key}"
     );
 
@@ -1361,6 +1380,87 @@ async fn a_checkout_the_client_gave_up_on_still_keeps_its_session() {
         paths.contains(&"/v1/checkout/sessions/cs_test_2/expire".to_owned()),
         "{paths:?}"
     );
+}
+
+/// hds stopped (a crash, a kill) after asking Stripe for a session and
+/// before storing it: the intent it wrote first is found by the next
+/// checkout, asked again with the same Idempotency-Key (Stripe answers the
+/// session it made), and that session is then expired before another plan
+/// gets its own, so two sessions can never both be paid.
+#[tokio::test]
+async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let ws = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    // Then a change to Starter: the Team session was expired and
+    // forgotten, the intent written, Stripe made the session, and hds
+    // stopped before storing it.
+    let key = format!("hds-checkout-{ws}-starter-after-cs_test_2-crashed");
+    let form: Vec<(String, String)> = [
+        ("mode", "subscription"),
+        ("customer", "cus_standin1"),
+        ("line_items[0][price]", "price_starter"),
+        ("line_items[0][quantity]", "1"),
+        ("client_reference_id", ws.as_str()),
+        ("subscription_data[metadata][workspace_id]", ws.as_str()),
+        ("subscription_data[metadata][plan_id]", "starter"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let db = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    db.execute(
+        "UPDATE stripe_checkouts SET expires_at = 0 WHERE workspace_id = ?1",
+        [&ws],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO stripe_checkout_intents (workspace_id, plan_id, idempotency_key, form, created_at)
+         VALUES (?1, 'starter', ?2, ?3, '2026-11-27T18:00:00Z')",
+        [&ws, &key, &serde_json::to_string(&form).unwrap()],
+    )
+    .unwrap();
+    let made: Value = reqwest::Client::new()
+        .post(format!("{base}/v1/checkout/sessions"))
+        .bearer_auth(SECRET_KEY)
+        .header("idempotency-key", &key)
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let orphan = made["id"].as_str().unwrap().to_owned();
+    let before = calls.lock().unwrap().len();
+
+    // The next checkout, for Team again.
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let seen = calls.lock().unwrap().clone();
+    let asked: Vec<(String, Option<String>)> = seen[before..]
+        .iter()
+        .map(|c| (c.0.clone(), c.3.clone()))
+        .collect();
+    assert_eq!(asked[0], ("/v1/checkout/sessions".to_owned(), Some(key)));
+    assert_eq!(asked[1].0, format!("/v1/checkout/sessions/{orphan}/expire"));
+    assert_eq!(asked[2].0, "/v1/checkout/sessions");
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    // Its key names the session found, and nothing is left to ask again.
+    let new_key = asked[2].1.clone().unwrap();
+    assert!(
+        new_key.starts_with(&format!("hds-checkout-{ws}-team-after-{orphan}-")),
+        "{new_key}"
+    );
+    let left: i64 = db
+        .query_row("SELECT count(*) FROM stripe_checkout_intents", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0);
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator
