@@ -1,10 +1,12 @@
 -- hds schema v45: a Checkout session being asked of Stripe, written (and
--- committed) before the call and deleted with the answer's session stored.
--- A crash in between leaves it here: the next checkout of the workspace
--- asks again with the same Idempotency-Key and parameters, which Stripe
--- answers with the session it made (or makes it, if the first call never
--- arrived), so hds knows of every session it started and can expire it
--- before making another.
+-- committed) before the call and deleted with the answer's session stored
+-- (or with Stripe's refusal of the request as asked). A crash, a timeout or
+-- a 5xx in between leaves it here: Stripe may have made the session. The
+-- next checkout of the workspace then lists the customer's open sessions
+-- at Stripe and expires those of this workspace that hds does not know,
+-- so no session hds asked for stays open unknown. (Asking again under the
+-- same Idempotency-Key would not do: Stripe answers a key that got a 5xx
+-- with that 5xx again for a day.)
 CREATE TABLE stripe_checkout_intents (
     workspace_id TEXT PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
     plan_id TEXT NOT NULL,

@@ -474,10 +474,8 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
     }
     let now = s.clock.now().unix_timestamp();
     let http = stripe_client()?;
-    let pending = match recover_intent(s, &http, &stripe, &ctx.workspace_id, now).await? {
-        Some(recovered) => Some(recovered),
-        None => ctx.pending.clone(),
-    };
+    recover_intent(s, &http, &stripe, &ctx.workspace_id).await?;
+    let pending = ctx.pending.clone();
     // A session still open: the same plan is the same session; another
     // plan ends it first.
     // The new session's key names the one before it, so it is never
@@ -511,7 +509,11 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
         &[("price", price.as_str()), ("customer", customer.as_str())],
     );
     let asked = asked.rsplit('-').next().unwrap_or_default();
-    let key = format!("hds-checkout-{ws}-{plan_id}-after-{after}-{asked}");
+    // Stripe keeps even a 5xx under its key for a day, so each attempt has
+    // a key of its own (`attempt`); what one attempt may have left open is
+    // found by `recover_intent`, not by asking again under its key.
+    let attempt = crate::domain::ids::new_ordered_id("try");
+    let key = format!("hds-checkout-{ws}-{plan_id}-after-{after}-{asked}-{attempt}");
     let mut customer = customer;
     let mut renewed = false;
     let session = loop {
@@ -557,8 +559,9 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
     let session = match session {
         Ok(session) => session,
         Err(e) => {
-            // Refused: Stripe made nothing, so there is nothing to ask again.
-            if e.refused {
+            // Refused as asked: Stripe made nothing, so there is nothing to
+            // look for. Anything else (5xx, timeout, 409) may have made one.
+            if e.invalid_request {
                 let w = ws.clone();
                 s.db.write(move |c| store::drop_checkout_intent(c, &w))
                     .await?;
@@ -588,54 +591,73 @@ fn session_made(session: &Value, plan_id: String, now: i64) -> Result<store::Pen
 }
 
 /// A Checkout session asked of Stripe whose answer was never stored (hds
-/// stopped or crashed during the call): asked again with the same
-/// Idempotency-Key and form, which Stripe answers with the session it made
-/// (or makes it now), then kept as the workspace's pending session, so it
-/// is reused or expired like any other. Stripe refusing it made nothing,
-/// and it is dropped; Stripe down is 502, the intent kept for next time.
+/// stopped during the call, or Stripe answered 5xx or not at all): Stripe
+/// may have made it. Every open session of the workspace's customer that
+/// names the workspace (`client_reference_id`) and is not the pending one
+/// is expired (a paid one is 409 ALREADY_SUBSCRIBED), then the intent is
+/// dropped. Stripe down is 502, the intent kept for next time.
 async fn recover_intent(
     s: &Services,
     http: &reqwest::Client,
     stripe: &StripeConfig,
     workspace_id: &str,
-    now: i64,
-) -> Result<Option<store::PendingCheckout>> {
+) -> Result<()> {
     let ws = workspace_id.to_owned();
-    let Some(intent) = s.db.read(move |c| store::checkout_intent(c, &ws)).await? else {
-        return Ok(None);
+    let (intent, pending) =
+        s.db.read(move |c| {
+            Ok((
+                store::checkout_intent(c, &ws)?,
+                store::pending_checkout(c, &ws)?,
+            ))
+        })
+        .await?;
+    let Some(intent) = intent else {
+        return Ok(());
     };
-    let form: Vec<(&str, &str)> = intent
+    let customer = intent
         .form
         .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let asked = stripe_post(
+        .find(|(k, _)| k == "customer")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let path = "/v1/checkout/sessions";
+    let listed = stripe_get_query(
         http,
         stripe,
-        "/v1/checkout/sessions",
-        &form,
-        Some(&intent.idempotency_key),
+        path,
+        &[
+            ("customer", customer.as_str()),
+            ("status", "open"),
+            ("limit", "100"),
+        ],
     )
     .await;
-    let ws = workspace_id.to_owned();
-    match asked {
-        Ok(session) => {
-            let pending = session_made(&session, intent.plan_id, now)?;
-            let kept = pending.clone();
-            s.db.write(move |c| {
-                store::set_pending_checkout(c, &ws, &kept)?;
-                store::drop_checkout_intent(c, &ws)
-            })
-            .await?;
-            Ok(Some(pending))
+    let listed = match listed {
+        Ok(listed) => listed,
+        // A customer Stripe no longer has has no open session either.
+        Err(e) if e.gone => Value::Null,
+        Err(e) => return Err(e.error),
+    };
+    let keep = pending.map(|p| p.session_id);
+    for session in listed["data"].as_array().into_iter().flatten() {
+        let id = session["id"].as_str().unwrap_or_default();
+        if session["client_reference_id"].as_str() != Some(workspace_id)
+            || session["status"].as_str() != Some("open")
+            || keep.as_deref() == Some(id)
+        {
+            continue;
         }
-        Err(e) if e.refused => {
-            s.db.write(move |c| store::drop_checkout_intent(c, &ws))
-                .await?;
-            Ok(None)
-        }
-        Err(e) => Err(e.error),
+        let orphan = store::PendingCheckout {
+            session_id: id.to_owned(),
+            plan_id: intent.plan_id.clone(),
+            url: String::new(),
+            expires_at: 0,
+        };
+        close_session(http, stripe, &orphan).await?;
     }
+    let ws = workspace_id.to_owned();
+    s.db.write(move |c| store::drop_checkout_intent(c, &ws))
+        .await
 }
 
 /// Ends a Checkout session at Stripe before another is made. Stripe refuses
@@ -731,6 +753,9 @@ fn stripe_unavailable(path: &str, cause: String) -> Error {
 struct StripeFailure {
     error: Error,
     refused: bool,
+    /// Stripe refused the request as asked (`invalid_request_error`, not an
+    /// idempotency conflict): it made nothing.
+    invalid_request: bool,
     /// Stripe has no such object (404, `resource_missing`).
     gone: bool,
     missing_customer: bool,
@@ -741,6 +766,7 @@ impl From<Error> for StripeFailure {
         Self {
             error,
             refused: false,
+            invalid_request: false,
             gone: false,
             missing_customer: false,
         }
@@ -783,6 +809,22 @@ async fn stripe_get(
     stripe_answer(req, path).await
 }
 
+/// One GET of a Stripe list with query parameters, answered with its JSON.
+async fn stripe_get_query(
+    http: &reqwest::Client,
+    cfg: &StripeConfig,
+    path: &str,
+    query: &[(&str, &str)],
+) -> std::result::Result<Value, StripeFailure> {
+    let q: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(query)
+        .finish();
+    let req = http
+        .get(format!("{}{path}?{q}", cfg.api_base))
+        .bearer_auth(&cfg.secret_key);
+    stripe_answer(req, path).await
+}
+
 async fn stripe_answer(
     req: reqwest::RequestBuilder,
     path: &str,
@@ -801,6 +843,8 @@ async fn stripe_answer(
         return Err(StripeFailure {
             error: stripe_unavailable(path, format!("HTTP {status}: {msg}")),
             refused: status.is_client_error(),
+            invalid_request: body["error"]["type"] == "invalid_request_error"
+                && matches!(status.as_u16(), 400 | 402 | 404),
             gone: body["error"]["code"] == "resource_missing",
             missing_customer: body["error"]["code"] == "resource_missing"
                 && body["error"]["param"] == "customer",

@@ -260,13 +260,14 @@ pub fn set_pending_checkout(c: &Connection, workspace_id: &str, p: &PendingCheck
 }
 
 /// A paid subscription came (or the session was expired, or its customer
-/// is gone): the session is done with, and so is a session still being
-/// asked for. Its row stays, as lapsed, so the next session's
-/// Idempotency-Key names it and Stripe never answers that one again.
+/// is gone): the session is done with. Its row stays, as lapsed, so the
+/// next session's Idempotency-Key names it and Stripe never answers that
+/// one again. (A session still being asked for is the checkout's to settle,
+/// under its lock: `stripe_checkout_intents` is left alone.)
 pub fn close_pending_checkout(c: &Connection, workspace_id: &str) -> Result<()> {
     c.prepare_cached("UPDATE stripe_checkouts SET expires_at = 0 WHERE workspace_id = ?1")?
         .execute([workspace_id])?;
-    drop_checkout_intent(c, workspace_id)
+    Ok(())
 }
 
 /// The subscription the workspace follows, unless it ended for good:

@@ -263,7 +263,35 @@ async fn sources_and_invitations_stop_at_the_plan() {
 
 /// What the stand-in received: (path, form fields, bearer key).
 /// Each call: path, form, Authorization, Idempotency-Key.
-type Calls = Arc<Mutex<Vec<(String, BTreeMap<String, String>, String, Option<String>)>>>;
+/// Every call a stand-in got: path, form, Authorization, Idempotency-Key,
+/// method.
+type Calls = Arc<
+    Mutex<
+        Vec<(
+            String,
+            BTreeMap<String, String>,
+            String,
+            Option<String>,
+            String,
+        )>,
+    >,
+>;
+
+/// A Checkout session a stand-in made.
+struct Made {
+    /// The stand-in's address (as in `Host`).
+    host: String,
+    id: String,
+    client_reference_id: String,
+    customer: String,
+    open: bool,
+}
+
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+/// Keys whose first call a stand-in answered 500: as Stripe, it answers
+/// them 500 again.
+static FAILED_KEYS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// A loopback stand-in for Stripe's API: `/v1/customers` and
 /// `/v1/billing_portal/sessions`, form-encoded, answering as Stripe does.
@@ -282,7 +310,7 @@ enum Trouble {
     ExpireDown,
     /// Making a Checkout session answers 500.
     SessionsDown,
-    /// Making a Checkout session takes half a second.
+    /// Making a Checkout session takes two seconds.
     SessionsSlow,
 }
 
@@ -359,7 +387,13 @@ async fn stripe_standin() -> (String, Calls) {
                 c.iter()
                     .position(|x| x.3.as_ref() == Some(k) && x.0 == path && x.1 == form)
             });
-            c.push((path.clone(), form.clone(), auth.clone(), key.clone()));
+            c.push((
+                path.clone(),
+                form.clone(),
+                auth.clone(),
+                key.clone(),
+                method.to_string(),
+            ));
             earlier.map_or(c.len(), |i| i + 1)
         };
         if auth != format!("Bearer {SECRET_KEY}") {
@@ -373,6 +407,37 @@ async fn stripe_standin() -> (String, Calls) {
             let e = json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
                 "param": "customer", "message": format!("No such customer: '{c}'")}});
             return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+        }
+        let host = headers
+            .get("host")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        // As Stripe: a list of the open sessions of a customer.
+        if method == axum::http::Method::GET && path == "/v1/checkout/sessions" {
+            let q: BTreeMap<String, String> =
+                url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+                    .into_owned()
+                    .collect();
+            let data: Vec<Value> = MADE
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|m| m.host == host && Some(&m.customer) == q.get("customer") && m.open)
+                .map(|m| {
+                    json!({"id": m.id, "object": "checkout.session", "status": "open",
+                        "client_reference_id": m.client_reference_id, "customer": m.customer})
+                })
+                .collect();
+            return axum::Json(json!({"object": "list", "data": data, "has_more": false}))
+                .into_response();
+        }
+        // As Stripe: a key whose first call failed fails again.
+        if key
+            .as_ref()
+            .is_some_and(|k| FAILED_KEYS.lock().unwrap().contains(k))
+        {
+            return stripe_down();
         }
         // As Stripe: a session reads as what became of it.
         if method == axum::http::Method::GET {
@@ -390,10 +455,29 @@ async fn stripe_standin() -> (String, Calls) {
             };
         }
         if path == "/v1/checkout/sessions" && in_trouble(&headers, Trouble::SessionsSlow) {
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(2_000)).await;
+        }
+        if path == "/v1/checkout/sessions" && in_trouble(&headers, Trouble::SessionsDown) {
+            FAILED_KEYS.lock().unwrap().extend(key.clone());
+            return stripe_down();
+        }
+        if path == "/v1/checkout/sessions" {
+            let id = format!("cs_test_{n}");
+            let mut made = MADE.lock().unwrap();
+            if !made.iter().any(|m| m.host == host && m.id == id) {
+                made.push(Made {
+                    host: host.clone(),
+                    id,
+                    client_reference_id: form
+                        .get("client_reference_id")
+                        .cloned()
+                        .unwrap_or_default(),
+                    customer: form.get("customer").cloned().unwrap_or_default(),
+                    open: true,
+                });
+            }
         }
         match path.as_str() {
-            "/v1/checkout/sessions" if in_trouble(&headers, Trouble::SessionsDown) => stripe_down(),
             "/v1/customers" => {
                 axum::Json(json!({"id": format!("cus_standin{n}"), "object": "customer"}))
                     .into_response()
@@ -434,6 +518,11 @@ async fn stripe_standin() -> (String, Calls) {
                     let e = json!({"error": {"type": "invalid_request_error",
                         "message": "Only Checkout Sessions with a status of open can be expired."}});
                     return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+                }
+                for m in MADE.lock().unwrap().iter_mut() {
+                    if m.host == host && m.id == id {
+                        m.open = false;
+                    }
                 }
                 axum::Json(json!({"id": id, "object": "checkout.session", "status": "expired"}))
                     .into_response()
@@ -1260,32 +1349,33 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
     assert_eq!(r.status(), 303);
     let again = r.headers()["location"].to_str().unwrap().to_owned();
     assert_ne!(again, team, "an expired session is never offered");
-    // A 500 may have come after Stripe made the starter session: it is
-    // asked again with its key (here Stripe makes it now), kept, and
-    // expired before the team session is made. The team session is never
-    // the expired one.
+    // A 500 may have come after Stripe made the starter session: the next
+    // start looks for the customer's open sessions of this workspace
+    // (none: this one was never made), and asks under a key of its own, as
+    // Stripe answers the failed key 500 again for a day.
     let seen = calls.lock().unwrap().clone();
-    let paths: Vec<&str> = seen[before..].iter().map(|c| c.0.as_str()).collect();
-    // (The stand-in answers a key it saw with the number of its first call.)
-    let first = seen.iter().position(|c| c.3 == seen[before].3).unwrap();
-    let starter = format!("cs_test_{}", first + 1);
+    let asked: Vec<(&str, &str)> = seen[before..]
+        .iter()
+        .map(|c| (c.4.as_str(), c.0.as_str()))
+        .collect();
     assert_eq!(
-        paths,
+        asked,
         [
-            "/v1/checkout/sessions",
-            &format!("/v1/checkout/sessions/{starter}/expire"),
-            "/v1/checkout/sessions"
+            ("GET", "/v1/checkout/sessions"),
+            ("POST", "/v1/checkout/sessions")
         ],
     );
     let ws = app.creds["workspace_id"].as_str().unwrap();
-    let retried = seen[before].3.clone().unwrap();
+    let failed = seen[..before]
+        .iter()
+        .rev()
+        .find(|c| c.0 == "/v1/checkout/sessions")
+        .and_then(|c| c.3.clone())
+        .unwrap();
+    let key = seen[before + 1].3.clone().unwrap();
+    assert_ne!(key, failed);
     assert!(
-        retried.starts_with(&format!("hds-checkout-{ws}-starter-after-cs_test_2-")),
-        "{retried}"
-    );
-    let key = seen[before + 2].3.clone().unwrap();
-    assert!(
-        key.starts_with(&format!("hds-checkout-{ws}-team-after-{starter}-")),
+        key.starts_with(&format!("hds-checkout-{ws}-team-after-cs_test_2-")),
         "{key}"
     );
 
@@ -1338,7 +1428,9 @@ async fn a_checkout_the_client_gave_up_on_still_keeps_its_session() {
     let slow = trouble(&base, Trouble::SessionsSlow);
     let gave_up = crate::helpers::client_builder()
         .redirect(reqwest::redirect::Policy::none())
-        .timeout(std::time::Duration::from_millis(100))
+        // Long enough to be past the lock (a busy machine), well short of
+        // Stripe's two seconds.
+        .timeout(std::time::Duration::from_millis(1_000))
         .build()
         .unwrap()
         .post(format!("{}/v1/billing/checkout", app.base))
@@ -1359,7 +1451,8 @@ async fn a_checkout_the_client_gave_up_on_still_keeps_its_session() {
             .ok()
     };
     let mut session = None;
-    for _ in 0..100 {
+    // Up to 10 s: the machine may be busy.
+    for _ in 0..500 {
         session = kept();
         if session.is_some() {
             break;
@@ -1383,10 +1476,10 @@ async fn a_checkout_the_client_gave_up_on_still_keeps_its_session() {
 }
 
 /// hds stopped (a crash, a kill) after asking Stripe for a session and
-/// before storing it: the intent it wrote first is found by the next
-/// checkout, asked again with the same Idempotency-Key (Stripe answers the
-/// session it made), and that session is then expired before another plan
-/// gets its own, so two sessions can never both be paid.
+/// before storing it: the intent it wrote first makes the next checkout
+/// look for the workspace's open sessions at Stripe and expire those it
+/// does not know before another gets made, so two sessions can never both
+/// be paid.
 #[tokio::test]
 async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
     let (base, calls) = stripe_standin().await;
@@ -1411,6 +1504,12 @@ async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
     .iter()
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect();
+    let http = reqwest::Client::new();
+    http.post(format!("{base}/v1/checkout/sessions/cs_test_2/expire"))
+        .bearer_auth(SECRET_KEY)
+        .send()
+        .await
+        .unwrap();
     let db = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
     db.execute(
         "UPDATE stripe_checkouts SET expires_at = 0 WHERE workspace_id = ?1",
@@ -1423,7 +1522,7 @@ async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
         [&ws, &key, &serde_json::to_string(&form).unwrap()],
     )
     .unwrap();
-    let made: Value = reqwest::Client::new()
+    let made: Value = http
         .post(format!("{base}/v1/checkout/sessions"))
         .bearer_auth(SECRET_KEY)
         .header("idempotency-key", &key)
@@ -1437,30 +1536,36 @@ async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
     let orphan = made["id"].as_str().unwrap().to_owned();
     let before = calls.lock().unwrap().len();
 
-    // The next checkout, for Team again.
+    // The next checkout, for Team again: the orphan is found and expired
+    // first, then Team gets a session of its own.
     let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
     assert_eq!(r.status(), 303);
     let seen = calls.lock().unwrap().clone();
-    let asked: Vec<(String, Option<String>)> = seen[before..]
+    let asked: Vec<(String, String)> = seen[before..]
         .iter()
-        .map(|c| (c.0.clone(), c.3.clone()))
+        .map(|c| (c.4.clone(), c.0.clone()))
         .collect();
-    assert_eq!(asked[0], ("/v1/checkout/sessions".to_owned(), Some(key)));
-    assert_eq!(asked[1].0, format!("/v1/checkout/sessions/{orphan}/expire"));
-    assert_eq!(asked[2].0, "/v1/checkout/sessions");
-    assert_eq!(asked.len(), 3, "{asked:?}");
-    // Its key names the session found, and nothing is left to ask again.
-    let new_key = asked[2].1.clone().unwrap();
+    let call = |m: &str, p: &str| (m.to_owned(), p.to_owned());
+    assert_eq!(
+        asked,
+        [
+            call("GET", "/v1/checkout/sessions"),
+            call("POST", &format!("/v1/checkout/sessions/{orphan}/expire")),
+            call("POST", "/v1/checkout/sessions"),
+        ]
+    );
     assert!(
-        new_key.starts_with(&format!("hds-checkout-{ws}-team-after-{orphan}-")),
-        "{new_key}"
+        r.headers()["location"]
+            .to_str()
+            .unwrap()
+            .ends_with(&format!("cs_test_{}", seen.len())),
     );
     let left: i64 = db
         .query_row("SELECT count(*) FROM stripe_checkout_intents", [], |r| {
             r.get(0)
         })
         .unwrap();
-    assert_eq!(left, 0);
+    assert_eq!(left, 0, "nothing left to look for");
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator
