@@ -474,7 +474,7 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
     }
     let now = s.clock.now().unix_timestamp();
     let http = stripe_client()?;
-    recover_intent(s, &http, &stripe, &ctx.workspace_id).await?;
+    recover_intent(s, &http, &stripe, &ctx.workspace_id, now).await?;
     let pending = ctx.pending.clone();
     // A session still open: the same plan is the same session; another
     // plan ends it first.
@@ -483,8 +483,10 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
     let after = pending
         .as_ref()
         .map_or_else(|| "first".to_owned(), |p| p.session_id.clone());
-    if let Some(p) = pending.as_ref().filter(|p| p.expires_at > now + 60) {
-        if p.plan_id == plan_id {
+    if let Some(p) = pending.as_ref().filter(|p| p.expires_at > now) {
+        // Reused while it has a minute left for the owner to pay in; any
+        // other open session is ended, even in its last minute.
+        if p.plan_id == plan_id && p.expires_at > now + 60 {
             return Ok(p.url.clone());
         }
         close_session(&http, &stripe, p).await?;
@@ -535,7 +537,8 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
             key.clone()
         };
         // Committed before the call: a crash before its answer is stored
-        // leaves what to ask again (`recover_intent`).
+        // leaves what to look for (`recover_intent`).
+        let at = time::format(s.clock.now());
         let intent = store::CheckoutIntent {
             plan_id: plan_id.clone(),
             idempotency_key: key.clone(),
@@ -543,8 +546,9 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            created_at: at.clone(),
         };
-        let (w, at) = (ws.clone(), time::format(s.clock.now()));
+        let w = ws.clone();
         s.db.write(move |c| store::put_checkout_intent(c, &w, &intent, &at))
             .await?;
         match stripe_post(&http, &stripe, "/v1/checkout/sessions", &form, Some(&key)).await {
@@ -590,6 +594,9 @@ fn session_made(session: &Value, plan_id: String, now: i64) -> Result<store::Pen
     })
 }
 
+/// How many pages of 100 open sessions `recover_intent` looks through.
+const MOST_SESSION_PAGES: usize = 10;
+
 /// A Checkout session asked of Stripe whose answer was never stored (hds
 /// stopped during the call, or Stripe answered 5xx or not at all): Stripe
 /// may have made it. Every open session of the workspace's customer that
@@ -601,6 +608,7 @@ async fn recover_intent(
     http: &reqwest::Client,
     stripe: &StripeConfig,
     workspace_id: &str,
+    now: i64,
 ) -> Result<()> {
     let ws = workspace_id.to_owned();
     let (intent, pending) =
@@ -614,46 +622,69 @@ async fn recover_intent(
     let Some(intent) = intent else {
         return Ok(());
     };
+    // A Checkout session lives at most a day: an intent older than that
+    // left nothing open to look for (and a lasting refusal of the list
+    // cannot hold checkout up for longer).
+    let age = time::parse(&intent.created_at).map_or(0, |t| now - t.unix_timestamp());
+    if age > 24 * 3600 {
+        let ws = workspace_id.to_owned();
+        return s
+            .db
+            .write(move |c| store::drop_checkout_intent(c, &ws))
+            .await;
+    }
     let customer = intent
         .form
         .iter()
         .find(|(k, _)| k == "customer")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let path = "/v1/checkout/sessions";
-    let listed = stripe_get_query(
-        http,
-        stripe,
-        path,
-        &[
+    // The pending session is spared only while it is reused (see
+    // `checkout_alone`); one in its last minute is an orphan like any other.
+    let keep = pending
+        .filter(|p| p.expires_at > now + 60)
+        .map(|p| p.session_id);
+    // Page by page (Stripe lists at most 100 at a time), to a bound.
+    let mut after: Option<String> = None;
+    for _ in 0..MOST_SESSION_PAGES {
+        let mut query = vec![
             ("customer", customer.as_str()),
             ("status", "open"),
             ("limit", "100"),
-        ],
-    )
-    .await;
-    let listed = match listed {
-        Ok(listed) => listed,
-        // A customer Stripe no longer has has no open session either.
-        Err(e) if e.gone => Value::Null,
-        Err(e) => return Err(e.error),
-    };
-    let keep = pending.map(|p| p.session_id);
-    for session in listed["data"].as_array().into_iter().flatten() {
-        let id = session["id"].as_str().unwrap_or_default();
-        if session["client_reference_id"].as_str() != Some(workspace_id)
-            || session["status"].as_str() != Some("open")
-            || keep.as_deref() == Some(id)
-        {
-            continue;
+        ];
+        if let Some(a) = after.as_deref() {
+            query.push(("starting_after", a));
         }
-        let orphan = store::PendingCheckout {
-            session_id: id.to_owned(),
-            plan_id: intent.plan_id.clone(),
-            url: String::new(),
-            expires_at: 0,
+        let listed = match stripe_get_query(http, stripe, "/v1/checkout/sessions", &query).await {
+            Ok(listed) => listed,
+            // A customer Stripe no longer has has no open session either.
+            Err(e) if e.gone => Value::Null,
+            Err(e) => return Err(e.error),
         };
-        close_session(http, stripe, &orphan).await?;
+        let page = listed["data"].as_array().cloned().unwrap_or_default();
+        for session in &page {
+            let id = session["id"].as_str().unwrap_or_default();
+            if session["client_reference_id"].as_str() != Some(workspace_id)
+                || session["status"].as_str() != Some("open")
+                || keep.as_deref() == Some(id)
+            {
+                continue;
+            }
+            let orphan = store::PendingCheckout {
+                session_id: id.to_owned(),
+                plan_id: intent.plan_id.clone(),
+                url: String::new(),
+                expires_at: 0,
+            };
+            close_session(http, stripe, &orphan).await?;
+        }
+        after = page
+            .last()
+            .and_then(|s| s["id"].as_str())
+            .map(str::to_owned);
+        if listed["has_more"] != true || after.is_none() {
+            break;
+        }
     }
     let ws = workspace_id.to_owned();
     s.db.write(move |c| store::drop_checkout_intent(c, &ws))

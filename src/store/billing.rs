@@ -187,20 +187,24 @@ pub struct CheckoutIntent {
     pub idempotency_key: String,
     /// The form sent: (name, value) pairs.
     pub form: Vec<(String, String)>,
+    /// When it was written (ignored by `put_checkout_intent`, which stamps
+    /// the time it is given).
+    pub created_at: String,
 }
 
 pub fn checkout_intent(c: &Connection, workspace_id: &str) -> Result<Option<CheckoutIntent>> {
-    let row: Option<(String, String, String)> = c
+    let row: Option<(String, String, String, String)> = c
         .prepare_cached(
-            "SELECT plan_id, idempotency_key, form FROM stripe_checkout_intents WHERE workspace_id = ?1",
+            "SELECT plan_id, idempotency_key, form, created_at FROM stripe_checkout_intents WHERE workspace_id = ?1",
         )?
-        .query_row([workspace_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row([workspace_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .optional()?;
     Ok(match row {
-        Some((plan_id, idempotency_key, form)) => Some(CheckoutIntent {
+        Some((plan_id, idempotency_key, form, created_at)) => Some(CheckoutIntent {
             plan_id,
             idempotency_key,
             form: serde_json::from_str(&form)?,
+            created_at,
         }),
         None => None,
     })

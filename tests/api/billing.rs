@@ -312,6 +312,8 @@ enum Trouble {
     SessionsDown,
     /// Making a Checkout session takes two seconds.
     SessionsSlow,
+    /// A Checkout session is made, and the answer is a 500.
+    SessionMadeThenDown,
 }
 
 static TROUBLE: Mutex<Vec<(String, Trouble)>> = Mutex::new(Vec::new());
@@ -475,6 +477,10 @@ async fn stripe_standin() -> (String, Calls) {
                     customer: form.get("customer").cloned().unwrap_or_default(),
                     open: true,
                 });
+            }
+            if in_trouble(&headers, Trouble::SessionMadeThenDown) {
+                FAILED_KEYS.lock().unwrap().extend(key.clone());
+                return stripe_down();
             }
         }
         match path.as_str() {
@@ -1566,6 +1572,56 @@ async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
         })
         .unwrap();
     assert_eq!(left, 0, "nothing left to look for");
+}
+
+/// Stripe made the session and answered 500 (or the answer was lost): the
+/// owner saw a 502 and no link, and the next start finds that session
+/// among the customer's open ones and expires it before making its own.
+#[tokio::test]
+async fn a_session_made_behind_a_5xx_is_found_and_closed() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let mishap = trouble(&base, Trouble::SessionMadeThenDown);
+    app.admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": "team"}),
+            502,
+            "PROVIDER_UNAVAILABLE",
+        )
+        .await;
+    drop(mishap);
+    let seen = calls.lock().unwrap().clone();
+    let made = seen
+        .iter()
+        .rposition(|c| c.0 == "/v1/checkout/sessions")
+        .map(|i| format!("cs_test_{}", i + 1))
+        .unwrap();
+    let before = seen.len();
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let seen = calls.lock().unwrap().clone();
+    let asked: Vec<(&str, &str)> = seen[before..]
+        .iter()
+        .map(|c| (c.4.as_str(), c.0.as_str()))
+        .collect();
+    let expire = format!("/v1/checkout/sessions/{made}/expire");
+    assert_eq!(
+        asked,
+        [
+            ("GET", "/v1/checkout/sessions"),
+            ("POST", expire.as_str()),
+            ("POST", "/v1/checkout/sessions"),
+        ]
+    );
+    assert!(
+        !r.headers()["location"]
+            .to_str()
+            .unwrap()
+            .ends_with(&format!("/{made}")),
+        "the session never shown is not handed out"
+    );
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator
