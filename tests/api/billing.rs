@@ -421,6 +421,13 @@ async fn stripe_standin() -> (String, Calls) {
                 url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
                     .into_owned()
                     .collect();
+            if let Some(c) = q.get("customer")
+                && !c.starts_with("cus_standin")
+            {
+                let e = json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                    "param": "customer", "message": format!("No such customer: '{c}'")}});
+                return (StatusCode::NOT_FOUND, axum::Json(e)).into_response();
+            }
             let data: Vec<Value> = MADE
                 .lock()
                 .unwrap()
@@ -1622,6 +1629,78 @@ async fn a_session_made_behind_a_5xx_is_found_and_closed() {
             .ends_with(&format!("/{made}")),
         "the session never shown is not handed out"
     );
+}
+
+/// What the look for unknown sessions leaves alone: a session of the same
+/// customer naming another workspace, and nothing at all when Stripe no
+/// longer has the customer the intent named (its sessions went with it).
+#[tokio::test]
+async fn the_look_for_unknown_sessions_touches_only_this_workspaces() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let token = app.user_token();
+    let ws = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let http = reqwest::Client::new();
+    let made: Value = http
+        .post(format!("{base}/v1/checkout/sessions"))
+        .bearer_auth(SECRET_KEY)
+        .form(&[
+            ("mode", "subscription"),
+            ("customer", "cus_standin1"),
+            ("client_reference_id", "ws_someone_else"),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let theirs = made["id"].as_str().unwrap().to_owned();
+    let db = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+    let intent = |customer: &str| {
+        let form =
+            serde_json::to_string(&[("customer", customer), ("client_reference_id", &ws)]).unwrap();
+        db.execute(
+            "INSERT OR REPLACE INTO stripe_checkout_intents (workspace_id, plan_id, idempotency_key, form, created_at)
+             VALUES (?1, 'starter', 'k', ?2, '2026-11-27T18:00:00Z')",
+            [&ws, &form],
+        )
+        .unwrap();
+    };
+    // The intent names this workspace's customer: its Team session is the
+    // one offered (kept), the other workspace's is left open.
+    intent("cus_standin1");
+    let before = calls.lock().unwrap().len();
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let seen = calls.lock().unwrap().clone();
+    let asked: Vec<(&str, &str)> = seen[before..]
+        .iter()
+        .map(|c| (c.4.as_str(), c.0.as_str()))
+        .collect();
+    assert_eq!(
+        asked,
+        [("GET", "/v1/checkout/sessions")],
+        "{theirs} untouched"
+    );
+    assert!(
+        r.headers()["location"]
+            .to_str()
+            .unwrap()
+            .ends_with("/cs_test_2")
+    );
+    // A customer Stripe no longer has: nothing to look at, the intent goes.
+    intent("cus_gone");
+    let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
+    assert_eq!(r.status(), 303);
+    let left: i64 = db
+        .query_row("SELECT count(*) FROM stripe_checkout_intents", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0);
 }
 
 /// A customer kept that Stripe no longer has (deleted, or the operator
