@@ -834,25 +834,27 @@ async fn stripe_get(
     cfg: &StripeConfig,
     path: &str,
 ) -> std::result::Result<Value, StripeFailure> {
-    let req = http
-        .get(format!("{}{path}", cfg.api_base))
-        .bearer_auth(&cfg.secret_key);
-    stripe_answer(req, path).await
+    stripe_get_query(http, cfg, path, &[]).await
 }
 
-/// One GET of a Stripe list with query parameters, answered with its JSON.
+/// One GET of a Stripe object or list with query parameters, answered with
+/// its JSON.
 async fn stripe_get_query(
     http: &reqwest::Client,
     cfg: &StripeConfig,
     path: &str,
     query: &[(&str, &str)],
 ) -> std::result::Result<Value, StripeFailure> {
-    let q: String = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(query)
-        .finish();
-    let req = http
-        .get(format!("{}{path}?{q}", cfg.api_base))
-        .bearer_auth(&cfg.secret_key);
+    let mut url = format!("{}{path}", cfg.api_base);
+    if !query.is_empty() {
+        url.push('?');
+        url.push_str(
+            &form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(query)
+                .finish(),
+        );
+    }
+    let req = http.get(url).bearer_auth(&cfg.secret_key);
     stripe_answer(req, path).await
 }
 

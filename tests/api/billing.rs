@@ -355,6 +355,24 @@ fn session_gone(id: &str) -> axum::response::Response {
     (StatusCode::NOT_FOUND, axum::Json(e)).into_response()
 }
 
+/// The calls a stand-in got from the `before`th on, as "METHOD path".
+fn asked_since(calls: &Calls, before: usize) -> Vec<String> {
+    calls.lock().unwrap()[before..]
+        .iter()
+        .map(|c| format!("{} {}", c.4, c.0))
+        .collect()
+}
+
+/// Checkout intents left in the SQLite file.
+fn intents_left(app: &TestApp) -> i64 {
+    hds::store::db::open_cli_connection(&app.data_dir().join("hds.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM stripe_checkout_intents", [], |r| {
+            r.get(0)
+        })
+        .unwrap()
+}
+
 fn stripe_down() -> axum::response::Response {
     let e = json!({"error": {"type": "api_error", "message": "stripe is down"}});
     (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(e)).into_response()
@@ -1367,16 +1385,10 @@ async fn a_change_of_plan_that_stripe_fails_leaves_no_dead_session() {
     // (none: this one was never made), and asks under a key of its own, as
     // Stripe answers the failed key 500 again for a day.
     let seen = calls.lock().unwrap().clone();
-    let asked: Vec<(&str, &str)> = seen[before..]
-        .iter()
-        .map(|c| (c.4.as_str(), c.0.as_str()))
-        .collect();
+    let asked = asked_since(&calls, before);
     assert_eq!(
         asked,
-        [
-            ("GET", "/v1/checkout/sessions"),
-            ("POST", "/v1/checkout/sessions")
-        ],
+        ["GET /v1/checkout/sessions", "POST /v1/checkout/sessions"],
     );
     let ws = app.creds["workspace_id"].as_str().unwrap();
     let failed = seen[..before]
@@ -1554,17 +1566,13 @@ async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
     let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
     assert_eq!(r.status(), 303);
     let seen = calls.lock().unwrap().clone();
-    let asked: Vec<(String, String)> = seen[before..]
-        .iter()
-        .map(|c| (c.4.clone(), c.0.clone()))
-        .collect();
-    let call = |m: &str, p: &str| (m.to_owned(), p.to_owned());
+    let asked = asked_since(&calls, before);
     assert_eq!(
         asked,
         [
-            call("GET", "/v1/checkout/sessions"),
-            call("POST", &format!("/v1/checkout/sessions/{orphan}/expire")),
-            call("POST", "/v1/checkout/sessions"),
+            "GET /v1/checkout/sessions".to_owned(),
+            format!("POST /v1/checkout/sessions/{orphan}/expire"),
+            "POST /v1/checkout/sessions".to_owned(),
         ]
     );
     assert!(
@@ -1573,11 +1581,7 @@ async fn a_session_asked_for_before_a_crash_is_found_and_closed() {
             .unwrap()
             .ends_with(&format!("cs_test_{}", seen.len())),
     );
-    let left: i64 = db
-        .query_row("SELECT count(*) FROM stripe_checkout_intents", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let left = intents_left(&app);
     assert_eq!(left, 0, "nothing left to look for");
 }
 
@@ -1608,18 +1612,13 @@ async fn a_session_made_behind_a_5xx_is_found_and_closed() {
     let before = seen.len();
     let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
     assert_eq!(r.status(), 303);
-    let seen = calls.lock().unwrap().clone();
-    let asked: Vec<(&str, &str)> = seen[before..]
-        .iter()
-        .map(|c| (c.4.as_str(), c.0.as_str()))
-        .collect();
-    let expire = format!("/v1/checkout/sessions/{made}/expire");
+    let asked = asked_since(&calls, before);
     assert_eq!(
         asked,
         [
-            ("GET", "/v1/checkout/sessions"),
-            ("POST", expire.as_str()),
-            ("POST", "/v1/checkout/sessions"),
+            "GET /v1/checkout/sessions".to_owned(),
+            format!("POST /v1/checkout/sessions/{made}/expire"),
+            "POST /v1/checkout/sessions".to_owned(),
         ]
     );
     assert!(
@@ -1675,16 +1674,8 @@ async fn the_look_for_unknown_sessions_touches_only_this_workspaces() {
     let before = calls.lock().unwrap().len();
     let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
     assert_eq!(r.status(), 303);
-    let seen = calls.lock().unwrap().clone();
-    let asked: Vec<(&str, &str)> = seen[before..]
-        .iter()
-        .map(|c| (c.4.as_str(), c.0.as_str()))
-        .collect();
-    assert_eq!(
-        asked,
-        [("GET", "/v1/checkout/sessions")],
-        "{theirs} untouched"
-    );
+    let asked = asked_since(&calls, before);
+    assert_eq!(asked, ["GET /v1/checkout/sessions"], "{theirs} untouched");
     assert!(
         r.headers()["location"]
             .to_str()
@@ -1695,11 +1686,7 @@ async fn the_look_for_unknown_sessions_touches_only_this_workspaces() {
     intent("cus_gone");
     let r = start_checkout(&app, &token, json!({"plan_id": "team"})).await;
     assert_eq!(r.status(), 303);
-    let left: i64 = db
-        .query_row("SELECT count(*) FROM stripe_checkout_intents", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let left = intents_left(&app);
     assert_eq!(left, 0);
 }
 
