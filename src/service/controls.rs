@@ -304,6 +304,8 @@ pub async fn report(
     let now = time::format(s.clock.now());
     let nctx = notifications::Ctx::of(s);
     s.write(move |c, fx| {
+        // A key checked before a revocation committed records nothing after it.
+        crate::service::sources::check_not_revoked(c, &src.source_id)?;
         let r = rq::control(c, &request_id)?.ok_or_else(Error::control_request_not_found)?;
         let a = match store::get(c, &r.action_id)? {
             Some(a) if a.source_id == src.source_id && a.environment == src.environment => a,

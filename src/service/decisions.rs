@@ -405,6 +405,8 @@ pub async fn report_outcome(
     let now = time::format(clock_now);
     let nctx = notifications::Ctx::of(s);
     idempotency::write(s, &owner, key, &route, request, clock_now, move |c, fx| {
+        // A key checked before a revocation committed records nothing after it.
+        crate::service::sources::check_not_revoked(c, &src.source_id)?;
         let a = owned(c, &src, &id)?;
         if a.status != Status::Resolved {
             return Err(Error::new(

@@ -380,6 +380,98 @@ async fn creates_racing_a_revocation_leave_no_open_action() {
     assert_eq!(open, 0, "open Actions of the revoked Source: {answers:?}");
 }
 
+/// Outcome reports racing a revocation, their key checked before it
+/// commits: what committed first stays, what comes after is refused inside
+/// the write (401 `SOURCE_REVOKED`), so nothing is recorded in a revoked
+/// Source's name after its revocation (whose cancellation of the one open
+/// Action marks where it committed in the Actions' history).
+#[tokio::test]
+async fn outcome_reports_racing_a_revocation_record_nothing_after_it() {
+    let app = TestApp::spawn().await;
+    let src = app.creds["source_id"].as_str().unwrap().to_owned();
+    let mut resolved = Vec::new();
+    for i in 0..60 {
+        let a = app.create_action(two_options(&format!("done {i}"))).await;
+        app.decide(&a, json!({"option_id": "approve"}))
+            .await
+            .ok(200);
+        resolved.push(a);
+    }
+    let marker = app
+        .create_action(two_options("open at the revocation"))
+        .await;
+    let (first_tx, first) = tokio::sync::oneshot::channel::<()>();
+    let first_tx = std::sync::Mutex::new(Some(first_tx));
+    let reports = resolved.chunks(10).map(|chunk| {
+        let (app, first_tx) = (&app, &first_tx);
+        async move {
+            let mut answers = Vec::new();
+            for a in chunk {
+                let r = app
+                    .post(
+                        &format!("/v1/actions/{}/outcome", a["id"].as_str().unwrap()),
+                        &app.live_key(),
+                        json!({"status": "success", "duration_ms": 10, "rollback": false, "action_version": a["action_version"], "fingerprint": a["fingerprint"]}),
+                    )
+                    .await;
+                if r.status == 201
+                    && let Some(tx) = first_tx.lock().unwrap().take()
+                {
+                    let _ = tx.send(());
+                }
+                answers.push((r.status.as_u16(), r.body["error"]["code"].clone()));
+            }
+            answers
+        }
+    });
+    let revoke = async {
+        // Bounded: the race starts with the first report recorded.
+        tokio::time::timeout(std::time::Duration::from_secs(60), first)
+            .await
+            .expect("no report was recorded within 60 s")
+            .unwrap();
+        let _: Value = app.admin().delete(&format!("/v1/sources/{src}"), 204).await;
+    };
+    let (answers, ()) = tokio::join!(futures::future::join_all(reports), revoke);
+    let answers: Vec<_> = answers.into_iter().flatten().collect();
+    assert!(answers.iter().any(|(s, _)| *s == 201));
+    assert!(
+        answers
+            .iter()
+            .any(|(s, c)| *s == 401 && c == "SOURCE_REVOKED"),
+        "every report came before the revocation: {answers:?}"
+    );
+    for (status, code) in &answers {
+        assert!(
+            *status == 201 || (*status == 401 && code == "SOURCE_REVOKED"),
+            "{status} {code}"
+        );
+    }
+    let db = app.db();
+    let revoked_at: i64 = db
+        .query_row(
+            "SELECT id FROM action_events WHERE action_id = ?1 AND kind = 'cancelled'",
+            [marker["id"].as_str().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (after, recorded): (i64, i64) = db
+        .query_row(
+            "SELECT count(*) FILTER (WHERE e.id > ?2), count(*) FROM action_events e
+              JOIN actions a ON a.id = e.action_id
+             WHERE a.source_id = ?1 AND e.kind = 'outcome_reported'",
+            rusqlite::params![src, revoked_at],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        after, 0,
+        "outcomes recorded after the revocation: {answers:?}"
+    );
+    let accepted = answers.iter().filter(|(s, _)| *s == 201).count();
+    assert_eq!(recorded, i64::try_from(accepted).unwrap());
+}
+
 /// POST /v1/sources/{id}/keys/rotate as the init owner; the answer's body.
 async fn rotate(app: &TestApp, body: Value) -> Value {
     let id = app.creds["source_id"].as_str().unwrap();
