@@ -913,7 +913,7 @@ pub fn verify_signature(secret: &str, header: &str, body: &[u8], now: Timestamp)
         }
     }
     let t = t.ok_or_else(|| refuse("has no timestamp (t=…)"))?;
-    if (now.unix_timestamp() - t).abs() > SIGNATURE_TOLERANCE_SECS {
+    if now.unix_timestamp().abs_diff(t) > SIGNATURE_TOLERANCE_SECS.unsigned_abs() {
         return Err(refuse("is older than five minutes (or from the future)"));
     }
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())

@@ -797,6 +797,15 @@ async fn signed_subscription_events_set_the_plan_and_bad_signatures_change_nothi
             Some(stripe_signature(WEBHOOK_SECRET, now + 360, &created)),
         ),
         (created.clone(), Some("v1=deadbeef".into())),
+        // Timestamps at the ends of i64: refused as stale, never overflowing.
+        (
+            created.clone(),
+            Some(stripe_signature(WEBHOOK_SECRET, i64::MIN, &created)),
+        ),
+        (
+            created.clone(),
+            Some(stripe_signature(WEBHOOK_SECRET, i64::MAX, &created)),
+        ),
     ] {
         let r = send_event(&app, &body, sig.clone()).await;
         assert_eq!(r.status(), 400, "{sig:?}");
