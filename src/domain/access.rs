@@ -237,6 +237,12 @@ pub fn may_vote(role: Role) -> bool {
     role != Role::Viewer
 }
 
+/// Who reads the workspace-wide notices of new Actions (`action.new`
+/// broadcasts): the roles that may decide them, every role but viewer.
+pub fn hears_of_new_actions(role: Role) -> bool {
+    required_for_decision(role).is_none()
+}
+
 /// Owners and admins: manage Sources, invitations, members and the
 /// notification policy; see every restricted Action.
 pub fn manages_workspace(role: Role) -> bool {

@@ -1009,7 +1009,7 @@ pub const MAX_PAGE: i64 = 200;
 fn broadcast_marks(c: &Connection, user: &UserCaller) -> Result<Vec<Watermark>> {
     let mut ws = Vec::new();
     for m in &user.memberships {
-        if m.role == Role::Viewer {
+        if !access::hears_of_new_actions(m.role) {
             continue;
         }
         let policy = store::policy(c, &m.workspace_id)?;
