@@ -209,6 +209,19 @@ pub async fn create(s: &Services, user: &UserCaller, req: InvitationCreate) -> R
             .with_detail("user_id", u.id));
         }
         check_daily_cap(c, &uid, now)?;
+        // Inviting again replaces the pending invitation: not one offering
+        // `owner`, for those who may not revoke it.
+        if !access::can_invite(my_role, Role::Owner)
+            && store::pending_offers_owner(c, &ws, &email, &created_at)?
+        {
+            return Err(Error::new(
+                Code::Forbidden,
+                format!(
+                    "{email} has a pending invitation to become owner; only workspace owners replace or revoke it"
+                ),
+            )
+            .with_detail("required_role", Role::Owner.as_str()));
+        }
         if store::revoke_pending_for(c, &ws, &email, &created_at)? > 0 {
             crate::service::notifications::invitation_ended(c, fx, &ws, &email, &created_at)?;
         }

@@ -203,6 +203,21 @@ pub fn revoke(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result
 
 /// Revokes every pending invitation of `email` to a workspace (a new one
 /// replaces them); returns how many.
+/// Whether a pending invitation of the workspace offers `email` the owner
+/// role (only an owner may replace it).
+pub fn pending_offers_owner(
+    c: &Connection,
+    workspace_id: &str,
+    email: &str,
+    now: &str,
+) -> Result<bool> {
+    Ok(c.prepare_cached(
+        "SELECT 1 FROM invitations WHERE workspace_id = ?1 AND email = ?2 AND role = 'owner'
+           AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?3",
+    )?
+    .exists(params![workspace_id, email, now])?)
+}
+
 pub fn revoke_pending_for(
     c: &Connection,
     workspace_id: &str,

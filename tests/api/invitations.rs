@@ -322,6 +322,30 @@ async fn only_owners_and_admins_invite_and_only_owners_invite_owners() {
     let r = reviewer.call(Method::DELETE, &path, None, &[]).await;
     r.error(403, "FORBIDDEN");
     assert_eq!(status_of(&listed(&owner).await, &boss["id"]), "pending");
+    // Nor replace it by inviting the address again, in any role; the
+    // owner's invitation stays, and nothing is written.
+    let before = app.count_rows("invitations");
+    for role in ["viewer", "admin"] {
+        let e = admin
+            .post_err(
+                INVITATIONS,
+                json!({ "email": "Boss@example.com", "role": role }),
+                403,
+                "FORBIDDEN",
+            )
+            .await;
+        assert_eq!(e["details"]["required_role"], "owner", "{e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("Boss@example.com"),
+            "{e}"
+        );
+    }
+    assert_eq!(app.count_rows("invitations"), before);
+    assert_eq!(status_of(&listed(&owner).await, &boss["id"]), "pending");
+    // An owner may.
+    let (again, _) = invite(&owner, "boss@example.com", "admin").await;
+    assert_eq!(again["role"], "admin");
+    assert_eq!(status_of(&listed(&owner).await, &boss["id"]), "revoked");
 }
 
 #[tokio::test]
