@@ -306,8 +306,8 @@ pub fn index_new_rows(c: &Connection, after: i64) -> Result<()> {
 // `NOT INDEXED`: the new rows are a rowid range at the end of the table;
 // without it the planner may walk a whole index that starts with
 // (workspace_id, environment) to skip the GROUP BY's sort (test `plans`).
-const NEW_TITLES: &str = "INSERT INTO actions_fts(rowid, title)
-     SELECT rowid, title FROM actions NOT INDEXED WHERE rowid > ?1";
+const NEW_TITLES: &str = "INSERT INTO actions_fts(rowid, title, fts_ws)
+     SELECT rowid, title, fts_ws FROM actions NOT INDEXED WHERE rowid > ?1";
 const NEW_IN_ROLLUP: &str =
     "INSERT INTO analytics_daily(workspace_id, environment, source_id, day, created, open)
      SELECT workspace_id, environment, source_id, substr(created_at, 1, 10), count(*), count(*)
@@ -342,8 +342,9 @@ pub struct InboxQuery {
     pub after: Option<String>,
 }
 
-/// The FTS5 query of a `search`: each whitespace-separated word becomes a
-/// quoted prefix phrase (`"word"*`, inner `"` doubled), all of them required.
+/// The FTS5 query of a `search`, on the `title` column: each
+/// whitespace-separated word becomes a quoted prefix phrase (`"word"*`,
+/// inner `"` doubled), all of them required.
 /// Quoting makes every input literal: `AND`, `NEAR`, `-`, `*`, `"` or `(` are
 /// words or separators, never FTS syntax. Words without a letter or digit hold
 /// no token and are dropped; None when no word is left (the search matches
@@ -355,13 +356,24 @@ pub fn fts_query(search: &str) -> Option<String> {
         .filter(|w| w.chars().any(char::is_alphanumeric))
         .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
         .collect();
-    (!words.is_empty()).then(|| words.join(" "))
+    (!words.is_empty()).then(|| format!("title : ({})", words.join(" ")))
 }
 
-/// A search matching at most this many Actions (in every workspace, as the
-/// FTS index counts them) is driven by its matches: each is read and tested,
-/// and the page sorted; a broader one walks the ordered inbox index and tests
-/// each entry against the set of matches, which then fills a page quickly.
+/// `m` (an [`fts_query`]) limited to the Actions of one workspace, through
+/// the index's `fts_ws` column: the workspace id after its `ws_`, tokenized
+/// as the column is (migration 0046).
+fn in_workspace(m: &str, workspace_id: &str) -> String {
+    let ws = workspace_id
+        .split_once('_')
+        .map_or(workspace_id, |(_, rest)| rest);
+    format!("fts_ws : \"{}\" AND {m}", ws.replace('"', "\"\""))
+}
+
+/// A search matching at most this many Actions of the workspace is driven
+/// by its matches: each is read and tested, and the page sorted (and the
+/// dashboard counts its tabs); a broader one walks the ordered inbox index
+/// and tests each entry against the set of matches, which then fills a page
+/// quickly.
 /// Measured at 1M Actions (docs/benchmarks.md) when the broad way still
 /// copied its matches into a temporary index: both cost about the same near
 /// 2,000.
@@ -419,16 +431,31 @@ pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
         set.extend_from_slice(&r.get::<_, i64>(0)?.to_le_bytes());
         n += 1;
     }
-    if n > BROAD_SET_LIMIT {
-        return Ok(Matches::Vast);
-    }
-    if n as i64 > SEARCH_DRIVE_LIMIT {
-        return Ok(Matches::Broad(set));
-    }
-    let rowids: Vec<i64> = set
-        .chunks_exact(8)
-        .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
-        .collect();
+    drop(rows);
+    let rowids: Vec<i64> = if n as i64 <= SEARCH_DRIVE_LIMIT {
+        set.chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .collect()
+    } else {
+        // More than the limit in every workspace: whether the search is
+        // narrow is decided by the matches of this workspace alone (how
+        // others' titles match must not show in this person's page). The
+        // index stops at the limit's first match beyond it.
+        let scoped: Vec<i64> = st
+            .query_map(
+                rusqlite::params![in_workspace(&m, &q.workspace_id), SEARCH_DRIVE_LIMIT + 1],
+                |r| r.get(0),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        if scoped.len() as i64 > SEARCH_DRIVE_LIMIT {
+            return Ok(if n > BROAD_SET_LIMIT {
+                Matches::Vast
+            } else {
+                Matches::Broad(set)
+            });
+        }
+        scoped
+    };
     Ok(Matches::Narrow(serde_json::to_string(&rowids).map_err(
         |e| crate::error::Error::internal(anyhow::anyhow!("rowids as JSON: {e}")),
     )?))
@@ -1347,12 +1374,16 @@ mod tests {
     fn fts_queries_quote_every_word() {
         assert_eq!(
             fts_query("Deploy prod").as_deref(),
-            Some("\"Deploy\"* \"prod\"*")
+            Some("title : (\"Deploy\"* \"prod\"*)")
         );
-        assert_eq!(fts_query("a\"b").as_deref(), Some("\"a\"\"b\"*"));
+        assert_eq!(fts_query("a\"b").as_deref(), Some("title : (\"a\"\"b\"*)"));
         assert_eq!(
             fts_query(" AND - * \" NEAR( ").as_deref(),
-            Some("\"AND\"* \"NEAR(\"*")
+            Some("title : (\"AND\"* \"NEAR(\"*)")
+        );
+        assert_eq!(
+            in_workspace("title : (\"x\"*)", "ws_01KB"),
+            "fts_ws : \"01KB\" AND title : (\"x\"*)"
         );
         assert_eq!(fts_query("- * \""), None);
     }

@@ -70,6 +70,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0045_stripe_checkout_intents.sql"
         )),
+        M::up(include_str!(
+            "../../migrations/0046_search_by_workspace.sql"
+        )),
     ])
 }
 

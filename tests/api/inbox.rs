@@ -534,6 +534,30 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
     assert_eq!(tab_count(&page, "Open").as_deref(), Some("1"));
     assert_eq!(tab_count(&page, "Resolved").as_deref(), Some("0"));
 
+    // Whether a search is counted depends on the matches of the person's
+    // workspace alone: the owner of another workspace, whose one Action
+    // matches "deploy", sees it counted whatever the 2,001 here (they
+    // could otherwise learn what this workspace's titles hold by making
+    // matching Actions of their own until the counts vanish).
+    let outsider = app.outsider();
+    let made: serde_json::Value = outsider
+        .post("/v1/sources", json!({"name": "Elsewhere bot"}), 201)
+        .await;
+    app.create_action_with(
+        made["secrets"]["live_key"].as_str().unwrap(),
+        two_options("Deploy elsewhere"),
+    )
+    .await;
+    let theirs = app.browser(outsider.person()).await;
+    let page = theirs.page("/app?q=deploy").await;
+    assert!(page.contains("Deploy elsewhere"), "{page}");
+    assert!(!page.contains("Deploy build"));
+    assert_eq!(tab_count(&page, "Open").as_deref(), Some("1"));
+    assert_eq!(tab_count(&page, "Resolved").as_deref(), Some("0"));
+    // Here, still broad (2,001 of this workspace's own match).
+    let page = browser.page("/app?q=deploy").await;
+    assert_eq!(tab_count(&page, "Open"), None);
+
     // The writer indexed each title once, per batch of concurrent creates
     // (not per row): every one is found by its own number, and FTS5's own
     // check finds the index and the table in agreement.
@@ -556,7 +580,7 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(indexed, 2005, "each title indexed exactly once");
+    assert_eq!(indexed, 2006, "each title indexed exactly once");
 
     // Paged with `starting_after`, a broad search (its matches tested on
     // the index walk) lists each of its 2,004 matches once, in order.
