@@ -132,6 +132,7 @@ pub async fn load_user(state: &AppState, by: CredentialRef) -> Result<Option<Use
                     user.id,
                     cred.id,
                     user.email,
+                    user.created_at,
                     memberships,
                     cred.workspace_id.as_deref(),
                 ),

@@ -65,7 +65,8 @@ pub(crate) fn owned(c: &Connection, src: &SourceCaller, id: &str) -> Result<Acti
 /// The person's relation to the Action, when they may see it (the rules are
 /// in `domain::access`).
 pub(crate) fn access(a: &ActionRecord, u: &UserCaller) -> Option<ActionAccess> {
-    let access = access_of(a, u.role_in(&a.workspace_id)?, &u.user_id, &u.email);
+    let role = u.role_in(&a.workspace_id)?;
+    let access = access_of(a, role, &u.user_id, &u.email, &u.account_created_at);
     access.can_see().then_some(access)
 }
 
@@ -82,7 +83,7 @@ pub(crate) fn access_now(
     let Some(role) = workspaces::role_of(c, &a.workspace_id, &u.user_id)? else {
         return Ok(None);
     };
-    let access = access_of(a, role, &u.user_id, &u.email);
+    let access = access_of(a, role, &u.user_id, &u.email, &u.account_created_at);
     Ok(access.can_see().then_some(access))
 }
 
@@ -106,26 +107,41 @@ pub(crate) fn refused(acc: ActionAccess, message: &str) -> Error {
 
 /// The relation to the Action of any member (`role` in its workspace),
 /// whether or not they may see it: the assignment rules ask it of the
-/// person being assigned.
-pub(crate) fn access_of(a: &ActionRecord, role: Role, user_id: &str, email: &str) -> ActionAccess {
+/// person being assigned. `account_created_at`: when their account was
+/// created (see [`is_listed`]).
+pub(crate) fn access_of(
+    a: &ActionRecord,
+    role: Role,
+    user_id: &str,
+    email: &str,
+    account_created_at: &str,
+) -> ActionAccess {
     ActionAccess {
         role,
         visibility: a.spec.visibility(),
-        listed: is_listed(a, user_id, email),
+        listed: is_listed(a, user_id, email, account_created_at),
         approval: a.spec.approval_policy.is_some(),
         own_request: a.spec.forbids_self_approval(user_id, email),
     }
 }
 
-fn is_listed(a: &ActionRecord, user_id: &str, email: &str) -> bool {
+/// Whether the Action's reviewer list names the person: by user id, or by
+/// their address if their account already existed when the Action was
+/// created. Everyone a list names was a member then (the create checks
+/// it), so a later account with that address (one made after its holder
+/// deleted theirs, or an address handed to someone new) is not the person
+/// listed and inherits nothing. (Being the requester still goes by the
+/// address alone: that only ever refuses.)
+fn is_listed(a: &ActionRecord, user_id: &str, email: &str, account_created_at: &str) -> bool {
     a.spec
         .reviewer_user_ids
         .as_ref()
         .is_some_and(|l| l.iter().any(|id| id == user_id))
-        || a.spec
-            .reviewer_emails
-            .as_ref()
-            .is_some_and(|l| l.iter().any(|e| e.eq_ignore_ascii_case(email)))
+        || (account_created_at <= a.created_at.as_str()
+            && a.spec
+                .reviewer_emails
+                .as_ref()
+                .is_some_and(|l| l.iter().any(|e| e.eq_ignore_ascii_case(email))))
 }
 
 pub(crate) fn check_reason(reason: &Option<String>) -> Result<()> {
@@ -409,7 +425,7 @@ fn check_people(c: &Connection, a: &ActionRecord) -> Result<()> {
     if errs.is_empty() && !listed.is_empty() {
         let deciders = listed
             .iter()
-            .filter(|m| access_of(a, m.role, &m.user_id, &m.email).offers_decision())
+            .filter(|m| access_of(a, m.role, &m.user_id, &m.email, &m.created_at).offers_decision())
             .count();
         if deciders == 0 {
             errs.push(FieldError::new(

@@ -28,6 +28,9 @@ pub struct UserCaller {
     /// The session or API token the request presented (`ses_…` / `tok_…`).
     pub credential_id: String,
     pub email: String,
+    /// When the account was created: an Action's lists name it by its
+    /// address only if it existed then (`service::actions::access_of`).
+    pub account_created_at: String,
     /// Every membership, the one joined first first.
     pub memberships: Vec<Membership>,
     /// The workspace user-scoped routes act on (inbox, Sources, members…):
@@ -43,6 +46,7 @@ impl UserCaller {
         user_id: String,
         credential_id: String,
         email: String,
+        account_created_at: String,
         memberships: Vec<Membership>,
         selected: Option<&str>,
     ) -> Self {
@@ -54,6 +58,7 @@ impl UserCaller {
             user_id,
             credential_id,
             email,
+            account_created_at,
             memberships,
             active,
         }
@@ -118,7 +123,16 @@ mod tests {
     #[test]
     fn the_selected_workspace_is_active_while_the_person_is_a_member() {
         let ms = vec![m("ws_a", Role::Owner), m("ws_b", Role::Viewer)];
-        let u = |sel| UserCaller::new("u".into(), "c".into(), "e".into(), ms.clone(), sel);
+        let u = |sel| {
+            UserCaller::new(
+                "u".into(),
+                "c".into(),
+                "e".into(),
+                "t".into(),
+                ms.clone(),
+                sel,
+            )
+        };
         assert_eq!(u(None).active, Some(m("ws_a", Role::Owner)));
         assert_eq!(u(Some("ws_b")).active, Some(m("ws_b", Role::Viewer)));
         // A workspace the person left falls back to the oldest membership.

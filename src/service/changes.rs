@@ -101,6 +101,7 @@ mod tests {
             id.into(),
             "ses_x".into(),
             "x@example.com".into(),
+            "2026-01-01T00:00:00.000Z".into(),
             memberships,
             None,
         )

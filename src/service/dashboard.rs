@@ -128,7 +128,7 @@ fn work_view(
     let assignable = if may_assign {
         crate::store::work::members(c, &a.workspace_id)?
             .into_iter()
-            .filter(|m| access_of(a, m.role, &m.user_id, &m.email).can_be_assignee())
+            .filter(|m| access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_be_assignee())
             .collect()
     } else {
         Vec::new()

@@ -179,8 +179,14 @@ pub async fn next_to_decide(
             .into_iter()
             .filter(|a| {
                 a.id != except
-                    && crate::service::actions::access_of(a, me.role, &user.user_id, &user.email)
-                        .offers_decision()
+                    && crate::service::actions::access_of(
+                        a,
+                        me.role,
+                        &user.user_id,
+                        &user.email,
+                        &user.account_created_at,
+                    )
+                    .offers_decision()
             })
             .collect();
         let user_id = user.user_id.clone();
@@ -274,6 +280,7 @@ pub async fn list_for_source(
         workspace_id: src.workspace_id.clone(),
         user_id: String::new(),
         user_email: String::new(),
+        user_since: String::new(),
         sees_restricted: true,
         may_vote: false,
         status,
@@ -439,6 +446,7 @@ pub fn query(
         workspace_id: m.workspace_id.clone(),
         user_id: user.user_id.clone(),
         user_email: user.email.clone(),
+        user_since: user.account_created_at.clone(),
         sees_restricted: access::manages_workspace(m.role),
         may_vote: access::may_vote(m.role),
         status,

@@ -252,7 +252,7 @@ pub fn broadcast(c: &Connection, fx: &mut Effects, ctx: &Ctx, id: &str, now: &st
     };
     for m in members.into_iter().filter(|m| wanting.contains(&m.user_id)) {
         if let Some(a) = &action
-            && !access_of(a, m.role, &m.user_id, &m.email).can_decide()
+            && !access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_decide()
         {
             continue;
         }

@@ -195,7 +195,7 @@ pub fn action_created(
         Some(p) => member_of(c, &a.workspace_id, p)?,
         None => None,
     }
-    .filter(|m| access_of(a, m.role, &m.user_id, &m.email).can_be_assignee());
+    .filter(|m| access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_be_assignee());
     if let Some(m) = &assignee {
         let n = Notice::about(
             a,
@@ -218,7 +218,9 @@ pub fn action_created(
             Some(p) => member_of(c, &a.workspace_id, p)?,
             None => None,
         }
-        .filter(|m| access_of(a, m.role, &m.user_id, &m.email).self_approval_forbidden());
+        .filter(|m| {
+            access_of(a, m.role, &m.user_id, &m.email, &m.created_at).self_approval_forbidden()
+        });
         match a.spec.visibility() {
             access::Visibility::Workspace => {
                 let id = ids::new_ordered_id(ids::NOTIFICATION);
@@ -241,7 +243,7 @@ pub fn action_created(
             }
             access::Visibility::Restricted => {
                 for m in listed_members(c, a)? {
-                    let acc = access_of(a, m.role, &m.user_id, &m.email);
+                    let acc = access_of(a, m.role, &m.user_id, &m.email, &m.created_at);
                     let is_assignee = assignee.as_ref().is_some_and(|x| x.user_id == m.user_id);
                     if acc.can_decide() && !acc.self_approval_forbidden() && !is_assignee {
                         deliver(c, fx, ctx, &policy, &m.user_id, &n, now)?;
@@ -349,7 +351,7 @@ pub fn commented(
     {
         members.push(h.clone());
     }
-    let sees = |m: &Member| access_of(a, m.role, &m.user_id, &m.email).can_see();
+    let sees = |m: &Member| access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_see();
     let mentioned = Mentions {
         author: &author,
         author_user_id: &cm.author_user_id,
@@ -368,7 +370,7 @@ pub fn commented(
         }
         let involved = holder.as_ref().is_some_and(|h| h.user_id == m.user_id)
             || commenters.contains(&m.user_id)
-            || access_of(a, m.role, &m.user_id, &m.email).listed;
+            || access_of(a, m.role, &m.user_id, &m.email, &m.created_at).listed;
         if involved {
             deliver(c, fx, ctx, &policy, &m.user_id, &thread, now)?;
         }
@@ -409,7 +411,7 @@ impl Mentions<'_> {
                 continue;
             }
             if let Some(m) = members.iter().find(|m| m.user_id == *id)
-                && access_of(a, m.role, &m.user_id, &m.email).can_see()
+                && access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_see()
             {
                 deliver(c, fx, ctx, policy, id, &mention, now)?;
             }
@@ -527,7 +529,7 @@ pub fn action_changed(
         let Some(m) = work::member(c, &a.workspace_id, user_id)? else {
             continue;
         };
-        let access = access_of(a, m.role, &m.user_id, &m.email);
+        let access = access_of(a, m.role, &m.user_id, &m.email, &m.created_at);
         if !access.can_see() {
             continue;
         }
@@ -546,7 +548,7 @@ pub fn action_changed(
     if let Some(p) = &a.work.assignee
         && let Some(m) = member_of(c, &a.workspace_id, p)?
         && !told.contains(&m.user_id)
-        && access_of(a, m.role, &m.user_id, &m.email).can_see()
+        && access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_see()
     {
         let body = format!("{changed} Read it again before you decide.");
         let n = Notice::about(a, Kind::Changed, format!("Changed: {}", named(a)), body);
@@ -603,7 +605,7 @@ pub fn action_closed(
         if let Some(m) = member_of(c, &a.workspace_id, p)?
             && !closers.contains(&m.user_id.as_str())
             && !people.contains(&m.user_id)
-            && access_of(a, m.role, &m.user_id, &m.email).can_see()
+            && access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_see()
         {
             people.push(m.user_id);
         }
@@ -907,7 +909,7 @@ fn holders(c: &Connection, a: &ActionRecord) -> Result<Vec<String>> {
     }
     let listed: Vec<String> = listed_members(c, a)?
         .into_iter()
-        .filter(|m| access_of(a, m.role, &m.user_id, &m.email).can_decide())
+        .filter(|m| access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_decide())
         .map(|m| m.user_id)
         .collect();
     if !listed.is_empty() {
@@ -991,7 +993,7 @@ fn returned(
     );
     for user in people {
         if let Some(m) = work::member(c, &a.workspace_id, &user)?
-            && access_of(&a, m.role, &m.user_id, &m.email).can_see()
+            && access_of(&a, m.role, &m.user_id, &m.email, &m.created_at).can_see()
         {
             deliver(c, fx, ctx, &policy, &user, &n, now)?;
         }

@@ -205,7 +205,7 @@ pub(crate) fn assignee_of(
     let Some((field, m)) = found else {
         return Ok(None);
     };
-    let theirs = access_of(a, m.role, &m.user_id, &m.email);
+    let theirs = access_of(a, m.role, &m.user_id, &m.email, &m.created_at);
     if !theirs.can_be_assignee() {
         let why = if m.role == Role::Viewer {
             format!("{} is a viewer and may not decide Actions", m.email)
@@ -345,6 +345,10 @@ pub(crate) fn release_held(
         }
     }
     let mut released = 0;
+    // When their account was made: what its address lists (`access_of`).
+    let since = crate::store::users::by_id(c, r.user_id)?
+        .map(|u| u.created_at)
+        .unwrap_or_default();
     for id in work::held_open(c, r.workspace_id, r.user_id, r.email)? {
         let Some(a) = store::get(c, &id)? else {
             continue;
@@ -353,7 +357,8 @@ pub(crate) fn release_held(
         // not under the new one. A promotion releases nothing (an admin a
         // Source assigned to an approval-policy Action they are not listed
         // on may not hold it under either role, and keeps it).
-        let may_hold = |role: Role| access_of(&a, role, r.user_id, r.email).can_be_assignee();
+        let may_hold =
+            |role: Role| access_of(&a, role, r.user_id, r.email, &since).can_be_assignee();
         let keeps = r
             .role
             .is_some_and(|role| may_hold(role) || !may_hold(r.old_role));

@@ -321,6 +321,9 @@ pub struct InboxQuery {
     pub workspace_id: String,
     pub user_id: String,
     pub user_email: String,
+    /// When the person's account was created: their address lists them
+    /// only on Actions created since (`VISIBLE`).
+    pub user_since: String,
     /// Members who may see every Action, restricted ones included.
     pub sees_restricted: bool,
     /// Members who may vote where they are listed (not viewers):
@@ -503,10 +506,13 @@ fn sorted_contains(set: &[u8], x: i64) -> bool {
 }
 
 /// Who is not an owner or admin sees a restricted Action only when listed as
-/// its reviewer: the user id, then the e-mail address, bound after it.
+/// its reviewer: by user id, or by e-mail address if their account existed
+/// when the Action was created (`service::actions::is_listed`). Bound after
+/// it: the user id, the account's creation time, the e-mail address.
 const VISIBLE: &str = " AND (a.visibility = 'workspace'
                OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_user_ids') WHERE value = ?)
-               OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE))";
+               OR (a.created_at >= ?
+                   AND EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE)))";
 
 /// Where the Action a page continues after (`starting_after`) sorts: the
 /// values of every list order, and its rowid, which breaks ties (two
@@ -537,6 +543,7 @@ pub fn inbox_after(c: &Connection, q: &InboxQuery) -> Result<Option<After>> {
     if !q.sees_restricted {
         sql.push_str(VISIBLE);
         args.push(q.user_id.clone().into());
+        args.push(q.user_since.clone().into());
         args.push(q.user_email.clone().into());
     }
     let found = c
@@ -594,11 +601,13 @@ pub const NEEDS_MY_VOTE: &str = "needs_my_vote";
 /// they have not voted, and that are not their own request (unless the
 /// policy allows self-approval), as `ActionAccess::can_vote` and
 /// `forbids_self_approval` say. Every term is on the Action's row or one
-/// vote's primary key. Arguments: user id, e-mail, user id, user id, e-mail.
+/// vote's primary key. Arguments: user id, the account's creation time,
+/// e-mail, user id, user id, e-mail.
 const AWAITS_MY_VOTE: &str = " AND a.status = 'open' AND a.visibility = 'restricted'
     AND json_type(a.spec, '$.approval_policy') = 'object'
     AND (EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_user_ids') WHERE value = ?)
-         OR EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE))
+         OR (a.created_at >= ?
+             AND EXISTS (SELECT 1 FROM json_each(a.spec, '$.reviewer_emails') WHERE value = ? COLLATE NOCASE)))
     AND NOT EXISTS (SELECT 1 FROM action_votes v
                      WHERE v.action_id = a.id AND v.action_version = a.action_version AND v.user_id = ?)
     AND (coalesce(json_extract(a.spec, '$.approval_policy.allow_self_approval'), 0)
@@ -708,6 +717,7 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
             sql.push_str(AWAITS_MY_VOTE);
             for arg in [
                 &q.user_id,
+                &q.user_since,
                 &q.user_email,
                 &q.user_id,
                 &q.user_id,
@@ -721,6 +731,7 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
     if !q.sees_restricted {
         sql.push_str(VISIBLE);
         args.push(q.user_id.clone().into());
+        args.push(q.user_since.clone().into());
         args.push(q.user_email.clone().into());
     }
     Filter {
@@ -1025,6 +1036,7 @@ mod tests {
             workspace_id: "ws".into(),
             user_id: "usr".into(),
             user_email: "Me@Example.com".into(),
+            user_since: "2026-01-01T00:00:00.000Z".into(),
             sees_restricted: true,
             may_vote: true,
             status: "open".into(),

@@ -35,6 +35,8 @@ pub struct Member {
     pub email: String,
     pub name: Option<String>,
     pub role: Role,
+    /// When the account was created (see `UserCaller::account_created_at`).
+    pub created_at: String,
 }
 
 /// People an Action names, looked up among its workspace's members: by id
@@ -223,7 +225,7 @@ pub fn set_snooze(c: &Connection, action_id: &str, until: Option<&str>, now: &st
 /// One member of a workspace, by user id.
 pub fn member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Option<Member>> {
     Ok(c.prepare_cached(
-        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+        "SELECT u.id, u.email, u.name, m.role, u.created_at FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.workspace_id = ?1 AND m.user_id = ?2",
     )?
     .query_row([workspace_id, user_id], member_row)
@@ -233,7 +235,7 @@ pub fn member(c: &Connection, workspace_id: &str, user_id: &str) -> Result<Optio
 /// One member of a workspace, by e-mail (case-insensitive).
 pub fn member_by_email(c: &Connection, workspace_id: &str, email: &str) -> Result<Option<Member>> {
     Ok(c.prepare_cached(
-        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+        "SELECT u.id, u.email, u.name, m.role, u.created_at FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.workspace_id = ?1 AND u.email = ?2",
     )?
     .query_row([workspace_id, email], member_row)
@@ -243,7 +245,7 @@ pub fn member_by_email(c: &Connection, workspace_id: &str, email: &str) -> Resul
 /// Every member of a workspace, by name then e-mail.
 pub fn members(c: &Connection, workspace_id: &str) -> Result<Vec<Member>> {
     let mut st = c.prepare_cached(
-        "SELECT u.id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+        "SELECT u.id, u.email, u.name, m.role, u.created_at FROM memberships m JOIN users u ON u.id = m.user_id
          WHERE m.workspace_id = ?1 ORDER BY coalesce(u.name, u.email), u.email",
     )?;
     let rows = st.query_map([workspace_id], member_row)?;
@@ -263,6 +265,7 @@ fn member_row(r: &rusqlite::Row) -> rusqlite::Result<Member> {
                 "role".to_owned().into(),
             )
         })?,
+        created_at: r.get(4)?,
     })
 }
 

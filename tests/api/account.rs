@@ -1019,3 +1019,93 @@ async fn a_person_sets_and_clears_their_name() {
         Value::Null
     );
 }
+
+/// A restricted Action lists a reviewer by address; their account is
+/// deleted and a new one later gets the same address (recreated, or handed
+/// to someone new). The new account is not the person listed: it does not
+/// see, list, search, vote on or decide that Action, and is not told of it.
+/// An Action created after the new account, listing the address, is theirs.
+#[tokio::test]
+async fn a_later_account_with_a_deleted_accounts_address_inherits_no_listing() {
+    let app = TestApp::spawn().await;
+    let email = "ephemeral@example.com";
+    let first = app.member_as(Role::Reviewer, email);
+    let restricted = |title: &str, approval: bool| {
+        let mut b = two_options(title);
+        b["visibility"] = json!("restricted");
+        b["reviewer_emails"] = json!([email]);
+        if approval {
+            b["approval_policy"] = json!({"required_approvals": 1});
+        }
+        b
+    };
+    let old = app
+        .create_action(restricted("Secret yak merger", false))
+        .await;
+    let old_vote = app.create_action(restricted("Secret yak vote", true)).await;
+    let old_id = old["id"].as_str().unwrap();
+    let _: Value = first.get(&format!("/v1/actions/{old_id}"), 200).await;
+    let gone = first
+        .call(
+            Method::DELETE,
+            "/v1/account",
+            Some(&json!({"confirm": email})),
+            &[],
+        )
+        .await;
+    assert_eq!(gone.status, 204, "{:?}", gone.body);
+
+    let second = app.member_as(Role::Reviewer, email);
+    assert_ne!(second.person().id, first.person().id);
+    for a in [&old, &old_vote] {
+        let id = a["id"].as_str().unwrap();
+        second
+            .get_err(&format!("/v1/actions/{id}"), 404, "ACTION_NOT_FOUND")
+            .await;
+    }
+    let decision = json!({"action_version": old["action_version"], "fingerprint": old["fingerprint"], "option_id": "approve"});
+    second
+        .post_err(
+            &format!("/v1/actions/{old_id}/decision"),
+            decision,
+            404,
+            "ACTION_NOT_FOUND",
+        )
+        .await;
+    let vote_id = old_vote["id"].as_str().unwrap();
+    let vote = json!({"action_version": old_vote["action_version"], "fingerprint": old_vote["fingerprint"], "vote": "approve"});
+    second
+        .post_err(
+            &format!("/v1/actions/{vote_id}/votes"),
+            vote,
+            404,
+            "ACTION_NOT_FOUND",
+        )
+        .await;
+    for query in ["status=all", "search=yak&status=all", "scope=needs_my_vote"] {
+        let listed: Value = second.get(&format!("/v1/me/actions?{query}"), 200).await;
+        assert_eq!(listed["data"], json!([]), "{query}: {listed}");
+    }
+    let page = app.browser(second.person()).await.page("/app?q=yak").await;
+    assert!(!page.contains("Secret yak"), "{page}");
+    let told: Value = second.get("/v1/notifications", 200).await;
+    assert!(
+        !told.to_string().contains("Secret yak"),
+        "notified of another account's listing: {told}"
+    );
+
+    // Listed after the new account was made: theirs, by the same address.
+    let new = app.create_action(restricted("New yak plan", false)).await;
+    let new_id = new["id"].as_str().unwrap();
+    let _: Value = second.get(&format!("/v1/actions/{new_id}"), 200).await;
+    let listed: Value = second
+        .get("/v1/me/actions?search=yak&status=all", 200)
+        .await;
+    let ids: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [new_id]);
+}

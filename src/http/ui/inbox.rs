@@ -347,8 +347,9 @@ fn row(
     role: Option<Role>,
 ) -> Row {
     // A checkbox only where the batch would not refuse it.
-    let may_pick =
-        role.is_some_and(|role| access_of(a, role, &me.user_id, &me.email).offers_batch_decision());
+    let may_pick = role.is_some_and(|role| {
+        access_of(a, role, &me.user_id, &me.email, &me.account_created_at).offers_batch_decision()
+    });
     let open = a.status == Status::Open;
     // Cancelled and expired Actions carry a resolution too (no answer, by
     // the Source or by hds): only a resolved one says what was decided.
