@@ -9,11 +9,15 @@
 -- Actions in all workspaces now counts its matches in the person's
 -- workspace (store::actions::matches).
 --
--- `fts_ws` is the workspace id after its `ws_` (one token: the ULID), a
--- virtual column, so nothing more is stored per Action; the index holds
--- one more term per Action. Rebuilt from the titles.
+-- `fts_ws` is the workspace id after its `ws_` (one token: the ULID),
+-- behind U+E000, a private-use character the tokenizer keeps in the token:
+-- a prefix a person searches for (`0`, `01`, as in "v1.0") then never
+-- takes in every workspace's term (ULIDs begin with `01`), which would
+-- cost what a search for `r` does. A virtual column, so nothing more is
+-- stored per Action; the index holds one more term per Action. Rebuilt
+-- from the titles.
 ALTER TABLE actions ADD COLUMN fts_ws TEXT
-    GENERATED ALWAYS AS (substr(workspace_id, instr(workspace_id, '_') + 1)) VIRTUAL;
+    GENERATED ALWAYS AS (char(57344) || substr(workspace_id, instr(workspace_id, '_') + 1)) VIRTUAL;
 
 DROP TRIGGER actions_fts_delete;
 DROP TRIGGER actions_fts_update;

@@ -363,13 +363,13 @@ pub fn fts_query(search: &str) -> Option<String> {
 }
 
 /// `m` (an [`fts_query`]) limited to the Actions of one workspace, through
-/// the index's `fts_ws` column: the workspace id after its `ws_`, tokenized
-/// as the column is (migration 0046).
+/// the index's `fts_ws` column: U+E000 and the workspace id after its
+/// `ws_`, tokenized as the column is (migration 0046).
 fn in_workspace(m: &str, workspace_id: &str) -> String {
     let ws = workspace_id
         .split_once('_')
         .map_or(workspace_id, |(_, rest)| rest);
-    format!("fts_ws : \"{}\" AND {m}", ws.replace('"', "\"\""))
+    format!("fts_ws : \"\u{E000}{}\" AND {m}", ws.replace('"', "\"\""))
 }
 
 /// A search matching at most this many Actions of the workspace is driven
@@ -435,10 +435,20 @@ pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
         n += 1;
     }
     drop(rows);
+    let broad = |set: Vec<u8>| {
+        if n > BROAD_SET_LIMIT {
+            Matches::Vast
+        } else {
+            Matches::Broad(set)
+        }
+    };
     let rowids: Vec<i64> = if n as i64 <= SEARCH_DRIVE_LIMIT {
         set.chunks_exact(8)
             .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
             .collect()
+    } else if !others_hold_actions(c, &q.workspace_id)? {
+        // Every match is this workspace's.
+        return Ok(broad(set));
     } else {
         // More than the limit in every workspace: whether the search is
         // narrow is decided by the matches of this workspace alone (how
@@ -451,11 +461,7 @@ pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
             )?
             .collect::<rusqlite::Result<_>>()?;
         if scoped.len() as i64 > SEARCH_DRIVE_LIMIT {
-            return Ok(if n > BROAD_SET_LIMIT {
-                Matches::Vast
-            } else {
-                Matches::Broad(set)
-            });
+            return Ok(broad(set));
         }
         scoped
     };
@@ -463,6 +469,17 @@ pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
         |e| crate::error::Error::internal(anyhow::anyhow!("rowids as JSON: {e}")),
     )?))
 }
+
+/// Whether any other workspace than `workspace_id` holds an Action: two
+/// seeks of an index that starts with the workspace (`actions_by_age`).
+/// Where none does, the matches of the whole index are the workspace's.
+fn others_hold_actions(c: &Connection, workspace_id: &str) -> Result<bool> {
+    Ok(c.prepare_cached(OTHERS_HOLD_ACTIONS)?
+        .query_row([workspace_id], |r| r.get(0))?)
+}
+
+const OTHERS_HOLD_ACTIONS: &str = "SELECT EXISTS (SELECT 1 FROM actions WHERE workspace_id < ?1)
+    OR EXISTS (SELECT 1 FROM actions WHERE workspace_id > ?1)";
 
 /// Registers `hds_matched(set, rowid)` on a connection: true when `rowid` is
 /// in `set`, a BLOB of ascending 8-byte little-endian integers
@@ -1167,6 +1184,12 @@ mod tests {
         )
         .join("\n");
         assert!(!text.contains("TEMP B-TREE"), "{text}");
+        // Whether other workspaces hold Actions: two index seeks.
+        let text = plan(&c, OTHERS_HOLD_ACTIONS, &["ws".to_owned().into()]).join("\n");
+        assert!(
+            text.matches("USING COVERING INDEX").count() == 2 && !text.contains("SCAN actions"),
+            "{text}"
+        );
         let cases: Vec<(&str, InboxQuery, &str)> = vec![
             ("default", query(|_| {}), "actions_inbox "),
             ("environment=all", both(|_| {}), "MERGE"),
@@ -1395,7 +1418,7 @@ mod tests {
         );
         assert_eq!(
             in_workspace("title : (\"x\"*)", "ws_01KB"),
-            "fts_ws : \"01KB\" AND title : (\"x\"*)"
+            "fts_ws : \"\u{E000}01KB\" AND title : (\"x\"*)"
         );
         assert_eq!(fts_query("- * \""), None);
     }

@@ -588,4 +588,66 @@ mod tests {
         );
         assert_eq!(live, [("ws_free".into(), false), ("ws_paid".into(), true)]);
     }
+
+    /// 0046 indexes each Action's workspace beside its title: on a database
+    /// that already holds Actions, the rebuilt index finds each by title
+    /// within its workspace, passes FTS5's own check, and a later title
+    /// change is re-indexed under the same workspace.
+    #[test]
+    fn migration_46_indexes_existing_titles_by_workspace() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 45).unwrap();
+        c.execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO actions(id, workspace_id, source_id, environment, status, priority, priority_rank,
+                 title, action_version, fingerprint, spec, visibility, created_at, updated_at)
+             VALUES
+               ('act_1', 'ws_01KAAAAAAAAAAAAAAAAAAAAAAA', 'src_1', 'live', 'open', 'normal', 2,
+                'Deploy the API', 1, 'sha256:x', '{}', 'workspace', '2026-01', '2026-01'),
+               ('act_2', 'ws_01KBBBBBBBBBBBBBBBBBBBBBBB', 'src_2', 'live', 'open', 'normal', 2,
+                'Deploy the site', 1, 'sha256:x', '{}', 'workspace', '2026-01', '2026-01'),
+               ('act_3', 'ws_01KAAAAAAAAAAAAAAAAAAAAAAA', 'src_1', 'live', 'open', 'normal', 2,
+                'Rotate keys v1.0', 1, 'sha256:x', '{}', 'workspace', '2026-01', '2026-01');",
+        )
+        .unwrap();
+        super::apply(&mut c).unwrap();
+        let found = |q: &str| -> Vec<String> {
+            let mut st = c
+                .prepare(
+                    "SELECT a.id FROM actions_fts f JOIN actions a ON a.rowid = f.rowid
+                      WHERE actions_fts MATCH ?1 ORDER BY a.id",
+                )
+                .unwrap();
+            st.query_map([q], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let a = "fts_ws : \"\u{E000}01KAAAAAAAAAAAAAAAAAAAAAAA\"";
+        assert_eq!(found(&format!("{a} AND title : (\"deploy\"*)")), ["act_1"]);
+        assert_eq!(found("title : (\"deploy\"*)"), ["act_1", "act_2"]);
+        // A digit prefix reaches titles only, not the workspaces' ULIDs.
+        assert_eq!(found("title : (\"0\"*)"), ["act_3"]);
+        assert_eq!(found("title : (\"01k\"*)"), Vec::<String>::new());
+        c.execute(
+            "INSERT INTO actions_fts(actions_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "UPDATE actions SET title = 'Ship the API' WHERE id = 'act_1'",
+            [],
+        )
+        .unwrap();
+        assert_eq!(found(&format!("{a} AND title : (\"ship\"*)")), ["act_1"]);
+        assert_eq!(
+            found(&format!("{a} AND title : (\"deploy\"*)")),
+            Vec::<String>::new()
+        );
+        c.execute(
+            "INSERT INTO actions_fts(actions_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .unwrap();
+    }
 }
