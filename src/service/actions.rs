@@ -407,6 +407,18 @@ fn check_people(c: &Connection, a: &ActionRecord) -> Result<()> {
             };
             match m {
                 Some(m) if listed.iter().any(|l| l.user_id == m.user_id) => {}
+                // An address lists only an account as old as the Action
+                // (`is_listed`): one made while this create waited for the
+                // writer (or before a clock step back) would be named and
+                // never listed.
+                Some(m) if !by_id && m.created_at.as_str() > a.created_at.as_str() => {
+                    errs.push(FieldError::new(
+                        format!("{field}[{i}]"),
+                        format!(
+                            "`{v}` became an account while this request was being made: send it again"
+                        ),
+                    ))
+                }
                 Some(m) => listed.push(m),
                 None => errs.push(FieldError::new(
                     format!("{field}[{i}]"),

@@ -201,8 +201,6 @@ pub fn revoke(c: &Connection, workspace_id: &str, id: &str, now: &str) -> Result
     )? == 1)
 }
 
-/// Revokes every pending invitation of `email` to a workspace (a new one
-/// replaces them); returns how many.
 /// Whether a pending invitation of the workspace offers `email` the owner
 /// role (only an owner may replace it).
 pub fn pending_offers_owner(
@@ -218,6 +216,8 @@ pub fn pending_offers_owner(
     .exists(params![workspace_id, email, now])?)
 }
 
+/// Revokes every pending invitation of `email` to a workspace (a new one
+/// replaces them); returns how many.
 pub fn revoke_pending_for(
     c: &Connection,
     workspace_id: &str,

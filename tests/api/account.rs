@@ -1109,3 +1109,34 @@ async fn a_later_account_with_a_deleted_accounts_address_inherits_no_listing() {
         .collect();
     assert_eq!(ids, [new_id]);
 }
+
+/// The create lists an address only for an account as old as the Action,
+/// as reading it does: an account whose creation time is later than the
+/// create's (made while the create waited, or stamped before the clock
+/// stepped back, as here) is refused by name, not listed without access.
+#[tokio::test]
+async fn a_create_refuses_to_list_an_account_newer_than_itself() {
+    let app = TestApp::spawn().await;
+    let email = "newcomer@example.com";
+    let _ = app.member_as(Role::Reviewer, email);
+    app.db()
+        .execute(
+            "UPDATE users SET created_at = '2999-01-01T00:00:00.000Z' WHERE email = ?1",
+            [email],
+        )
+        .unwrap();
+    let mut body = two_options("Listed too soon");
+    body["visibility"] = json!("restricted");
+    body["reviewer_emails"] = json!(["admin@example.com", email]);
+    let r = app.post("/v1/actions", &app.live_key(), body).await;
+    let e = r.error(422, "VALIDATION_ERROR");
+    assert_eq!(
+        e["details"]["errors"][0]["field"], "reviewer_emails[1]",
+        "{e}"
+    );
+    assert!(
+        e["message"].as_str().unwrap().contains("send it again"),
+        "{e}"
+    );
+    assert_eq!(app.count_rows("actions"), 0);
+}
