@@ -340,6 +340,25 @@ async fn only_owners_and_admins_invite_and_only_owners_invite_owners() {
             "{e}"
         );
     }
+    // The dashboard's invite form is refused the same way, on the page.
+    let browser = app.browser(admin.person()).await;
+    let r = browser
+        .post_form(
+            "/app/invitations",
+            Some(&app.base),
+            &[
+                ("_csrf", browser.csrf()),
+                ("email", "boss@example.com"),
+                ("role", "viewer"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("has a pending invitation to become owner"),
+        "{html}"
+    );
     assert_eq!(app.count_rows("invitations"), before);
     assert_eq!(status_of(&listed(&owner).await, &boss["id"]), "pending");
     // An owner may.
