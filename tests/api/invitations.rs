@@ -359,6 +359,12 @@ async fn only_owners_and_admins_invite_and_only_owners_invite_owners() {
         html.contains("has a pending invitation to become owner"),
         "{html}"
     );
+    // The form comes back as entered, to correct rather than retype.
+    assert!(html.contains(r#"value="boss@example.com""#), "{html}");
+    assert!(
+        html.contains(r#"<option value="viewer" selected>"#),
+        "{html}"
+    );
     assert_eq!(app.count_rows("invitations"), before);
     assert_eq!(status_of(&listed(&owner).await, &boss["id"]), "pending");
     // An owner may.

@@ -62,6 +62,10 @@ pub struct InvitationsPage {
     shown_before: bool,
     flash: Option<&'static str>,
     error: Option<String>,
+    /// The invite form as entered, when it was refused (else empty and
+    /// `reviewer`).
+    entered_email: String,
+    entered_role: &'static str,
 }
 
 /// `mine`: the role of the page's viewer; they may revoke only what they
@@ -103,7 +107,22 @@ async fn page(st: &AppState, p: &PageUser) -> Result<InvitationsPage, UiError> {
         shown_before: false,
         flash: None,
         error: None,
+        entered_email: String::new(),
+        entered_role: Role::Reviewer.as_str(),
     })
+}
+
+/// The page again after a refused invite, with the form as entered.
+async fn page_as_entered(
+    st: &AppState,
+    p: &PageUser,
+    email: &str,
+    role: Role,
+) -> Result<InvitationsPage, UiError> {
+    let mut out = page(st, p).await?;
+    out.entered_email = email.to_owned();
+    out.entered_role = role.as_str();
+    Ok(out)
 }
 
 shows_error!(InvitationsPage);
@@ -149,8 +168,9 @@ pub async fn create_invitation(
         let e = Error::field("role", "choose a role: owner, admin, reviewer or viewer");
         return page_with_error(e, page(&st, &p)).await;
     };
+    let email = form.get("email").unwrap_or_default().to_owned();
     let req = InvitationCreate {
-        email: form.get("email").unwrap_or_default().to_owned(),
+        email: email.clone(),
         role,
     };
     match invitations::create(&st.services, &p.user, req).await {
@@ -162,7 +182,7 @@ pub async fn create_invitation(
             };
             shown_once::hold(&st, &p, secret, "/app/invitations?done=created").await
         }
-        Err(e) => page_with_error(e, page(&st, &p)).await,
+        Err(e) => page_with_error(e, page_as_entered(&st, &p, &email, role)).await,
     }
 }
 
