@@ -126,9 +126,11 @@ impl SmtpSink {
             .unwrap()
     }
 
-    /// Waits (at most 20 s) until `n` messages to `to` have arrived.
+    /// Waits (at most 60 s) until `n` messages to `to` have arrived: long
+    /// enough for the outbox's first retry (30 s), should an attempt time
+    /// out on a machine loaded by the whole suite (seen once locally).
     pub async fn wait_for(&self, to: &str, n: usize) -> Vec<Value> {
-        for _ in 0..1000 {
+        for _ in 0..3000 {
             let got = self.to(to).await;
             if got.len() >= n {
                 return got;
@@ -136,7 +138,7 @@ impl SmtpSink {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!(
-            "{n} messages to {to} did not arrive in 20 s: {:?}",
+            "{n} messages to {to} did not arrive in 60 s: {:?}",
             self.received().await
         );
     }
