@@ -210,8 +210,20 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         // answers as before (even after it closed the Action) only while
         // the Action is still that version; after a material change the
         // binding is stale, and the reviewer votes again on what changed.
-        if let Some(v) = votes::of_user(c, &a.id, a.action_version, &user.user_id)? {
+        if let Some((v, reason)) = votes::cast(c, &a.id, a.action_version, &user.user_id)? {
             decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+            // The same vote with the same reason is a retry; another reason
+            // would be dropped unsaid, so it is refused like another vote.
+            if v == req.vote && reason != req.reason {
+                return Err(Error::new(
+                    Code::VoteAlreadyCast,
+                    format!(
+                        "you already voted `{v}` on version {} of this Action with {}; a vote and its reason are final for a version (add a comment instead)",
+                        a.action_version,
+                        if reason.is_some() { "another reason" } else { "no reason" }
+                    ),
+                ));
+            }
             if v == req.vote {
                 let tally = tally(&counted_votes(c, &a)?, &a);
                 return Ok(Voted {

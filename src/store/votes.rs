@@ -21,6 +21,24 @@ pub fn of_user(
         .optional()?)
 }
 
+/// The person's vote on this version of the Action and its reason, if they
+/// voted (the primary key).
+pub fn cast(
+    c: &Connection,
+    action_id: &str,
+    action_version: i64,
+    user_id: &str,
+) -> Result<Option<(String, Option<String>)>> {
+    Ok(c
+        .prepare_cached(
+            "SELECT vote, reason FROM action_votes WHERE action_id = ?1 AND action_version = ?2 AND user_id = ?3",
+        )?
+        .query_row(params![action_id, action_version, user_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
+}
+
 /// A new vote.
 pub struct NewVote<'a> {
     pub action_id: &'a str,

@@ -48,6 +48,19 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
     admin
         .post_err(&path, vote(&a, "reject"), 409, "VOTE_ALREADY_CAST")
         .await;
+    // The same vote with a reason it was not cast with is not a retry: it
+    // is refused, and the vote keeps what it was cast with.
+    let mut reasoned = vote(&a, "approve");
+    reasoned["reason"] = json!("on second thought");
+    let e = admin
+        .post_err(&path, reasoned, 409, "VOTE_ALREADY_CAST")
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("no reason"), "{e}");
+    let cast: Value = admin.get(&path, 200).await;
+    assert!(
+        !cast.to_string().contains("on second thought"),
+        "the refused reason was kept: {cast}"
+    );
     // Not listed: the restricted Action is invisible to Carol.
     carol
         .post_err(&path, vote(&a, "approve"), 404, "ACTION_NOT_FOUND")
