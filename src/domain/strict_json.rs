@@ -156,7 +156,7 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
         if v > MAX_SAFE_INTEGER {
             return Err(self.refuse(format_args!(
-                "{v} is beyond ±2^53, where JSON numbers stop being exact; send it as a string"
+                "{v} is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`) send such a value as a string"
             )));
         }
         Ok(())
@@ -165,7 +165,7 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
         if v.unsigned_abs() > MAX_SAFE_INTEGER {
             return Err(self.refuse(format_args!(
-                "{v} is beyond ±2^53, where JSON numbers stop being exact; send it as a string"
+                "{v} is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`) send such a value as a string"
             )));
         }
         Ok(())
@@ -177,7 +177,7 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
         if v.abs() > MAX_SAFE_INTEGER as f64 {
             return Err(self.refuse(format_args!(
-                "{v} is beyond ±2^53, where JSON numbers stop being exact; send it as a string"
+                "{v} is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`) send such a value as a string"
             )));
         }
         Ok(())
