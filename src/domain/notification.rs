@@ -363,6 +363,10 @@ pub struct WorkspaceNotificationPolicyUpdate {
     /// E-mail for this workspace at all.
     pub email_enabled: Option<bool>,
     /// How long before `expires_at` the people holding an Action hear of it; 0 turns the warning off.
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
     #[schema(minimum = 0, maximum = 1440)]
     pub expiry_warning_minutes: Option<i64>,
     /// Kinds no member may switch off (each at most once).

@@ -69,7 +69,10 @@ pub struct KeyRotate {
     /// Seconds the old webhook secret keeps signing beside the new one (both
     /// signatures in `webhook-signature`), so receivers can switch without
     /// missing a delivery. 0..604800, default 86400 (a day); 0 ends it at once.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
     #[schema(minimum = 0, maximum = 604800)]
     pub webhook_secret_overlap_seconds: Option<i64>,
     /// Seconds each replaced key keeps working beside its new one (listed in
@@ -77,7 +80,10 @@ pub struct KeyRotate {
     /// a failed request. 0..604800, default 86400 (a day); 0 ends it at once.
     /// A key still in the overlap of an earlier rotation ends now: only the
     /// new key and the one it replaced work.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "crate::domain::strict_json::optional_integer"
+    )]
     #[schema(minimum = 0, maximum = 604800)]
     pub key_overlap_seconds: Option<i64>,
 }

@@ -1240,6 +1240,18 @@ async fn the_policy_decides_who_hears_of_new_actions_and_only_managers_set_it() 
     assert_eq!(set["new_action"], "assigned_only");
     assert_eq!(set["expiry_warning_minutes"], 15);
     assert_eq!(set["email_enabled"], true, "left out, left alone");
+    // A whole number written with a fraction or an exponent is that number,
+    // as on every other route.
+    for (sent, read) in [(json!(15.0), 15), (json!(1.5e1), 15)] {
+        let again: Value = admin
+            .patch(
+                "/v1/workspaces/notification-policy",
+                json!({"expiry_warning_minutes": sent}),
+                200,
+            )
+            .await;
+        assert_eq!(again["expiry_warning_minutes"], read);
+    }
     let mut body = two_options("Only for r1");
     body["assignee_user_id"] = json!(r1.person().id);
     let a = app.create_action(body).await;

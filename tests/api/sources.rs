@@ -537,9 +537,10 @@ async fn a_replaced_key_works_during_its_overlap_and_is_refused_after_it() {
 async fn an_overlap_of_zero_ends_the_old_key_at_once_and_the_other_environment_is_untouched() {
     let app = TestApp::spawn().await;
     let (old_live, test) = (app.live_key(), app.test_key());
+    // `0.0` is the whole number 0, as on every route.
     let r = rotate(
         &app,
-        json!({"environment": "live", "key_overlap_seconds": 0}),
+        json!({"environment": "live", "key_overlap_seconds": 0.0}),
     )
     .await;
     let new_live = r["secrets"]["live_key"].as_str().unwrap().to_owned();
