@@ -185,12 +185,21 @@ pub(crate) fn assignee_of(
     let mut found: Option<(&str, Member)> = None;
     for (field, value, member) in [by_id, by_email].into_iter().flatten() {
         let Some(m) = member else {
-            return Err(Error::field(
-                field,
+            // Say what is wrong with the value before sending anyone to
+            // invite a person who may already be a member.
+            let why = if value.trim() != value.as_str() {
+                format!("`{value}` has spaces around it: send the value alone")
+            } else if field == "assignee_email" && !crate::domain::validate::looks_like_email(value)
+            {
+                format!("`{value}` is not an e-mail address such as ana@example.com")
+            } else if field == "assignee_user_id" && !crate::domain::ids::is_id(value, "usr") {
+                format!("`{value}` is not a user id (usr_ and 26 capitals and digits)")
+            } else {
                 format!(
                     "`{value}` is not a member of this workspace: invite them first, or leave the Action unassigned for anyone who may decide it to claim"
-                ),
-            ));
+                )
+            };
+            return Err(Error::field(field, why));
         };
         if let Some((_, earlier)) = &found
             && earlier.user_id != m.user_id

@@ -887,6 +887,50 @@ async fn the_action_page_offers_only_what_the_api_allows_and_renders_comments_sa
     }
 }
 
+/// An assignment naming no one says what is wrong with the value before
+/// sending anyone to invite a person who may already be a member: spaces
+/// around it, not an address, not a user id.
+#[tokio::test]
+async fn an_assignment_that_names_no_one_says_why() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let a = app.create_action(two_options("Whose?")).await;
+    let path = format!("/v1/actions/{}/assignment", a["id"].as_str().unwrap());
+    for (body, field, words) in [
+        (
+            json!({"assignee_email": " admin@example.com "}),
+            "assignee_email",
+            "has spaces around it",
+        ),
+        (
+            json!({"assignee_email": "not-an-email"}),
+            "assignee_email",
+            "is not an e-mail address",
+        ),
+        (
+            json!({"assignee_user_id": "usr_abc"}),
+            "assignee_user_id",
+            "is not a user id",
+        ),
+        (
+            json!({"assignee_email": "nobody@example.com"}),
+            "assignee_email",
+            "invite them first",
+        ),
+    ] {
+        let e = admin
+            .patch_err(&path, body.clone(), 422, "VALIDATION_ERROR")
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{body}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains(words),
+            "{body}: {e}"
+        );
+    }
+    let seen = read(&admin, &a).await;
+    assert_eq!(seen["assignee"], Value::Null, "nothing written: {seen}");
+}
+
 /// An Action names people of its own workspace only: a Source that names
 /// someone of another workspace (by e-mail) learns nothing about them, not
 /// their id nor their name.
@@ -992,9 +1036,9 @@ async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
     let in_an_hour = hds::domain::time::format(clock.now() + time::Duration::hours(1));
     for (body, field, says) in [
         (
-            json!({"assignee_user_id": "usr_nobody"}),
+            json!({"assignee_user_id": "usr_01AAAAAAAAAAAAAAAAAAAAAAAA"}),
             "assignee_user_id",
-            "`usr_nobody` is not a member of this workspace",
+            "`usr_01AAAAAAAAAAAAAAAAAAAAAAAA` is not a member of this workspace",
         ),
         (
             json!({"assignee_email": "nobody@example.com"}),
@@ -1147,7 +1191,7 @@ async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
         ),
         (
             "assign",
-            vec![("assignee_user_id", "usr_nobody")],
+            vec![("assignee_user_id", "usr_01AAAAAAAAAAAAAAAAAAAAAAAA")],
             422,
             "is not a member",
         ),
