@@ -242,9 +242,7 @@ fn plain_parse_error(inner: &str) -> Option<&'static str> {
         || inner.contains("too large to fit")
         || inner.contains("too small to fit")
     {
-        Some(
-            "must be a whole number within the bounds this route documents (digits only, no sign unless negative values are allowed)",
-        )
+        Some("must be a whole number (such as 50) within the bounds this route documents")
     } else if inner.contains("`true` or `false`") {
         Some("must be true or false")
     } else {
