@@ -98,10 +98,10 @@ pub struct RunEvent {
 /// A run name: 1–200 characters, one line, not blank. Returns it trimmed.
 pub fn check_name(name: &str) -> Result<String, FieldError> {
     let n = name.trim();
-    if n.is_empty() {
+    if crate::domain::validate::says_nothing(n) {
         return Err(FieldError::new(
             "name",
-            "name is required and must not be blank",
+            "name is required and must not be blank (spaces or invisible characters only)",
         ));
     }
     if n.chars().count() > MAX_NAME {

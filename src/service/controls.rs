@@ -377,7 +377,7 @@ pub async fn ask(
     key: Option<String>,
 ) -> Result<Asked> {
     let question = req.question.replace("\r\n", "\n");
-    if question.trim().is_empty() {
+    if crate::domain::validate::says_nothing(&question) {
         return Err(Error::field(
             "question",
             "write the question you want answered",

@@ -528,12 +528,9 @@ fn mentions_in(body: &str) -> Vec<String> {
 pub const MAX_MENTIONS: usize = 50;
 
 fn check_comment(body: &str) -> Result<()> {
-    // Blank: whitespace, and the invisible format characters (zero-width
-    // space and joiners, word joiner, BOM) that render as nothing.
-    let invisible = |c: char| {
-        c.is_whitespace() || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
-    };
-    if body.chars().all(invisible) {
+    // Blank: white space and the characters that render as nothing (soft
+    // hyphen, zero-width space and joiners, BOM, blank letters, …).
+    if crate::domain::validate::says_nothing(body) {
         return Err(Error::field(
             "body",
             "body must not be empty or only blanks",

@@ -64,7 +64,13 @@ pub struct MyWorkspace {
 /// A workspace name, trimmed: 1–100 characters, one line.
 pub fn check_name(name: &str) -> Result<String> {
     let n = name.trim();
-    if n.is_empty() || n.chars().count() > 100 {
+    if crate::domain::validate::says_nothing(n) {
+        return Err(Error::field(
+            "name",
+            "name must be 1-100 characters, not only blanks or invisible characters",
+        ));
+    }
+    if n.chars().count() > 100 {
         return Err(Error::field("name", "name must be 1-100 characters"));
     }
     if !crate::domain::validate::is_one_line(n) {

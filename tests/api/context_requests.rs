@@ -150,6 +150,7 @@ async fn questions_are_validated_and_need_an_open_action_and_a_working_role() {
     for bad in [
         json!({"question": ""}),
         json!({"question": "   \n "}),
+        json!({"question": "\u{200b}\u{feff}"}),
         json!({}),
         json!({"question": 3}),
         json!({"question": "x".repeat(2001)}),

@@ -253,6 +253,7 @@ async fn bad_create_bodies_are_refused_and_nothing_is_written() {
     for (body, field) in [
         (json!({}), "name"),
         (json!({"name": "   "}), "name"),
+        (json!({"name": "\u{200b}"}), "name"),
         (json!({"name": "two\nlines"}), "name"),
         (json!({"name": "x".repeat(201)}), "name"),
         (json!({"name": "x", "status": "succeeded"}), "status"),

@@ -1137,6 +1137,10 @@ async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
             "must not be empty or only blanks",
         ),
         (
+            json!({"body": "\u{ad}\u{2800}\u{3164}"}),
+            "must not be empty or only blanks",
+        ),
+        (
             json!({"body": "é".repeat(10_001)}),
             "body is 10001 characters; the limit is 10000",
         ),

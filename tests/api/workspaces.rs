@@ -479,6 +479,11 @@ async fn bad_input_on_every_workspace_route_is_refused_and_writes_nothing() {
     for (body, field, says) in [
         (json!({"name": ""}), "name", "1-100 characters"),
         (json!({"name": "   "}), "name", "1-100 characters"),
+        (
+            json!({"name": "\u{200b}\u{feff}"}),
+            "name",
+            "invisible characters",
+        ),
         (json!({"name": long}), "name", "1-100 characters"),
         (json!({"name": "two\nlines"}), "name", "one line"),
         (json!({"name": "tab\there"}), "name", "one line"),
