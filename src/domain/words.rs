@@ -109,6 +109,15 @@ pub fn markdown_prose(md: &str) -> String {
     out
 }
 
+/// A value a request named (a path segment, a key), as an error message
+/// repeats it: at most 64 characters, then "…", so a crafted 20 KB id is
+/// not echoed back whole.
+pub fn as_named(value: &str) -> std::borrow::Cow<'_, str> {
+    match value.char_indices().nth(64) {
+        Some((i, _)) => format!("{}…", &value[..i]).into(),
+        None => value.into(),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::{count, markdown_prose, markdown_text};

@@ -166,7 +166,10 @@ pub async fn invoke(
                     .collect();
                 Error::new(
                     Code::ControlNotFound,
-                    format!("this Action has no control `{control_key}`"),
+                    format!(
+                        "this Action has no control `{}`",
+                        crate::domain::words::as_named(&control_key)
+                    ),
                 )
                 .with_detail("control_keys", keys)
             })?;

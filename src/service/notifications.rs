@@ -1125,7 +1125,10 @@ pub async fn read_one(s: &Services, user: UserCaller, id: String) -> Result<Noti
         let n = store::read_one(c, &user.user_id, &marks, &id, &now)?.ok_or_else(|| {
             Error::new(
                 Code::NotificationNotFound,
-                format!("no notification `{id}` of yours (read notifications are removed 90 days after they were made, and so are the workspace-wide new-Action notices)"),
+                format!(
+                    "no notification `{}` of yours (read notifications are removed 90 days after they were made, and so are the workspace-wide new-Action notices)",
+                    crate::domain::words::as_named(&id)
+                ),
             )
         })?;
         fx.user_changed(&user.user_id);

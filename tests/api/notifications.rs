@@ -915,6 +915,18 @@ async fn read_marks_pages_and_unread_only() {
         "NOTIFICATION_NOT_FOUND",
     )
     .await;
+    // A crafted long id is not echoed back whole (64 characters, then …).
+    let long = format!("ntf_{}", "a".repeat(20_000));
+    let e = r2
+        .post_err(
+            &format!("/v1/notifications/{long}/read"),
+            json!({}),
+            404,
+            "NOTIFICATION_NOT_FOUND",
+        )
+        .await;
+    let said = e["message"].as_str().unwrap();
+    assert!(said.len() < 400 && said.contains("aaaa…"), "{said}");
     assert_eq!(summary(&r1).await["unread"], 4);
     // r2 reading its own copy of a broadcast leaves r1's unread.
     let r2_first = all_of(&r2).await[0]["id"].as_str().unwrap().to_owned();
