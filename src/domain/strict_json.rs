@@ -459,9 +459,21 @@ pub fn refusal<T: de::DeserializeOwned>(body: &serde_json::Value) -> Option<(Str
 /// can ask for.
 const MOST_MEMBERS_SEARCHED: usize = 8;
 
-/// Serde's names of number types, in words.
-fn plain(msg: &str) -> String {
+/// Serde's names of number types, in words, and of our own types (which
+/// the caller never saw) as what they take.
+pub(crate) fn plain(msg: &str) -> String {
     let mut out = msg.to_owned();
+    // `expected struct BatchItem`: an object, whatever we call it.
+    const STRUCT: &str = "expected struct ";
+    while let Some(i) = out.find(STRUCT) {
+        let rest = &out[i + STRUCT.len()..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        out = format!("{}expected an object{}", &out[..i], &rest[end..]);
+    }
+    // An enum of names (a notification kind): a string is what it takes.
+    out = out.replace("expected string or map", "expected a string");
     for (t, words) in [
         ("f64", "a number"),
         ("f32", "a number"),
@@ -584,6 +596,22 @@ mod tests {
             f["field"].as_str().unwrap().to_owned(),
             f["message"].as_str().unwrap().to_owned(),
         )
+    }
+
+    #[test]
+    fn our_type_names_are_said_as_what_they_take() {
+        assert_eq!(
+            plain("invalid type: null, expected struct BatchItem at line 1"),
+            "invalid type: null, expected an object at line 1"
+        );
+        assert_eq!(
+            plain("invalid type: null, expected string or map"),
+            "invalid type: null, expected a string"
+        );
+        assert_eq!(
+            plain("expected u64"),
+            "expected a whole number of at least 0"
+        );
     }
 
     #[test]

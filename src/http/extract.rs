@@ -74,8 +74,10 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             return Error::validation(unknown);
         }
         // A member of a tagged object is named by itself (strict_json::refusal).
-        let (path, inner) = strict_json::refusal::<T>(&value)
-            .unwrap_or_else(|| (e.path().to_string(), e.inner().to_string()));
+        let (path, inner) = strict_json::refusal::<T>(&value).unwrap_or_else(|| {
+            let inner = strict_json::plain(&e.inner().to_string());
+            (e.path().to_string(), inner)
+        });
         // A missing member is named as the field at fault, not the object
         // that lacks it (`until`, not `body`).
         let missing = inner

@@ -190,6 +190,15 @@ async fn a_batch_must_hold_one_to_a_hundred_distinct_actions() {
         .post_err(ROUTE, json!({"decisions": []}), 422, "VALIDATION_ERROR")
         .await;
     assert!(e.to_string().contains("1 to 100"), "{e}");
+    // An item that is not an object is said so, without our type's name.
+    let e = admin
+        .post_err(ROUTE, json!({"decisions": [null]}), 422, "VALIDATION_ERROR")
+        .await;
+    let said = e["message"].as_str().unwrap();
+    assert!(
+        said.contains("expected an object") && !said.contains("BatchItem"),
+        "{e}"
+    );
     let many: Vec<Value> = (0..101)
         .map(|i| json!({"action_id": format!("act_{i}"), "action_version": 1, "fingerprint": a["fingerprint"], "option_id": "approve"}))
         .collect();
