@@ -175,11 +175,23 @@ pub async fn summary(
     let window = p.window.unwrap_or_else(|| "30d".into());
     let days = rules::window_days(&window);
     if days.is_none() {
-        errors.push(FieldError::new("window", "one of 7d, 30d, 90d"));
+        errors.push(FieldError::new(
+            "window",
+            format!(
+                "window must be 7d, 30d or 90d, not `{}`",
+                crate::domain::words::as_named(&window)
+            ),
+        ));
     }
     let environment = p.environment.unwrap_or_else(|| "live".into());
     if !ENVIRONMENTS.contains(&environment.as_str()) {
-        errors.push(FieldError::new("environment", "live, test or all"));
+        errors.push(FieldError::new(
+            "environment",
+            format!(
+                "environment must be live, test or all, not `{}`",
+                crate::domain::words::as_named(&environment)
+            ),
+        ));
     }
     if p.source_id
         .as_deref()

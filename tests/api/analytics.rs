@@ -120,10 +120,18 @@ async fn the_summary_counts_statuses_times_rates_and_outcomes_per_source() {
 async fn summary_bad_queries_are_refused_with_the_field() {
     let app = TestApp::spawn().await;
     let admin = app.admin();
-    for (q, field) in [
-        ("window=1y", "window"),
-        ("environment=both", "environment"),
-        ("source_id=", "source_id"),
+    for (q, field, says) in [
+        (
+            "window=1y",
+            "window",
+            "window must be 7d, 30d or 90d, not `1y`",
+        ),
+        (
+            "environment=both",
+            "environment",
+            "environment must be live, test or all, not `both`",
+        ),
+        ("source_id=", "source_id", "source_id is empty"),
     ] {
         let e = admin
             .get_err(
@@ -133,6 +141,7 @@ async fn summary_bad_queries_are_refused_with_the_field() {
             )
             .await;
         assert_eq!(e["details"]["errors"][0]["field"], field, "{e}");
+        assert!(e["message"].as_str().unwrap().contains(says), "{e}");
     }
     admin
         .get_err("/v1/analytics/summary?days=7", 422, "VALIDATION_ERROR")
