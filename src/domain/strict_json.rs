@@ -462,16 +462,23 @@ const MOST_MEMBERS_SEARCHED: usize = 8;
 /// Serde's names of number types, in words, and of our own types (which
 /// the caller never saw) as what they take.
 pub(crate) fn plain(msg: &str) -> String {
-    let mut out = msg.to_owned();
-    // `expected struct BatchItem`: an object, whatever we call it.
+    // `expected struct BatchItem`, `expected struct variant Interaction::Text`:
+    // an object, whatever we call it. One pass (the message may repeat a
+    // client's string of up to the body's size).
     const STRUCT: &str = "expected struct ";
-    while let Some(i) = out.find(STRUCT) {
-        let rest = &out[i + STRUCT.len()..];
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        out = format!("{}expected an object{}", &out[..i], &rest[end..]);
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(STRUCT) {
+        out.push_str(&rest[..i]);
+        out.push_str("expected an object");
+        let after = &rest[i + STRUCT.len()..];
+        let after = after.strip_prefix("variant ").unwrap_or(after);
+        let end = after
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(after.len());
+        rest = &after[end..];
     }
+    out.push_str(rest);
     // An enum of names (a notification kind): a string is what it takes.
     out = out.replace("expected string or map", "expected a string");
     for (t, words) in [
@@ -612,6 +619,14 @@ mod tests {
             plain("expected u64"),
             "expected a whole number of at least 0"
         );
+        assert_eq!(
+            plain("invalid type: sequence, expected struct variant Interaction::Text"),
+            "invalid type: sequence, expected an object"
+        );
+        // A client's string that repeats the words many times: each is
+        // rewritten once, in one pass.
+        let many = "expected struct X,".repeat(15_000);
+        assert_eq!(plain(&many), "expected an object,".repeat(15_000));
     }
 
     #[test]

@@ -70,7 +70,24 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
 
     let mut with_reason = vote(&a, "approve");
     with_reason["reason"] = json!("checked the backup");
-    let done: Value = bob.post(&path, with_reason, 200).await;
+    let done: Value = bob.post(&path, with_reason.clone(), 200).await;
+    // The same vote with the same reason is a retry, after it resolved too;
+    // with another reason, or none, it is refused and says why.
+    let again: Value = bob.post(&path, with_reason.clone(), 200).await;
+    assert_eq!(again["idempotent_replay"], true, "{again}");
+    assert_eq!(again["data"]["status"], done["data"]["status"]);
+    for other in [json!("changed my mind"), Value::Null] {
+        let mut body = with_reason.clone();
+        body["reason"] = other;
+        let e = bob.post_err(&path, body, 409, "VOTE_ALREADY_CAST").await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("with another reason"),
+            "{e}"
+        );
+    }
     let d = &done["data"];
     assert_eq!(d["status"], "resolved");
     assert_eq!(d["resolution_option_id"], "approve");
