@@ -332,36 +332,19 @@ async fn creates_racing_a_revocation_leave_no_open_action() {
     let app = TestApp::spawn().await;
     let src = app.creds["source_id"].as_str().unwrap().to_owned();
     app.create_action(two_options("warms the key cache")).await;
-    let (first_tx, first) = tokio::sync::oneshot::channel::<()>();
-    let first_tx = std::sync::Mutex::new(Some(first_tx));
-    let creates = (0..6).map(|t| {
-        let (app, first_tx) = (&app, &first_tx);
-        async move {
-            let mut answers = Vec::new();
-            for i in 0..15 {
-                let r = app
-                    .post(
-                        "/v1/actions",
-                        &app.live_key(),
+    let streams = (0..6)
+        .map(|t| {
+            (0..15)
+                .map(|i| {
+                    (
+                        "/v1/actions".to_owned(),
                         two_options(&format!("race {t}.{i}")),
                     )
-                    .await;
-                if r.status == 201
-                    && let Some(tx) = first_tx.lock().unwrap().take()
-                {
-                    let _ = tx.send(());
-                }
-                answers.push((r.status.as_u16(), r.body["error"]["code"].clone()));
-            }
-            answers
-        }
-    });
-    let revoke = async {
-        first.await.unwrap();
-        let _: Value = app.admin().delete(&format!("/v1/sources/{src}"), 204).await;
-    };
-    let (answers, ()) = tokio::join!(futures::future::join_all(creates), revoke);
-    let answers: Vec<_> = answers.into_iter().flatten().collect();
+                })
+                .collect()
+        })
+        .collect();
+    let answers = racing_a_revocation(&app, &src, streams).await;
     assert!(answers.iter().any(|(s, _)| *s == 201));
     for (status, code) in &answers {
         assert!(
@@ -400,40 +383,21 @@ async fn outcome_reports_racing_a_revocation_record_nothing_after_it() {
     let marker = app
         .create_action(two_options("open at the revocation"))
         .await;
-    let (first_tx, first) = tokio::sync::oneshot::channel::<()>();
-    let first_tx = std::sync::Mutex::new(Some(first_tx));
-    let reports = resolved.chunks(10).map(|chunk| {
-        let (app, first_tx) = (&app, &first_tx);
-        async move {
-            let mut answers = Vec::new();
-            for a in chunk {
-                let r = app
-                    .post(
-                        &format!("/v1/actions/{}/outcome", a["id"].as_str().unwrap()),
-                        &app.live_key(),
+    let streams = resolved
+        .chunks(10)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|a| {
+                    (
+                        format!("/v1/actions/{}/outcome", a["id"].as_str().unwrap()),
                         json!({"status": "success", "duration_ms": 10, "rollback": false, "action_version": a["action_version"], "fingerprint": a["fingerprint"]}),
                     )
-                    .await;
-                if r.status == 201
-                    && let Some(tx) = first_tx.lock().unwrap().take()
-                {
-                    let _ = tx.send(());
-                }
-                answers.push((r.status.as_u16(), r.body["error"]["code"].clone()));
-            }
-            answers
-        }
-    });
-    let revoke = async {
-        // Bounded: the race starts with the first report recorded.
-        tokio::time::timeout(std::time::Duration::from_secs(60), first)
-            .await
-            .expect("no report was recorded within 60 s")
-            .unwrap();
-        let _: Value = app.admin().delete(&format!("/v1/sources/{src}"), 204).await;
-    };
-    let (answers, ()) = tokio::join!(futures::future::join_all(reports), revoke);
-    let answers: Vec<_> = answers.into_iter().flatten().collect();
+                })
+                .collect()
+        })
+        .collect();
+    let answers = racing_a_revocation(&app, &src, streams).await;
     assert!(answers.iter().any(|(s, _)| *s == 201));
     assert!(
         answers
@@ -470,6 +434,45 @@ async fn outcome_reports_racing_a_revocation_record_nothing_after_it() {
     );
     let accepted = answers.iter().filter(|(s, _)| *s == 201).count();
     assert_eq!(recorded, i64::try_from(accepted).unwrap());
+}
+
+/// Sends each stream's requests (path and body, with the live key) one
+/// after another, the streams at once, and revokes Source `src` as soon as
+/// one request answered 201, while the others are still under way. Answers
+/// every request's status and error code.
+async fn racing_a_revocation(
+    app: &TestApp,
+    src: &str,
+    streams: Vec<Vec<(String, Value)>>,
+) -> Vec<(u16, Value)> {
+    let (first_tx, first) = tokio::sync::oneshot::channel::<()>();
+    let first_tx = std::sync::Mutex::new(Some(first_tx));
+    let sends = streams.into_iter().map(|stream| {
+        let first_tx = &first_tx;
+        async move {
+            let mut answers = Vec::new();
+            for (path, body) in stream {
+                let r = app.post(&path, &app.live_key(), body).await;
+                if r.status == 201
+                    && let Some(tx) = first_tx.lock().unwrap().take()
+                {
+                    let _ = tx.send(());
+                }
+                answers.push((r.status.as_u16(), r.body["error"]["code"].clone()));
+            }
+            answers
+        }
+    });
+    let revoke = async {
+        // Bounded: the race starts with the first request that succeeded.
+        tokio::time::timeout(std::time::Duration::from_secs(60), first)
+            .await
+            .expect("no request succeeded within 60 s")
+            .unwrap();
+        let _: Value = app.admin().delete(&format!("/v1/sources/{src}"), 204).await;
+    };
+    let (answers, ()) = tokio::join!(futures::future::join_all(sends), revoke);
+    answers.into_iter().flatten().collect()
 }
 
 /// POST /v1/sources/{id}/keys/rotate as the init owner; the answer's body.
