@@ -35,14 +35,15 @@ pub struct SourceCreate {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceUpdate {
-    /// 1-100 characters, one line.
-    #[serde(default)]
+    /// 1-100 characters, one line; it cannot be cleared (`null` is refused).
+    #[serde(default, deserialize_with = "present")]
     #[schema(
+        value_type = String,
         min_length = 1,
         max_length = 100,
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*$"
     )]
-    pub name: Option<String>,
+    pub name: Option<Option<String>>,
     /// At most 500 characters; `null` clears the description.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 500)]
@@ -208,7 +209,16 @@ pub async fn update(
     req: SourceUpdate,
 ) -> Result<Source> {
     let ws = workspace(&user, true)?;
-    let name = req.name.as_deref().map(check_name).transpose()?;
+    let name = match &req.name {
+        Some(Some(n)) => Some(check_name(n)?),
+        Some(None) => {
+            return Err(Error::field(
+                "name",
+                "name cannot be null: a Source always has a name; leave the field out to keep it",
+            ));
+        }
+        None => None,
+    };
     check_description(req.description.as_ref().and_then(|d| d.as_deref()))?;
     let now = time::format(s.clock.now());
     let me = user.user_id.clone();

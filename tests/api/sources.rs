@@ -102,6 +102,21 @@ async fn source_lifecycle_create_read_update_rotate_revoke() {
             "VALIDATION_ERROR",
         )
         .await;
+    // A Source always has a name: null is refused, not taken as "no change".
+    let e = admin
+        .patch_err(
+            &format!("/v1/sources/{id}"),
+            json!({"name": null, "description": "kept out"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "name", "{e}");
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("leave the field out"), "{msg}");
+    let now = app.get(&format!("/v1/sources/{id}"), &user).await;
+    assert_eq!(now.body["data"]["name"], "deploy-bot-2");
+    assert_eq!(now.body["data"]["description"], Value::Null);
 
     // Rotation (no body: both keys, a day's overlap): the old key works for
     // a day more, then stops.
