@@ -39,8 +39,7 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
     // TLS for outgoing calls (identity providers) uses ring; a second install
     // (several servers in one test process) is refused harmlessly.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    crate::files::create_data_dir(&config.data_dir)?;
     if let Some(other) = crate::files::restrict_data_dir(&config.data_dir)? {
         let warning = crate::files::shared_data_dir_warning(&config.data_dir, &other);
         tracing::warn!("{warning}");
@@ -61,7 +60,7 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
         .db
         .write(move |c| Ok(keyring.ensure_active(c, &now)?))
         .await
-        .map_err(|e| anyhow::anyhow!("preparing receipt keys: {e}"))?;
+        .map_err(|e| e.for_operator().context("preparing receipt keys"))?;
     let background =
         crate::workers::spawn(services.clone()).context("starting the background threads")?;
     tokio::spawn(prune_limiters(limiter.clone(), addresses.clone()));

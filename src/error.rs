@@ -349,6 +349,18 @@ impl Error {
         e
     }
 
+    /// The active receipt signing key cannot be read (another owner, a
+    /// damaged file): 503, nothing applied; `/ready` says so too.
+    pub fn signing_key_unreadable(cause: impl Into<anyhow::Error>) -> Self {
+        let mut e = Self::new(
+            Code::Unavailable,
+            "hds cannot read its receipt signing key, so it cannot sign a decision now: nothing was applied; retry once the operator has fixed the key file (the server log says which)",
+        )
+        .retry_after(30);
+        e.0.cause = Some(cause.into());
+        e
+    }
+
     /// An internal error whose message says more than "not applied" (the
     /// cause is logged, never shown).
     pub fn internal_saying(message: &str, cause: impl Into<anyhow::Error>) -> Self {
@@ -414,6 +426,17 @@ impl Error {
     /// Takes the error apart, for the one place that renders it (`http::error`).
     pub(crate) fn into_inner(self) -> ErrorInner {
         *self.0
+    }
+
+    /// For a person at a terminal (the CLI, a server that cannot start):
+    /// an internal error's cause (a path, an OS error), which a client of
+    /// the API never sees; any other error as the API words it.
+    pub fn for_operator(self) -> anyhow::Error {
+        let shown = self.to_string();
+        match self.0.cause {
+            Some(cause) if self.0.code == Code::Internal => cause,
+            _ => anyhow::anyhow!(shown),
+        }
     }
 }
 

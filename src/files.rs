@@ -4,6 +4,23 @@
 use std::path::Path;
 
 /// Owner-only directory (0700).
+/// Makes the data dir (and its parents) unless it is there; a file in its
+/// place is named as such, not reported as "File exists".
+pub fn create_data_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(
+            "{} is a file, not a directory: give --data-dir (HDS_DATA_DIR) a directory, new or hds's own",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "creating the data dir {}: {e} (is it a directory this user may write?)",
+            dir.display()
+        )
+    })
+}
+
 pub fn restrict_dir(dir: &Path) -> std::io::Result<()> {
     set_mode(dir, 0o700)
 }

@@ -514,6 +514,13 @@ async fn online_backup_restores_into_a_new_data_dir() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 Actions"));
+    // One self-contained file, out of WAL mode: it can be read from
+    // read-only media, and opening it makes nothing beside it.
+    let mode: String = rusqlite::Connection::open(&backup)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
     // Restore refuses a data dir in use.
     let busy = Command::new(HDS)
         .arg("restore")
@@ -540,6 +547,12 @@ async fn online_backup_restores_into_a_new_data_dir() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("backup.db"))
+        .collect();
+    assert_eq!(beside, ["backup.db"], "the restore left the backup alone");
     let (mut child, base) = serve(&restored);
     let r = http
         .get(format!("{base}/v1/source/actions/{id}"))
@@ -722,6 +735,87 @@ async fn a_deleted_account_is_named_by_no_command() {
         )
         .unwrap();
     assert_eq!(owners, 0);
+}
+
+/// `hds keys rotate` run beside a server whose new key it cannot use (here
+/// a damaged file; in the field, a file only another user may read): the
+/// server says so on `/ready`, and a decision is 503 with nothing applied,
+/// not a 500. The CLI gives a new key file the keys directory's owner.
+#[tokio::test]
+async fn a_signing_key_the_server_cannot_read_is_reported_not_a_500() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    let creds = init(&data);
+    let key = creds["source_key_live"].as_str().unwrap().to_owned();
+    let token = creds["user_token"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let ready: Value = http
+        .get(format!("{base}/ready"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["checks"]["receipt_signing"], "ok", "{ready}");
+    let out = hds(&["keys", "rotate"], &data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let kid = said.trim().rsplit(' ').next().unwrap().to_owned();
+    let pem = data.join("keys").join(format!("{kid}.pem"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata(data.join("keys")).unwrap().uid();
+        assert_eq!(std::fs::metadata(&pem).unwrap().uid(), owner);
+    }
+    std::fs::write(&pem, "damaged\n").unwrap();
+    let r = http.get(format!("{base}/ready")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let ready: Value = r.json().await.unwrap();
+    assert_eq!(ready["status"], "unavailable", "{ready}");
+    assert_eq!(ready["checks"]["receipt_signing"], "failing", "{ready}");
+    assert_eq!(ready["checks"]["database_write"], "ok", "{ready}");
+    let a = create(&http, &base, &key).await;
+    let r = http
+        .post(format!("{base}/v1/actions/{}/decision", a["id"].as_str().unwrap()))
+        .bearer_auth(&token)
+        .json(&json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"], "option_id": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert!(r.headers().get("retry-after").is_some());
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "SERVICE_UNAVAILABLE", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("receipt signing key"),
+        "{e}"
+    );
+    // Nothing applied: the Action is still open, at its version.
+    let now: Value = http
+        .get(format!(
+            "{base}/v1/source/actions/{}",
+            a["id"].as_str().unwrap()
+        ))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(now["data"]["status"], "open", "{now}");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 /// `hds keys revoke` after a leak: rotate, then revoke the old key while
@@ -1012,6 +1106,78 @@ fn operator_mistakes_are_refused_with_what_to_do() {
         &data,
         "is not an e-mail address",
     );
+    // Without --create-as, the address itself is what is wrong.
+    let err = fails(
+        &["users", "link", "not an email"],
+        &data,
+        "is not an e-mail address",
+    );
+    assert!(!err.contains("--create-as"), "{err}");
+    // A kid starting with `-` (base64url) is a kid, not a flag.
+    fails(
+        &["keys", "revoke", "-oR7FpZt2XWgRY5J1s2MEJSx"],
+        &data,
+        "no receipt key has the kid -oR7FpZt2XWgRY5J1s2MEJSx",
+    );
+    // A file where the data dir should be is named as such.
+    let afile = dir.path().join("afile");
+    std::fs::write(&afile, "x").unwrap();
+    fails(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &afile,
+        "is a file, not a directory",
+    );
+    fails(&["init"], &afile, "is a file, not a directory");
+    // Restore takes a file, and says so of a directory or a missing path.
+    let into = dir.path().join("into");
+    fails(
+        &["restore", data.to_str().unwrap()],
+        &into,
+        "is a directory; give the file `hds backup` wrote",
+    );
+    fails(
+        &["restore", dir.path().join("nope.db").to_str().unwrap()],
+        &into,
+        "No such file",
+    );
+    // A database from a newer hds: every command refuses it in words, and
+    // leaves it as it was.
+    let newer = dir.path().join("newer");
+    std::fs::create_dir(&newer).unwrap();
+    std::fs::copy(data.join("hds.db"), newer.join("hds.db")).unwrap();
+    rusqlite::Connection::open(newer.join("hds.db"))
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
+    let before = std::fs::read(newer.join("hds.db")).unwrap();
+    for args in [&["serve", "--listen", "127.0.0.1:0"][..], &["keys", "list"]] {
+        let err = fails(
+            args,
+            &newer,
+            "written by a newer hds (schema 99; this hds knows up to",
+        );
+        assert!(!err.contains("rusqlite"), "{err}");
+    }
+    assert_eq!(std::fs::read(newer.join("hds.db")).unwrap(), before);
+    // An active key file that is not a key stops the start, naming it.
+    let damaged = dir.path().join("damaged");
+    init(&damaged);
+    let pem = std::fs::read_dir(damaged.join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "pem"))
+        .unwrap();
+    std::fs::write(&pem, "not a key\n").unwrap();
+    let err = fails(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &damaged,
+        "the active receipt signing key cannot be used",
+    );
+    assert!(
+        err.contains(pem.file_name().unwrap().to_str().unwrap()),
+        "{err}"
+    );
+    assert!(!err.contains("INTERNAL_ERROR"), "{err}");
     std::fs::write(
         data.join("hds.toml"),
         "[smtp]\nhost = \"mail\"\npassword=s3cretpw\n",

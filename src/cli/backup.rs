@@ -61,7 +61,19 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
         crate::files::restrict_file(&a.path)?;
         let mut dst = Connection::open(&a.path)?;
         copy(&src, &mut dst)?;
-        Ok(dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?)
+        let n = dst.query_row("SELECT count(*) FROM actions", [], |r| r.get(0))?;
+        // A copy takes the live database's WAL mode; a backup in WAL mode
+        // cannot be read from read-only media (a snapshot, a mounted
+        // volume) and grows -wal and -shm files beside it whenever opened.
+        // In rollback mode it is one self-contained file.
+        let mode: String = dst.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
+        anyhow::ensure!(
+            mode.eq_ignore_ascii_case("delete"),
+            "could not take the copy out of WAL mode (journal_mode {mode})"
+        );
+        dst.close().map_err(|(_, e)| e)?;
+        std::fs::File::open(&a.path)?.sync_all()?;
+        Ok(n)
     })();
     let n = match written {
         Ok(n) => n,
@@ -92,8 +104,15 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
 
 pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     // The backup is checked before anything in the data dir is touched.
-    let src = Connection::open_with_flags(&a.path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening {}", a.path.display()))?;
+    match std::fs::metadata(&a.path) {
+        Ok(m) if m.is_dir() => bail!(
+            "{} is a directory; give the file `hds backup` wrote",
+            a.path.display()
+        ),
+        Ok(_) => {}
+        Err(e) => bail!("{}: {e}", a.path.display()),
+    }
+    let src = open_backup(&a.path)?;
     let ok: bool = src
         .query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'actions')",
@@ -168,6 +187,32 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Opens a backup to read, never to write: `immutable` (RFC 8089 file URI,
+/// SQLite's URI parameter) so that nothing, not even a `-shm` file, is made
+/// beside it, and a backup on read-only media (older ones, in WAL mode,
+/// included) can be restored.
+fn open_backup(path: &std::path::Path) -> anyhow::Result<Connection> {
+    let abs = std::path::absolute(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = abs
+        .to_str()
+        .with_context(|| format!("{} is not a UTF-8 path", path.display()))?;
+    let mut uri = String::from("file:");
+    for ch in text.chars() {
+        match ch {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Connection::open_with_flags(
+        &uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .with_context(|| format!("opening {}", path.display()))
 }
 
 /// What a restore did to the receipt keys.

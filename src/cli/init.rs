@@ -4,7 +4,7 @@
 use crate::clock::Clock;
 use crate::domain::access::Role;
 use crate::domain::time;
-use anyhow::{Context, bail};
+use anyhow::bail;
 use serde_json::json;
 
 use crate::cli::DataDir;
@@ -61,8 +61,7 @@ pub fn initialise_at(
     let dir = DataDir {
         data_dir: data_dir.to_owned(),
     };
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
+    crate::files::create_data_dir(data_dir)?;
     if let Some(other) = crate::files::restrict_data_dir(data_dir)? {
         eprintln!(
             "warning: {}",
@@ -75,7 +74,7 @@ pub fn initialise_at(
     if has_users {
         bail!("{} is already initialised", data_dir.display());
     }
-    let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
+    let err = crate::error::Error::for_operator;
     let clock_now = Clock::system().now();
     let now = time::format(clock_now);
     if receipts::active_kid(&tx).map_err(err)?.is_none() {

@@ -24,7 +24,9 @@ pub enum KeysCommand {
 pub struct RevokeArgs {
     #[command(flatten)]
     pub dir: DataDir,
-    /// The key's `kid`, as `hds keys list` shows it.
+    /// The key's `kid`, as `hds keys list` shows it (one that starts with
+    /// `-` is taken as it is).
+    #[arg(allow_hyphen_values = true)]
     pub kid: String,
 }
 
@@ -62,7 +64,7 @@ pub fn run(cmd: KeysCommand) -> anyhow::Result<()> {
         }
         KeysCommand::List(dir) => {
             let conn = open_cli_connection(&dir.existing_db()?)?;
-            let keys = receipts::keys(&conn).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let keys = receipts::keys(&conn).map_err(crate::error::Error::for_operator)?;
             let keys = crate::service::keyring::as_marked(&dir.keys_dir(), keys);
             let head = format!("{:<45} {:<8} {:<26} RETIRED", "KID", "STATUS", "CREATED");
             let rows = keys.into_iter().map(|k| {

@@ -144,12 +144,7 @@ impl DataDir {
     /// Takes the data dir's lock; fails when a server holds it.
     pub fn lock(&self) -> anyhow::Result<std::fs::File> {
         use anyhow::Context;
-        std::fs::create_dir_all(&self.data_dir).with_context(|| {
-            format!(
-                "creating the data dir {} (is it a directory this user may write?)",
-                self.data_dir.display()
-            )
-        })?;
+        crate::files::create_data_dir(&self.data_dir)?;
         let lock = self.data_dir.join("hds.lock");
         let f = std::fs::OpenOptions::new()
             .create(true)

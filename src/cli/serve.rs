@@ -51,12 +51,21 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             tracing::warn!(error = %e, "could not record the base URL for `hds users link`");
         }
         let data_dir = config.data_dir.clone();
+        let base_url = config.base_url.clone();
         let state = crate::app::start(config).await?;
         // Tests and scripts read the first line to learn the port when
         // listening on :0. The banner is written in one piece, and a stdout
         // that was closed (a reader that stopped at the link) is not a reason
         // to stop serving: write errors are ignored, where `println!` panics.
         let mut banner = format!("hds listening on http://{addr}\n");
+        // Listening on every interface (0.0.0.0) or behind a proxy, the
+        // address bound is not where people open the dashboard: forms are
+        // only taken from the base URL's origin.
+        if base_url.trim_end_matches('/') != format!("http://{addr}") {
+            banner.push_str(&format!(
+                "dashboard and sign-in links at {base_url} (the base URL; forms from any other origin are refused)\n"
+            ));
+        }
         if let Some(m) = &metrics_listener {
             let at = m.local_addr()?;
             banner.push_str(&format!("metrics on http://{at}/metrics\n"));

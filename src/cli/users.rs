@@ -67,7 +67,7 @@ pub fn link_with_note(a: &LinkArgs) -> anyhow::Result<(String, Option<String>)> 
             a.dir.data_dir.display()
         );
     }
-    let err = |e: crate::error::Error| anyhow::anyhow!("{e}");
+    let err = crate::error::Error::for_operator;
     let mut conn = open_cli_connection(&a.dir.db_path())?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let clock_now = Clock::system().now();
@@ -86,10 +86,11 @@ pub fn link_with_note(a: &LinkArgs) -> anyhow::Result<(String, Option<String>)> 
             note = Some(unchanged_role(&tx, &u, asked).map_err(err)?);
             u
         }
+        (None, _) if !crate::domain::validate::looks_like_email(&a.email) => bail!(
+            "`{}` is not an e-mail address such as ana@example.com (no spaces, a dotted domain name after the @)",
+            a.email
+        ),
         (None, Some(role)) => {
-            if !crate::domain::validate::looks_like_email(&a.email) {
-                bail!("`{}` is not an e-mail address", a.email);
-            }
             let Some(ws) = workspaces::oldest(&tx).map_err(err)? else {
                 bail!("this data dir has no workspace; run `hds init` first");
             };

@@ -213,7 +213,7 @@ pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
 /// One line per workspace, oldest first: `id  kind  N members  owners  name`.
 pub fn list(a: &ListArgs) -> anyhow::Result<Vec<String>> {
     let conn = open(&a.dir)?;
-    let all = workspaces::all(&conn).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let all = workspaces::all(&conn).map_err(crate::error::Error::for_operator)?;
     Ok(all
         .into_iter()
         .map(|s| {
@@ -253,7 +253,7 @@ pub fn set_plan(a: &SetPlanArgs) -> anyhow::Result<()> {
     }
     let conn = open(&a.dir)?;
     let found = crate::store::billing::set_plan(&conn, &a.workspace_id, &a.plan_id)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(crate::error::Error::for_operator)?;
     if !found {
         bail!(
             "no workspace `{}`; `hds workspaces list` shows their ids",

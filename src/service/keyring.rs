@@ -38,7 +38,7 @@ impl Keyring {
         if let Some(k) = cache.get(&kid) {
             return Ok((kid, k.clone()));
         }
-        let key = load(&self.dir, &kid)?;
+        let key = load(&self.dir, &kid).map_err(crate::error::Error::signing_key_unreadable)?;
         cache.insert(kid.clone(), key.clone());
         Ok((kid, key))
     }
@@ -53,11 +53,27 @@ impl Keyring {
         apply_revocations(&self.dir, c, now)?;
         if let Some(kid) = receipts::active_kid(c)? {
             if key_path(&self.dir, &kid).exists() {
+                // A key file this process cannot read (another owner, a
+                // damaged file) would fail every decision: refuse to start
+                // instead, saying which file and why.
+                let key = load(&self.dir, &kid).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the active receipt signing key cannot be used: {e:#}; make the file readable by the user hds runs as (it must be the Ed25519 key hds wrote), or restore it from a backup of the keys directory"
+                    )
+                })?;
+                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                cache.insert(kid.clone(), key);
                 return Ok(kid);
             }
             tracing::warn!(key.kid = %kid, "private half of the active receipt key is missing; rotating to a new key");
         }
         rotate(&self.dir, c, now)
+    }
+
+    /// Whether the active key can sign now (`/ready`): read from the
+    /// database and, the first time, from its file.
+    pub fn can_sign(&self, c: &Connection) -> bool {
+        self.active(c).is_ok()
     }
 }
 
@@ -242,6 +258,42 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", path.display()))?;
     f.write_all(bytes)?;
     f.sync_all()?;
+    drop(f);
+    if let Err(e) = owned_as_its_directory(path) {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Gives a new key file the owner of its directory. `hds keys rotate` run
+/// as root beside a server that runs as a service user would otherwise
+/// leave a file (mode 0600) that server cannot read, and every decision
+/// would fail. A user that cannot change the owner is told to run the
+/// command as the directory's owner, and no key is made.
+#[cfg(unix)]
+fn owned_as_its_directory(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(dir) = path.parent() else {
+        return Ok(());
+    };
+    let want = std::fs::metadata(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let got = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    if want.uid() == got.uid() {
+        return Ok(());
+    }
+    std::os::unix::fs::chown(path, Some(want.uid()), Some(want.gid())).map_err(|e| {
+        anyhow::anyhow!(
+            "{} belongs to user {} (group {}), who could not read a key made by this user: {e}; run the command as that user",
+            dir.display(),
+            want.uid(),
+            want.gid()
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn owned_as_its_directory(_: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 

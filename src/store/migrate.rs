@@ -5,7 +5,17 @@ use rusqlite::{Connection, Transaction};
 use rusqlite_migration::{HookResult, M, Migrations};
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
+    Migrations::new(steps())
+}
+
+/// How many migrations this build knows: the `user_version` of a database
+/// it has brought up to date.
+fn known_versions() -> i64 {
+    steps().len() as i64
+}
+
+fn steps() -> Vec<M<'static>> {
+    vec![
         M::up(include_str!("../../migrations/0001_init.sql")),
         M::up(include_str!("../../migrations/0002_signin.sql")),
         M::up(include_str!("../../migrations/0003_inbox_tabs.sql")),
@@ -73,7 +83,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0046_search_by_workspace.sql"
         )),
-    ])
+    ]
 }
 
 /// 0025: each stored browser session is keyed by the hash of its cookie
@@ -99,6 +109,13 @@ pub fn latest_version() -> anyhow::Result<i64> {
 }
 
 pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
+    let theirs: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let ours = known_versions();
+    if theirs > ours {
+        anyhow::bail!(
+            "the database was written by a newer hds (schema {theirs}; this hds knows up to {ours}): run that version or newer on it, or restore a backup made by this one; nothing was changed"
+        );
+    }
     migrations()
         .to_latest(conn)
         .map_err(|e| anyhow::anyhow!("database migration failed: {e}"))

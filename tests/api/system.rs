@@ -18,6 +18,7 @@ async fn system_routes_answer() {
     let ready = app.call(Method::GET, "/ready", None, None, &[]).await;
     assert_eq!(ready.ok(200)["checks"]["database_write"], "ok");
     assert_eq!(ready.ok(200)["checks"]["disk_space"], "ok");
+    assert_eq!(ready.ok(200)["checks"]["receipt_signing"], "ok");
     let docs = app.call(Method::GET, "/v1/docs", None, None, &[]).await;
     let sections = docs.ok(200)["sections"].as_array().unwrap().clone();
     assert!(

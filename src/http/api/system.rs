@@ -65,6 +65,13 @@ pub async fn ready(State(st): State<AppState>) -> Response {
         .write(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
         .await
         .is_ok();
+    // A receipt key this process cannot read (another owner, a damaged
+    // file) would fail every decision.
+    let keyring = st.services.keyring.clone();
+    let signing = db
+        .read(move |c| Ok(keyring.can_sign(c)))
+        .await
+        .unwrap_or(false);
     let free = crate::files::free_bytes(&st.services.config.data_dir);
     let min_free = st
         .services
@@ -72,13 +79,14 @@ pub async fn ready(State(st): State<AppState>) -> Response {
         .ready_min_free_mb
         .saturating_mul(1024 * 1024);
     let space = free.is_none_or(|f| f >= min_free);
-    let ok = read && write && space;
+    let ok = read && write && space && signing;
     let check = |ok: bool| if ok { "ok" } else { "failing" };
     let body = Ready {
         status: if ok { "ready" } else { "unavailable" },
         checks: ReadyChecks {
             database_read: check(read),
             database_write: check(write),
+            receipt_signing: check(signing),
             disk_space: match free {
                 None => "unknown",
                 Some(_) => check(space),

@@ -44,6 +44,9 @@ pub struct ReadyChecks {
     /// `ok` or `failing`.
     pub database_read: &'static str,
     pub database_write: &'static str,
+    /// `ok`, or `failing` when the active receipt signing key cannot be read
+    /// (its file has another owner or is damaged): decisions would fail.
+    pub receipt_signing: &'static str,
     /// `ok`, or `failing` when the data dir's file system has less free than
     /// `--ready-min-free-mb` (64 MiB by default): writes are about to fail for
     /// want of space. `unknown` where free space cannot be read.
