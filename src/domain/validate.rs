@@ -207,8 +207,9 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
     use crate::domain::action::{ActionOption, ApprovalPolicy, Control, OnExpire};
     let default_option =
         |o: &ActionOption| o.style.as_deref() == Some("secondary") || o.sort_order.is_some();
-    // Only on a callback control: on a link control `mutating` is refused.
-    let default_control = |c: &Control| c.kind == "callback" && c.mutating == Some(false);
+    // `false` is the default of every kind (a link control may not be
+    // mutating: `true` is refused there).
+    let default_control = |c: &Control| c.mutating == Some(false);
     let default_expiry = |e: &OnExpire| e.action == "expire" && e.option_id.is_none();
     let default_threshold = |p: &ApprovalPolicy| p.reject_threshold == Some(1);
     let any = spec.context_request_mode.as_deref() == Some("unsupported")
@@ -548,10 +549,10 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                             format!("a link control needs an absolute http or https url of at most {MAX_URL} bytes"),
                         ));
                     }
-                    if c.mutating.is_some() {
+                    if c.mutating == Some(true) {
                         errs.push(FieldError::new(
                             at("mutating"),
-                            "only callback controls can be mutating",
+                            "a link control only opens its url, so it cannot be mutating: leave mutating out (or false), or make it a callback control",
                         ));
                     }
                 }
@@ -1041,12 +1042,18 @@ mod tests {
             "on_expire": {"action": "cancel"}}));
         let kept = without_defaults(&other);
         assert_eq!(*kept, other);
-        // `mutating` on a link control is refused, not a default: kept, so
-        // that such a retry is not taken for the valid request.
+        // `mutating: false` is the default on a link control too; `true`
+        // (refused there) is kept, so that such a retry is not taken for
+        // the valid request.
         let link = parse(json!({"title": "t", "options": [{"label": "A"}],
             "controls": [{"key": "l", "label": "L", "kind": "link", "url": "https://x.example.com", "mutating": false}]}));
+        let plain = parse(json!({"title": "t", "options": [{"label": "A"}],
+            "controls": [{"key": "l", "label": "L", "kind": "link", "url": "https://x.example.com"}]}));
+        assert_eq!(*without_defaults(&link), plain);
+        let mutating = parse(json!({"title": "t", "options": [{"label": "A"}],
+            "controls": [{"key": "l", "label": "L", "kind": "link", "url": "https://x.example.com", "mutating": true}]}));
         assert!(matches!(
-            without_defaults(&link),
+            without_defaults(&mutating),
             std::borrow::Cow::Borrowed(_)
         ));
     }

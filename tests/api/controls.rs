@@ -817,3 +817,60 @@ async fn control_requests_page_by_starting_after_without_repeats_or_gaps() {
         )
         .await;
 }
+
+/// `mutating: false` is the documented default of every control, a link's
+/// too: sent, it changes nothing (a keyed retry without it replays), while
+/// `mutating: true` on a link is refused naming the field.
+#[tokio::test]
+async fn a_link_control_takes_mutating_false_and_refuses_true() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let link = |mutating: Option<bool>| {
+        let mut c = json!({"key": "runbook", "label": "Runbook", "kind": "link", "url": "https://docs.example.com/runbook"});
+        if let Some(m) = mutating {
+            c["mutating"] = json!(m);
+        }
+        json!({"title": "Links", "options": [{"label": "OK"}], "controls": [c]})
+    };
+    let first = src
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&link(Some(false))),
+            &[("idempotency-key", "link-false")],
+        )
+        .await;
+    let created = first.ok(201).clone();
+    assert_eq!(created["data"]["controls"][0]["kind"], "link", "{created}");
+    let again = src
+        .call(
+            Method::POST,
+            "/v1/actions",
+            Some(&link(None)),
+            &[("idempotency-key", "link-false")],
+        )
+        .await;
+    assert_eq!(
+        again
+            .headers
+            .get("idempotent-replayed")
+            .map(|v| v.to_str().unwrap()),
+        Some("true")
+    );
+    assert_eq!(again.ok(201)["data"]["id"], created["data"]["id"]);
+    let e = src
+        .call(Method::POST, "/v1/actions", Some(&link(Some(true))), &[])
+        .await;
+    let e = e.error(422, "VALIDATION_ERROR");
+    assert_eq!(
+        e["details"]["errors"][0]["field"], "controls[0].mutating",
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be mutating"),
+        "{e}"
+    );
+}
