@@ -215,6 +215,8 @@ pub struct FormField {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Control {
+    /// 1-64 characters of a-z, 0-9, _ or -; unique per Action.
+    #[schema(pattern = "^[a-z0-9_-]{1,64}$")]
     pub key: String,
     /// 1-100 characters on one line.
     #[schema(
@@ -224,6 +226,7 @@ pub struct Control {
     )]
     pub label: String,
     /// `callback` (needs the Action's callback_url) or `link`.
+    #[schema(schema_with = control_kind_schema)]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -323,7 +326,9 @@ pub struct ActionSpec {
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*$"
     )]
     pub title: String,
+    /// Markdown, at most 20,000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 20000)]
     pub description: Option<String>,
     #[serde(default)]
     pub priority: Priority,
@@ -338,22 +343,28 @@ pub struct ActionSpec {
     pub expires_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_expire: Option<OnExpire>,
+    /// At most 12, at most 3 of them mutating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 12)]
     pub controls: Option<Vec<Control>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 100)]
     pub context: Option<Vec<ContextBlock>>,
+    /// 1-100 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 100)]
     pub decision_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub decision_context: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
     /// `unsupported` (default), `poll` or `callback`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = context_request_mode_schema)]
     pub context_request_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee_email: Option<String>,
@@ -361,14 +372,19 @@ pub struct ActionSpec {
     pub assignee_user_id: Option<String>,
     /// `workspace` (default) or `restricted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = visibility_schema)]
     pub visibility: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 1, max_items = 15)]
     pub reviewer_emails: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 1, max_items = 15)]
     pub reviewer_user_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,
+    /// 1-255 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 255)]
     pub dedupe_key: Option<String>,
     /// The person on whose behalf the Source asks (guide: "Separation of
     /// duties"): unless `approval_policy.allow_self_approval`, they may not
@@ -382,6 +398,29 @@ pub struct ActionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 64)]
     pub run_id: Option<String>,
+}
+
+fn nullable_string_enum(values: &[&str]) -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type, schema::SchemaType};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(values.iter().copied().map(Some).chain([None])))
+        .build()
+}
+
+fn context_request_mode_schema() -> utoipa::openapi::Object {
+    nullable_string_enum(&["unsupported", "poll", "callback"])
+}
+
+fn visibility_schema() -> utoipa::openapi::Object {
+    nullable_string_enum(&["workspace", "restricted"])
+}
+
+fn control_kind_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["callback", "link"]))
+        .build()
 }
 
 /// Field names accepted on create, to list every unknown field at once.

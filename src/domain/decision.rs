@@ -64,6 +64,25 @@ pub fn check_binding(
     )
 }
 
+/// [`check_binding`] for pressing a control or voting: the same check,
+/// with the same answer in the words of what was being done (`doing`:
+/// "press the control", "vote").
+pub fn check_binding_to(
+    a: &ActionRecord,
+    version: i64,
+    fingerprint: &str,
+    doing: &str,
+) -> Result<(), Error> {
+    binding(
+        a,
+        Some(version),
+        Some(fingerprint),
+        &format!(
+            "the Action changed since it was read; re-read it, show the new content, and {doing} again"
+        ),
+    )
+}
+
 /// [`check_binding`] for an outcome: the binding names the version that
 /// was decided, which never changes once it is.
 pub fn check_decided_binding(
@@ -300,8 +319,14 @@ fn check_value(i: &Interaction, v: &Value) -> Result<(), Error> {
         Interaction::Number { min, max, .. } => {
             let n = v.as_f64().ok_or_else(|| mismatch("a number"))?;
             if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                let range = match (min, max) {
+                    (Some(lo), Some(hi)) => format!("from {lo} to {hi}"),
+                    (Some(lo), None) => format!("{lo} or more"),
+                    (None, Some(hi)) => format!("{hi} or less"),
+                    (None, None) => String::new(),
+                };
                 return Err(invalid(format!(
-                    "response.value {n} is outside the allowed range"
+                    "response.value {n} is outside the allowed range: give a number {range}"
                 )));
             }
             Ok(())

@@ -236,7 +236,7 @@ pub fn version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> 
     let v: i64 = integer(d)?;
     if v < 1 {
         return Err(de::Error::custom(format!(
-            "action_version must be 1 or more (the version you were shown), got {v}"
+            "must be 1 or more (the version you were shown), got {v}"
         )));
     }
     Ok(v)
@@ -481,6 +481,26 @@ pub(crate) fn plain(msg: &str) -> String {
     out.push_str(rest);
     // An enum of names (a notification kind): a string is what it takes.
     out = out.replace("expected string or map", "expected a string");
+    // `unknown variant `bogus`, expected one of `low`, `normal``: the value
+    // the client sent, then what to send instead.
+    if let Some(i) = out.find("unknown variant `") {
+        let after = &out[i + "unknown variant ".len()..];
+        if let Some(end) = after[1..].find('`').map(|e| e + 2)
+            && let Some(expected) = after[end..].strip_prefix(", expected ")
+        {
+            out = format!(
+                "{}{} is not a value this field takes: use {expected}",
+                &out[..i],
+                &after[..end]
+            );
+        }
+    }
+    // The only object without members of its own (a boolean interaction)
+    // still has its tag.
+    out = out.replace(
+        ", there are no fields",
+        ": this object takes only its `type`",
+    );
     for (t, words) in [
         ("f64", "a number"),
         ("f32", "a number"),

@@ -121,11 +121,13 @@ pub async fn update(s: &Services, user: &UserCaller, req: AccountUpdate) -> Resu
 }
 
 /// DELETE /v1/account
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountDeleteRequest {
-    /// The caller's own e-mail address (compared without ASCII case).
-    #[schema(min_length = 1, max_length = 320)]
+    /// The caller's own e-mail address (compared without ASCII case). Left
+    /// out (or the body with it), the answer says what to send.
+    #[serde(default)]
+    #[schema(required = true, min_length = 1, max_length = 320)]
     pub confirm: String,
 }
 
@@ -188,6 +190,12 @@ pub fn shown_address(email: String) -> String {
 /// comments and history keep the user id: receipts are signed and never
 /// change.
 pub async fn delete(s: &Services, user: &UserCaller, req: AccountDeleteRequest) -> Result<()> {
+    if req.confirm.trim().is_empty() {
+        return Err(Error::field(
+            "confirm",
+            "send {\"confirm\": \"<your e-mail address>\"} to confirm that the account is to be deleted",
+        ));
+    }
     if !req.confirm.trim().eq_ignore_ascii_case(&user.email) {
         return Err(Error::field(
             "confirm",

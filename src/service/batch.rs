@@ -46,7 +46,7 @@ pub struct BatchItem {
     #[serde(default)]
     pub option_id: Option<String>,
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub response: Option<Value>,
     #[serde(default)]
     #[schema(max_length = 2000)]

@@ -147,7 +147,7 @@ pub async fn invoke(
             ));
         }
         decision::ensure_open(&a, &now)?;
-        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+        decision::check_binding_to(&a, req.action_version, &req.fingerprint, "press the control")?;
         let control = a
             .spec
             .controls

@@ -36,7 +36,7 @@ pub struct DecisionRequest {
     #[serde(default)]
     pub option_id: Option<String>,
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub response: Option<Value>,
     #[serde(default)]
     #[schema(max_length = 2000)]
@@ -50,7 +50,7 @@ pub struct ResolveRequest {
     #[serde(default)]
     pub option_id: Option<String>,
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub response: Option<Value>,
     #[serde(default, deserialize_with = "strict_json::optional_version")]
     #[schema(minimum = 1)]

@@ -52,7 +52,7 @@ pub struct RunCreate {
     pub total: Option<i64>,
     /// Any JSON object, at most 32 KB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -596,7 +596,14 @@ pub async fn cancel_for_user(
             return Ok((r, true));
         }
         if run::is_final(&r.status) {
-            return Err(not_active(&r));
+            return Err(Error::new(
+                Code::RunNotActive,
+                format!(
+                    "run {} already {}: there is nothing left to cancel",
+                    r.id, r.status
+                ),
+            )
+            .with_detail("status", r.status.clone()));
         }
         let why = match req.reason.as_deref().map(str::trim) {
             Some(reason) if !reason.is_empty() => format!("Cancelled by {}: {reason}", user.email),

@@ -211,7 +211,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         // the Action is still that version; after a material change the
         // binding is stale, and the reviewer votes again on what changed.
         if let Some((v, reason)) = votes::cast(c, &a.id, a.action_version, &user.user_id)? {
-            decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+            decision::check_binding_to(&a, req.action_version, &req.fingerprint, "vote")?;
             // The same vote with the same reason is a retry; another reason
             // would be dropped unsaid, so it is refused like another vote.
             if v == req.vote && reason != req.reason {
@@ -242,7 +242,7 @@ pub async fn cast(s: &Services, user: UserCaller, id: String, req: VoteRequest) 
         }
         let now = time::format(clock_now);
         decision::ensure_open(&a, &now)?;
-        decision::check_binding(&a, Some(req.action_version), Some(&req.fingerprint))?;
+        decision::check_binding_to(&a, req.action_version, &req.fingerprint, "vote")?;
         // A vote stands for its option: one that needs a reason needs it
         // on the vote too.
         decision::check_vote_reason(&a.spec, &req.vote, req.reason.as_deref())?;

@@ -1,5 +1,6 @@
 //! The Action lifecycle through the API.
 
+use hds::domain::access::Role;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -1757,4 +1758,172 @@ async fn a_source_lists_its_own_actions_by_status_and_pages_them() {
     app.admin()
         .get_err("/v1/source/actions", 401, "INVALID_API_KEY")
         .await;
+}
+
+/// Refusals that say what to send instead, in the words of what was being
+/// done: an unknown value lists the values taken, a boolean interaction
+/// takes only its `type`, a bad version names its field once, a number out
+/// of range gives the range, a stale press or vote says to press or vote
+/// again, a person cancelling a finished run is told it is finished, and
+/// deleting an account without a body says what to send.
+#[tokio::test]
+async fn refusals_say_what_to_send_instead() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let e = src
+        .post_err(
+            "/v1/actions",
+            json!({"title": "t", "priority": "bogus", "options": [{"label": "A"}]}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.contains("`bogus` is not a value this field takes: use one of `low`"),
+        "{msg}"
+    );
+    assert!(!msg.contains("variant"), "{msg}");
+    let e = src
+        .post_err(
+            "/v1/actions",
+            json!({"title": "t", "interaction": {"type": "boolean", "default": true}}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(
+        e["details"]["errors"][0]["field"], "interaction.default",
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("takes only its `type`"),
+        "{e}"
+    );
+
+    let a = app.create_action(two_options("Ship it?")).await;
+    let resolve = format!("/v1/actions/{}/resolve", a["id"].as_str().unwrap());
+    let e = src
+        .post_err(
+            &resolve,
+            json!({"option_id": "approve", "action_version": 0}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(
+        e["message"], "action_version: must be 1 or more (the version you were shown), got 0",
+        "{e}"
+    );
+
+    let n = app
+        .create_action(
+            json!({"title": "Replicas?", "interaction": {"type": "number", "min": 1, "max": 20}}),
+        )
+        .await;
+    let e = app.decide(&n, json!({"response": {"value": 21}})).await;
+    let e = e.error(400, "INVALID_RESPONSE");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("give a number from 1 to 20"),
+        "{e}"
+    );
+
+    // A control pressed, and a vote cast, on a version since replaced.
+    let mut body = two_options("Restart?");
+    body["callback_url"] = json!("https://hooks.example.com/hds");
+    body["controls"] = json!([{"key": "restart", "label": "Restart", "kind": "callback"}]);
+    let admin = app.admin();
+    body["visibility"] = json!("restricted");
+    body["reviewer_user_ids"] = json!([admin.person().id]);
+    body["approval_policy"] = json!({"required_approvals": 1});
+    let c = app.create_action(body).await;
+    let cid = c["id"].as_str().unwrap().to_owned();
+    src.call(
+        Method::PATCH,
+        &format!("/v1/actions/{cid}"),
+        Some(&json!({"title": "Restart now?"})),
+        &[],
+    )
+    .await
+    .ok(200);
+    let stale = json!({"action_version": c["action_version"], "fingerprint": c["fingerprint"]});
+    let e = admin
+        .post_err(
+            &format!("/v1/actions/{cid}/controls/restart/invoke"),
+            stale.clone(),
+            409,
+            "ACTION_CHANGED",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("press the control again"),
+        "{e}"
+    );
+    let mut v = stale.clone();
+    v["vote"] = json!("approve");
+    let e = admin
+        .post_err(
+            &format!("/v1/actions/{cid}/votes"),
+            v,
+            409,
+            "ACTION_CHANGED",
+        )
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().ends_with("and vote again"),
+        "{e}"
+    );
+
+    // A person cancelling a run that has finished.
+    let run: Value = src.post("/v1/runs", json!({"name": "import"}), 201).await;
+    let rid = run["data"]["id"].as_str().unwrap().to_owned();
+    let _: Value = src
+        .post(
+            &format!("/v1/source/runs/{rid}/complete"),
+            json!({"status": "succeeded"}),
+            200,
+        )
+        .await;
+    let e = admin
+        .post_err(
+            &format!("/v1/runs/{rid}/cancel"),
+            json!({}),
+            409,
+            "RUN_NOT_ACTIVE",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("there is nothing left to cancel"),
+        "{e}"
+    );
+    assert_eq!(e["details"]["status"], "succeeded", "{e}");
+
+    // Deleting an account without saying whose: what to send.
+    let viewer = app.member(Role::Viewer);
+    let r = viewer.call(Method::DELETE, "/v1/account", None, &[]).await;
+    let e = r.error(422, "VALIDATION_ERROR");
+    assert_eq!(e["details"]["errors"][0]["field"], "confirm", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"send {"confirm": "<your e-mail address>"}"#),
+        "{e}"
+    );
+    let e = viewer
+        .call(Method::DELETE, "/v1/account", Some(&json!({})), &[])
+        .await;
+    e.error(422, "VALIDATION_ERROR");
 }

@@ -447,7 +447,7 @@ async fn a_typed_answer_may_start_from_a_proposed_default() {
     assert_eq!(e["details"]["errors"][0]["field"], "interaction.default");
     assert_eq!(
         e["details"]["errors"][0]["message"],
-        "default 20 is outside the allowed range"
+        "default 20 is outside the allowed range: give a number from 1 to 10"
     );
     // None given (or null): the fingerprint is what it was before defaults.
     let plain = app

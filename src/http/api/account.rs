@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use crate::app::AppState;
 use crate::error::Result;
 use crate::http::auth::UserAuth;
-use crate::http::extract::ApiJson;
+use crate::http::extract::{ApiJson, OptionalJson};
 use crate::service::account::{self, Account, AccountDeleteRequest, AccountExport, AccountUpdate};
 
 /// Download everything hds holds about the caller: profile, memberships, identities, sessions and tokens (never their secrets), decisions, votes, comments, work on Actions, control and context requests, usage events, notifications, preferences and the invitations they sent.
@@ -63,7 +63,7 @@ pub async fn delete_account(
     UserAuth(user): UserAuth,
     session: tower_sessions::Session,
     headers: axum::http::HeaderMap,
-    ApiJson(req): ApiJson<AccountDeleteRequest>,
+    OptionalJson(req): OptionalJson<AccountDeleteRequest>,
 ) -> Result<StatusCode> {
     account::delete(&st.services, &user, req).await?;
     // With the cookie, the browser's session goes too, as on logout: its
