@@ -231,7 +231,7 @@ impl DeliveryDetail {
 #[serde(deny_unknown_fields)]
 pub struct SourceDeliveryParams {
     /// `failed`: only the deliveries given up after their retries. Left
-    /// out: every delivery.
+    /// out or empty: every delivery.
     #[param(schema_with = failed_schema)]
     pub status: Option<String>,
     /// 1..100, default 20
@@ -244,7 +244,7 @@ pub struct SourceDeliveryParams {
 }
 
 fn failed_schema() -> utoipa::openapi::Object {
-    crate::service::inbox::string_enum(&["failed"])
+    crate::service::inbox::string_enum(&["failed", ""])
 }
 
 /// The Source's own webhook deliveries in its key's environment, newest first.
