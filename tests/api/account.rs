@@ -877,11 +877,30 @@ async fn the_account_page_lists_what_works_and_signs_out_everywhere_else() {
         .post_form("/app/account/sessions/end-others", Some(origin), &[])
         .await;
     assert_eq!(r.status(), 403, "needs the form token");
+    // Asked first (nothing ended yet), then done.
     let r = browser
         .post_form(
             "/app/account/sessions/end-others",
             Some(origin),
             &[("_csrf", browser.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let asked = r.text().await.unwrap();
+    assert!(asked.contains("Sign out everywhere else?"), "{asked}");
+    assert!(asked.contains(r#"name="confirmed" value="yes""#), "{asked}");
+    let r = other
+        .http()
+        .get(other.url("/v1/auth/session"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "not signed out by the question");
+    let r = browser
+        .post_form(
+            "/app/account/sessions/end-others",
+            Some(origin),
+            &[("_csrf", browser.csrf()), ("confirmed", "yes")],
         )
         .await;
     assert_eq!(r.status(), 303);
@@ -900,6 +919,40 @@ async fn the_account_page_lists_what_works_and_signs_out_everywhere_else() {
         .unwrap();
     assert_eq!(r.status(), 401);
     let _: Value = reviewer.get("/v1/account/export", 200).await;
+
+    // Revoking a token asks first, naming it; confirmed, the token stops.
+    let (bot_secret, bot_id) = {
+        let c = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        hds::store::users::issue_token(&c, &uid, "ci runner", None, &app.now()).unwrap()
+    };
+    let revoke = format!("/app/account/credentials/{bot_id}/revoke");
+    let r = browser
+        .post_form(&revoke, Some(origin), &[("_csrf", browser.csrf())])
+        .await;
+    assert_eq!(r.status(), 200);
+    let asked = r.text().await.unwrap();
+    assert!(asked.contains("Revoke the token “ci runner”?"), "{asked}");
+    let works = |status: u16| {
+        let (http, url, secret) = (
+            browser.http().clone(),
+            browser.url("/v1/account"),
+            bot_secret.clone(),
+        );
+        async move {
+            let r = http.get(url).bearer_auth(secret).send().await.unwrap();
+            assert_eq!(r.status(), status);
+        }
+    };
+    works(200).await;
+    let r = browser
+        .post_form(
+            &revoke,
+            Some(origin),
+            &[("_csrf", browser.csrf()), ("confirmed", "yes")],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    works(401).await;
 }
 
 /// A person names themselves (`PATCH /v1/account`, or the Account page):

@@ -713,11 +713,27 @@ async fn the_invitations_page_shows_the_link_once_a_reload_invites_no_one_and_re
     assert!(!plain.contains(&prefix) && !plain.contains("shown-once"));
     let list = listed(&app.admin()).await;
     let id = list[0]["id"].as_str().unwrap();
+    // Asked first, naming the address; revoked once confirmed.
     let r = admin
         .post_form(
             &format!("/app/invitations/{id}/revoke"),
             Some(&app.base),
             &[("_csrf", admin.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let asked = r.text().await.unwrap();
+    let email = list[0]["email"].as_str().unwrap();
+    assert!(
+        asked.contains(&format!("Revoke the invitation of {email}?")),
+        "{asked}"
+    );
+    assert_eq!(listed(&app.admin()).await[0]["status"], "pending");
+    let r = admin
+        .post_form(
+            &format!("/app/invitations/{id}/revoke"),
+            Some(&app.base),
+            &[("_csrf", admin.csrf()), ("confirmed", "yes")],
         )
         .await;
     assert_eq!(r.status(), 303);

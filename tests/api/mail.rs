@@ -792,11 +792,21 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
     // Not an address: the form says so (422); another site's form: refused.
     let r = ask_for_link(&app, &app.base, "nope").await;
     assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("That is not an e-mail address"), "{html}");
+    // Announced as an alert, tied to the field, the typed text kept, and
+    // the page titled by what happened.
     assert!(
-        r.text()
-            .await
-            .unwrap()
-            .contains("That is not an e-mail address")
+        html.contains(r#"id="signin-notice" role="alert""#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"value="nope" aria-invalid="true" aria-describedby="signin-notice""#),
+        "{html}"
+    );
+    assert!(
+        html.contains("<title>Sign in: That is not an e-mail address"),
+        "{html}"
     );
     let r = ask_for_link(&app, "https://evil.example", admin).await;
     assert_eq!(r.status(), 403);

@@ -235,3 +235,115 @@ async fn a_refused_field_carries_its_message() {
         assert_eq!(html.matches("aria-invalid").count(), 1, "{path}");
     }
 }
+
+/// A refused answer on the Action page is said beside the form and tied to
+/// its inputs (`aria-invalid`, `aria-describedby`), names a form's field by
+/// its label, and keeps what was typed; a Source's Markdown headings sit
+/// below the page's own; a refused invitation marks its field; the
+/// workspaces table becomes cards on a phone.
+#[tokio::test]
+async fn refused_forms_are_tied_to_their_fields_and_keep_what_was_typed() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let browser = app.browser(admin.person()).await;
+    let origin = app.base.clone();
+    let a = app
+        .create_action(json!({
+            "title": "Ship the release?",
+            "description": "# Risk\n\n## Rollback\n\nplain text",
+            "interaction": {"type": "form", "fields": [
+                {"key": "ticket", "label": "Ticket number", "type": "text", "required": true},
+                {"key": "count", "label": "How many", "type": "number", "required": false},
+                {"key": "ok", "label": "Checked", "type": "boolean", "required": false}
+            ]}
+        }))
+        .await;
+    let id = a["id"].as_str().unwrap();
+    let page = browser.page(&format!("/app/actions/{id}")).await;
+    assert!(
+        page.contains("<h3>Risk</h3>") && page.contains("<h4>Rollback</h4>"),
+        "{page}"
+    );
+    assert_eq!(page.matches("<h1").count(), 1, "one h1: {page}");
+
+    let v = a["action_version"].to_string();
+    let fp = a["fingerprint"].as_str().unwrap();
+    let r = browser
+        .post_form(
+            &format!("/app/actions/{id}/decide"),
+            Some(&origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("action_version", &v),
+                ("fingerprint", fp),
+                ("field.count", "5"),
+                ("field.ok", "true"),
+                ("reason", "kept too"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 400);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(r#"<p class="field-error" id="answer-error">Your answer was not accepted: “Ticket number” is required.</p>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"name="field.ticket" value="" required aria-invalid="true" aria-describedby="answer-error">"#),
+        "{html}"
+    );
+    assert!(html.contains(r#"name="field.count" value="5""#), "{html}");
+    assert!(
+        html.contains(r#"<option value="true" selected>Yes</option>"#),
+        "{html}"
+    );
+    assert!(html.contains(">kept too</textarea>"), "{html}");
+    assert_eq!(app.count_rows("receipts"), 0, "nothing decided");
+
+    // An empty text answer is asked for as typing, not choosing.
+    let t = app
+        .create_action(json!({"title": "Why?", "interaction": {"type": "text"}}))
+        .await;
+    let tid = t["id"].as_str().unwrap();
+    let r = browser
+        .post_form(
+            &format!("/app/actions/{tid}/decide"),
+            Some(&origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("action_version", &t["action_version"].to_string()),
+                ("fingerprint", t["fingerprint"].as_str().unwrap()),
+                ("value", ""),
+            ],
+        )
+        .await;
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(r#"id="answer-error">Type your answer before submitting."#),
+        "{html}"
+    );
+
+    // The invitation form marks the address it refused.
+    let r = browser
+        .post_form(
+            "/app/invitations",
+            Some(&origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("email", "nope"),
+                ("role", "viewer"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(html.contains(r#"role="alert" id="form-error""#), "{html}");
+    assert!(
+        html.contains(r#"value="nope" aria-invalid="true" aria-describedby="form-error""#),
+        "{html}"
+    );
+
+    let html = browser.page("/app/workspaces").await;
+    assert!(html.contains(r#"<table class="list stack">"#), "{html}");
+    assert!(html.contains(r#"<td data-label="Your role">"#), "{html}");
+}

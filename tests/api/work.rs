@@ -2061,7 +2061,7 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
         .await;
     assert_eq!(r.status(), 422);
     let html = r.text().await.unwrap();
-    assert!(html.contains("Not done: body is 10016 characters; the limit is 10000"));
+    assert!(html.contains("Not done: the comment is 10016 characters; the limit is 10000"));
     assert!(html.contains("<details class=\"comment-edit\" open>"));
     assert!(html.contains(&format!(">{long}</textarea>")));
     let r = b1
@@ -2073,9 +2073,13 @@ async fn comments_are_edited_by_their_author_and_deleted_by_author_or_admin() {
         .await;
     assert_eq!(r.status(), 422);
     let html = r.text().await.unwrap();
+    // The box is marked and described by the refusal, said beside it.
     assert!(html.contains(&format!(
-        "id=\"comment-body\" rows=\"3\" maxlength=\"10000\" required>{long}</textarea>"
+        "id=\"comment-body\" rows=\"3\" maxlength=\"10000\" required aria-invalid=\"true\" aria-describedby=\"comment-error\">{long}</textarea>"
     )));
+    assert!(html.contains(
+        "<p class=\"field-error\" id=\"comment-error\">Not done: the comment is 10016 characters"
+    ));
     assert!(!html.contains("comment-edit\" open"));
     let gone: Value = r1
         .post(&comments, json!({"body": "About to go"}), 201)

@@ -16,7 +16,7 @@ use crate::error::{Error, FieldError};
 use crate::http::session::{self, PageUser};
 use crate::http::ui::shown_once;
 use crate::http::ui::view::{
-    FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
+    Ask, ConfirmPage, FormData, Layout, PagePath, PageQuery, UiError, When, check_csrf, see_other,
 };
 use crate::service::account;
 use crate::service::shown_once::Secret;
@@ -274,6 +274,41 @@ pub async fn revoke_credential(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
+    // Signing this session out asks nothing; ending another, or a token a
+    // script uses, cannot be undone: asked first (a page without
+    // JavaScript, as for every destructive form).
+    if id != p.user.credential_id && form.get("confirmed") != Some("yes") {
+        let creds = tokens::list(&st.services, &p.user).await?;
+        if let Some(c) = creds.iter().find(|c| c.id == id) {
+            let ask = if c.kind == "session" {
+                let place = c
+                    .user_agent
+                    .as_deref()
+                    .and_then(browser)
+                    .or_else(|| c.client.clone())
+                    .unwrap_or_else(|| "an unknown client".into());
+                Ask {
+                    heading: "Sign that session out?".into(),
+                    message: format!(
+                        "The session in {place}, signed in {}, ends at once: whoever uses it must sign in again.",
+                        When::new(&c.created_at, st.services.clock.now()).exact
+                    ),
+                    post_to: format!("/app/account/credentials/{id}/revoke"),
+                    confirm_label: "Sign it out".into(),
+                    cancel_url: "/app/account".into(),
+                }
+            } else {
+                Ask {
+                    heading: format!("Revoke the token “{}”?", c.name),
+                    message: "Scripts and apps that use it are refused from now on (401); a revoked token cannot be brought back.".into(),
+                    post_to: format!("/app/account/credentials/{id}/revoke"),
+                    confirm_label: "Revoke the token".into(),
+                    cancel_url: "/app/account".into(),
+                }
+            };
+            return ConfirmPage::ask(&st, &p, "account", &form, ask).await;
+        }
+    }
     tokens::revoke(&st.services, &p.user, &id).await?;
     if id == p.user.credential_id {
         session::end(&p.session).await?;
@@ -290,6 +325,16 @@ pub async fn end_other_sessions(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
+    if form.get("confirmed") != Some("yes") {
+        let ask = Ask {
+            heading: "Sign out everywhere else?".into(),
+            message: "Every other session of yours ends at once (other browsers and devices must sign in again); this one and your API tokens stay.".into(),
+            post_to: "/app/account/sessions/end-others".into(),
+            confirm_label: "Sign out everywhere else".into(),
+            cancel_url: "/app/account".into(),
+        };
+        return ConfirmPage::ask(&st, &p, "account", &form, ask).await;
+    }
     tokens::end_other_sessions(&st.services, &p.user).await?;
     Ok(see_other("/app/account?done=signed_out_elsewhere"))
 }

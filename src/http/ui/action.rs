@@ -69,6 +69,11 @@ pub struct ActionPage {
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
     value: String,
+    /// A refused form-type answer's values, by field key.
+    kept_fields: std::collections::HashMap<String, String>,
+    /// The refusal is about the answer itself (not the reason, nor the
+    /// Action's state): its inputs are marked invalid and described by it.
+    answer_error: bool,
     /// A refused new comment's text, put back in its box.
     pub(crate) comment_draft: String,
     /// A refused edit: the comment's id and the text typed, so its form
@@ -111,6 +116,8 @@ async fn page_for(
         },
         reason: String::new(),
         value,
+        kept_fields: std::collections::HashMap::new(),
+        answer_error: false,
         comment_draft: String::new(),
         edit_draft_id: String::new(),
         edit_draft: String::new(),
@@ -133,6 +140,11 @@ pub(crate) async fn current_page(
 shows_error!(fields: ActionPage);
 
 impl ActionPage {
+    /// The value a refused form-type answer held for `key` (empty if none).
+    fn kept(&self, key: &str) -> &str {
+        self.kept_fields.get(key).map_or("", String::as_str)
+    }
+
     /// Whether the page offers an Edit form for this comment.
     pub(crate) fn may_edit_comment(&self, comment_id: &str) -> bool {
         self.a
@@ -294,6 +306,15 @@ async fn refused(
     let mut out = page_for(st, page, &view, version).await?;
     out.reason = form.get("reason").unwrap_or_default().to_owned();
     out.value = form.get("value").unwrap_or_default().to_owned();
+    if let Some(Interaction::Form { fields }) = &view.action.spec.interaction {
+        out.kept_fields = fields
+            .iter()
+            .filter_map(|f| {
+                let v = form.get(&format!("field.{}", f.key))?;
+                Some((f.key.clone(), v.to_owned()))
+            })
+            .collect();
+    }
     if e.code == Code::ActionChanged {
         let seen = form
             .get("action_version")
@@ -303,6 +324,10 @@ async fn refused(
     } else {
         out.error = Some(in_words(&e, &view.action));
         out.error_field = crate::http::ui::view::error_field(&e);
+        out.answer_error = matches!(
+            e.code,
+            Code::ResponseRequired | Code::InvalidResponse | Code::ResponseTypeMismatch
+        );
     }
     Ok((e.code.status(), out).into_response())
 }
@@ -313,14 +338,25 @@ fn in_words(e: &Error, a: &ActionRecord) -> String {
             "Nothing was decided: this request is already {}.",
             a.status.as_str()
         ),
-        Code::ResponseRequired => "Choose an answer before submitting.".into(),
+        Code::ResponseRequired => match &a.spec.interaction {
+            Some(Interaction::Text { .. }) => "Type your answer before submitting.".into(),
+            Some(Interaction::Number { .. }) => "Enter a number before submitting.".into(),
+            Some(Interaction::Form { .. }) => "Fill in the form before submitting.".into(),
+            _ => "Choose an answer before submitting.".into(),
+        },
         Code::InvalidResponse
         | Code::ResponseTypeMismatch
         | Code::OptionNotFound
-        | Code::ValidationError => format!(
-            "Your answer was not accepted: {}.",
-            e.message.trim_end_matches('.')
-        ),
+        | Code::ValidationError => {
+            let mut said = e.message.trim_end_matches('.').to_owned();
+            // A form's fields by the labels the reviewer sees, not their keys.
+            if let Some(Interaction::Form { fields }) = &a.spec.interaction {
+                for f in fields {
+                    said = said.replace(&format!("field `{}`", f.key), &format!("“{}”", f.label));
+                }
+            }
+            format!("Your answer was not accepted: {said}.")
+        }
         _ => format!("Nothing was decided: {}.", e.message.trim_end_matches('.')),
     }
 }

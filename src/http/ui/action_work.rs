@@ -47,7 +47,14 @@ async fn back_with(
         // The Action gone or out of sight: the error page, not the page.
         Err(e) if e.code == Code::ActionNotFound => Err(e.into()),
         Err(e) => {
-            let message = format!("Not done: {}", e.message);
+            // A comment's text is "the comment" to the person, not `body`.
+            let said = match &draft {
+                Draft::Comment(_) | Draft::Edit { .. } if e.message.starts_with("body ") => {
+                    e.message.replacen("body ", "the comment ", 1)
+                }
+                _ => e.message.clone(),
+            };
+            let message = format!("Not done: {said}");
             let shown = async {
                 let mut out = current_page(st, page, id).await?;
                 match draft {

@@ -19,8 +19,8 @@ use crate::http::session::{self, PageUser};
 use crate::http::ui::shown_once;
 use crate::http::ui::signin::{self, Method};
 use crate::http::ui::view::{
-    DoneQuery, FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError, When, check_csrf,
-    page_with_error, see_other, shows_error,
+    Ask, ConfirmPage, DoneQuery, FormData, Layout, PageAddressBudget, PagePath, PageQuery, UiError,
+    When, check_csrf, page_with_error, see_other, shows_error,
 };
 use crate::service::invitations::{self, InvitationCreate};
 use crate::service::shown_once::Secret;
@@ -62,6 +62,8 @@ pub struct InvitationsPage {
     shown_before: bool,
     flash: Option<&'static str>,
     error: Option<String>,
+    /// The invite form's field the error is about (`email`, `role`).
+    error_field: Option<String>,
     /// The invite form as entered, when it was refused (else empty and
     /// `reviewer`).
     entered_email: String,
@@ -107,6 +109,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<InvitationsPage, UiError> {
         shown_before: false,
         flash: None,
         error: None,
+        error_field: None,
         entered_email: String::new(),
         entered_role: Role::Reviewer.as_str(),
     })
@@ -125,7 +128,7 @@ async fn page_as_entered(
     Ok(out)
 }
 
-shows_error!(InvitationsPage);
+shows_error!(fields: InvitationsPage);
 
 /// GET /app/invitations
 pub async fn invitations_page(
@@ -195,6 +198,24 @@ pub async fn revoke_invitation(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
+    if form.get("confirmed") != Some("yes") {
+        // Only a pending invitation this person may revoke is asked about;
+        // anything else gets the refusal it would get.
+        let pending = invitations::list(&st.services, &p.user)
+            .await?
+            .into_iter()
+            .find(|i| i.id == id && i.accepted_at.is_none() && i.revoked_at.is_none());
+        if let Some(i) = pending {
+            let ask = Ask {
+                heading: format!("Revoke the invitation of {}?", i.email),
+                message: "Its link stops working at once, even if it is being opened now; you can invite the address again later.".into(),
+                post_to: format!("/app/invitations/{id}/revoke"),
+                confirm_label: "Revoke the invitation".into(),
+                cancel_url: "/app/invitations".into(),
+            };
+            return ConfirmPage::ask(&st, &p, "invitations", &form, ask).await;
+        }
+    }
     match invitations::revoke(&st.services, &p.user, id).await {
         Ok(_) => Ok(see_other("/app/invitations?done=revoked")),
         Err(e) => page_with_error(e, page(&st, &p)).await,

@@ -15,9 +15,37 @@ pub fn safe_url(url: &str) -> bool {
 
 const OPTIONS: Options = crate::domain::words::MARKDOWN;
 
-/// Renders Markdown to HTML that is safe to insert into a page.
+/// Renders Markdown to HTML that is safe to insert into a page. Its
+/// headings go two levels down (`#` is an `<h3>`, `######` stays `<h6>`):
+/// a Source's text sits under the page's own `<h1>` and `<h2>` sections,
+/// and must not break the outline a screen reader moves through.
 pub fn render(src: &str) -> String {
-    safe_html(Parser::new_ext(src, OPTIONS), src.len())
+    let events = Parser::new_ext(src, OPTIONS).map(|ev| match ev {
+        Event::Start(Tag::Heading {
+            level,
+            id,
+            classes,
+            attrs,
+        }) => Event::Start(Tag::Heading {
+            level: nested(level),
+            id,
+            classes,
+            attrs,
+        }),
+        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(nested(level))),
+        other => other,
+    });
+    safe_html(events, src.len())
+}
+
+/// Two levels down, at most `<h6>`.
+fn nested(level: HeadingLevel) -> HeadingLevel {
+    match level {
+        HeadingLevel::H1 => HeadingLevel::H3,
+        HeadingLevel::H2 => HeadingLevel::H4,
+        HeadingLevel::H3 => HeadingLevel::H5,
+        _ => HeadingLevel::H6,
+    }
 }
 
 /// A `##` or `###` heading of a document rendered by [`render_with_toc`].
@@ -190,9 +218,24 @@ mod tests {
     }
 
     #[test]
+    fn a_sources_headings_sit_below_the_pages_own() {
+        let out = render("# A\n\n## B\n\n### C\n\n#### D\n\n###### F");
+        for h in [
+            "<h3>A</h3>",
+            "<h4>B</h4>",
+            "<h5>C</h5>",
+            "<h6>D</h6>",
+            "<h6>F</h6>",
+        ] {
+            assert!(out.contains(h), "{h}: {out}");
+        }
+        assert!(!out.contains("<h1") && !out.contains("<h2"), "{out}");
+    }
+
+    #[test]
     fn ordinary_markdown_renders() {
         let out = render("# Deploy\n\n* **prod** `v2`\n\n| a | b |\n|---|---|\n| 1 | 2 |");
-        assert!(out.contains("<h1>Deploy</h1>"));
+        assert!(out.contains("<h3>Deploy</h3>"), "{out}");
         assert!(out.contains("<strong>prod</strong>"));
         assert!(out.contains("<code>v2</code>"));
         assert!(out.contains("<table>"));

@@ -60,6 +60,8 @@ pub struct SigninPage {
     next: String,
     /// The e-mail field was refused: it is marked.
     email_invalid: bool,
+    /// The address as typed, put back after a refusal.
+    entered_email: String,
 }
 
 #[derive(Template, WebTemplate)]
@@ -200,8 +202,15 @@ fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
     let email_links = st.services.config.email_links();
     let notice = code.and_then(|c| notice(c, email_links));
     let refused = code.is_some_and(|c| c.eq_ignore_ascii_case("SIGNIN_NOT_ALLOWED"));
+    // Each state has its own title (a tab, a screen reader's page list):
+    // "Sign in: This sign-in link no longer works".
+    let title = match (&notice, refused) {
+        (_, true) => "Not allowed".to_owned(),
+        (Some(n), false) => format!("Sign in: {}", n.title),
+        (None, false) => "Sign in".to_owned(),
+    };
     SigninPage {
-        layout: Layout::public(if refused { "Not allowed" } else { "Sign in" }),
+        layout: Layout::public(title),
         methods: methods(st, next),
         notice,
         domains: st.services.config.auth.allowed_email_domains.clone(),
@@ -209,6 +218,7 @@ fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
         email_links,
         next: next.to_owned(),
         email_invalid: code.is_some_and(|c| c.eq_ignore_ascii_case("EMAIL_INVALID")),
+        entered_email: String::new(),
     }
 }
 
@@ -249,7 +259,7 @@ pub async fn link_form(
         return Ok((StatusCode::GONE, page).into_response());
     }
     Ok(LinkPage {
-        layout: Layout::public("Sign in"),
+        layout: Layout::public("Sign in with this link"),
         action: format!("/app/signin/link/{token}"),
         next,
     }
@@ -318,7 +328,8 @@ pub async fn mail_link(
             )))
         }
         Err(e) if e.code == Code::ValidationError => {
-            let page = signin_page(&st, &next, Some("EMAIL_INVALID"));
+            let mut page = signin_page(&st, &next, Some("EMAIL_INVALID"));
+            page.entered_email = form.get("email").unwrap_or("").chars().take(254).collect();
             Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
         }
         Err(e) => Err(e.into()),
