@@ -400,7 +400,7 @@ impl Error {
     pub fn run_not_found() -> Self {
         Self::new(
             Code::RunNotFound,
-            "no run with that id is visible to this caller (a Source sees its own runs in its key's environment; a person, those of the workspace they work in, as GET /v1/runs lists them)",
+            "no run with that id is visible to this caller (a Source sees its own runs in its key's environment; a person, those of the workspaces they belong to)",
         )
     }
 

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-/// Owner-only directory (0700).
 /// Makes the data dir (and its parents) unless it is there; a file in its
 /// place is named as such, not reported as "File exists".
 pub fn create_data_dir(dir: &Path) -> anyhow::Result<()> {
@@ -21,6 +20,7 @@ pub fn create_data_dir(dir: &Path) -> anyhow::Result<()> {
     })
 }
 
+/// Owner-only directory (0700).
 pub fn restrict_dir(dir: &Path) -> std::io::Result<()> {
     set_mode(dir, 0o700)
 }

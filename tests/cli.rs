@@ -567,6 +567,62 @@ async fn online_backup_restores_into_a_new_data_dir() {
     child.wait().unwrap();
 }
 
+/// A backup at a path holding a space, `%`, `?` and `#` restores, and
+/// nothing is made beside it; a copy of a live database with its
+/// write-ahead log beside it restores with the commits still in that log.
+#[test]
+fn restore_reads_odd_paths_and_a_live_copy_with_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    init(&data);
+    let odd = dir.path().join("a b%20?#c");
+    std::fs::create_dir(&odd).unwrap();
+    let backup = odd.join("b ?#%.db");
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    ok(hds(&["backup", backup.to_str().unwrap()], &data));
+    ok(hds(
+        &["restore", backup.to_str().unwrap()],
+        &dir.path().join("r1"),
+    ));
+    let beside: Vec<_> = std::fs::read_dir(&odd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(beside, ["b ?#%.db"]);
+
+    // A copy of a live database: WAL mode, one commit still in its log.
+    let live = dir.path().join("copy.db");
+    std::fs::copy(&backup, &live).unwrap();
+    let c = rusqlite::Connection::open(&live).unwrap();
+    let mode: String = c
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    c.execute_batch(
+        "PRAGMA wal_autocheckpoint = 0; UPDATE workspaces SET name = 'Renamed in the log'",
+    )
+    .unwrap();
+    let snap = dir.path().join("snap");
+    std::fs::create_dir(&snap).unwrap();
+    std::fs::copy(&live, snap.join("hds.db")).unwrap();
+    std::fs::copy(dir.path().join("copy.db-wal"), snap.join("hds.db-wal")).unwrap();
+    drop(c);
+    let r2 = dir.path().join("r2");
+    ok(hds(
+        &["restore", snap.join("hds.db").to_str().unwrap()],
+        &r2,
+    ));
+    let listed = ok(hds(&["workspaces", "list"], &r2));
+    assert!(listed.contains("Renamed in the log"), "{listed}");
+}
+
 /// A backup taken before `hds keys rotate`, restored beside the keys
 /// directory as it is now: the newer key is published again (retired), so
 /// a receipt it signed still verifies; the restored dir gets init's modes.

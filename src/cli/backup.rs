@@ -73,6 +73,12 @@ pub fn backup(a: BackupArgs) -> anyhow::Result<()> {
         );
         dst.close().map_err(|(_, e)| e)?;
         std::fs::File::open(&a.path)?.sync_all()?;
+        // Its name too: the directory entry is synced with the directory.
+        if let Some(dir) = a.path.parent().filter(|d| !d.as_os_str().is_empty())
+            && let Ok(d) = std::fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
         Ok(n)
     })();
     let n = match written {
@@ -192,13 +198,22 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
 /// Opens a backup to read, never to write: `immutable` (RFC 8089 file URI,
 /// SQLite's URI parameter) so that nothing, not even a `-shm` file, is made
 /// beside it, and a backup on read-only media (older ones, in WAL mode,
-/// included) can be restored.
+/// included) can be restored. A database with a write-ahead log beside it
+/// (a copy of a live data dir) is opened as before, so that the commits
+/// still in its log are read too: `immutable` would leave them out.
 fn open_backup(path: &std::path::Path) -> anyhow::Result<Connection> {
+    let wal = beside(path, "-wal");
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        return Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("opening {} with its {}", path.display(), wal.display()));
+    }
     let abs = std::path::absolute(path).with_context(|| format!("reading {}", path.display()))?;
     let text = abs
         .to_str()
         .with_context(|| format!("{} is not a UTF-8 path", path.display()))?;
-    let mut uri = String::from("file:");
+    // `file://` and an absolute path: an empty authority, so a path that
+    // starts with `//` is still a path.
+    let mut uri = String::from("file://");
     for ch in text.chars() {
         match ch {
             '%' => uri.push_str("%25"),

@@ -375,10 +375,10 @@ pub struct ActionSpec {
     #[schema(schema_with = visibility_schema)]
     pub visibility: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_items = 1, max_items = 15)]
+    #[schema(max_items = 15)]
     pub reviewer_emails: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_items = 1, max_items = 15)]
+    #[schema(max_items = 15)]
     pub reviewer_user_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,

@@ -114,6 +114,7 @@ impl Db {
     /// the writer and checkpointer threads.
     pub fn open(path: &Path, durability: Durability) -> anyhow::Result<Self> {
         let mut conn = Connection::open(path)?;
+        crate::store::migrate::refuse_newer(&conn)?;
         crate::files::restrict_file(path)?;
         configure_writer(&conn, durability)?;
         crate::store::migrate::apply(&mut conn)?;
@@ -551,6 +552,7 @@ pub fn open_cli_connection(path: &Path) -> anyhow::Result<Connection> {
     use anyhow::Context;
     let at = || format!("opening the database {}", path.display());
     let mut conn = Connection::open(path).with_context(at)?;
+    crate::store::migrate::refuse_newer(&conn).with_context(at)?;
     crate::files::restrict_file(path).with_context(at)?;
     configure_connection(&conn, Durability::Full).with_context(at)?;
     crate::store::migrate::apply(&mut conn).with_context(at)?;

@@ -108,7 +108,9 @@ pub fn latest_version() -> anyhow::Result<i64> {
     Ok(c.query_row("PRAGMA user_version", [], |r| r.get(0))?)
 }
 
-pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
+/// Refuses, before anything is written to it (not even its journal mode),
+/// a database a newer hds has migrated.
+pub fn refuse_newer(conn: &Connection) -> anyhow::Result<()> {
     let theirs: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let ours = known_versions();
     if theirs > ours {
@@ -116,6 +118,11 @@ pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
             "the database was written by a newer hds (schema {theirs}; this hds knows up to {ours}): run that version or newer on it, or restore a backup made by this one; nothing was changed"
         );
     }
+    Ok(())
+}
+
+pub fn apply(conn: &mut Connection) -> anyhow::Result<()> {
+    refuse_newer(conn)?;
     migrations()
         .to_latest(conn)
         .map_err(|e| anyhow::anyhow!("database migration failed: {e}"))

@@ -1922,8 +1922,31 @@ async fn refusals_say_what_to_send_instead() {
             .contains(r#"send {"confirm": "<your e-mail address>"}"#),
         "{e}"
     );
-    let e = viewer
+    let r = viewer
         .call(Method::DELETE, "/v1/account", Some(&json!({})), &[])
         .await;
-    e.error(422, "VALIDATION_ERROR");
+    let e = r.error(422, "VALIDATION_ERROR");
+    assert_eq!(e["details"]["errors"][0]["field"], "confirm", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"send {"confirm""#),
+        "{e}"
+    );
+    // One-sided and fractional ranges are given as they are.
+    let half = app
+        .create_action(json!({"title": "Ratio?", "interaction": {"type": "number", "min": 0.5}}))
+        .await;
+    let e = app
+        .decide(&half, json!({"response": {"value": 0.25}}))
+        .await;
+    let e = e.error(400, "INVALID_RESPONSE");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("give a number 0.5 or more"),
+        "{e}"
+    );
 }

@@ -74,6 +74,9 @@ pub struct ActionPage {
     /// The refusal is about the answer itself (not the reason, nor the
     /// Action's state): its inputs are marked invalid and described by it.
     answer_error: bool,
+    /// The form field a refused form-type answer names (its key), when it
+    /// names one: only that input is marked.
+    answer_field: Option<String>,
     /// A refused new comment's text, put back in its box.
     pub(crate) comment_draft: String,
     /// A refused edit: the comment's id and the text typed, so its form
@@ -118,6 +121,7 @@ async fn page_for(
         value,
         kept_fields: std::collections::HashMap::new(),
         answer_error: false,
+        answer_field: None,
         comment_draft: String::new(),
         edit_draft_id: String::new(),
         edit_draft: String::new(),
@@ -140,6 +144,12 @@ pub(crate) async fn current_page(
 shows_error!(fields: ActionPage);
 
 impl ActionPage {
+    /// Whether a form-type answer's input `key` is the one refused: the one
+    /// its refusal names, or every one when it names none.
+    fn refused_field(&self, key: &str) -> bool {
+        self.answer_error && self.answer_field.as_deref().is_none_or(|k| k == key)
+    }
+
     /// The value a refused form-type answer held for `key` (empty if none).
     fn kept(&self, key: &str) -> &str {
         self.kept_fields.get(key).map_or("", String::as_str)
@@ -328,6 +338,12 @@ async fn refused(
             e.code,
             Code::ResponseRequired | Code::InvalidResponse | Code::ResponseTypeMismatch
         );
+        if let Some(Interaction::Form { fields }) = &view.action.spec.interaction {
+            out.answer_field = fields
+                .iter()
+                .find(|f| e.message.contains(&format!("`{}`", f.key)))
+                .map(|f| f.key.clone());
+        }
     }
     Ok((e.code.status(), out).into_response())
 }

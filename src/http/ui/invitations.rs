@@ -199,16 +199,29 @@ pub async fn revoke_invitation(
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     if form.get("confirmed") != Some("yes") {
-        // Only a pending invitation this person may revoke is asked about;
-        // anything else gets the refusal it would get.
-        let pending = invitations::list(&st.services, &p.user)
+        // Only an invitation of this workspace that this person may revoke
+        // (their role may offer its role) is asked about; anything else
+        // gets the refusal it would get.
+        let mine = p.user.active_or_404().ok().map(|m| m.role);
+        let now = time::format(st.services.clock.now());
+        let open = invitations::list(&st.services, &p.user)
             .await?
             .into_iter()
-            .find(|i| i.id == id && i.accepted_at.is_none() && i.revoked_at.is_none());
-        if let Some(i) = pending {
+            .find(|i| {
+                i.id == id
+                    && i.accepted_at.is_none()
+                    && i.revoked_at.is_none()
+                    && mine.is_some_and(|r| access::can_invite(r, i.role))
+            });
+        if let Some(i) = open {
+            let message = if i.status(&now) == "expired" {
+                "It has expired already: revoking it marks it so in the list. You can invite the address again later."
+            } else {
+                "Its link stops working at once, even if it is being opened now; you can invite the address again later."
+            };
             let ask = Ask {
                 heading: format!("Revoke the invitation of {}?", i.email),
-                message: "Its link stops working at once, even if it is being opened now; you can invite the address again later.".into(),
+                message: message.into(),
                 post_to: format!("/app/invitations/{id}/revoke"),
                 confirm_label: "Revoke the invitation".into(),
                 cancel_url: "/app/invitations".into(),
