@@ -953,6 +953,33 @@ async fn the_account_page_lists_what_works_and_signs_out_everywhere_else() {
         .await;
     assert_eq!(r.status(), 303);
     works(401).await;
+
+    // Another person's token: no question naming it, the plain refusal,
+    // and it keeps working.
+    let other_person = app.member(Role::Viewer);
+    let (theirs, their_id) = {
+        let c = hds::store::db::open_cli_connection(&app.data_dir().join("hds.db")).unwrap();
+        let oid = other_person.person().id.clone();
+        hds::store::users::issue_token(&c, &oid, "their secret bot", None, &app.now()).unwrap()
+    };
+    let r = browser
+        .post_form(
+            &format!("/app/account/credentials/{their_id}/revoke"),
+            Some(origin),
+            &[("_csrf", browser.csrf())],
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    let html = r.text().await.unwrap();
+    assert!(!html.contains("their secret bot"), "{html}");
+    let r = browser
+        .http()
+        .get(browser.url("/v1/account"))
+        .bearer_auth(&theirs)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }
 
 /// A person names themselves (`PATCH /v1/account`, or the Account page):
