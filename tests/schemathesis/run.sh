@@ -40,12 +40,16 @@ base=${first#hds listening on }
 cat <&3 > /dev/null &
 
 status=0
+# One worker: with two threads, Hypothesis' lambda descriptions can hit a
+# CPython 3.11 bug (before 3.11.8: "AST constructor recursion depth
+# mismatch", python/cpython#106905) when both parse source at once, which
+# schemathesis reports as a runtime error that is no finding about hds.
 for who in source_key_live user_token; do
     echo "schemathesis: $base with $who"
     if ! "$st" --config-file schemathesis.toml run "$base/v1/openapi.json" \
         -H "Authorization: Bearer $(field "$who")" \
         --max-examples "${ST_MAX_EXAMPLES:-40}" --seed "${ST_SEED:-1}" \
-        --workers 2 --no-color > "$work/$who.txt" 2>&1; then
+        --workers 1 --no-color > "$work/$who.txt" 2>&1; then
         status=1
         cat "$work/$who.txt"
     fi
