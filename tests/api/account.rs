@@ -870,6 +870,13 @@ async fn the_account_page_lists_what_works_and_signs_out_everywhere_else() {
         "two sessions, the test's token, the bot: {html}"
     );
     assert!(html.contains("id=\"end-other-sessions\""), "{html}");
+    // Both tables become cards on a phone, each value under its name.
+    assert_eq!(
+        html.matches("<table class=\"list stack\">").count(),
+        2,
+        "{html}"
+    );
+    assert!(html.contains("<td data-label=\"Last used\">"), "{html}");
 
     let base = browser.url("");
     let origin = base.trim_end_matches('/');
