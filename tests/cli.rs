@@ -41,6 +41,42 @@ fn serve_logging_to(data: &Path, log: Stdio) -> (Child, String) {
     serve_with(data, log, &[])
 }
 
+/// A data dir made by `init` at `<dir>/live` and served: what a test of
+/// the running server needs from it.
+struct Live {
+    data: std::path::PathBuf,
+    key: String,
+    token: String,
+    child: Child,
+    base: String,
+    http: reqwest::Client,
+}
+
+fn live(dir: &Path) -> Live {
+    let data = dir.join("live");
+    let creds = init(&data);
+    let (child, base) = serve(&data);
+    Live {
+        key: creds["source_key_live"].as_str().unwrap().to_owned(),
+        token: creds["user_token"].as_str().unwrap().to_owned(),
+        data,
+        child,
+        base,
+        http: client_builder().build().unwrap(),
+    }
+}
+
+/// A command's standard output, once it has succeeded (its standard error
+/// shown when it did not).
+fn stdout_of(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// `serve` with more flags.
 fn serve_with(data: &Path, log: Stdio, flags: &[&str]) -> (Child, String) {
     let mut child = Command::new(HDS)
@@ -578,16 +614,8 @@ fn restore_reads_odd_paths_and_a_live_copy_with_its_log() {
     let odd = dir.path().join("a b%20?#c");
     std::fs::create_dir(&odd).unwrap();
     let backup = odd.join("b ?#%.db");
-    let ok = |out: std::process::Output| {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    ok(hds(&["backup", backup.to_str().unwrap()], &data));
-    ok(hds(
+    stdout_of(hds(&["backup", backup.to_str().unwrap()], &data));
+    stdout_of(hds(
         &["restore", backup.to_str().unwrap()],
         &dir.path().join("r1"),
     ));
@@ -615,11 +643,11 @@ fn restore_reads_odd_paths_and_a_live_copy_with_its_log() {
     std::fs::copy(dir.path().join("copy.db-wal"), snap.join("hds.db-wal")).unwrap();
     drop(c);
     let r2 = dir.path().join("r2");
-    ok(hds(
+    stdout_of(hds(
         &["restore", snap.join("hds.db").to_str().unwrap()],
         &r2,
     ));
-    let listed = ok(hds(&["workspaces", "list"], &r2));
+    let listed = stdout_of(hds(&["workspaces", "list"], &r2));
     assert!(listed.contains("Renamed in the log"), "{listed}");
 }
 
@@ -629,12 +657,14 @@ fn restore_reads_odd_paths_and_a_live_copy_with_its_log() {
 #[tokio::test]
 async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("live");
-    let creds = init(&data);
-    let key = creds["source_key_live"].as_str().unwrap().to_owned();
-    let token = creds["user_token"].as_str().unwrap().to_owned();
-    let (mut child, base) = serve(&data);
-    let http = client_builder().build().unwrap();
+    let Live {
+        data,
+        key,
+        token,
+        mut child,
+        base,
+        http,
+    } = live(dir.path());
     let backup = dir.path().join("backup.db");
     let out = hds(&["backup", backup.to_str().unwrap()], &data);
     assert!(
@@ -800,12 +830,14 @@ async fn a_deleted_account_is_named_by_no_command() {
 #[tokio::test]
 async fn a_signing_key_the_server_cannot_read_is_reported_not_a_500() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("live");
-    let creds = init(&data);
-    let key = creds["source_key_live"].as_str().unwrap().to_owned();
-    let token = creds["user_token"].as_str().unwrap().to_owned();
-    let (mut child, base) = serve(&data);
-    let http = client_builder().build().unwrap();
+    let Live {
+        data,
+        key,
+        token,
+        mut child,
+        base,
+        http,
+    } = live(dir.path());
     let ready: Value = http
         .get(format!("{base}/ready"))
         .send()
@@ -815,13 +847,7 @@ async fn a_signing_key_the_server_cannot_read_is_reported_not_a_500() {
         .await
         .unwrap();
     assert_eq!(ready["checks"]["receipt_signing"], "ok", "{ready}");
-    let out = hds(&["keys", "rotate"], &data);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let said = stdout_of(hds(&["keys", "rotate"], &data));
     let kid = said.trim().rsplit(' ').next().unwrap().to_owned();
     let pem = data.join("keys").join(format!("{kid}.pem"));
     #[cfg(unix)]
@@ -880,12 +906,14 @@ async fn a_signing_key_the_server_cannot_read_is_reported_not_a_500() {
 #[tokio::test]
 async fn a_revoked_key_stays_published_and_its_receipts_fail() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("live");
-    let creds = init(&data);
-    let key = creds["source_key_live"].as_str().unwrap().to_owned();
-    let token = creds["user_token"].as_str().unwrap().to_owned();
-    let (mut child, base) = serve(&data);
-    let http = client_builder().build().unwrap();
+    let Live {
+        data,
+        key,
+        token,
+        mut child,
+        base,
+        http,
+    } = live(dir.path());
     let a = create(&http, &base, &key).await;
     let decided = decide_yes(&http, &base, &token, &a).await;
     let old_kid = decided["data"]["receipt"]["kid"]
