@@ -174,6 +174,11 @@ pub fn finish(router: Router<AppState>, doc: serde_json::Value, state: AppState)
         .layer(CatchPanicLayer::custom(|_| {
             Error::internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
+        // Inside the session layer: it reads the request's session.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            ui::view::error_page_nav,
+        ))
         .layer(session::layer(&state))
         // `Router::layer` wraps each route after routing, so `observe` sees the
         // `MatchedPath` of the route (none for the fallback).

@@ -80,6 +80,10 @@ async fn unknown_dashboard_paths_answer_an_html_404_with_a_way_back() {
         page.contains("href=\"/app\""),
         "a link back to the inbox: {page}"
     );
+    assert!(
+        !page.contains("action=\"/app/signout\""),
+        "no header signed out"
+    );
     // A wrong method on a page: the HTML page too.
     let r = anyone.call(Method::DELETE, "/app/guide", None, HTML).await;
     assert_eq!(r.status.as_u16(), 405);
@@ -100,6 +104,29 @@ async fn unknown_dashboard_paths_answer_an_html_404_with_a_way_back() {
         page.contains("ACTION_NOT_FOUND") && page.contains("href=\"/app\""),
         "{page}"
     );
+    // Signed in, an error page keeps the dashboard's header: the nav, the
+    // workspace switcher, the bell and the way to sign out.
+    let r = browser.call(Method::GET, "/app/nope", None, HTML).await;
+    assert_eq!(r.status.as_u16(), 404);
+    for page in [page, html_of(&r)] {
+        assert!(page.contains("<nav aria-label=\"Main\">"), "{page}");
+        assert!(page.contains("name=\"workspace_id\""), "{page}");
+        assert!(page.contains("id=\"nav-bell\""), "{page}");
+        assert!(page.contains("action=\"/app/signout\""), "{page}");
+        assert!(page.contains("<title>Not found · hds</title>"), "{page}");
+    }
+    // So does a refused form (here a stale CSRF token), with its own words.
+    let r = browser
+        .post_form(
+            "/app/account/name",
+            Some(&app.base),
+            &[("_csrf", "stale"), ("name", "X")],
+        )
+        .await;
+    assert_eq!(r.status().as_u16(), 403);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("This form expired"), "{page}");
+    assert!(page.contains("id=\"nav-bell\""), "{page}");
     // The API keeps its JSON envelope, whatever the client accepts.
     anyone
         .call(Method::GET, "/v1/nope", None, HTML)

@@ -317,17 +317,82 @@ impl IntoResponse for UiError {
             Code::CsrfFailed if !wrong_origin => "This form expired or was sent from another site. Go back, reload the page and try again.".to_owned(),
             _ => message,
         };
-        let page = ErrorPage {
-            layout: Layout::public(heading),
+        let shown = ErrorShown {
             heading,
             message,
             code: code.as_str(),
         };
-        let body = page.render().unwrap_or_else(|_| heading.to_owned());
+        let body = shown.render(Layout::public(heading));
         resp.headers_mut().remove(header::CONTENT_TYPE);
-        let (parts, _) = resp.into_parts();
+        let (mut parts, _) = resp.into_parts();
+        parts.extensions.insert(shown);
         (parts, Html(body)).into_response()
     }
+}
+
+/// What an error page says, kept on its response so that
+/// [`error_page_nav`] can render it again in a signed-in person's frame.
+#[derive(Clone)]
+pub struct ErrorShown {
+    heading: &'static str,
+    message: String,
+    code: &'static str,
+}
+
+impl ErrorShown {
+    fn render(&self, layout: Layout) -> String {
+        ErrorPage {
+            layout,
+            heading: self.heading,
+            message: self.message.clone(),
+            code: self.code,
+        }
+        .render()
+        .unwrap_or_else(|_| self.heading.to_owned())
+    }
+}
+
+/// Middleware: a dashboard error page seen by a signed-in person (a page
+/// not found, a form refused, an Action of another workspace) keeps the
+/// header (nav, workspace switcher, bell, sign-out), as every other page
+/// does. `UiError` cannot read the session itself, so it leaves
+/// [`ErrorShown`] on its response and this renders it again. Without a live
+/// session, on a refusal of the address (429) or an unavailable service
+/// (503), and when the header cannot be read, the plain page stays.
+pub async fn error_page_nav(
+    axum::extract::State(st): axum::extract::State<AppState>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let session = req.extensions().get::<tower_sessions::Session>().cloned();
+    let resp = next.run(req).await;
+    let Some(session) = session else {
+        return resp;
+    };
+    if matches!(
+        resp.status(),
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) {
+        return resp;
+    }
+    let Some(shown) = resp.extensions().get::<ErrorShown>().cloned() else {
+        return resp;
+    };
+    let Ok(Some((user, csrf))) = crate::http::session::cookie_user(&st, &session).await else {
+        return resp;
+    };
+    let page = PageUser {
+        user,
+        csrf,
+        session,
+    };
+    let Ok(layout) = Layout::signed_in(&st, &page, shown.heading, "").await else {
+        return resp;
+    };
+    let body = shown.render(layout);
+    let (mut parts, _) = resp.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    (parts, Html(body)).into_response()
 }
 
 /// A page that can say, above its content, why a form was not done.
