@@ -478,6 +478,17 @@ async fn a_first_start_binds_first_and_its_links_follow_the_listen_address() {
     assert_eq!(sources.status(), 200);
     child.kill().unwrap();
     child.wait().unwrap();
+    // No API token was made that nobody holds: the one credential is the
+    // session the link opened.
+    let kinds: Vec<String> = rusqlite::Connection::open(data.join("hds.db"))
+        .unwrap()
+        .prepare("SELECT kind FROM user_tokens")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kinds, ["session"]);
 }
 
 /// `--metrics-listen` binds before anything is made, like `--listen`, and

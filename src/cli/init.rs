@@ -39,15 +39,25 @@ pub fn initialise(
     admin_email: &str,
     workspace: &str,
 ) -> anyhow::Result<serde_json::Value> {
-    initialise_at(data_dir, admin_email, workspace, "http://127.0.0.1:8080")
+    initialise_at(
+        data_dir,
+        admin_email,
+        workspace,
+        "http://127.0.0.1:8080",
+        true,
+    )
 }
 
 /// `initialise` with the public base URL of the admin's sign-in link.
+/// `with_token`: also issue the admin an API token (`hds init` prints it;
+/// the server's first start hands none out, so it makes none: a token
+/// nobody holds would only sit on the account page).
 pub fn initialise_at(
     data_dir: &std::path::Path,
     admin_email: &str,
     workspace: &str,
     base_url: &str,
+    with_token: bool,
 ) -> anyhow::Result<serde_json::Value> {
     // The rules of `hds workspaces create`: checked before anything is made.
     if !crate::domain::validate::looks_like_email(admin_email) {
@@ -83,7 +93,15 @@ pub fn initialise_at(
     let ws = workspaces::create(&tx, workspace, "team", &now).map_err(err)?;
     let user = users::create(&tx, admin_email, Some("Admin"), &now).map_err(err)?;
     workspaces::add_member(&tx, &ws.id, &user.id, Role::Owner, &now).map_err(err)?;
-    let (token, _) = users::issue_token(&tx, &user.id, "hds init", None, &now).map_err(err)?;
+    let token = if with_token {
+        Some(
+            users::issue_token(&tx, &user.id, "hds init", None, &now)
+                .map_err(err)?
+                .0,
+        )
+    } else {
+        None
+    };
     let (source, secrets) =
         sources::create(&tx, &ws.id, "Default Source", None, &now).map_err(err)?;
     let signin_url =
@@ -102,7 +120,13 @@ pub fn initialise_at(
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let out = initialise_at(&a.dir.data_dir, &a.admin_email, &a.workspace, &a.base_url)?;
+    let out = initialise_at(
+        &a.dir.data_dir,
+        &a.admin_email,
+        &a.workspace,
+        &a.base_url,
+        true,
+    )?;
     // The secrets are shown once: a reader that left before them is told
     // how to get new ones (not the quiet end of a listing).
     show(&a, &out).map_err(|e| {

@@ -171,6 +171,7 @@ fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
         &config.admin_email,
         "Default",
         &config.base_url,
+        false,
     )?;
     Ok(Some(created))
 }
@@ -191,8 +192,8 @@ fn first_start_banner(data_dir: &std::path::Path, c: &serde_json::Value) -> Stri
         f("workspace_id")
     )];
     let path = data_dir.join(INITIAL_CREDENTIALS);
-    // The admin's API token `hds init` made is not handed out: they make
-    // their own on the account page.
+    // No API token is made on a first start: the admin makes their own on
+    // the account page.
     let kept: serde_json::Map<String, serde_json::Value> = [
         "workspace_id",
         "user_id",

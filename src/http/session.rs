@@ -401,7 +401,10 @@ pub fn local_next(next: Option<&str>) -> Result<String> {
              other sites and //host forms are refused",
         )]));
     }
-    Ok(next.to_owned())
+    // A `Location` header is ASCII: letters outside it (`/app/café`) and
+    // spaces are sent percent-encoded, as a browser would request them.
+    const ASCII: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b' ');
+    Ok(percent_encoding::utf8_percent_encode(next, ASCII).to_string())
 }
 
 #[cfg(test)]
@@ -415,6 +418,11 @@ mod tests {
             local_next(Some("/app/actions/act_1?x=1")).unwrap(),
             "/app/actions/act_1?x=1"
         );
+        assert_eq!(
+            local_next(Some("/app/café?q=a b")).unwrap(),
+            "/app/caf%C3%A9?q=a%20b"
+        );
+        assert_eq!(local_next(Some("/。evil")).unwrap(), "/%E3%80%82evil");
         for bad in [
             "https://evil.example",
             "//evil.example",

@@ -258,20 +258,37 @@ pub async fn finish(
         .clone()
         .ok_or_else(|| Error::field("state", "the callback carries no state"))?;
     let now = time::format(s.clock.now());
-    let login = s
-        .db
-        .write(move |c| store::take(c, &state, &now))
-        .await?
-        .ok_or_else(|| binding_refused("it is unknown, older than 10 minutes, or already used"))?;
-    if login.provider != name {
-        return Err(binding_refused("it was started with another provider"));
-    }
-    let bound = binding.is_some_and(|b| hashes_match(&hash_secret(b), &login.binding_hash));
-    if !bound {
-        return Err(binding_refused(
-            "it was started in another browser (its binding cookie is missing or different)",
-        ));
-    }
+    // The row is taken only by the browser that started it, for this
+    // provider: anyone else who saw the callback's address (a log, a
+    // Referer) is refused without ending that browser's sign-in.
+    let binding_hash = binding.map(hash_secret);
+    let provider = name.to_owned();
+    let taken =
+        s.db.write(move |c| {
+            store::take(c, &state, &now, |l| {
+                l.provider == provider
+                    && binding_hash
+                        .as_deref()
+                        .is_some_and(|h| hashes_match(h, &l.binding_hash))
+            })
+        })
+        .await?;
+    let login = match taken {
+        store::Taken::Login(login) => login,
+        store::Taken::Missing => {
+            return Err(binding_refused(
+                "it is unknown, older than 10 minutes, or already used",
+            ));
+        }
+        store::Taken::Refused(login) if login.provider != name => {
+            return Err(binding_refused("it was started with another provider"));
+        }
+        store::Taken::Refused(_) => {
+            return Err(binding_refused(
+                "it was started in another browser (its binding cookie is missing or different)",
+            ));
+        }
+    };
     if let Some(error) = &answer.error {
         let description = answer.error_description.as_deref().unwrap_or("");
         return Err(Error::new(

@@ -39,14 +39,32 @@ pub fn insert(c: &Connection, state: &str, login: &Login, now: &str) -> Result<(
     Ok(())
 }
 
-/// Takes the sign-in started under `state`: returns it and deletes it, so a
-/// replayed callback finds nothing. An expired row is deleted and not returned.
-pub fn take(c: &Connection, state: &str, now: &str) -> Result<Option<Login>> {
+/// What [`take`] found under a `state`.
+#[derive(Debug)]
+pub enum Taken {
+    /// None, or an expired one (deleted).
+    Missing,
+    /// One the caller's check refused (another provider, another browser):
+    /// left in place, so whoever saw the callback's address cannot end the
+    /// sign-in of the browser that started it.
+    Refused(Login),
+    /// Returned and deleted, so a replayed callback finds nothing.
+    Login(Login),
+}
+
+/// Takes the sign-in started under `state` when `belongs` accepts it.
+pub fn take(
+    c: &Connection,
+    state: &str,
+    now: &str,
+    belongs: impl FnOnce(&Login) -> bool,
+) -> Result<Taken> {
+    let state_hash = hash_secret(state);
     let found = c
         .query_row(
-            "DELETE FROM oidc_logins WHERE state_hash = ?1
-             RETURNING provider, nonce, pkce_verifier, next, binding_hash, expires_at",
-            [hash_secret(state)],
+            "SELECT provider, nonce, pkce_verifier, next, binding_hash, expires_at
+             FROM oidc_logins WHERE state_hash = ?1",
+            [&state_hash],
             |r| {
                 Ok(Login {
                     provider: r.get(0)?,
@@ -59,7 +77,22 @@ pub fn take(c: &Connection, state: &str, now: &str) -> Result<Option<Login>> {
             },
         )
         .optional()?;
-    Ok(found.filter(|l| l.expires_at.as_str() > now))
+    let Some(login) = found else {
+        return Ok(Taken::Missing);
+    };
+    let live = login.expires_at.as_str() > now;
+    if live && !belongs(&login) {
+        return Ok(Taken::Refused(login));
+    }
+    c.execute(
+        "DELETE FROM oidc_logins WHERE state_hash = ?1",
+        [&state_hash],
+    )?;
+    Ok(if live {
+        Taken::Login(login)
+    } else {
+        Taken::Missing
+    })
 }
 
 /// Deletes abandoned sign-ins (the person never came back); returns how many.
@@ -98,18 +131,24 @@ mod tests {
             "2026-01-01T00:00:00.000Z",
         )
         .unwrap();
-        let got = take(&c, "s1", "2026-01-01T00:01:00.000Z").unwrap().unwrap();
+        let at = "2026-01-01T00:01:00.000Z";
+        // Refused by the caller's check: kept for the browser it belongs to.
+        assert!(matches!(
+            take(&c, "s1", at, |_| false).unwrap(),
+            Taken::Refused(_)
+        ));
+        let Taken::Login(got) = take(&c, "s1", at, |_| true).unwrap() else {
+            panic!("not taken")
+        };
         assert_eq!(got.nonce, "n");
-        assert!(
-            take(&c, "s1", "2026-01-01T00:01:00.000Z")
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            take(&c, "other", "2026-01-01T00:01:00.000Z")
-                .unwrap()
-                .is_none()
-        );
+        assert!(matches!(
+            take(&c, "s1", at, |_| true).unwrap(),
+            Taken::Missing
+        ));
+        assert!(matches!(
+            take(&c, "other", at, |_| true).unwrap(),
+            Taken::Missing
+        ));
     }
 
     #[test]
@@ -122,10 +161,15 @@ mod tests {
             "2026-01-01T00:00:00.000Z",
         )
         .unwrap();
-        assert!(
-            take(&c, "s1", "2026-01-01T00:10:00.000Z")
-                .unwrap()
-                .is_none()
+        assert!(matches!(
+            take(&c, "s1", "2026-01-01T00:10:00.000Z", |_| true).unwrap(),
+            Taken::Missing
+        ));
+        assert_eq!(
+            c.query_row("SELECT count(*) FROM oidc_logins", [], |r| r
+                .get::<_, i64>(0))
+                .unwrap(),
+            0
         );
         insert(
             &c,

@@ -115,6 +115,30 @@ async fn signin_starts_from_one_address_stop_at_the_budget_and_write_no_more_row
     assert_eq!(app.count_rows("oidc_logins"), i64::from(BURST));
     // One discovery for the whole run: refused starts never call out.
     assert_eq!(mint.stats().await["discovery"], 1);
+    // A person's browser over the budget lands on the sign-in page, told to
+    // wait, instead of a JSON body.
+    let r = browser
+        .get(format!("{}/v1/auth/op/start?next=/app", app.base))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/app/signin?error=RATE_LIMITED");
+    assert_eq!(app.count_rows("oidc_logins"), i64::from(BURST));
+    let page = browser
+        .get(format!("{}/app/signin?error=RATE_LIMITED", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Too many sign-ins from this address"),
+        "{page}"
+    );
+    assert!(page.contains("Wait a minute, then try again."), "{page}");
 }
 
 #[tokio::test]

@@ -181,6 +181,16 @@ async fn browser_signin_with_a_real_provider_ends_in_a_cookie_session() {
             .iter()
             .any(|v| v.to_str().unwrap().starts_with("service_session="))
     );
+    // The binding cookie has served and is removed.
+    assert!(
+        r.headers().get_all("set-cookie").iter().any(|v| v
+            .to_str()
+            .unwrap()
+            .starts_with("hds_oidc_binding=;")
+            && v.to_str().unwrap().contains("Max-Age=0")),
+        "{:?}",
+        r.headers()
+    );
 
     let r = browser
         .get(format!("{}/v1/auth/session", app.base))
@@ -226,6 +236,12 @@ async fn a_callback_in_another_browser_or_from_another_issuer_is_refused() {
             .contains("another browser"),
         "{body}"
     );
+    // …which did not end the sign-in of the browser that started it: the
+    // address of a callback seen elsewhere (a log, a Referer) is no way to
+    // cancel someone's sign-in.
+    let r = victim.get(&callback).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/app");
 
     // Mix-up: the answer claims another issuer (RFC 9207).
     let callback = sign_in_at_provider(&victim, &app, &op, "op", "admin", "/app")

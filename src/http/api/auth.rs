@@ -39,18 +39,23 @@ pub struct StartParams {
 /// Start the browser sign-in: redirects to the identity provider.
 #[utoipa::path(get, path = "/v1/auth/{provider}/start", tag = "auth",
     params(("provider" = String, Path), StartParams),
-    responses((status = 303, description = "to the provider's authorization page; sets the hds_oidc_binding cookie. A browser (Accept: text/html) whose `next` is refused goes to /app/signin?error=INVALID_NEXT instead of the 422"),
+    responses((status = 303, description = "to the provider's authorization page; sets the hds_oidc_binding cookie. A browser (Accept: text/html) whose `next` is refused goes to /app/signin?error=INVALID_NEXT instead of the 422, and one over the address's budget to /app/signin?error=RATE_LIMITED instead of the 429"),
         (status = 404, description = "PROVIDER_NOT_FOUND", body = crate::http::openapi::ErrorBody),
         (status = 422, description = "VALIDATION_ERROR: `next` is not a local path", body = crate::http::openapi::ErrorBody),
         (status = 429, description = "RATE_LIMITED: this address's sign-in budget is used up; see Retry-After", body = crate::http::openapi::ErrorBody),
         (status = 502, description = "PROVIDER_UNAVAILABLE", body = crate::http::openapi::ErrorBody)))]
 pub async fn start_signin(
-    _: AddressBudget,
+    budget: std::result::Result<AddressBudget, Error>,
     State(st): State<AppState>,
     ApiPath(provider): ApiPath<String>,
     ApiQuery(p): ApiQuery<StartParams>,
     headers: HeaderMap,
 ) -> Result<Response> {
+    // Over budget, a browser lands on the sign-in page, which says to wait
+    // (starting again at once is what keeps it refused).
+    if let Err(e) = budget {
+        return Ok(refusal(&headers, e));
+    }
     // A `next` pointing elsewhere is refused outright, never redirected;
     // a browser that followed such a link lands on the sign-in page, told.
     let next = match start_next(p.next.as_deref()) {
@@ -66,16 +71,7 @@ pub async fn start_signin(
         Ok(started) => started,
         Err(e) => return Ok(refusal(&headers, e)),
     };
-    let attributes = if st.services.config.secure_cookies() {
-        "SameSite=None; Secure"
-    } else {
-        "SameSite=Lax"
-    };
-    let set = format!(
-        "{BINDING_COOKIE}={}; HttpOnly; Path=/v1/auth/; Max-Age=600; {attributes}",
-        started.binding
-    );
-    let set = HeaderValue::from_str(&set).map_err(Error::internal)?;
+    let set = binding_cookie(&st, &started.binding, 600)?;
     Ok((
         [(header::SET_COOKIE, set)],
         Redirect::to(&started.authorize_url),
@@ -143,10 +139,27 @@ async fn finish(
     {
         Ok((signed_in, next)) => {
             crate::http::session::begin(&st.services, session, &signed_in).await?;
-            Ok(Redirect::to(&next).into_response())
+            // The binding has served: the browser forgets it now, not in
+            // ten minutes.
+            let clear = binding_cookie(st, "", 0)?;
+            Ok(([(header::SET_COOKIE, clear)], Redirect::to(&next)).into_response())
         }
         Err(e) => Ok(refusal(headers, e)),
     }
+}
+
+/// The `hds_oidc_binding` cookie with `value`, kept `max_age` seconds (0:
+/// removed).
+fn binding_cookie(st: &AppState, value: &str, max_age: u32) -> Result<HeaderValue> {
+    let attributes = if st.services.config.secure_cookies() {
+        "SameSite=None; Secure"
+    } else {
+        "SameSite=Lax"
+    };
+    let set = format!(
+        "{BINDING_COOKIE}={value}; HttpOnly; Path=/v1/auth/; Max-Age={max_age}; {attributes}"
+    );
+    HeaderValue::from_str(&set).map_err(Error::internal)
 }
 
 /// A failed browser sign-in. A person's browser (a navigation accepts HTML)

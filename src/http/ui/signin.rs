@@ -169,6 +169,11 @@ fn notice(code: &str, email_links: bool) -> Option<Notice> {
             "The link asked to continue to a page that is not on this site, or that holds a secret. Sign in here: you will land on your inbox.",
             "banner-error",
         ),
+        "RATE_LIMITED" => (
+            "Too many sign-ins from this address",
+            "hds refused to start another sign-in for a moment. Wait a minute, then try again.",
+            "banner-warn",
+        ),
         "SIGNED_OUT" => ("You are signed out", "", "banner-ok"),
         "SESSION_ENDED" => (
             "Your session ended",
