@@ -17,6 +17,12 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// Checks `bytes` against the rules above; the error names the JSON path.
 pub fn check(bytes: &[u8]) -> Result<(), Error> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_none() {
+        return Err(Error::field(
+            "body",
+            "the request body is empty; send a JSON object ({…}) with Content-Type: application/json",
+        ));
+    }
     if first.is_some_and(|b| *b != b'{') {
         // Only on this refusal: JSON of another shape, or no JSON at all.
         return Err(match serde_json::from_slice::<de::IgnoredAny>(bytes) {
@@ -652,7 +658,13 @@ mod tests {
     #[test]
     fn plain_objects_pass() {
         check(br#"{"title": "a", "n": 9007199254740991, "m": -9007199254740991, "x": [1.5, null, true, {"k": "v"}]}"#).unwrap();
-        check(b"  ").unwrap();
+        // No body at all is told so, not as a parser's end of input.
+        let (field, message) = refused("  ");
+        assert_eq!(field, "body");
+        assert!(
+            message.starts_with("the request body is empty"),
+            "{message}"
+        );
         // Syntax errors are the parser's to word.
         check(b"{\"a\": ").unwrap();
     }

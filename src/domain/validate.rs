@@ -193,7 +193,7 @@ pub fn parse_create_bytes(bytes: &[u8]) -> Result<ActionSpec, Error> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         Error::validation(vec![FieldError::new(
             "body",
-            format!("the body is not valid JSON: {e}"),
+            format!("the request body is not valid JSON ({e}); send a JSON object ({{…}})"),
         )])
     })?;
     parse_create(value)

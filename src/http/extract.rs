@@ -63,7 +63,7 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         Error::validation(vec![FieldError::new(
             "body",
-            format!("the body is not valid JSON: {e}"),
+            format!("the request body is not valid JSON ({e}); send a JSON object ({{…}})"),
         )])
     })?;
     // Unknown fields are all reported together first (guide: "Errors");

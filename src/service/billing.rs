@@ -453,15 +453,16 @@ async fn checkout_alone(s: &Services, user: &UserCaller, req: CheckoutRequest) -
     let plans = checkout_plans(&s.config.billing);
     let Some((plan_id, _, price)) = plans.iter().find(|p| p.0 == req.plan_id).cloned() else {
         let ids: Vec<&str> = plans.iter().map(|p| p.0.as_str()).collect();
-        return Err(Error::field(
-            "plan_id",
+        let message = if req.plan_id.trim().is_empty() {
+            format!("choose a plan: one of {}", ids.join(", "))
+        } else {
             format!(
                 "`{}` is not a plan offered through Stripe here; choose one of: {}",
                 req.plan_id,
                 ids.join(", ")
-            ),
-        )
-        .with_detail("plan_ids", ids));
+            )
+        };
+        return Err(Error::field("plan_id", message).with_detail("plan_ids", ids));
     };
     if let Some((sub, live)) = &ctx.standing {
         let message = if *live {

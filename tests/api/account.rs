@@ -360,7 +360,15 @@ async fn the_account_page_offers_the_export_and_deletes_with_confirmation() {
         )
         .await;
     assert_eq!(r.status(), 422);
-    assert!(r.text().await.unwrap().contains("cannot be undone"));
+    let page = r.text().await.unwrap();
+    assert!(page.contains("cannot be undone"));
+    // The address typed is kept, to tick the box and send again.
+    assert!(
+        page.contains(&format!(
+            "name=\"confirm\" required autocomplete=\"off\" value=\"{email}\""
+        )),
+        "{page}"
+    );
     // Wrong address: refused.
     let r = browser
         .post_form(
@@ -554,7 +562,32 @@ async fn the_account_page_shows_a_new_api_token_once_and_a_reload_creates_nothin
         )
         .await;
     assert_eq!(r.status(), 422);
-    assert!(r.text().await.unwrap().contains("whole number of days"));
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains("whole number of days between 1 and 366"),
+        "{page}"
+    );
+    // What was typed is kept, to be corrected.
+    assert!(page.contains("value=\"too long\""), "{page}");
+    assert!(page.contains("value=\"soon\""), "{page}");
+    assert_eq!(api_tokens_of(&app, &me), before + 1);
+    // A negative number is a whole number: the range is what is wrong.
+    for days in ["-1", "0", "367"] {
+        let r = browser
+            .post_form(
+                "/app/account/tokens",
+                Some(origin),
+                &[
+                    ("_csrf", browser.csrf()),
+                    ("name", "cli"),
+                    ("expires_in_days", days),
+                ],
+            )
+            .await;
+        assert_eq!(r.status(), 422, "{days}");
+        let page = r.text().await.unwrap();
+        assert!(page.contains("between 1 and 366"), "{days}: {page}");
+    }
     assert_eq!(api_tokens_of(&app, &me), before + 1);
     // A name is one line: no line break, no direction override.
     for name in ["line1\nline2", "evil \u{202e}nimda"] {

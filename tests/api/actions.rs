@@ -1271,6 +1271,14 @@ async fn a_create_is_the_same_request_however_it_is_spelt() {
         "{e}"
     );
     assert_eq!(e["error"]["details"]["errors"][0]["field"], "body", "{e}");
+    // Nor is no body at all, told as such (not as the parser's end of input).
+    let (status, e) = send("spelt-1", String::new()).await;
+    assert_eq!(status, 422, "{e}");
+    assert_eq!(
+        e["error"]["details"]["errors"][0]["message"],
+        "the request body is empty; send a JSON object ({…}) with Content-Type: application/json",
+        "{e}"
+    );
     // The key of a create used on another route is refused there.
     let cancel = format!(
         "/v1/actions/{}/cancel",

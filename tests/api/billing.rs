@@ -1176,6 +1176,20 @@ async fn an_owner_subscribes_through_stripe_checkout() {
     app.admin()
         .post_err("/v1/billing/checkout", json!({}), 422, "VALIDATION_ERROR")
         .await;
+    // An empty one (the dashboard's form sent without a plan) asks for one.
+    let e = app
+        .admin()
+        .post_err(
+            "/v1/billing/checkout",
+            json!({"plan_id": ""}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(
+        e["details"]["errors"][0]["message"], "choose a plan: one of starter, team",
+        "{e}"
+    );
     // Owners only.
     let admin = app.member(Role::Admin);
     let e = admin

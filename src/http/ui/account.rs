@@ -61,6 +61,16 @@ pub struct AccountPage {
     error: Option<String>,
     /// The form field the error is about.
     error_field: Option<String>,
+    /// What was typed in a refused form, shown again to be corrected: the
+    /// new token's name and expiry, the deletion's confirmation address.
+    typed: Typed,
+}
+
+#[derive(Default)]
+struct Typed {
+    token_name: String,
+    token_days: String,
+    confirm: String,
 }
 
 /// "Chrome on Linux" from a User-Agent header; None when unrecognised.
@@ -140,6 +150,7 @@ async fn page(st: &AppState, p: &PageUser) -> Result<AccountPage, UiError> {
         flash: None,
         error: None,
         error_field: None,
+        typed: Typed::default(),
     })
 }
 
@@ -207,12 +218,16 @@ pub async fn create_token(
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     let name = form.get("name").unwrap_or_default().to_owned();
-    let days = match form.text("expires_in_days").map(|d| d.parse::<u32>()) {
+    // A whole number in range goes on; any other is refused here with the
+    // range (the service says the same of one out of range).
+    let days = match form.text("expires_in_days").map(|d| d.parse::<i64>()) {
         None => Ok(None),
-        Some(Ok(d)) => Ok(Some(d)),
-        Some(Err(_)) => Err(Error::validation(vec![FieldError::new(
+        Some(Ok(d)) if (1..=i64::from(MAX_TOKEN_DAYS)).contains(&d) => Ok(Some(d as u32)),
+        Some(_) => Err(Error::validation(vec![FieldError::new(
             "expires_in_days",
-            "the expiry must be a whole number of days",
+            format!(
+                "the expiry is a whole number of days between 1 and {MAX_TOKEN_DAYS}; leave it empty for no expiry"
+            ),
         )])),
     };
     let made = match days {
@@ -227,7 +242,14 @@ pub async fn create_token(
             };
             shown_once::hold(&st, &p, secret, "/app/account?done=created").await
         }
-        Err(e) => refused(&st, &p, e, |_| {}).await,
+        Err(e) => {
+            let days = form.get("expires_in_days").unwrap_or_default().to_owned();
+            refused(&st, &p, e, |out| {
+                out.typed.token_name = name;
+                out.typed.token_days = days;
+            })
+            .await
+        }
     }
 }
 
@@ -349,8 +371,8 @@ pub async fn delete_account(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
-    let confirm = form.get("confirm").unwrap_or_default().to_owned();
     let done = if form.get("understood") == Some("yes") {
+        let confirm = form.get("confirm").unwrap_or_default().to_owned();
         let req = account::AccountDeleteRequest { confirm };
         account::delete(&st.services, &p.user, req).await
     } else {
@@ -368,7 +390,10 @@ pub async fn delete_account(
             }
             Ok(see_other("/app/signin?done=account_deleted"))
         }
-        Err(e) => refused(&st, &p, e, |_| {}).await,
+        Err(e) => {
+            let typed = form.get("confirm").unwrap_or_default().to_owned();
+            refused(&st, &p, e, |out| out.typed.confirm = typed).await
+        }
     }
 }
 
