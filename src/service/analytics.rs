@@ -72,7 +72,9 @@ pub struct Stats {
     pub by_status: ByStatus,
     /// Resolved by a person, a quorum or a Source (not by the expiry pass).
     pub decided: i64,
-    /// Decided with an approving option (id `approve` or style `primary`).
+    /// Decided with an approving choice: an option whose id is `approve` or
+    /// whose style is `primary`, or on an Action with an approval policy its
+    /// approve choice (the first option, or `true`).
     pub approved: i64,
     pub decision_seconds: DecisionSeconds,
     /// approved / decided; null when nothing was decided.
@@ -171,6 +173,25 @@ pub async fn summary(
     user: &UserCaller,
     p: SummaryParams,
 ) -> Result<AnalyticsSummary> {
+    summary_of(s, user, p, false).await
+}
+
+/// `summary` for the dashboard's page: a person in no workspace gets the
+/// window with nothing counted (`workspace_id` empty) instead of 404.
+pub async fn summary_or_none(
+    s: &Services,
+    user: &UserCaller,
+    p: SummaryParams,
+) -> Result<AnalyticsSummary> {
+    summary_of(s, user, p, true).await
+}
+
+async fn summary_of(
+    s: &Services,
+    user: &UserCaller,
+    p: SummaryParams,
+    none_is_empty: bool,
+) -> Result<AnalyticsSummary> {
     let mut errors = Vec::new();
     let window = p.window.unwrap_or_else(|| "30d".into());
     let days = rules::window_days(&window);
@@ -201,18 +222,33 @@ pub async fn summary(
             "source_id",
             "source_id is empty: name a Source, or leave it out for every Source",
         ));
+    } else if p
+        .source_id
+        .as_deref()
+        .is_some_and(|id| id.len() > 64 || id.chars().any(char::is_control))
+    {
+        // Answered back in the summary: what could be no id is refused
+        // (an unknown id of a plausible shape matches nothing).
+        errors.push(FieldError::new(
+            "source_id",
+            "source_id is not a Source id (src_…, as GET /v1/sources lists them)",
+        ));
     }
     let Some(days) = days.filter(|_| errors.is_empty()) else {
         return Err(Error::validation(errors));
     };
-    let m = user.active_or_404()?;
-    if !access::can_read_analytics(m.role) {
+    let m = match user.active_or_404() {
+        Ok(m) => Some(m),
+        Err(e) if none_is_empty && e.code == Code::WorkspaceNotFound => None,
+        Err(e) => return Err(e),
+    };
+    if m.is_some_and(|m| !access::can_read_analytics(m.role)) {
         return Err(Error::new(
             Code::Forbidden,
             "you may not read this workspace's analytics",
         ));
     }
-    let ws = m.workspace_id.clone();
+    let ws = m.map(|m| m.workspace_id.clone()).unwrap_or_default();
     let now = s.clock.now();
     let from = rules::first_day(now, days);
     let to = rules::first_day(now, 1);
@@ -222,7 +258,9 @@ pub async fn summary(
         from.clone(),
         p.source_id.clone(),
     );
-    let rows =
+    let rows = if w.is_empty() {
+        Vec::new()
+    } else {
         s.db.read(move |c| {
             let envs: &[&str] = match e.as_str() {
                 "all" => &["live", "test"],
@@ -234,7 +272,8 @@ pub async fn summary(
             }
             Ok(rows)
         })
-        .await?;
+        .await?
+    };
 
     let mut totals = Acc::default();
     let mut by_source: BTreeMap<String, (Option<String>, Acc)> = BTreeMap::new();

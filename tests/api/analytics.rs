@@ -111,6 +111,17 @@ async fn the_summary_counts_statuses_times_rates_and_outcomes_per_source() {
         .await;
     assert_eq!(s["totals"]["created"], 0);
     assert_eq!(s["totals"]["approval_rate"], Value::Null);
+    // What could be no id is refused, not answered back in the summary.
+    for bad in ["src%00", &"s".repeat(65)] {
+        let e = viewer
+            .get_err(
+                &format!("/v1/analytics/summary?source_id={bad}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "source_id", "{e}");
+    }
     // Another workspace sees none of it.
     let s: Value = app.outsider().get("/v1/analytics/summary", 200).await;
     assert_eq!(s["totals"]["created"], 0);
@@ -303,6 +314,21 @@ async fn the_analytics_page_draws_the_summary_as_svg_with_tables() {
         r#"<option value="{sid}" selected>Default Source</option>"#
     )));
     assert_eq!(created(&one), "1");
+    // A Source that is none of this workspace's is named as such, selected,
+    // never read as "every Source".
+    let other = "src_01JZZZZZZZZZZZZZZZZZZZZZZZ";
+    let none = browser
+        .page(&format!("/app/analytics?window=7d&source_id={other}"))
+        .await;
+    assert!(
+        none.contains(&format!(
+            "Live Actions from {other} (no Source of this workspace) created"
+        )),
+        "{none}"
+    );
+    assert!(none.contains(&format!(r#"<option value="{other}" selected>"#)));
+    assert!(!none.contains(r#"<option value="" selected>"#), "{none}");
+    assert_eq!(created(&none), "0");
     // A window the page does not offer: the error page, 422.
     let r = browser
         .http()

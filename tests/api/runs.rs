@@ -1187,8 +1187,13 @@ async fn the_runs_list_of_a_person_in_no_workspace_is_not_found() {
         id: user.id.clone(),
         email: "loner@example.com".into(),
     };
-    let page = app.browser(&person).await.page("/app/runs").await;
+    let browser = app.browser(&person).await;
+    let page = browser.page("/app/runs").await;
     assert!(page.contains(r#"id="runs-none""#), "{page}");
+    // So does the Analytics page: nothing counted, and why.
+    let page = browser.page("/app/analytics").await;
+    assert!(page.contains(r#"id="analytics-no-workspace""#), "{page}");
+    assert!(page.contains("No Actions in this window."), "{page}");
 }
 
 /// A restricted Action in a run shows its title to those who may see it

@@ -133,13 +133,29 @@ pub async fn analytics_page(
         environment: Some(environment.clone()),
         source_id: source_id.clone(),
     };
-    let s = analytics::summary(&st.services, &p.user, params).await?;
-    let source_choices: Vec<(String, String)> =
+    let s = analytics::summary_or_none(&st.services, &p.user, params).await?;
+    // In no workspace (nothing counted), there are no Sources to offer.
+    let mut source_choices: Vec<(String, String)> = if s.workspace_id.is_empty() {
+        Vec::new()
+    } else {
         crate::service::sources::list(&st.services, p.user.clone())
             .await?
             .into_iter()
             .map(|src| (src.id, src.name))
-            .collect();
+            .collect()
+    };
+    // A Source asked for that the list does not hold (revoked, or no Source
+    // of this workspace) is still named, and selected, so the page never
+    // reads as counting every Source.
+    if let Some(id) = &source_id
+        && !source_choices.iter().any(|(sid, _)| sid == id)
+    {
+        let name = match s.sources.iter().find(|x| &x.source_id == id) {
+            Some(x) => x.source_name.clone().unwrap_or_else(|| id.clone()),
+            None => format!("{id} (no Source of this workspace)"),
+        };
+        source_choices.push((id.clone(), name));
+    }
     let env_words = match environment.as_str() {
         "test" => "Test Actions",
         "all" => "Live and test Actions",
