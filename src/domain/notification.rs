@@ -342,7 +342,11 @@ impl NotificationPreferenceUpdate {
                     ("email", u.email, &mut ch.email),
                 ] {
                     if let Some(v) = v {
-                        if !v && policy.mandatory.contains(&kind) {
+                        // Switching a mandatory kind off is refused; the
+                        // person's own `false` sent back unchanged is not a
+                        // switch, and stays their choice for when the policy
+                        // lets go of the kind.
+                        if !v && *slot && policy.mandatory.contains(&kind) {
                             refused.push(format!("events.{}.{name}", kind.as_str()));
                         }
                         *slot = v;

@@ -178,10 +178,12 @@ fn person_name(c: &Connection, user_id: &str) -> Result<String> {
         .unwrap_or_else(|| "Someone".to_owned()))
 }
 
-/// A new Action: its assignee hears `action.assigned`; as the policy says,
-/// every member who may decide it hears `action.new` (one broadcast row for
-/// a workspace-wide Action, a row each for the listed reviewers of a
-/// restricted one); its expiry warning is set.
+/// A new Action, as the policy's `new_action` says: with `all_reviewers`
+/// and `assigned_only`, its assignee hears `action.assigned`; with
+/// `all_reviewers`, every member who may decide it hears `action.new` (one
+/// broadcast row for a workspace-wide Action, a row each for the listed
+/// reviewers of a restricted one); with `none`, nobody is told (a later
+/// assignment still is). Its expiry warning is set in every case.
 pub fn action_created(
     c: &Connection,
     fx: &mut Effects,
@@ -196,7 +198,10 @@ pub fn action_created(
         None => None,
     }
     .filter(|m| access_of(a, m.role, &m.user_id, &m.email, &m.created_at).can_be_assignee());
-    if let Some(m) = &assignee {
+    if let Some(m) = assignee
+        .as_ref()
+        .filter(|_| policy.new_action != NewActionAudience::None)
+    {
         let n = Notice::about(
             a,
             Kind::Assigned,

@@ -1280,6 +1280,24 @@ async fn the_policy_decides_who_hears_of_new_actions_and_only_managers_set_it() 
         .await;
     app.create_action(two_options("Silent")).await;
     assert!(kinds_of(&r2).await.is_empty());
+    // `none` is not `assigned_only`: the assignee of a new Action is not
+    // told either…
+    let mut body = two_options("Assigned, silently");
+    body["assignee_user_id"] = json!(r1.person().id);
+    let silent = app.create_action(body).await;
+    assert_eq!(kinds_of(&r1).await, [("action.assigned".into(), id(&a))]);
+    // …while an assignment made later still is.
+    let _: Value = admin
+        .patch(
+            &format!("/v1/actions/{}/assignment", silent["id"].as_str().unwrap()),
+            json!({"assignee_user_id": r2.person().id}),
+            200,
+        )
+        .await;
+    assert_eq!(
+        kinds_of(&r2).await,
+        [("action.assigned".into(), id(&silent))]
+    );
 }
 
 #[tokio::test]

@@ -403,25 +403,69 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
         html.contains("value=\"action.assigned\" aria-label=\"An Action is assigned to me: in the dashboard\" checked disabled"),
         "{html}"
     );
-    // A page from before the policy (the box unticked): refused, nothing saved.
-    let r = form(&ann_b, "/app/settings/notifications", &fields).await;
+    // A page from before the policy that unticks a box she had ticked
+    // (assignments in the dashboard): refused, nothing saved.
+    let unticked: Vec<(&str, &str)> = fields
+        .iter()
+        .copied()
+        .filter(|f| *f != ("in_app", "action.assigned"))
+        .collect();
+    let r = form(&ann_b, "/app/settings/notifications", &unticked).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let html = r.text().await.unwrap();
     assert!(
-        html.contains("Not saved: events.action.assigned.email"),
+        html.contains("Not saved: events.action.assigned.in_app"),
         "{html}"
     );
     assert!(html.contains("mandatory in this workspace"), "{html}");
     let same: Value = ann.get("/v1/notification-preferences", 200).await;
     assert_eq!(same["events"], p["events"]);
-    // The page as rendered now sends the mandatory kind with it: saved.
-    fields.push(("in_app", "action.assigned"));
-    fields.push(("email_kind", "action.assigned"));
-    fields.push(("email", "on"));
+    // Her own "no e-mail for assignments", sent back unchanged, switches
+    // nothing off: saved, and kept as her choice.
     let r = form(&ann_b, "/app/settings/notifications", &fields).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    // So is the API's own answer sent straight back.
+    let mut back = ann.get::<Value>("/v1/notification-preferences", 200).await;
+    let events = back["events"].clone();
+    back.as_object_mut()
+        .unwrap()
+        .retain(|k, _| k == "email" || k == "email_digest" || k == "events");
+    back["events"] = events;
+    let _: Value = ann.patch("/v1/notification-preferences", back, 200).await;
+    // The page as rendered now names the locked kind instead of sending its
+    // boxes: saved, her own choice for it left as it was.
+    let html = ann_b.page("/app/settings/notifications").await;
+    assert!(
+        html.contains(r#"<input type="hidden" name="mandatory" value="action.assigned">"#),
+        "{html}"
+    );
+    let mut now: Vec<(&str, &str)> = unticked.clone();
+    now.push(("mandatory", "action.assigned"));
+    now.push(("email", "on"));
+    let r = form(&ann_b, "/app/settings/notifications", &now).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     let p: Value = ann.get("/v1/notification-preferences", 200).await;
     assert_eq!(p["email"], true);
+    assert_eq!(
+        p["events"]["action.assigned"],
+        json!({"in_app": true, "email": false}),
+        "her choice, for when the policy lets go"
+    );
+    // The policy lets go: her "no e-mail" applies again.
+    let _: Value = app
+        .admin()
+        .patch(
+            "/v1/workspaces/notification-policy",
+            json!({"mandatory": []}),
+            200,
+        )
+        .await;
+    let p: Value = ann.get("/v1/notification-preferences", 200).await;
+    assert_eq!(p["mandatory"], json!([]));
+    assert_eq!(
+        p["events"]["action.assigned"],
+        json!({"in_app": true, "email": false})
+    );
 }
 
 #[tokio::test]

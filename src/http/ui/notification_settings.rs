@@ -136,12 +136,17 @@ pub async fn preferences_page(
 }
 
 /// The form as the API's update body: every field, every kind. A box not
-/// ticked is `false`; the page sends mandatory kinds as hidden `true`s, so
-/// only a page older than the policy (or a forged form) switches one off.
+/// ticked is `false`. The kinds the page showed as mandatory (locked, named
+/// in hidden `mandatory` fields) are left out, so the person's own choice
+/// for them stays stored for when the policy lets go; only a page older
+/// than the policy (or a forged form) sends one as switched off.
 fn preferences_update(form: &FormData) -> Result<NotificationPreferenceUpdate, Error> {
     let ticked = |field: &str, kind: &str| form.all(field).any(|v| v == kind);
     let mut events = Map::new();
     for name in Kind::NAMES {
+        if ticked("mandatory", name) {
+            continue;
+        }
         events.insert(
             name.to_owned(),
             json!({"in_app": ticked("in_app", name), "email": ticked("email_kind", name)}),
