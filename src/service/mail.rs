@@ -93,7 +93,21 @@ pub fn enabled(config: &Config) -> bool {
 /// Whether hds can send to `to` (an address SMTP accepts: a dotted domain
 /// or an address literal, an RFC 5321 local part).
 pub fn sendable(to: &str) -> bool {
-    to.trim().parse::<lettre::Address>().is_ok()
+    unsendable_because(to).is_none()
+}
+
+/// Why SMTP cannot take `to`, in words for the e-mail log; None when it can.
+pub fn unsendable_because(to: &str) -> Option<&'static str> {
+    use lettre::address::AddressError as E;
+    match to.trim().parse::<lettre::Address>() {
+        Ok(_) => None,
+        Err(E::InvalidUser) => Some(
+            "its local part (before the @) is not one SMTP takes: a doubled dot, a dot at either end, or a space",
+        ),
+        Err(E::InvalidDomain) => Some("its domain (after the @) is not a domain name SMTP takes"),
+        Err(E::MissingParts) => Some("it lacks a local part or a domain"),
+        Err(_) => Some("it holds characters an address cannot (angle brackets, say)"),
+    }
 }
 
 #[derive(Template)]
@@ -196,9 +210,9 @@ pub fn enqueue(c: &Connection, fx: &mut Effects, letter: &Letter, now: &str) -> 
             now,
         },
     )?;
-    if !sendable(to) {
-        let why = "not sent: the address is not one SMTP can deliver to (a local part and a dotted domain)";
-        store::record_attempt(c, &id, 0, now, Settled::Failed, Some(why))?;
+    if let Some(because) = unsendable_because(to) {
+        let why = format!("not sent: SMTP cannot deliver to this address: {because}");
+        store::record_attempt(c, &id, 0, now, Settled::Failed, Some(&why))?;
         return Ok(id);
     }
     jobs::insert(c, Kind::Email, &id, now, now)?;

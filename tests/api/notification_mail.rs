@@ -131,6 +131,33 @@ async fn an_assignment_is_mailed_with_its_link_and_an_opt_out_keeps_only_the_das
     assert_eq!(to_r1, 2);
 }
 
+/// A member whose address SMTP cannot take (a doubled dot, kept from an
+/// invitation) still gets the notification in the dashboard; the mail is in
+/// the e-mail log as failed, saying why, instead of nowhere.
+#[tokio::test]
+async fn a_notification_to_an_address_smtp_cannot_take_is_logged_as_failed() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let owner = app.admin();
+    let odd = app.member_as(Role::Reviewer, "x..y@example.com");
+    let a = app.create_action(two_options("Ship 1.4")).await;
+    assign(&owner, &a, &odd).await;
+    assert_eq!(in_app(&odd).await[0]["action_id"], a["id"]);
+    let page: Value = owner.get("/v1/workspaces/emails?limit=200", 200).await;
+    let m = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["to"] == "x..y@example.com")
+        .unwrap_or_else(|| panic!("not in the log: {page}"))
+        .clone();
+    assert_eq!(m["status"], "failed", "{m}");
+    assert_eq!(m["subject"], "Assigned to you: Ship 1.4", "{m}");
+    let why = m["last_error"].as_str().unwrap_or_default();
+    assert!(why.contains("a doubled dot"), "{m}");
+    assert!(sink.to("x..y@example.com").await.is_empty());
+}
+
 #[tokio::test]
 async fn a_digest_gathers_the_hours_notifications_into_one_mail() {
     let sink = SmtpSink::start();
