@@ -468,6 +468,74 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
     );
 }
 
+/// The settings forms name the workspace they showed: after a switch to
+/// another workspace (in another tab, say), an old form saves nothing into
+/// the workspace now active, and says so.
+#[tokio::test]
+async fn a_settings_form_from_before_a_workspace_switch_saves_nothing() {
+    let app = TestApp::spawn().await;
+    let ann = app.member(Role::Reviewer);
+    let ann_b = app.browser(ann.person()).await;
+    let first = app.creds["workspace_id"].as_str().unwrap().to_owned();
+    let html = ann_b.page("/app/settings/notifications").await;
+    assert!(
+        html.contains(&format!(
+            r#"<input type="hidden" name="workspace_id" value="{first}">"#
+        )),
+        "{html}"
+    );
+    let side: Value = ann
+        .post("/v1/workspaces", json!({"name": "Side"}), 201)
+        .await;
+    let side_id = side["data"]["id"].as_str().unwrap();
+    let r = form(
+        &ann_b,
+        "/app/workspaces/select",
+        &[("workspace_id", side_id)],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let before: Value = ann_b.get("/v1/notification-preferences", 200).await;
+    assert_eq!(before["workspace_id"], side_id);
+    // The old page's form: e-mail off, no digest, nothing ticked.
+    let r = form(
+        &ann_b,
+        "/app/settings/notifications",
+        &[("workspace_id", &first), ("email_digest", "off")],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("Not saved: this page was for another workspace"),
+        "{html}"
+    );
+    let after: Value = ann_b.get("/v1/notification-preferences", 200).await;
+    assert_eq!(after, before, "nothing saved into Side");
+    // The policy form likewise (she owns Side).
+    let r = form(
+        &ann_b,
+        "/app/settings/notification-policy",
+        &[
+            ("workspace_id", &first),
+            ("new_action", "none"),
+            ("expiry_warning_minutes", "5"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let policy: Value = ann_b.get("/v1/workspaces/notification-policy", 200).await;
+    assert_eq!(policy["new_action"], "all_reviewers");
+    // The form of the workspace now active saves.
+    let r = form(
+        &ann_b,
+        "/app/settings/notifications",
+        &[("workspace_id", side_id), ("email_digest", "off")],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+}
+
 #[tokio::test]
 async fn the_policy_form_is_refused_for_a_reviewer_and_saves_for_an_admin_with_field_errors() {
     let app = TestApp::spawn().await;

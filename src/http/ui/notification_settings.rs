@@ -167,6 +167,21 @@ fn preferences_update(form: &FormData) -> Result<NotificationPreferenceUpdate, E
     serde_json::from_value(body).map_err(|e| Error::field("body", e.to_string()))
 }
 
+/// Both forms name the workspace they showed (`workspace_id`): the person
+/// may have switched since, in this tab or another, and the settings of
+/// the workspace now active are not the ones they were looking at.
+fn same_workspace(p: &PageUser, form: &FormData) -> Result<(), Error> {
+    let active = p.user.active_workspace().map(|m| m.workspace_id.as_str());
+    match form.get("workspace_id") {
+        Some(shown) if Some(shown) != active => Err(Error::field(
+            "workspace_id",
+            "this page was for another workspace, and you have switched workspace since (in this tab or another). \
+             Below are the settings of the workspace now active: make your change again here, or switch back first",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// POST /app/settings/notifications: saves the whole form, or shows it
 /// again with what was refused (nothing saved).
 pub async fn save_preferences(
@@ -176,7 +191,7 @@ pub async fn save_preferences(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
-    let result = match preferences_update(&form) {
+    let result = match same_workspace(&p, &form).and_then(|()| preferences_update(&form)) {
         Ok(req) => notifications::update_preferences(&st.services, p.user.clone(), req).await,
         Err(e) => Err(e),
     };
@@ -329,7 +344,7 @@ pub async fn save_policy(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
-    let result = match policy_update(&form) {
+    let result = match same_workspace(&p, &form).and_then(|()| policy_update(&form)) {
         Ok(req) => notifications::update_policy(&st.services, p.user.clone(), req).await,
         Err(e) => Err(e),
     };
