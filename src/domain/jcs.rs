@@ -14,6 +14,17 @@ pub fn hash_into(v: &Value, h: &mut Sha256) {
     write_canonical(v, &mut HashWriter(h));
 }
 
+/// Whether `a` and `b` are the same JSON value by RFC 8785: `1`, `1.0` and
+/// `1e0` are one number, and members compare whatever their order.
+pub fn same(a: &Value, b: &Value) -> bool {
+    let digest = |v: &Value| {
+        let mut h = Sha256::new();
+        hash_into(v, &mut h);
+        h.finalize()
+    };
+    a == b || digest(a) == digest(b)
+}
+
 /// Feeds a typed value into `h` as compact JSON whose numbers are written as
 /// RFC 8785 writes them: fields in declaration order, maps in key order
 /// (serde_json's map is ordered), strings as parsed (so escapes in the

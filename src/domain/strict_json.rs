@@ -14,6 +14,9 @@ use crate::error::{Error, FieldError};
 /// Largest integer magnitude a JSON number keeps exactly in every client.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
+/// What follows a number refused for its size.
+const TOO_BIG: &str = "is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`, a run's `result`) send such a value as a string";
+
 /// Checks `bytes` against the rules above; the error names the JSON path.
 pub fn check(bytes: &[u8]) -> Result<(), Error> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
@@ -161,30 +164,24 @@ impl<'de> Visitor<'de> for Node<'_> {
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
         if v > MAX_SAFE_INTEGER {
-            return Err(self.refuse(format_args!(
-                "{v} is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`) send such a value as a string"
-            )));
+            return Err(self.refuse(format_args!("{v} {TOO_BIG}")));
         }
         Ok(())
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
         if v.unsigned_abs() > MAX_SAFE_INTEGER {
-            return Err(self.refuse(format_args!(
-                "{v} is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`) send such a value as a string"
-            )));
+            return Err(self.refuse(format_args!("{v} {TOO_BIG}")));
         }
         Ok(())
     }
 
     /// A number with a fraction or exponent: beyond ±2^53 it is refused like
     /// an integer (JSON Schema calls `1e300` an integer, and no client reads
-    /// it back exactly).
+    /// it back exactly). Quoted in exponent form (`1e300`, not 301 digits).
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
         if v.abs() > MAX_SAFE_INTEGER as f64 {
-            return Err(self.refuse(format_args!(
-                "{v} is outside ±9007199254740991 (2^53 - 1), where JSON numbers stop being exact: no number field takes it; in free-form data (`metadata`, `decision_context`, `properties`) send such a value as a string"
-            )));
+            return Err(self.refuse(format_args!("{v:e} {TOO_BIG}")));
         }
         Ok(())
     }
@@ -690,5 +687,9 @@ mod tests {
         assert_eq!(field, "duration_ms");
         assert!(message.contains("2^53"), "{message}");
         assert_eq!(refused(r#"{"l": [0, -9007199254740993]}"#).0, "l[1]");
+        // A huge number with an exponent is quoted as one, not in 301 digits.
+        let (field, message) = refused(r#"{"total": 1e300}"#);
+        assert_eq!(field, "total");
+        assert!(message.starts_with("total: 1e300 is outside"), "{message}");
     }
 }

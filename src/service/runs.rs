@@ -261,12 +261,22 @@ pub struct RunAction {
 }
 
 /// The run page: the run, its timeline and its newest Actions.
-pub async fn page(
-    s: &Services,
-    user: UserCaller,
-    id: String,
-) -> Result<(Run, Vec<RunEvent>, Vec<RunAction>)> {
-    let (r, events) = get_for_user(s, user.clone(), id).await?;
+/// The run page's content: the run, its timeline (oldest first) and its
+/// newest Actions, each with whether older ones were left out.
+pub struct RunPage {
+    pub run: Run,
+    pub events: Vec<RunEvent>,
+    pub earlier_events: bool,
+    pub actions: Vec<RunAction>,
+    pub more_actions: bool,
+}
+
+pub async fn page(s: &Services, user: UserCaller, id: String) -> Result<RunPage> {
+    let (r, mut events) = get_for_user(s, user.clone(), id).await?;
+    let earlier_events = events.len() > store::TIMELINE as usize;
+    if earlier_events {
+        events.remove(0);
+    }
     let run_id = r.id.clone();
     // Owners and admins see every restricted Action; anyone else sees those
     // they are listed on, read per restricted Action (at most the run's
@@ -277,7 +287,10 @@ pub async fn page(
     let actions =
         s.db.read(move |c| {
             let mut out = Vec::new();
-            for (id, title, status, visibility) in store::actions_of(c, &run_id)? {
+            let mut rows = store::actions_of(c, &run_id)?;
+            let more = rows.len() > crate::domain::run::LISTED_ACTIONS;
+            rows.truncate(crate::domain::run::LISTED_ACTIONS);
+            for (id, title, status, visibility) in rows {
                 let shown = visibility != "restricted"
                     || sees_all
                     || crate::store::actions::get_plain(c, &id)?
@@ -288,10 +301,16 @@ pub async fn page(
                     status,
                 });
             }
-            Ok(out)
+            Ok((out, more))
         })
         .await?;
-    Ok((r, events, actions))
+    Ok(RunPage {
+        run: r,
+        events,
+        earlier_events,
+        actions: actions.0,
+        more_actions: actions.1,
+    })
 }
 
 /// GET /v1/runs: the active workspace's runs in one environment, newest
@@ -370,7 +389,10 @@ pub async fn list_for_source(
                 }
                 return Err(Error::unknown_cursor(
                     &ids::Cursor::starting_after(after),
-                    "a run of this Source",
+                    &format!(
+                        "a run of this Source in the {} environment (its key's)",
+                        src.environment.as_str()
+                    ),
                 ));
             }
             store::page(
@@ -450,6 +472,9 @@ pub async fn progress(
         r.progress.total = total;
         r.updated_at = now.clone();
         store::set_progress(c, &r)?;
+        // A message blanked (`""`) is no news for the timeline: a line
+        // would say nothing.
+        let new_message = new_message.filter(|m| !m.trim().is_empty());
         let kind = if first_start {
             Some("started")
         } else if r.status != before && r.status == "waiting" {
@@ -511,7 +536,12 @@ pub async fn complete(
     s.write(move |c, fx| {
         let r = owned(c, &src, &id)?;
         if run::is_final(&r.status) {
-            if r.status == req.status && r.result == req.result && r.error == req.error {
+            // The same result by RFC 8785 (`1` and `1.0` are one number).
+            let same_result = match (&r.result, &req.result) {
+                (Some(a), Some(b)) => crate::domain::jcs::same(a, b),
+                (a, b) => a == b,
+            };
+            if r.status == req.status && same_result && r.error == req.error {
                 return Ok((r, true));
             }
             return Err(not_active(&r));

@@ -258,7 +258,9 @@ pub fn add_event(
 /// Most timeline lines the run page shows: the newest.
 pub const TIMELINE: i64 = 200;
 
-/// A run's timeline, oldest first (the newest `TIMELINE` lines).
+/// A run's timeline, oldest first: the newest `TIMELINE` lines, and one
+/// more when there are more (the caller tells that earlier lines are left
+/// out, and drops it).
 pub fn events(c: &Connection, run_id: &str) -> Result<Vec<RunEvent>> {
     let mut st = c.prepare_cached(
         "SELECT kind, status, message, at FROM
@@ -266,7 +268,7 @@ pub fn events(c: &Connection, run_id: &str) -> Result<Vec<RunEvent>> {
               ORDER BY seq DESC LIMIT ?2)
           ORDER BY seq",
     )?;
-    let rows = st.query_map(params![run_id, TIMELINE], |r| {
+    let rows = st.query_map(params![run_id, TIMELINE + 1], |r| {
         Ok(RunEvent {
             kind: r.get(0)?,
             status: r.get(1)?,
@@ -306,12 +308,13 @@ pub fn open_assignees(c: &Connection, run_id: &str) -> Result<Vec<Person>> {
 }
 
 /// The newest Actions of a run as the run page lists them: id, title,
-/// status and visibility (the page hides a restricted one's title).
+/// status and visibility (the page hides a restricted one's title); one
+/// more than `LISTED_ACTIONS` when there are more, for the caller to tell.
 pub fn actions_of(c: &Connection, run_id: &str) -> Result<Vec<(String, String, String, String)>> {
     let mut st = c.prepare_cached(
         "SELECT id, title, status, visibility FROM actions WHERE run_id = ?1 ORDER BY id DESC LIMIT ?2",
     )?;
-    let rows = st.query_map(params![run_id, LISTED_ACTIONS as i64], |r| {
+    let rows = st.query_map(params![run_id, LISTED_ACTIONS as i64 + 1], |r| {
         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -505,7 +505,7 @@ async fn a_source_lists_its_own_runs_in_its_environment_and_pages_them() {
             e["details"]["errors"][0]["message"]
                 .as_str()
                 .unwrap()
-                .contains("is not a run of this Source"),
+                .contains("is not a run of this Source in the live environment (its key's)"),
             "{e}"
         );
     }
@@ -1244,4 +1244,127 @@ async fn a_restricted_action_in_a_run_is_titled_for_those_who_may_see_it() {
             who.email
         );
     }
+}
+
+/// A completion retried with the same result written another way (`1`
+/// for `1.0`, members in another order) is the same completion; a blanked
+/// message or an empty error shows nothing empty on the page; a test run
+/// is marked in the list of both environments.
+#[tokio::test]
+async fn a_completion_is_the_same_by_value_and_blank_texts_show_nothing() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "nightly"})).await;
+    let path = format!("/v1/source/runs/{}", id(&run));
+    let _: Value = src
+        .patch(
+            &format!("{path}/progress"),
+            json!({"status": "running", "message": "step 1"}),
+            200,
+        )
+        .await;
+    // Blanking the message adds no empty line to the timeline.
+    let _: Value = src
+        .patch(&format!("{path}/progress"), json!({"message": ""}), 200)
+        .await;
+    let body = json!({"status": "succeeded", "result": {"n": 1.0, "ok": true}, "error": ""});
+    src.post::<Value>(&format!("{path}/complete"), body, 200)
+        .await;
+    let again = src
+        .call(
+            Method::POST,
+            &format!("{path}/complete"),
+            Some(&json!({"status": "succeeded", "result": {"ok": true, "n": 1}, "error": ""})),
+            &[],
+        )
+        .await;
+    again.ok(200);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    src.post_err(
+        &format!("{path}/complete"),
+        json!({"status": "succeeded", "result": {"ok": true, "n": 2}, "error": ""}),
+        409,
+        "RUN_NOT_ACTIVE",
+    )
+    .await;
+
+    let browser = app.browser(app.admin().person()).await;
+    let page = browser.page(&format!("/app/runs/{}", id(&run))).await;
+    assert!(
+        !page.contains(r#"id="run-error""#),
+        "no empty banner: {page}"
+    );
+    assert!(!page.contains(r#"id="run-message""#), "{page}");
+    assert!(
+        !page.contains(r#"<div class="ev-detail pre-wrap"></div>"#),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches(r#"<div class="ev-what">Progress"#).count(),
+        0,
+        "{page}"
+    );
+
+    // A test run is marked as such where both environments are listed.
+    let test = app.source_test();
+    let t = new_run(&test, json!({"name": "dry run"})).await;
+    let list = browser.page("/app/runs?environment=all").await;
+    let row = list
+        .split(&format!(r#"id="run-{}""#, id(&t)))
+        .nth(1)
+        .unwrap()
+        .split("</li>")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(row.contains("badge-test"), "{row}");
+    let live_row = list
+        .split(&format!(r#"id="run-{}""#, id(&run)))
+        .nth(1)
+        .unwrap()
+        .split("</li>")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(!live_row.contains("badge-test"), "{live_row}");
+}
+
+/// The run page says when its lists are cut: the newest 100 Actions, the
+/// newest 200 timeline lines.
+#[tokio::test]
+async fn the_run_page_says_when_its_lists_are_cut_short() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let run = new_run(&src, json!({"name": "bulk"})).await;
+    let browser = app.browser(app.admin().person()).await;
+    let path = format!("/app/runs/{}", id(&run));
+    let page = browser.page(&path).await;
+    assert!(!page.contains("run-actions-more"), "{page}");
+    assert!(!page.contains("run-timeline-earlier"), "{page}");
+    for i in 0..101 {
+        let mut body = two_options(&format!("Item {i}"));
+        body["run_id"] = json!(id(&run));
+        let _: Value = src.post("/v1/actions", body, 201).await;
+    }
+    for i in 0..200 {
+        let _: Value = src
+            .patch(
+                &format!("/v1/source/runs/{}/progress", id(&run)),
+                json!({"status": "running", "message": format!("step {i}")}),
+                200,
+            )
+            .await;
+    }
+    let page = browser.page(&path).await;
+    assert!(
+        page.contains("The newest 100 are listed; this run raised more."),
+        "{page}"
+    );
+    assert_eq!(page.matches("/app/actions/act_").count(), 100);
+    assert!(
+        page.contains("The newest 200 lines are shown; earlier ones are left out."),
+        "{page}"
+    );
+    assert!(!page.contains(r#"<div class="ev-what">Created</div>"#));
+    assert!(page.contains("step 199"));
 }

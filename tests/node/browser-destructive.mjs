@@ -47,7 +47,7 @@ run(async (browser) => {
   const confirmHeading = (await plain.locator("h1").innerText()).trim();
   const confirmText = (await plain.locator("#confirm-message").innerText()).trim();
   const noJsAfterFirstPost = (await status(b.id)).status;
-  await plain.getByRole("link", { name: "Cancel" }).click();
+  await plain.getByRole("link", { name: "Go back" }).click();
   await plain.waitForURL(`${BASE}/app/actions/${b.id}`);
   const noJsAfterCancel = (await status(b.id)).status;
   await plain.getByRole("button", { name: "Delete the branch", exact: true }).click();

@@ -72,8 +72,9 @@ impl RunVm {
             total: p.total,
             percent: p.percent(),
             counts,
-            message: p.message.clone(),
-            error: r.error.clone(),
+            // Blanked ("") is none: no empty paragraph, no empty banner.
+            message: p.message.clone().filter(|m| !m.trim().is_empty()),
+            error: r.error.clone().filter(|e| !e.trim().is_empty()),
             created: When::new(&r.created_at, now),
             updated: When::new(&r.updated_at, now),
         }
@@ -180,7 +181,7 @@ fn event(e: &RunEvent, before: Option<&str>, now: Timestamp) -> EventVm {
     };
     EventVm {
         what,
-        message: e.message.clone(),
+        message: e.message.clone().filter(|m| !m.trim().is_empty()),
         when: When::new(&e.at, now),
     }
 }
@@ -190,13 +191,24 @@ pub struct LiveVm {
     pub run: RunVm,
     pub actions: Vec<RunAction>,
     pub events: Vec<EventVm>,
+    /// Older timeline lines, or older Actions, are left out.
+    pub earlier_events: bool,
+    pub more_actions: bool,
+    pub listed_actions: usize,
+    pub timeline_lines: i64,
     /// The form token of a "Cancel run" button: an active run, and someone
     /// who may cancel it.
     pub cancel: Option<String>,
 }
 
 async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError> {
-    let (r, events, actions) = runs::page(&st.services, p.user.clone(), id).await?;
+    let runs::RunPage {
+        run: r,
+        events,
+        earlier_events,
+        actions,
+        more_actions,
+    } = runs::page(&st.services, p.user.clone(), id).await?;
     let now = st.services.clock.now();
     let may_cancel = p
         .user
@@ -206,6 +218,10 @@ async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError
         cancel: (may_cancel && !run::is_final(&r.status)).then(|| p.csrf.clone()),
         run: RunVm::new(&r, now),
         actions,
+        earlier_events,
+        more_actions,
+        listed_actions: run::LISTED_ACTIONS,
+        timeline_lines: crate::store::runs::TIMELINE,
         events: events
             .iter()
             .enumerate()
