@@ -952,7 +952,9 @@ fn expiring(c: &Connection, fx: &mut Effects, ctx: &Ctx, id: &str, now: &str) ->
         return Ok(());
     }
     let policy = store::policy(c, &a.workspace_id)?;
-    let minutes = (expires - at).whole_minutes().max(1);
+    // Rounded to the nearest minute: the timer fires a moment after it was
+    // due, and "59 min" of a 60-minute warning would read as a mistake.
+    let minutes = ((expires - at).whole_seconds() + 30).div_euclid(60).max(1);
     let n = Notice::about(
         &a,
         Kind::Expiring,

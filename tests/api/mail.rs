@@ -482,7 +482,8 @@ async fn the_email_log_page_lists_the_mails_for_owners_and_admins_only() {
     mail_where(&owner, "ivy@example.com", |m| m["status"] == "failed").await;
     let browser = app.browser(owner.person()).await;
     let html = browser.page("/app/settings/emails?status=failed").await;
-    assert!(html.contains("ivy@example.com"), "{html}");
+    // A narrow card may break the address after its @, nowhere else.
+    assert!(html.contains("ivy@<wbr>example.com"), "{html}");
     assert!(html.contains("SMTP 550"), "{html}");
     assert!(html.contains("status-failed"), "{html}");
     assert!(
