@@ -337,6 +337,16 @@ pub fn accept_url(base_url: &str, secret: &str) -> String {
     )
 }
 
+/// The invitations waiting for the person (to their address, pending, to a
+/// workspace they are not in), newest first, at most 20: the Workspaces
+/// page lists them, where an `invitation.received` notice leads.
+pub async fn waiting_for(s: &Services, user: &UserCaller) -> Result<Vec<Invitation>> {
+    let (email, uid) = (user.email.clone(), user.user_id.clone());
+    let now = time::format(s.clock.now());
+    s.db.read(move |c| store::pending_for(c, &email, &uid, &now, 20))
+        .await
+}
+
 /// The active workspace's invitations, newest first.
 pub async fn list(s: &Services, user: &UserCaller) -> Result<Vec<Invitation>> {
     let (ws, _) = managed_workspace(user)?;

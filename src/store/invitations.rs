@@ -118,6 +118,31 @@ pub fn list(c: &Connection, workspace_id: &str) -> Result<Vec<Invitation>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The pending invitations to `email` (compared without case), newest
+/// first, at most `limit`, with the workspaces `user_id` already belongs to
+/// left out (`invitations_by_email`).
+pub fn pending_for(
+    c: &Connection,
+    email: &str,
+    user_id: &str,
+    now: &str,
+    limit: i64,
+) -> Result<Vec<Invitation>> {
+    let mut st = c.prepare_cached(&pending_for_sql())?;
+    let rows = st.query_map(params![email, now, user_id, limit], |r| row_at(r, 0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn pending_for_sql() -> String {
+    format!(
+        "SELECT {COLS} FROM {FROM} WHERE i.email = ?1 AND i.accepted_at IS NULL
+           AND i.revoked_at IS NULL AND i.expires_at > ?2
+           AND NOT EXISTS (SELECT 1 FROM memberships m
+                            WHERE m.workspace_id = i.workspace_id AND m.user_id = ?3)
+         ORDER BY i.created_at DESC, i.id DESC LIMIT ?4"
+    )
+}
+
 /// How many invitations `user_id` created since `since`, in every
 /// workspace (`invitations_by_inviter`).
 pub fn created_by_since(c: &Connection, user_id: &str, since: &str) -> Result<i64> {
@@ -298,5 +323,19 @@ mod tests {
             assert!(plan.contains(index), "{sql}:\n{plan}");
             assert!(!plan.contains("TEMP B-TREE"), "{sql}:\n{plan}");
         }
+    }
+
+    /// A person's waiting invitations are found by their address; each
+    /// membership and workspace by its key.
+    #[test]
+    fn the_invitations_waiting_for_a_person_are_found_by_address() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let plan = crate::store::query_plan(&c, &super::pending_for_sql()).join("\n");
+        assert!(
+            plan.contains("SEARCH i USING INDEX invitations_by_email (email=?)"),
+            "{plan}"
+        );
+        assert!(!plan.contains("SCAN"), "{plan}");
     }
 }

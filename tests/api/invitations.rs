@@ -1437,9 +1437,37 @@ async fn an_invitation_notice_is_read_once_its_invitation_ends() {
     };
     invite(&admin, &email, "viewer").await;
     assert_eq!(unread().await, 1);
+    // The notice leads to the Workspaces page, which lists the invitation
+    // and says where its link is.
+    let page: Value = ana.get("/v1/notifications", 200).await;
+    assert_eq!(
+        page["data"][0]["url"],
+        format!("{}/app/workspaces", app.base),
+        "{page}"
+    );
+    let ana_b = app.browser(ana.person()).await;
+    let html = ana_b.page("/app/workspaces").await;
+    assert!(html.contains(r#"id="invited""#), "{html}");
+    assert!(
+        html.contains("<strong>Test</strong>, as viewer, from "),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("the invitation e-mail sent to {email}")),
+        "{html}"
+    );
     // Invited again (a new role): the old notice is read, the new one not.
     let (_, token) = invite(&admin, &email, "reviewer").await;
     assert_eq!(unread().await, 1);
+    let html = ana_b.page("/app/workspaces").await;
+    assert!(
+        html.contains("<strong>Test</strong>, as reviewer"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("as viewer"),
+        "the replaced one is gone: {html}"
+    );
     // Accepted: read.
     let _: Value = ana
         .post(
@@ -1449,6 +1477,8 @@ async fn an_invitation_notice_is_read_once_its_invitation_ends() {
         )
         .await;
     assert_eq!(unread().await, 0);
+    let html = ana_b.page("/app/workspaces").await;
+    assert!(!html.contains(r#"id="invited""#), "accepted: {html}");
 
     // Revoked: read.
     let bob = app.outsider();

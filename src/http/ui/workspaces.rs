@@ -57,6 +57,10 @@ pub struct WorkspaceVm {
 pub struct WorkspacesPage {
     layout: Layout,
     workspaces: Vec<WorkspaceVm>,
+    /// Invitations to the person's address still waiting to be accepted.
+    invited: Vec<InvitedVm>,
+    /// The person's address, which the invitation e-mails went to.
+    email: String,
     flash: Option<&'static str>,
     error: Option<String>,
     /// The form field the error is about.
@@ -65,11 +69,31 @@ pub struct WorkspacesPage {
 
 shows_error!(fields: WorkspacesPage);
 
+/// An invitation waiting for the person.
+pub struct InvitedVm {
+    pub workspace_name: String,
+    pub role: Role,
+    /// Who invited them, when that account still has an address.
+    pub by: Option<String>,
+    pub expires: When,
+}
+
 async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, UiError> {
     let all = workspaces::list(&st.services, &p.user).await?;
+    let waiting = crate::service::invitations::waiting_for(&st.services, &p.user).await?;
     let now = st.services.clock.now();
     Ok(WorkspacesPage {
         layout: Layout::signed_in(st, p, "Workspaces", "workspaces").await?,
+        invited: waiting
+            .into_iter()
+            .map(|i| InvitedVm {
+                workspace_name: i.workspace_name,
+                role: i.role,
+                by: i.invited_by_email,
+                expires: When::new(&i.expires_at, now),
+            })
+            .collect(),
+        email: p.user.email.clone(),
         workspaces: all
             .into_iter()
             .map(|w| WorkspaceVm {
