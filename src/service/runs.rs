@@ -548,14 +548,10 @@ pub async fn complete(
         }
         let result = req.result.as_ref();
         store::complete(c, &r.id, &req.status, result, req.error.as_deref(), &now)?;
-        store::add_event(
-            c,
-            &r.id,
-            "completed",
-            &req.status,
-            req.error.as_deref(),
-            &now,
-        )?;
+        // A blank error says nothing: no detail on the timeline, and the
+        // failure notice's own words instead of an empty body.
+        let said = req.error.as_deref().filter(|e| !e.trim().is_empty());
+        store::add_event(c, &r.id, "completed", &req.status, said, &now)?;
         if req.status == "failed" {
             // A test run's failure never reads as real work (as test Actions).
             let name = if r.environment == crate::domain::action::Environment::Test {
@@ -563,16 +559,7 @@ pub async fn complete(
             } else {
                 r.name.clone()
             };
-            notifications::run_failed(
-                c,
-                fx,
-                &nctx,
-                &r.workspace_id,
-                &r.id,
-                &name,
-                req.error.as_deref(),
-                &now,
-            )?;
+            notifications::run_failed(c, fx, &nctx, &r.workspace_id, &r.id, &name, said, &now)?;
         }
         fx.workspace_changed(&r.workspace_id);
         let r = store::get(c, &r.id)?.ok_or_else(Error::run_not_found)?;

@@ -526,6 +526,11 @@ async fn a_settings_form_from_before_a_workspace_switch_saves_nothing() {
     assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let policy: Value = ann_b.get("/v1/workspaces/notification-policy", 200).await;
     assert_eq!(policy["new_action"], "all_reviewers");
+    // The page shown then holds Side's stored policy, not what was typed
+    // for the other workspace: saving it again changes nothing.
+    let html = r.text().await.unwrap();
+    assert!(html.contains(r#"value="all_reviewers" checked"#), "{html}");
+    assert!(html.contains(r#"value="60""#), "{html}");
     // The form of the workspace now active saves.
     let r = form(
         &ann_b,

@@ -1305,6 +1305,27 @@ async fn a_completion_is_the_same_by_value_and_blank_texts_show_nothing() {
         "{page}"
     );
 
+    // A failure with a blank error: its notice says it in its own words.
+    let failed = new_run(&src, json!({"name": "import"})).await;
+    src.post::<Value>(
+        &format!("/v1/source/runs/{}/complete", id(&failed)),
+        json!({"status": "failed", "error": "  "}),
+        200,
+    )
+    .await;
+    let notes: Value = app.admin().get("/v1/notifications", 200).await;
+    let note = notes["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "run.failed")
+        .unwrap_or_else(|| panic!("{notes}"))
+        .clone();
+    assert_eq!(
+        note["body"], "The Source reported the run as failed.",
+        "{note}"
+    );
+
     // A test run is marked as such where both environments are listed.
     let test = app.source_test();
     let t = new_run(&test, json!({"name": "dry run"})).await;

@@ -355,8 +355,14 @@ pub async fn save_policy(
         Err(e) => return Err(e.into()),
     };
     // The form again as entered, each message by its field; nothing saved.
+    // Not after a switch of workspace: what was entered was for another
+    // workspace, and saving this page again would write it into this one.
     let shown = notifications::policy(&st.services, p.user.clone()).await?;
     let mut page = policy_view(&st, &p, shown).await?;
+    if crate::http::ui::view::error_field(&e).as_deref() == Some("workspace_id") {
+        page.error = Some(format!("Not saved: {}", e.message));
+        return Ok((e.code.status(), page).into_response());
+    }
     if let Some(v) = form.get("new_action")
         && ["all_reviewers", "assigned_only", "none"].contains(&v)
     {
