@@ -104,6 +104,10 @@ async fn unknown_dashboard_paths_answer_an_html_404_with_a_way_back() {
         page.contains("ACTION_NOT_FOUND") && page.contains("href=\"/app\""),
         "{page}"
     );
+    assert!(
+        page.contains("It may be in another of your workspaces"),
+        "said for a person: {page}"
+    );
     // Signed in, an error page keeps the dashboard's header: the nav, the
     // workspace switcher, the bell and the way to sign out.
     let r = browser.call(Method::GET, "/app/nope", None, HTML).await;

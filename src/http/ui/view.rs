@@ -315,6 +315,9 @@ impl IntoResponse for UiError {
         let message = match code {
             // A wrong --base-url says so; a stale form gets the plain advice.
             Code::CsrfFailed if !wrong_origin => "This form expired or was sent from another site. Go back, reload the page and try again.".to_owned(),
+            // The API's words are for a program; a person is told where
+            // such an Action may be.
+            Code::ActionNotFound => "No Action with this id is visible to you. It may be in another of your workspaces (switch workspace in the header), restricted to other reviewers, or the link may be mistyped.".to_owned(),
             _ => message,
         };
         let shown = ErrorShown {
