@@ -78,8 +78,7 @@ fn verify(a: &Args) -> Result<String, Failure> {
     let input = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", a.file))?;
     let jws = extract_jws(input.trim())?;
     let keys = load_keys(a).map_err(Failure::Unchecked)?;
-    let claims = receipt::verify(&jws, &keys)?;
-    let kid = jws
+    let header = jws
         .split('.')
         .next()
         .and_then(|h| {
@@ -87,16 +86,27 @@ fn verify(a: &Args) -> Result<String, Failure> {
             let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
                 .decode(h)
                 .ok()?;
-            serde_json::from_slice::<Value>(&b)
-                .ok()?
-                .get("kid")?
-                .as_str()
-                .map(str::to_owned)
+            serde_json::from_slice::<Value>(&b).ok()
         })
-        .unwrap_or_default();
+        .unwrap_or(Value::Null);
+    let kid = header["kid"].as_str().unwrap_or_default().to_owned();
+    // A key set saved to a file before a rotation lacks the newer keys: no
+    // verdict then, but what to do (hds never unpublishes a key, so a set
+    // fetched from the server or read from the data dir gives one).
+    if let Some(file) = a.keys.as_deref().filter(|k| !k.starts_with("http"))
+        && !kid.is_empty()
+        && !keys.iter().any(|k| k.kid == kid)
+    {
+        return Err(Failure::Unchecked(format!(
+            "{file} has no key with kid {kid}: it may have been saved before that key was made. \
+             Fetch the keys again (curl -sS <base URL>/v1/receipts/keys > keys.json) and verify again"
+        )));
+    }
+    let claims = receipt::verify(&jws, &keys)?;
     if input.trim().starts_with('{') {
         let around: Value = serde_json::from_str(input.trim()).map_err(|e| e.to_string())?;
-        check_surroundings(&around, &claims, &kid)?;
+        let alg = header["alg"].as_str().unwrap_or_default();
+        check_surroundings(&around, &claims, &kid, alg)?;
     }
     Ok(format!(
         "receipt {} for {} (action_version {}, {}) signed by {kid}",
@@ -130,13 +140,29 @@ fn extract_jws(input: &str) -> Result<String, String> {
         })
 }
 
+/// Whether `v` looks like an Action as the API or a webhook shows one.
+fn action_shaped(v: &Value) -> bool {
+    v["object"] == "action"
+        || [
+            "action_version",
+            "fingerprint",
+            "status",
+            "resolution_option_id",
+        ]
+        .iter()
+        .any(|k| v.get(*k).is_some())
+}
+
 /// The one node of the file that holds a receipt: None for a receipt
 /// object (the file itself), Some(the Action) otherwise; and its JWS, when
 /// it has one. A file with more than one (a receipt beside an Action, two
 /// Actions) is refused: whatever it shows must be what the one JWS signs,
-/// so no second, unchecked decision may sit beside it.
+/// so no second, unchecked decision may sit beside it. So is a file that
+/// shows an Action without a receipt beside a receipt of its own (the
+/// body of `action.cancelled` with another Action's `jws` at the top).
 fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
     let mut found: Vec<(Option<&Value>, Option<String>)> = Vec::new();
+    let mut bare = Vec::new();
     if !v["jws"].is_null() {
         found.push((None, v["jws"].as_str().map(str::to_owned)));
     }
@@ -144,6 +170,8 @@ fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
         let a = at(v, path);
         if !a["receipt"].is_null() {
             found.push((Some(a), a["receipt"]["jws"].as_str().map(str::to_owned)));
+        } else if !path.is_empty() && action_shaped(a) {
+            bare.push(path.join("."));
         }
     }
     if found.len() > 1 {
@@ -151,6 +179,13 @@ fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
             "the file holds more than one receipt or Action with a receipt (at jws, receipt, data.receipt, data.action.receipt); verify each on its own"
                 .into(),
         );
+    }
+    if let Some(path) = bare.first()
+        && !found.is_empty()
+    {
+        return Err(format!(
+            "the file shows an Action at {path} that holds no receipt, beside a receipt: the receipt is not that Action's; verify the receipt on its own, or the Action as the API returns it"
+        ));
     }
     Ok(found.pop().unwrap_or((None, None)))
 }
@@ -160,7 +195,7 @@ fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
 /// fingerprint (recomputed from its material fields as shown, guide:
 /// "Binding"), answer, reason, who decided and when. Otherwise a file could
 /// show one decision while carrying the valid receipt of another.
-fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String> {
+fn check_surroundings(v: &Value, claims: &Value, kid: &str, alg: &str) -> Result<(), String> {
     let (action, _) = holder(v)?;
     let receipt = match action {
         Some(a) => &a["receipt"],
@@ -169,15 +204,21 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String
     let differs = |what: &str, shown: &Value, signed: &Value| {
         format!("the file's {what} ({shown}) is not what the receipt signs ({signed})")
     };
+    // JSON values, compared as RFC 8785 does: `5` and `5.0` are one number
+    // (a file re-serialised by JavaScript writes the one for the other).
+    let same = crate::domain::jcs::same;
     for (field, claim) in [("payload", None), ("id", Some("jti"))] {
         let shown = &receipt[field];
         let signed = claim.map_or(claims, |c| &claims[c]);
-        if !shown.is_null() && shown != signed {
+        if !shown.is_null() && !same(shown, signed) {
             return Err(differs(&format!("receipt {field}"), shown, signed));
         }
     }
     if receipt["kid"].as_str().is_some_and(|k| k != kid) {
         return Err(differs("receipt kid", &receipt["kid"], &Value::from(kid)));
+    }
+    if receipt["alg"].as_str().is_some_and(|a| a != alg) {
+        return Err(differs("receipt alg", &receipt["alg"], &Value::from(alg)));
     }
     let Some(a) = action else {
         return Ok(());
@@ -242,7 +283,7 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str) -> Result<(), String
         (a.get("environment"), &claims["environment"], "environment"),
     ] {
         if let Some(shown) = shown
-            && shown != signed
+            && !same(shown, signed)
         {
             return Err(differs(what, shown, signed));
         }

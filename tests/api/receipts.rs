@@ -144,7 +144,20 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     anonymous.as_object_mut().unwrap().remove("id");
     let mut reopened = new.clone();
     reopened["status"] = json!("open");
+    // Another Action shown without a receipt, beside a valid receipt at the
+    // top (as an `action.cancelled` body with someone else's `jws`): the
+    // receipt is not that Action's.
+    let mut bare = old.clone();
+    bare["receipt"] = json!(null);
+    let mixed = json!({"jws": jws, "data": bare.clone()});
+    let mixed_hook = json!({"jws": jws, "type": "action.cancelled", "data": {"action": bare}});
+    // A receipt object whose `alg` is not the one its JWS is signed with.
+    let mut unsigned_alg = new["receipt"].clone();
+    unsigned_alg["alg"] = json!("none");
     for (case, file, why) in [
+        ("mixed", &mixed, "holds no receipt"),
+        ("mixed_hook", &mixed_hook, "holds no receipt"),
+        ("unsigned_alg", &unsigned_alg, "receipt alg"),
         ("nulled", &nulled, "resolution_option_id"),
         ("unwho", &unwho, "resolved_by"),
         ("anonymous", &anonymous, "without its id"),
@@ -164,6 +177,39 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
             "{case}: {said}"
         );
     }
+    // Numbers written another way (`5` for `5.0`, as JavaScript writes
+    // them back) are the same JSON: still valid.
+    let mut rewritten = new.clone();
+    rewritten["receipt"]["payload"]["action_version"] = json!(
+        new["receipt"]["payload"]["action_version"]
+            .as_i64()
+            .unwrap() as f64
+    );
+    rewritten["action_version"] = json!(new["action_version"].as_i64().unwrap() as f64);
+    let (code, said) = verify_file(dir.path(), &keys, "rewritten", &rewritten);
+    assert_eq!(code, Some(0), "{said}");
+    // A key set saved before the key was made: no verdict (exit 2), and
+    // what to do.
+    let stale = dir.path().join("stale-jwks.json");
+    let mut older = jwks.body.clone();
+    let signed_by = new["receipt"]["kid"].clone();
+    older["keys"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|k| k["kid"] != signed_by);
+    std::fs::write(&stale, older.to_string()).unwrap();
+    let f = dir.path().join("action-stale.json");
+    std::fs::write(&f, new.to_string()).unwrap();
+    let out = hds(&[
+        "verify-receipt",
+        f.to_str().unwrap(),
+        "--keys",
+        stale.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Fetch the keys again"), "{err}");
+
     // The keys may be given by their URL, as the server publishes them.
     let f = dir.path().join("action.json");
     std::fs::write(&f, new.to_string()).unwrap();
