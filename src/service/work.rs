@@ -134,7 +134,7 @@ pub async fn claim(s: &Services, user: UserCaller, id: String) -> Result<Worked>
                 return Err(Error::new(
                     Code::ActionAlreadyClaimed,
                     format!(
-                        "{} already holds this Action; ask them to hand it on, or an owner or admin to reassign it (details.assignee names them)",
+                        "{} already holds this Action; ask them to hand it on, or an owner or admin to reassign it",
                         p.name.as_deref().or(p.email.as_deref()).unwrap_or("someone else"),
                     ),
                 )

@@ -810,6 +810,11 @@ async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_
     assert_eq!(b["bar_in_view"], true, "the bar floats at the bottom: {r}");
     assert_eq!(b["patched"], 200);
     assert_eq!(
+        b["after_enter"],
+        json!(["open", "open", "open"]),
+        "Enter in the reason box decided: {r}"
+    );
+    assert_eq!(
         b["statuses"],
         json!(["resolved", "open", "resolved"]),
         "{r}"
@@ -954,4 +959,93 @@ async fn shortcut_keys_decide_only_when_meant_and_refreshes_keep_the_focus() {
         "{r}"
     );
     assert_eq!(r["focused_after"], r["focused_before"], "{r}");
+}
+
+/// The "changed while you were reading" banner compares with what the
+/// reviewer saw: a field changed and changed back since is not listed, and
+/// a field's "Before" is its value in the version they were shown, not an
+/// intermediate one.
+#[tokio::test]
+async fn the_stale_banner_compares_with_the_version_seen() {
+    let app = TestApp::spawn().await;
+    let client = form_session(&app).await;
+    let a = app.create_action(two_options("Two patches")).await;
+    let id = a["id"].as_str().unwrap();
+    let url = format!("/app/actions/{id}");
+    let html = client.page(&url).await;
+    let src = app.source();
+    for body in [
+        json!({"title": "Two patches B"}),
+        json!({"description": "d2"}),
+        json!({"title": "Two patches"}),
+        json!({"description": "d3"}),
+    ] {
+        let _: Value = src.patch(&format!("/v1/actions/{id}"), body, 200).await;
+    }
+    let fields = [
+        ("_csrf", csrf_of(&html)),
+        ("action_version", "1".to_owned()),
+        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
+        ("option_id", "approve".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = client
+        .post_form(&format!("{url}/decide"), Some(&app.base), &fields)
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("version 1 → 5"), "{page}");
+    assert!(
+        !page.contains(r#"<span class="field-name">title</span>"#),
+        "changed back: {page}"
+    );
+    assert!(
+        page.contains(r#"<span class="field-name">description</span>"#),
+        "{page}"
+    );
+    assert!(page.contains("<ins>d3</ins>"), "{page}");
+    assert!(!page.contains("<del>d2</del>"), "never seen: {page}");
+}
+
+/// A refused choice answer comes back with its picks ticked, as text,
+/// number and form answers come back with their values.
+#[tokio::test]
+async fn a_refused_choice_answer_keeps_its_picks() {
+    let app = TestApp::spawn().await;
+    let client = form_session(&app).await;
+    let a = app
+        .create_action(json!({
+            "title": "Where to deploy",
+            "interaction": {"type": "choice", "multiple": true, "choices": [
+                {"id": "eu", "label": "Europe"}, {"id": "us", "label": "US"}, {"id": "ap", "label": "Asia"}]}
+        }))
+        .await;
+    let id = a["id"].as_str().unwrap();
+    let url = format!("/app/actions/{id}");
+    let html = client.page(&url).await;
+    let _: Value = app
+        .source()
+        .patch(
+            &format!("/v1/actions/{id}"),
+            json!({"title": "Where to deploy now"}),
+            200,
+        )
+        .await;
+    let fields = [
+        ("_csrf", csrf_of(&html)),
+        ("action_version", "1".to_owned()),
+        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
+        ("value", "eu".to_owned()),
+        ("value", "us".to_owned()),
+        ("reason", "both".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = client
+        .post_form(&format!("{url}/decide"), Some(&app.base), &fields)
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(page.contains(r#"value="eu" checked>"#), "{page}");
+    assert!(page.contains(r#"value="us" checked>"#), "{page}");
+    assert!(page.contains(r#"value="ap">"#), "{page}");
 }

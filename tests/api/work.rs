@@ -819,6 +819,29 @@ async fn the_action_page_offers_only_what_the_api_allows_and_renders_comments_sa
     );
     let seen = b1.page(&path).await;
     assert!(seen.contains("id=\"assignee\">nobody"));
+    assert!(html.contains(r#"aria-label="Snooze: 1 hour""#), "{html}");
+    // An Action that expires in 30 minutes: no snooze button ends after
+    // it (the API would refuse each), so none is offered.
+    let mut soon = two_options("Expires soon");
+    soon["expires_at"] = json!(hds::domain::time::format(
+        app.state.services.clock.now() + ::time::Duration::minutes(30)
+    ));
+    let soon = app.create_action(soon).await;
+    let html = b1
+        .page(&format!("/app/actions/{}", soon["id"].as_str().unwrap()))
+        .await;
+    assert!(!html.contains(r#"id="snooze-form""#), "{html}");
+    // One that expires in two hours: an hour's snooze only.
+    let mut later = two_options("Expires later");
+    later["expires_at"] = json!(hds::domain::time::format(
+        app.state.services.clock.now() + ::time::Duration::hours(2)
+    ));
+    let later = app.create_action(later).await;
+    let html = b1
+        .page(&format!("/app/actions/{}", later["id"].as_str().unwrap()))
+        .await;
+    assert!(html.contains(r#"value="1h""#), "{html}");
+    assert!(!html.contains(r#"value="week""#), "{html}");
 
     // Forms post with the session's CSRF token, as the decide form does.
     let origin = b1.url("");

@@ -43,6 +43,13 @@ run(async (browser) => {
   const barBox = await page.locator("#batch-form").boundingBox();
   const viewport = page.viewportSize();
   const barInView = barBox !== null && barBox.y >= 0 && Math.abs(barBox.y + barBox.height - viewport.height) < 2;
+  // Enter in the reason box decides nothing: only an option's button does.
+  await page.locator("#batch-reason").fill("still typing my reason");
+  await page.locator("#batch-reason").press("Enter");
+  await page.waitForTimeout(300);
+  const afterEnter = [];
+  for (const a of rows) afterEnter.push((await state(a.id)).status);
+  await page.locator("#batch-reason").fill("");
   // Changed after the page was rendered: the reviewer did not see this.
   const patched = await api("PATCH", `/v1/actions/${rows[1].id}`, SOURCE_KEY, {
     title: "Rotate the TLS cert on edge-2 and restart it",
@@ -110,6 +117,7 @@ run(async (browser) => {
       changed_ids: changedIds,
       changed_text: changedText,
       statuses: after,
+      after_enter: afterEnter,
       ids: rows.map((a) => a.id),
     },
     keys: {

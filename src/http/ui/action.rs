@@ -69,6 +69,8 @@ pub struct ActionPage {
     /// What the reviewer had typed, kept when the page comes back.
     reason: String,
     value: String,
+    /// A refused choice answer's picks (every `value` sent).
+    chosen: Vec<String>,
     /// A refused form-type answer's values, by field key.
     kept_fields: std::collections::HashMap<String, String>,
     /// The refusal is about the answer itself (not the reason, nor the
@@ -120,6 +122,7 @@ async fn page_for(
         reason: String::new(),
         value,
         kept_fields: std::collections::HashMap::new(),
+        chosen: Vec::new(),
         answer_error: false,
         answer_field: None,
         comment_draft: String::new(),
@@ -148,6 +151,11 @@ impl ActionPage {
     /// its refusal names, or every one when it names none.
     fn refused_field(&self, key: &str) -> bool {
         self.answer_error && self.answer_field.as_deref().is_none_or(|k| k == key)
+    }
+
+    /// Whether a refused choice answer had picked `id`.
+    fn picked(&self, id: &str) -> bool {
+        self.chosen.iter().any(|c| c == id)
     }
 
     /// The value a refused form-type answer held for `key` (empty if none).
@@ -316,6 +324,7 @@ async fn refused(
     let mut out = page_for(st, page, &view, version).await?;
     out.reason = form.get("reason").unwrap_or_default().to_owned();
     out.value = form.get("value").unwrap_or_default().to_owned();
+    out.chosen = form.all("value").map(str::to_owned).collect();
     if let Some(Interaction::Form { fields }) = &view.action.spec.interaction {
         out.kept_fields = fields
             .iter()
@@ -391,12 +400,17 @@ fn changes_since(view: &ActionView, seen: i64) -> StaleVm {
         } if ev.action_version > seen => Some((fields, before)),
         _ => None,
     });
+    // The first update after the version seen holds, for each field it
+    // changed, the value the reviewer saw; a later update's `before` is a
+    // value they never saw. A field changed and changed back shows nothing.
+    let mut settled: Vec<&String> = Vec::new();
     for (fields, before) in later {
         let before = Some(before);
         for field in fields {
-            if changes.iter().any(|c| &c.field == field) {
+            if settled.contains(&field) {
                 continue;
             }
+            settled.push(field);
             let old = before.and_then(|b| b.get(field));
             let new = now.get(field).unwrap_or(&Value::Null);
             if old.is_some_and(|o| o == new) || (before.is_some() && old.is_none()) {

@@ -155,6 +155,8 @@ pub struct WorkVm {
     pub may_claim: bool,
     pub may_assign: bool,
     pub may_snooze: bool,
+    /// The snooze buttons that end before the Action expires: (value, label).
+    pub snooze_presets: Vec<(&'static str, &'static str)>,
     pub may_comment: bool,
     pub may_withdraw: bool,
     /// (user id, label, selected) per member who may hold it.
@@ -205,6 +207,13 @@ fn work(v: &ActionView, me: &UserCaller, now: Timestamp) -> WorkVm {
         may_claim: v.work.may_claim && held.as_deref() != Some(me.user_id.as_str()),
         may_assign: v.work.may_assign,
         may_snooze: v.work.may_snooze,
+        snooze_presets: crate::http::ui::action_work::presets_before(
+            a.spec
+                .expires_at
+                .as_deref()
+                .and_then(crate::domain::time::parse),
+            now,
+        ),
         may_comment: v.work.may_comment,
         may_withdraw: v.work.may_withdraw,
         assignable: v

@@ -110,7 +110,32 @@ pub async fn assign(
 
 /// When a snooze preset ends: in an hour, tomorrow at 09:00 UTC, next Monday
 /// at 09:00 UTC; `clear` un-snoozes.
-fn preset(name: &str, now: Timestamp) -> Result<Option<String>> {
+/// The snooze buttons: (form value, label).
+pub const PRESETS: [(&str, &str); 3] = [
+    ("1h", "1 hour"),
+    ("tomorrow", "Tomorrow 09:00 UTC"),
+    ("week", "Monday 09:00 UTC"),
+];
+
+/// The snooze buttons the API would take for an Action that expires at
+/// `expires_at`: a snooze must end before it.
+pub fn presets_before(
+    expires_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Vec<(&'static str, &'static str)> {
+    PRESETS
+        .into_iter()
+        .filter(|(name, _)| {
+            let until = preset(name, now).ok().flatten();
+            match (until.as_deref().and_then(time::parse), expires_at) {
+                (Some(u), Some(e)) => u < e,
+                _ => true,
+            }
+        })
+        .collect()
+}
+
+pub fn preset(name: &str, now: Timestamp) -> Result<Option<String>> {
     let nine = |days: i64| {
         let day = (now + ::time::Duration::days(days)).date();
         time::format(day.with_hms(9, 0, 0).map_or(now, |t| t.assume_utc()))

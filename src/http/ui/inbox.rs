@@ -190,6 +190,9 @@ pub struct InboxList {
     /// Why the filters matched nothing usable, in words.
     pub error: Option<String>,
     pub filtered: bool,
+    /// The status shown (`open`, `snoozed`, `resolved`…), for the words of
+    /// an empty list.
+    pub status: String,
 }
 
 pub struct SourceChoice {
@@ -270,6 +273,7 @@ async fn read_list(
                     ),
                     error: Some(e.message.clone()),
                     filtered,
+                    status: f.status().to_owned(),
                 });
             }
             Err(e) => return Err(e),
@@ -335,6 +339,7 @@ async fn read_list(
         open_count: inbox::count_label(open_count),
         error: None,
         filtered,
+        status: f.status().to_owned(),
     })
 }
 
