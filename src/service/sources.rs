@@ -254,6 +254,17 @@ pub fn check_not_revoked(c: &rusqlite::Connection, source_id: &str) -> Result<()
 
 /// Revokes a Source and, in the same transaction, cancels its open Actions
 /// (nobody is left to act on a decision); their long polls answer at once.
+/// Most open Actions the revocation's confirmation counts ("10,000 or more").
+pub const OPEN_COUNT_CAP: i64 = 10_000;
+
+/// How many open Actions revoking Source `id` would cancel, up to
+/// `OPEN_COUNT_CAP` + 1 (more than the cap).
+pub async fn open_actions(s: &Services, user: UserCaller, id: String) -> Result<i64> {
+    let ws = workspace(&user, false)?;
+    s.db.read(move |c| store::open_actions(c, &ws, &id, OPEN_COUNT_CAP + 1))
+        .await
+}
+
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
     let now = time::format(s.clock.now());

@@ -304,6 +304,18 @@ pub fn is_revoked(c: &Connection, id: &str) -> Result<bool> {
     )
 }
 
+/// Open Actions of a Source, counted up to `cap` (a revocation cancels
+/// them; its confirmation says how many): read through the workspace's open
+/// Actions (`actions_inbox`), not through every Action the Source ever sent.
+const OPEN_OF_SOURCE: &str = "SELECT count(*) FROM (SELECT 1 FROM actions
+      WHERE workspace_id = ?1 AND environment IN ('live', 'test') AND status = 'open'
+        AND source_id = ?2 LIMIT ?3)";
+
+pub fn open_actions(c: &Connection, workspace_id: &str, id: &str, cap: i64) -> Result<i64> {
+    Ok(c.prepare_cached(OPEN_OF_SOURCE)?
+        .query_row(params![workspace_id, id, cap], |r| r.get(0))?)
+}
+
 /// Resolves a presented key at `now`. A key past its end finds nothing; a
 /// key of a revoked Source is found and flagged, so the caller can say
 /// SOURCE_REVOKED.
@@ -342,7 +354,19 @@ pub fn by_key_hash(c: &Connection, hash: &str, now: &str) -> Result<Option<KeyOw
 mod tests {
     use rusqlite::Connection;
 
-    use super::KEYS;
+    use super::{KEYS, OPEN_OF_SOURCE};
+
+    #[test]
+    fn a_sources_open_actions_are_counted_among_the_open_ones() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        let plan = crate::store::query_plan(&c, OPEN_OF_SOURCE).join("\n");
+        assert!(
+            plan.contains("SEARCH actions USING INDEX actions_inbox (workspace_id=? AND environment=? AND status=?)"),
+            "{plan}"
+        );
+        assert!(!plan.contains("SCAN actions"), "{plan}");
+    }
 
     #[test]
     fn a_sources_keys_are_read_by_source() {

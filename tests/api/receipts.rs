@@ -362,6 +362,21 @@ async fn jwks_is_cacheable_with_an_etag() {
         )
         .await;
     assert_eq!(again.status.as_u16(), 304);
+    // Weak comparison (RFC 9110): a `W/` tag, or `*`, matches too; another
+    // tag does not.
+    let weak = format!("W/{etag}");
+    for (sent, status) in [(weak.as_str(), 304), ("*", 304), (r#""other", W/"x""#, 200)] {
+        let r = app
+            .call(
+                reqwest::Method::GET,
+                "/v1/receipts/keys",
+                None,
+                None,
+                &[("if-none-match", sent)],
+            )
+            .await;
+        assert_eq!(r.status.as_u16(), status, "{sent}");
+    }
 }
 
 /// The receipt card's commands, run as shown: the first saves the server's

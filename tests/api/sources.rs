@@ -827,3 +827,50 @@ async fn the_source_page_replaces_the_webhook_secret_alone_and_refuses_a_bad_ove
     app.create_action(two_options("same key")).await;
     assert_eq!(keys(&app).await.len(), 2);
 }
+
+/// The dashboard's revocation asks first and says how many open Actions it
+/// cancels; confirmed, it cancels them.
+#[tokio::test]
+async fn revoking_a_source_in_the_dashboard_says_what_it_cancels() {
+    let app = TestApp::spawn().await;
+    let created = app
+        .post(
+            "/v1/sources",
+            &app.user_token(),
+            json!({"name": "deploy-bot"}),
+        )
+        .await
+        .ok(201)
+        .clone();
+    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let key = created["secrets"]["live_key"].as_str().unwrap().to_owned();
+    let bot = app.bearer(&key);
+    let mut made = Vec::new();
+    for t in ["One", "Two"] {
+        let a: Value = bot.post("/v1/actions", two_options(t), 201).await;
+        made.push(a["data"]["id"].as_str().unwrap().to_owned());
+    }
+    let browser = app.browser(app.admin().person()).await;
+    let path = format!("/app/sources/{id}/revoke");
+    let r = browser
+        .post_form(&path, Some(&app.base), &[("_csrf", browser.csrf())])
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains("Its 2 open Actions are cancelled now."),
+        "{page}"
+    );
+    let r = browser
+        .post_form(
+            &path,
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("confirmed", "yes")],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    for a in &made {
+        let got: Value = app.admin().get(&format!("/v1/actions/{a}"), 200).await;
+        assert_eq!(got["data"]["status"], "cancelled", "{got}");
+    }
+}

@@ -113,7 +113,13 @@ pub async fn receipt_keys(State(st): State<AppState>, headers: HeaderMap) -> Res
     let fresh = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+        // RFC 9110 §13.1.2: weak comparison (a `W/` tag matches), and `*`
+        // matches any current representation.
+        .is_some_and(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+        });
     let mut resp = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {

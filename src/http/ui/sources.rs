@@ -141,10 +141,19 @@ pub async fn revoke_source(
     sources::workspace(&p.user, true)?;
     let name = source_name(&st, &p, &id).await?;
     if form.get("confirmed") != Some("yes") {
+        let open = sources::open_actions(&st.services, p.user.clone(), id.clone()).await?;
+        let cancels = match open {
+            0 => String::new(),
+            1 => " Its one open Action is cancelled now.".to_owned(),
+            n if n > sources::OPEN_COUNT_CAP => {
+                " Its open Actions, more than 10,000, are cancelled now.".to_owned()
+            }
+            n => format!(" Its {n} open Actions are cancelled now."),
+        };
         let ask = Ask {
             heading: "Revoke this Source?".into(),
             message: format!(
-                "“{name}” can no longer send or read anything; its keys stop working for good. Its Actions, history and receipts are kept."
+                "“{name}” can no longer send or read anything; its keys stop working for good.{cancels} Its Actions, history and receipts are kept."
             ),
             post_to: format!("/app/sources/{id}/revoke"),
             confirm_label: "Revoke the Source".into(),
