@@ -112,7 +112,16 @@ pub fn publish_key_files(dir: &Path, c: &Connection, now: &str) -> anyhow::Resul
             tracing::warn!(file = %name.to_string_lossy(), "a key file is not named after its key's thumbprint; left alone");
             continue;
         }
-        receipts::insert_retired(c, kid, &x, now)?;
+        // Made when its file was written (a key file is never rewritten):
+        // receipts it signed then must not predate its `created_at`.
+        let made = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .map(|t| crate::domain::time::format(::time::OffsetDateTime::from(t)))
+            .filter(|t| t.as_str() < now)
+            .unwrap_or_else(|| now.to_owned());
+        receipts::insert_retired(c, kid, &x, &made, now)?;
         published += 1;
         tracing::warn!(key.kid = %kid, "a receipt key the database did not list (restored from an older backup?) is published again, as retired");
     }
@@ -330,6 +339,14 @@ mod tests {
         }
         std::fs::write(keys.join("notes.txt"), "not a key").unwrap();
         std::fs::write(keys.join("bogus.pem"), "not a key either").unwrap();
+        // The newer key's file was written when it was made, at 11:00.
+        let made = crate::domain::time::parse("2026-11-26T11:00:00.000Z").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(key_path(&keys, &second))
+            .unwrap()
+            .set_modified(made.into())
+            .unwrap();
         let t2 = "2026-11-26T12:00:00.000Z";
         assert_eq!(ring.ensure_active(&c, t2).unwrap(), first);
         let listed: Vec<(String, String)> = receipts::keys(&c)
@@ -340,6 +357,15 @@ mod tests {
         assert_eq!(listed.len(), 2, "{listed:?}");
         assert!(listed.contains(&(first.clone(), "active".to_owned())));
         assert!(listed.contains(&(second.clone(), "retired".to_owned())));
+        // Published with when it was made (its receipts do not predate it),
+        // retired at the restore.
+        let again = receipts::keys(&c)
+            .unwrap()
+            .into_iter()
+            .find(|k| k.kid == second)
+            .unwrap();
+        assert_eq!(again.created_at, "2026-11-26T11:00:00.000Z");
+        assert_eq!(again.retired_at.as_deref(), Some(t2));
         // Once listed, a later start adds nothing.
         ring.ensure_active(&c, t2).unwrap();
         assert_eq!(receipts::keys(&c).unwrap().len(), 2);

@@ -67,10 +67,16 @@ pub fn mark_revoked(c: &Connection, kid: &str, x: &str, now: &str) -> Result<boo
 }
 
 /// Publishes a key the database did not list, as retired.
-pub fn insert_retired(c: &Connection, kid: &str, x: &str, now: &str) -> Result<()> {
+pub fn insert_retired(
+    c: &Connection,
+    kid: &str,
+    x: &str,
+    created_at: &str,
+    retired_at: &str,
+) -> Result<()> {
     c.execute(
-        "INSERT INTO signing_keys(kid, x, status, created_at, retired_at) VALUES (?1, ?2, 'retired', ?3, ?3)",
-        params![kid, x, now],
+        "INSERT INTO signing_keys(kid, x, status, created_at, retired_at) VALUES (?1, ?2, 'retired', ?3, ?4)",
+        params![kid, x, created_at, retired_at],
     )?;
     Ok(())
 }
