@@ -319,7 +319,9 @@ async fn read_list(
         .filter_map(|r| r.pick.as_ref())
         .flat_map(|p| &p.options)
     {
-        if !batch_options.contains(o) {
+        // Once per option id: an option is what is sent, whatever style
+        // one row gave it.
+        if !batch_options.iter().any(|b| b.id == o.id) {
             batch_options.push(o.clone());
         }
     }
