@@ -90,16 +90,18 @@ fn verify(a: &Args) -> Result<String, Failure> {
         })
         .unwrap_or(Value::Null);
     let kid = header["kid"].as_str().unwrap_or_default().to_owned();
-    // A key set saved to a file before a rotation lacks the newer keys: no
-    // verdict then, but what to do (hds never unpublishes a key, so a set
-    // fetched from the server or read from the data dir gives one).
-    if let Some(file) = a.keys.as_deref().filter(|k| !k.starts_with("http"))
+    // A key set saved to a file before a rotation lacks the newer keys: say
+    // what to do (hds never unpublishes a key, so a set fetched from the
+    // server or read from the data dir is never stale).
+    // (A forged receipt names a kid nobody published, so this stays a
+    // verdict, exit 1, with the way to rule out a stale file.)
+    if let Some(file) = a.keys.as_deref().filter(|k| !is_url(k))
         && !kid.is_empty()
         && !keys.iter().any(|k| k.kid == kid)
     {
-        return Err(Failure::Unchecked(format!(
-            "{file} has no key with kid {kid}: it may have been saved before that key was made. \
-             Fetch the keys again (curl -sS <base URL>/v1/receipts/keys > keys.json) and verify again"
+        return Err(Failure::Invalid(format!(
+            "no key with kid {kid} in {file}. If {file} was saved before that key was made, \
+             fetch the keys again (curl -sS <base URL>/v1/receipts/keys > {file}) and verify again"
         )));
     }
     let claims = receipt::verify(&jws, &keys)?;
@@ -140,17 +142,22 @@ fn extract_jws(input: &str) -> Result<String, String> {
         })
 }
 
-/// Whether `v` looks like an Action as the API or a webhook shows one.
-fn action_shaped(v: &Value) -> bool {
-    v["object"] == "action"
-        || [
-            "action_version",
-            "fingerprint",
-            "status",
-            "resolution_option_id",
-        ]
-        .iter()
-        .any(|k| v.get(*k).is_some())
+/// The members each kind of file may hold besides what is checked: a
+/// receipt object (`jws` at the top), an API response (`data`), a webhook
+/// body (`data.action`). An Action file (the receipt at `receipt`) is an
+/// Action, whose every member is checked or fingerprinted, and holds no
+/// `data`.
+const RECEIPT_OBJECT: &[&str] = &["id", "kid", "alg", "jws", "payload"];
+const API_RESPONSE: &[&str] = &["data", "idempotent_replay", "tally"];
+const WEBHOOK_BODY: &[&str] = &["type", "timestamp", "data"];
+const WEBHOOK_DATA: &[&str] = &["action"];
+
+/// The member of `v` that `allowed` does not list, if any.
+fn stranger<'a>(v: &'a Value, allowed: &[&str]) -> Option<&'a str> {
+    v.as_object()?
+        .keys()
+        .map(String::as_str)
+        .find(|k| !allowed.contains(k))
 }
 
 /// The one node of the file that holds a receipt: None for a receipt
@@ -158,20 +165,22 @@ fn action_shaped(v: &Value) -> bool {
 /// it has one. A file with more than one (a receipt beside an Action, two
 /// Actions) is refused: whatever it shows must be what the one JWS signs,
 /// so no second, unchecked decision may sit beside it. So is a file that
-/// shows an Action without a receipt beside a receipt of its own (the
-/// body of `action.cancelled` with another Action's `jws` at the top).
+/// holds anything its kind does not (another Action beside a receipt, in
+/// any shape: the body of `action.cancelled` with another Action's `jws`
+/// at the top).
 fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
-    let mut found: Vec<(Option<&Value>, Option<String>)> = Vec::new();
-    let mut bare = Vec::new();
+    let mut found: Vec<(Option<&Value>, Option<String>, &[&str])> = Vec::new();
     if !v["jws"].is_null() {
-        found.push((None, v["jws"].as_str().map(str::to_owned)));
+        found.push((None, v["jws"].as_str().map(str::to_owned), &[]));
     }
     for path in ACTION_PLACES {
         let a = at(v, path);
         if !a["receipt"].is_null() {
-            found.push((Some(a), a["receipt"]["jws"].as_str().map(str::to_owned)));
-        } else if !path.is_empty() && action_shaped(a) {
-            bare.push(path.join("."));
+            found.push((
+                Some(a),
+                a["receipt"]["jws"].as_str().map(str::to_owned),
+                path,
+            ));
         }
     }
     if found.len() > 1 {
@@ -180,14 +189,23 @@ fn holder(v: &Value) -> Result<(Option<&Value>, Option<String>), String> {
                 .into(),
         );
     }
-    if let Some(path) = bare.first()
-        && !found.is_empty()
-    {
+    let Some((action, jws, path)) = found.pop() else {
+        return Ok((None, None));
+    };
+    let extra = match (action, path) {
+        (None, _) => stranger(v, RECEIPT_OBJECT).map(|k| (k, "a receipt object")),
+        (Some(_), []) => v.get("data").map(|_| ("data", "an Action")),
+        (Some(_), [_]) => stranger(v, API_RESPONSE).map(|k| (k, "an API response")),
+        (Some(_), _) => stranger(v, WEBHOOK_BODY)
+            .or_else(|| stranger(&v["data"], WEBHOOK_DATA))
+            .map(|k| (k, "a webhook body")),
+    };
+    if let Some((member, kind)) = extra {
         return Err(format!(
-            "the file shows an Action at {path} that holds no receipt, beside a receipt: the receipt is not that Action's; verify the receipt on its own, or the Action as the API returns it"
+            "the file is {kind} with a member `{member}` such a file does not hold: what it shows beside the receipt would not be checked; verify the receipt on its own (receipt.jws), or the file as hds sent it"
         ));
     }
-    Ok(found.pop().unwrap_or((None, None)))
+    Ok((action, jws))
 }
 
 /// A receipt object or an Action around the JWS must show what the JWS
@@ -207,18 +225,19 @@ fn check_surroundings(v: &Value, claims: &Value, kid: &str, alg: &str) -> Result
     // JSON values, compared as RFC 8785 does: `5` and `5.0` are one number
     // (a file re-serialised by JavaScript writes the one for the other).
     let same = crate::domain::jcs::same;
-    for (field, claim) in [("payload", None), ("id", Some("jti"))] {
-        let shown = &receipt[field];
-        let signed = claim.map_or(claims, |c| &claims[c]);
-        if !shown.is_null() && !same(shown, signed) {
+    // A member shown, `null` included, must be what is signed.
+    let (kid, alg) = (Value::from(kid), Value::from(alg));
+    for (field, signed) in [
+        ("payload", claims),
+        ("id", &claims["jti"]),
+        ("kid", &kid),
+        ("alg", &alg),
+    ] {
+        if let Some(shown) = receipt.get(field)
+            && !same(shown, signed)
+        {
             return Err(differs(&format!("receipt {field}"), shown, signed));
         }
-    }
-    if receipt["kid"].as_str().is_some_and(|k| k != kid) {
-        return Err(differs("receipt kid", &receipt["kid"], &Value::from(kid)));
-    }
-    if receipt["alg"].as_str().is_some_and(|a| a != alg) {
-        return Err(differs("receipt alg", &receipt["alg"], &Value::from(alg)));
     }
     let Some(a) = action else {
         return Ok(());
@@ -379,8 +398,12 @@ fn shown_fingerprint(a: &Value) -> String {
 }
 
 /// The JWKS text: fetched when `--keys` is an http(s) URL.
+fn is_url(src: &str) -> bool {
+    src.starts_with("https://") || src.starts_with("http://")
+}
+
 fn read_jwks(src: &str) -> Result<String, String> {
-    if !(src.starts_with("https://") || src.starts_with("http://")) {
+    if !is_url(src) {
         return std::fs::read_to_string(src).map_err(|e| format!("reading {src}: {e}"));
     }
     if src.starts_with("http://")

@@ -17,12 +17,22 @@ pub fn hash_into(v: &Value, h: &mut Sha256) {
 /// Whether `a` and `b` are the same JSON value by RFC 8785: `1`, `1.0` and
 /// `1e0` are one number, and members compare whatever their order.
 pub fn same(a: &Value, b: &Value) -> bool {
-    let digest = |v: &Value| {
-        let mut h = Sha256::new();
-        hash_into(v, &mut h);
-        h.finalize()
-    };
-    a == b || digest(a) == digest(b)
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i128(), y.as_i128()) {
+            // Two integers: exactly (no double rounds 2^53 + 1 onto 2^53).
+            (Some(i), Some(j)) => i == j,
+            // A fraction or exponent on either side: as RFC 8785 reads
+            // numbers, doubles (`5` and `5.0` are one).
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(i, j)| same(i, j))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 /// Feeds a typed value into `h` as compact JSON whose numbers are written as
@@ -150,6 +160,23 @@ pub(crate) fn tricky_values() -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_reads_numbers_as_values_and_integers_exactly() {
+        use serde_json::json;
+        assert!(same(
+            &json!({"a": 5, "b": [1, 2]}),
+            &json!({"b": [1.0, 2], "a": 5.0})
+        ));
+        assert!(same(&json!(0), &json!(-0.0)));
+        assert!(!same(
+            &json!(9007199254740993_u64),
+            &json!(9007199254740992_u64)
+        ));
+        assert!(!same(&json!({"a": 1}), &json!({"a": 1, "b": null})));
+        assert!(!same(&json!([1, 2]), &json!([2, 1])));
+        assert!(!same(&json!("5"), &json!(5)));
+    }
 
     /// The typed hash ignores how numbers and strings were spelt, and
     /// tells values apart as the canonical form does.

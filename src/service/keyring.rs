@@ -114,8 +114,8 @@ pub fn publish_key_files(dir: &Path, c: &Connection, now: &str) -> anyhow::Resul
         }
         // Made when its file was written (a key file is never rewritten):
         // receipts it signed then must not predate its `created_at`.
-        let made = entry
-            .metadata()
+        // (Through a symlink, as a mounted secret may be, to the file.)
+        let made = std::fs::metadata(entry.path())
             .and_then(|m| m.modified())
             .ok()
             .map(|t| crate::domain::time::format(::time::OffsetDateTime::from(t)))

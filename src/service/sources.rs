@@ -252,9 +252,8 @@ pub fn check_not_revoked(c: &rusqlite::Connection, source_id: &str) -> Result<()
     Ok(())
 }
 
-/// Revokes a Source and, in the same transaction, cancels its open Actions
-/// (nobody is left to act on a decision); their long polls answer at once.
-/// Most open Actions the revocation's confirmation counts ("10,000 or more").
+/// Most open Actions the revocation's confirmation counts ("more than
+/// 10,000" beyond).
 pub const OPEN_COUNT_CAP: i64 = 10_000;
 
 /// How many open Actions revoking Source `id` would cancel, up to
@@ -265,6 +264,8 @@ pub async fn open_actions(s: &Services, user: UserCaller, id: String) -> Result<
         .await
 }
 
+/// Revokes a Source and, in the same transaction, cancels its open Actions
+/// (nobody is left to act on a decision); their long polls answer at once.
 pub async fn revoke(s: &Services, user: UserCaller, id: String) -> Result<()> {
     let ws = workspace(&user, true)?;
     let now = time::format(s.clock.now());

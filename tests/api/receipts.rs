@@ -150,13 +150,27 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     let mut bare = old.clone();
     bare["receipt"] = json!(null);
     let mixed = json!({"jws": jws, "data": bare.clone()});
-    let mixed_hook = json!({"jws": jws, "type": "action.cancelled", "data": {"action": bare}});
+    let mixed_hook =
+        json!({"jws": jws, "type": "action.cancelled", "data": {"action": bare.clone()}});
+    // …or the file itself an Action with another's `jws` at its top, or a
+    // list beside it, or the Action in a webhook body beside another one.
+    let mut top = bare.clone();
+    top["jws"] = json!(jws);
+    top.as_object_mut().unwrap().remove("id");
+    let listed = json!({"jws": jws, "data": [bare.clone()]});
+    let hook_beside = json!({"type": "action.resolved", "timestamp": "2026-11-28T00:00:00.000Z",
+        "data": {"action": new.clone(), "other": bare.clone()}});
+    let response_beside = json!({"data": new.clone(), "action": bare});
     // A receipt object whose `alg` is not the one its JWS is signed with.
     let mut unsigned_alg = new["receipt"].clone();
     unsigned_alg["alg"] = json!("none");
     for (case, file, why) in [
-        ("mixed", &mixed, "holds no receipt"),
-        ("mixed_hook", &mixed_hook, "holds no receipt"),
+        ("mixed", &mixed, "such a file does not hold"),
+        ("mixed_hook", &mixed_hook, "such a file does not hold"),
+        ("top", &top, "such a file does not hold"),
+        ("listed", &listed, "such a file does not hold"),
+        ("hook_beside", &hook_beside, "member `other`"),
+        ("response_beside", &response_beside, "member `action`"),
         ("unsigned_alg", &unsigned_alg, "receipt alg"),
         ("nulled", &nulled, "resolution_option_id"),
         ("unwho", &unwho, "resolved_by"),
@@ -188,8 +202,7 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     rewritten["action_version"] = json!(new["action_version"].as_i64().unwrap() as f64);
     let (code, said) = verify_file(dir.path(), &keys, "rewritten", &rewritten);
     assert_eq!(code, Some(0), "{said}");
-    // A key set saved before the key was made: no verdict (exit 2), and
-    // what to do.
+    // A key set saved before the key was made.
     let stale = dir.path().join("stale-jwks.json");
     let mut older = jwks.body.clone();
     let signed_by = new["receipt"]["kid"].clone();
@@ -206,9 +219,11 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
         "--keys",
         stale.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("Fetch the keys again"), "{err}");
+    // A key nobody published is what a forgery names: a verdict (exit 1),
+    // with the way to rule out a stale file.
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("fetch the keys again"), "{said}");
 
     // The keys may be given by their URL, as the server publishes them.
     let f = dir.path().join("action.json");

@@ -858,7 +858,7 @@ async fn revoking_a_source_in_the_dashboard_says_what_it_cancels() {
     assert_eq!(r.status(), StatusCode::OK);
     let page = r.text().await.unwrap();
     assert!(
-        page.contains("Its 2 open Actions are cancelled now."),
+        page.contains("Its 2 open Actions will be cancelled."),
         "{page}"
     );
     let r = browser

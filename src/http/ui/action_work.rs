@@ -108,8 +108,6 @@ pub async fn assign(
     back(&st, &page, &id, "assigned", r.map(|_| ())).await
 }
 
-/// When a snooze preset ends: in an hour, tomorrow at 09:00 UTC, next Monday
-/// at 09:00 UTC; `clear` un-snoozes.
 /// The snooze buttons: (form value, label).
 pub const PRESETS: [(&str, &str); 3] = [
     ("1h", "1 hour"),
@@ -135,6 +133,8 @@ pub fn presets_before(
         .collect()
 }
 
+/// When a snooze preset ends: in an hour, tomorrow at 09:00 UTC, next Monday
+/// at 09:00 UTC; `clear` un-snoozes.
 pub fn preset(name: &str, now: Timestamp) -> Result<Option<String>> {
     let nine = |days: i64| {
         let day = (now + ::time::Duration::days(days)).date();

@@ -319,9 +319,12 @@ async fn read_list(
         .filter_map(|r| r.pick.as_ref())
         .flat_map(|p| &p.options)
     {
-        // Once per option id: an option is what is sent, whatever style
-        // one row gave it.
-        if !batch_options.iter().any(|b| b.id == o.id) {
+        // Once per option (id and label): the style one row gave it does
+        // not make it another option.
+        if !batch_options
+            .iter()
+            .any(|b| b.id == o.id && b.label == o.label)
+        {
             batch_options.push(o.clone());
         }
     }

@@ -144,11 +144,11 @@ pub async fn revoke_source(
         let open = sources::open_actions(&st.services, p.user.clone(), id.clone()).await?;
         let cancels = match open {
             0 => String::new(),
-            1 => " Its one open Action is cancelled now.".to_owned(),
+            1 => " Its one open Action will be cancelled.".to_owned(),
             n if n > sources::OPEN_COUNT_CAP => {
-                " Its open Actions, more than 10,000, are cancelled now.".to_owned()
+                " Its open Actions, more than 10,000, will be cancelled.".to_owned()
             }
-            n => format!(" Its {n} open Actions are cancelled now."),
+            n => format!(" Its {n} open Actions will be cancelled."),
         };
         let ask = Ask {
             heading: "Revoke this Source?".into(),
