@@ -29,8 +29,17 @@ async fn two_approvals_resolve_with_the_first_option_and_a_receipt_listing_the_v
     let a = app.create_action(body).await;
     let path = votes_of(&a);
 
+    // Before voting, the page offers the vote with a reason box.
+    let page_of = format!("/app/actions/{}", a["id"].as_str().unwrap());
+    let admin_b = app.browser(admin.person()).await;
+    let html = admin_b.page(&page_of).await;
+    assert!(html.contains(r#"id="decide-reason""#), "{html}");
     let first: Value = admin.post(&path, vote(&a, "approve"), 200).await;
     assert_eq!(first["data"]["status"], "open");
+    // After it, the vote is shown, and no reason box without a button.
+    let html = admin_b.page(&page_of).await;
+    assert!(html.contains("You voted to approve."), "{html}");
+    assert!(!html.contains(r#"id="decide-reason""#), "{html}");
     assert_eq!(
         first["tally"],
         json!({"approvals": 1, "rejections": 0, "required_approvals": 2, "reject_threshold": 1})

@@ -153,6 +153,17 @@ impl ActionPage {
         self.answer_error && self.answer_field.as_deref().is_none_or(|k| k == key)
     }
 
+    /// Whether the person already voted on this version (the vote form then
+    /// shows their vote, and no reason box without a button to send it).
+    fn voted(&self) -> bool {
+        self.a.answer.kind == "vote"
+            && self
+                .a
+                .approval
+                .as_ref()
+                .is_some_and(|p| p.my_vote.is_some())
+    }
+
     /// Whether a refused choice answer had picked `id`.
     fn picked(&self, id: &str) -> bool {
         self.chosen.iter().any(|c| c == id)
