@@ -417,7 +417,8 @@ impl Error {
         Self::new(
             Code::SelfApprovalForbidden,
             "this Action was requested on your behalf: someone else must decide it \
-             (the Source may allow it with approval_policy.allow_self_approval)",
+             (separation of duties; only an approval policy's allow_self_approval, \
+             which a Source may set on a restricted team Action, lets a requester vote)",
         )
     }
 }
