@@ -458,6 +458,20 @@ async fn the_inbox_batch_asks_for_the_reason_an_option_needs() {
             html.contains("Nothing was decided: that option needs a reason."),
             "{html}"
         );
+        // The rows are still picked, for the reason to be written.
+        for p in [&pa, &pb] {
+            assert!(
+                html.contains(&format!(r#"name="pick" value="{p}" form="batch-form""#))
+                    && html
+                        .split(&format!(r#"value="{p}""#))
+                        .nth(1)
+                        .is_some_and(|rest| rest.split('>').next().unwrap().contains(" checked")),
+                "{html}"
+            );
+        }
+        // Once: a reload shows the inbox as it was.
+        let again = browser.page(&to).await;
+        assert!(!again.contains(" checked>"), "{again}");
     }
     // A reason too long for any decision: said once, up front, whichever
     // option was chosen.
@@ -479,6 +493,8 @@ async fn the_inbox_batch_asks_for_the_reason_an_option_needs() {
     let to = r.headers()["location"].to_str().unwrap().to_owned();
     assert_eq!(to, "/app?status=open&batch_error=reason_long");
     let html = browser.page(&to).await;
+    // The reason typed is back in its box, to be shortened.
+    assert!(html.contains(&format!(r#"value="{long}""#)), "reason kept");
     assert!(
         html.contains("Nothing was decided: the reason is longer than 2,000 characters."),
         "{html}"

@@ -152,6 +152,8 @@ pub struct Pick {
     /// `[{id, label, destructive}]` as JSON, read by static/app.js.
     pub options_json: String,
     pub options: Vec<BatchOption>,
+    /// Still picked after a refused batch.
+    pub checked: bool,
 }
 
 /// One option of the batch bar.
@@ -212,6 +214,8 @@ pub struct InboxPage {
     back: String,
     /// The result of the batch just decided, in words.
     batch: Option<BatchResultVm>,
+    /// The reason typed in a refused batch, put back in its box.
+    batch_reason: String,
 }
 
 #[derive(Template, WebTemplate)]
@@ -442,6 +446,7 @@ fn pick(a: &ActionRecord) -> Option<Pick> {
         value: format!("{} {} {}", a.id, a.action_version, a.fingerprint),
         options_json: serde_json::Value::Array(json).to_string(),
         options,
+        checked: false,
     })
 }
 
@@ -492,7 +497,17 @@ pub async fn inbox_page(
         .iter()
         .map(|c| (c.id.clone(), c.name.clone()))
         .collect();
-    let list = read_list(s, &page.user, &filters, &names).await?;
+    let mut list = read_list(s, &page.user, &filters, &names).await?;
+    // After a refused batch, its rows are still picked.
+    let mut batch_reason = String::new();
+    if let Some(b) = &batch {
+        for r in &mut list.rows {
+            if let Some(p) = &mut r.pick {
+                p.checked = b.kept.picks.contains(&r.id);
+            }
+        }
+        batch_reason = b.kept.reason.clone();
+    }
     // Each tab and search has a title of its own (WCAG 2.4.2): a browser's
     // history and a screen reader tell "Inbox – Resolved" from "Inbox".
     let tab = STATUS_TABS
@@ -513,6 +528,7 @@ pub async fn inbox_page(
         rows_url: format!("/app/inbox/rows?{}", filters.page_query()),
         back: filters.page_query(),
         batch,
+        batch_reason,
         layout,
         filters,
         sources,

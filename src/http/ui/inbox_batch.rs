@@ -44,6 +44,37 @@ struct Outcome {
 /// The session key of the waiting `Outcome`.
 const OUTCOME: &str = "batch_outcome";
 
+/// What a batch refused before deciding anything held: the rows picked
+/// and the reason typed, put back on the inbox so the person corrects the
+/// one thing that was wrong instead of picking again.
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub struct Kept {
+    pub picks: Vec<String>,
+    pub reason: String,
+}
+
+/// The session key of the waiting `Kept`.
+const KEPT: &str = "batch_kept";
+
+/// Redirects back to the inbox with `error`, the picks and reason kept.
+async fn refused(
+    page: &PageUser,
+    back: &str,
+    error: &str,
+    items: &[BatchItem],
+    reason: Option<&str>,
+) -> Result<Response, UiError> {
+    let kept = Kept {
+        picks: items.iter().map(|i| i.action_id.clone()).collect(),
+        reason: reason.unwrap_or_default().to_owned(),
+    };
+    page.session
+        .insert(KEPT, kept)
+        .await
+        .map_err(session_error)?;
+    Ok(see_other(&format!("{back}&batch_error={error}")))
+}
+
 /// One Action the batch left open, in words.
 pub struct LeftOpen {
     pub id: String,
@@ -59,6 +90,8 @@ pub struct BatchResultVm {
     pub changed: Vec<LeftOpen>,
     pub failed: Vec<LeftOpen>,
     pub error: Option<&'static str>,
+    /// After a refusal: the rows still picked and the reason typed.
+    pub kept: Kept,
 }
 
 /// POST /app/inbox/decide
@@ -79,15 +112,15 @@ pub async fn decide_batch(
     if items.is_empty() {
         return Ok(see_other(&format!("{back}&batch_error=none")));
     }
+    let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
     let Some(option_id) = form.text("option_id") else {
-        return Ok(see_other(&format!("{back}&batch_error=option")));
+        return refused(&page, &back, "option", &items, reason.as_deref()).await;
     };
     // The batch's own limits (1..=100, no repeats) before any read.
     batch::check(&items)?;
     // An option that needs a reason, chosen without one: said before a
     // destructive option's confirmation, and nothing is decided. One read
     // of the picked rows answers both.
-    let reason = form.text("reason").map(|r| r.replace("\r\n", "\n"));
     let ids = items.iter().map(|i| i.action_id.clone()).collect();
     let picked = batch::picked_option(s, &page.user, ids, option_id.clone()).await?;
     if picked.needs_reason.is_some()
@@ -95,14 +128,14 @@ pub async fn decide_batch(
             .as_deref()
             .is_none_or(crate::domain::validate::says_nothing)
     {
-        return Ok(see_other(&format!("{back}&batch_error=reason")));
+        return refused(&page, &back, "reason", &items, reason.as_deref()).await;
     }
     // A reason too long would refuse every row alike: said once, up front.
     if reason
         .as_deref()
         .is_some_and(|r| r.chars().count() > crate::domain::decision::MAX_REASON)
     {
-        return Ok(see_other(&format!("{back}&batch_error=reason_long")));
+        return refused(&page, &back, "reason_long", &items, reason.as_deref()).await;
     }
     if form.get("confirmed") != Some("yes")
         && let Some(label) = picked.destructive
@@ -189,12 +222,22 @@ pub async fn result(
         "none" => Some("Nothing was decided: pick at least one request first."),
         "option" => Some("Nothing was decided: choose an option for the picked requests."),
         "reason" => Some(
-            "Nothing was decided: that option needs a reason. Write one in the reason box, then pick the requests and choose it again.",
+            "Nothing was decided: that option needs a reason. The requests are still picked: write a reason in the box, then choose the option again.",
         ),
         "reason_long" => Some(
-            "Nothing was decided: the reason is longer than 2,000 characters. Shorten it, then pick the requests and choose again.",
+            "Nothing was decided: the reason is longer than 2,000 characters. The requests are still picked: shorten it, then choose again.",
         ),
         _ => None,
+    };
+    // Only with the refusal it goes with (a reload shows none).
+    let kept = match error {
+        Some(_) => page
+            .session
+            .remove::<Kept>(KEPT)
+            .await
+            .map_err(session_error)?
+            .unwrap_or_default(),
+        None => Kept::default(),
     };
     let outcome = if q.batch == "done" {
         page.session
@@ -210,6 +253,7 @@ pub async fn result(
             changed: Vec::new(),
             failed: Vec::new(),
             error: Some(e),
+            kept,
         }));
     };
     let decided = outcome.decided;
@@ -226,6 +270,7 @@ pub async fn result(
         changed,
         failed,
         error,
+        kept,
     }))
 }
 
