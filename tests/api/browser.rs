@@ -982,16 +982,7 @@ async fn the_stale_banner_compares_with_the_version_seen() {
     ] {
         let _: Value = src.patch(&format!("/v1/actions/{id}"), body, 200).await;
     }
-    let fields = [
-        ("_csrf", csrf_of(&html)),
-        ("action_version", "1".to_owned()),
-        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
-        ("option_id", "approve".to_owned()),
-    ];
-    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let r = client
-        .post_form(&format!("{url}/decide"), Some(&app.base), &fields)
-        .await;
+    let r = decide_version_1(&app, &client, &a, &html, &[("option_id", "approve")]).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let page = r.text().await.unwrap();
     assert!(page.contains("version 1 → 5"), "{page}");
@@ -1031,21 +1022,32 @@ async fn a_refused_choice_answer_keeps_its_picks() {
             200,
         )
         .await;
-    let fields = [
-        ("_csrf", csrf_of(&html)),
-        ("action_version", "1".to_owned()),
-        ("fingerprint", a["fingerprint"].as_str().unwrap().to_owned()),
-        ("value", "eu".to_owned()),
-        ("value", "us".to_owned()),
-        ("reason", "both".to_owned()),
-    ];
-    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let r = client
-        .post_form(&format!("{url}/decide"), Some(&app.base), &fields)
-        .await;
+    let answer = [("value", "eu"), ("value", "us"), ("reason", "both")];
+    let r = decide_version_1(&app, &client, &a, &html, &answer).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let page = r.text().await.unwrap();
     assert!(page.contains(r#"value="eu" checked>"#), "{page}");
     assert!(page.contains(r#"value="us" checked>"#), "{page}");
     assert!(page.contains(r#"value="ap">"#), "{page}");
+}
+
+/// Posts `a`'s decide form as the page `html` was rendered for `client`
+/// (its CSRF token), bound to version 1 and `a`'s first fingerprint, with
+/// `answer`: the form a reviewer sends after the Source changed the Action.
+async fn decide_version_1(
+    app: &TestApp,
+    client: &Actor,
+    a: &Value,
+    html: &str,
+    answer: &[(&str, &str)],
+) -> reqwest::Response {
+    let csrf = csrf_of(html);
+    let mut fields = vec![
+        ("_csrf", csrf.as_str()),
+        ("action_version", "1"),
+        ("fingerprint", a["fingerprint"].as_str().unwrap()),
+    ];
+    fields.extend_from_slice(answer);
+    let url = format!("/app/actions/{}/decide", a["id"].as_str().unwrap());
+    client.post_form(&url, Some(&app.base), &fields).await
 }

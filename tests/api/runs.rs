@@ -1330,23 +1330,15 @@ async fn a_completion_is_the_same_by_value_and_blank_texts_show_nothing() {
     let test = app.source_test();
     let t = new_run(&test, json!({"name": "dry run"})).await;
     let list = browser.page("/app/runs?environment=all").await;
-    let row = list
-        .split(&format!(r#"id="run-{}""#, id(&t)))
-        .nth(1)
-        .unwrap()
-        .split("</li>")
-        .next()
-        .unwrap()
-        .to_owned();
+    let row_of = |r: &Value| {
+        list.split(&format!(r#"id="run-{}""#, id(r)))
+            .nth(1)
+            .and_then(|rest| rest.split("</li>").next())
+            .unwrap()
+            .to_owned()
+    };
+    let (row, live_row) = (row_of(&t), row_of(&run));
     assert!(row.contains("badge-test"), "{row}");
-    let live_row = list
-        .split(&format!(r#"id="run-{}""#, id(&run)))
-        .nth(1)
-        .unwrap()
-        .split("</li>")
-        .next()
-        .unwrap()
-        .to_owned();
     assert!(!live_row.contains("badge-test"), "{live_row}");
 }
 
