@@ -344,6 +344,12 @@
         var status = document.getElementById("run-status");
         var before = status ? status.textContent : null;
         if (!swapIn(live, fresh)) return;
+        // A run that finished meanwhile can no longer be cancelled: its
+        // form (outside the swapped part, so typing survives) goes.
+        var cancel = document.getElementById("run-cancel");
+        if (cancel && fresh.getAttribute("data-cancellable") === "false") {
+          cancel.closest("section").remove();
+        }
         // The run page says a new status once, outside the swapped part.
         var after = document.getElementById("run-status");
         if (after && before !== null && after.textContent !== before) {

@@ -812,6 +812,7 @@ async fn a_runs_progress_bar_moves_live_in_chromium() {
     );
     assert_eq!(r["message"], "rows 601-700");
     assert_eq!(r["error"], "disk full");
+    assert_eq!(r["cancel_forms"], json!([1, 0]), "the cancel form goes");
     assert_eq!(r["same_document"], true, "no reload");
 }
 

@@ -1,6 +1,7 @@
 // Scenario: a run's page is open; the Source reports progress over HTTP and
 // the page's <progress> bar, counts and message move without a reload; the
-// run finishing shows its status. The list shows the run with its bar.
+// run finishing shows its status and takes the cancel form away. The list
+// shows the run with its bar.
 import { BASE, api, newPage, requireEnv, run, signIn } from "./browser-lib.mjs";
 
 const LINK = requireEnv("LINK");
@@ -36,6 +37,7 @@ run(async (browser) => {
   await page.waitForURL(`${BASE}/app/runs/${id}`);
   const start = await bar(page);
   const label = await page.locator("#run-progress").getAttribute("aria-label");
+  const cancelWhileRunning = await page.locator("#run-cancel").count();
 
   await page.evaluate(() => (window.__sameDocument = true));
   await report(id, { completed: 7, message: "rows 601-700" });
@@ -48,6 +50,8 @@ run(async (browser) => {
   await page.waitForFunction(() => document.getElementById("run-status")?.textContent.trim() === "failed", null, { timeout: 10000 });
   const error = (await page.locator("#run-error").textContent()).trim();
   const sameDocument = await page.evaluate(() => window.__sameDocument === true);
+  // A finished run offers no cancel form any more (it would answer 409).
+  const cancelAfterFinish = await page.locator("#run-cancel").count();
 
   return {
     listed,
@@ -56,6 +60,7 @@ run(async (browser) => {
     moved,
     message,
     error,
+    cancel_forms: [cancelWhileRunning, cancelAfterFinish],
     same_document: sameDocument,
     csp_violations: page.violations,
     script_errors: page.errors,
