@@ -223,7 +223,7 @@ pub struct FieldError {
 /// control characters, line and paragraph separators, direction overrides
 /// and invisible characters in it are written as `\u{…}` escapes, so a
 /// message is always one printable line that reads as it is stored.
-fn printable(s: String) -> String {
+pub(crate) fn printable(s: String) -> String {
     if !s.chars().any(escaped) {
         return s;
     }

@@ -1589,6 +1589,12 @@ fn workspaces_create_and_list_from_the_cli() {
         ("", "carol@example.com", "name must be 1-100 characters"),
         ("two\nlines", "carol@example.com", "one line"),
         ("Ops", "not-an-email", "is not an e-mail address"),
+        // What the terminal would act on is shown escaped, on one line.
+        (
+            "Ops",
+            "a\u{1b}[2Jb@example.com",
+            "`a\\u{1b}[2Jb@example.com` is not an e-mail address",
+        ),
     ] {
         let bad = hds(&["workspaces", "create", name, "--owner", owner], &data);
         assert!(!bad.status.success());
@@ -1599,6 +1605,24 @@ fn workspaces_create_and_list_from_the_cli() {
     }
     let list = hds(&["workspaces", "list"], &data);
     assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 2);
+    // A pasted address with spaces around it is taken and echoed trimmed.
+    let padded = hds(
+        &[
+            "workspaces",
+            "create",
+            "Ops",
+            "--owner",
+            "  dan@example.com ",
+        ],
+        &data,
+    );
+    assert!(padded.status.success(), "{padded:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&padded.stderr).trim(),
+        "Created dan@example.com as its owner; `hds users link dan@example.com` prints a sign-in link."
+    );
+    let link = hds(&["users", "link", " dan@example.com"], &data);
+    assert!(link.status.success(), "{link:?}");
 }
 
 #[test]
@@ -1632,6 +1656,11 @@ fn workspaces_set_plan_takes_a_configured_plan_and_refuses_unknown_ones() {
             "no plan `gold`: define [billing.plans.gold]",
         ),
         (vec!["ws_nope", "starter"], "no workspace `ws_nope`"),
+        // Both wrong: both named, in one run.
+        (
+            vec!["ws_nope", "gold"],
+            "no workspace `ws_nope`; `hds workspaces list` shows their ids\nno plan `gold`",
+        ),
     ] {
         let mut all = vec!["workspaces", "set-plan"];
         all.extend(args);

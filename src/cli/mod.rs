@@ -81,6 +81,21 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// A value the operator typed, as a message shows it: surrounding spaces
+/// dropped, control and invisible characters written as `\u{…}` escapes,
+/// so a message stays one line that reads as it was typed.
+pub(crate) fn shown(s: &str) -> String {
+    crate::error::printable(s.trim().to_owned())
+}
+
+/// What a command taking a new person's e-mail says of one hds cannot use.
+pub(crate) fn not_an_email(email: &str) -> String {
+    format!(
+        "`{}` is not an e-mail address such as ana@example.com (no spaces or invisible characters, a dotted domain name after the @)",
+        shown(email)
+    )
+}
+
 /// Writes the lines of a listing to stdout; an error (a closed pipe) ends
 /// the command instead of a panic, as `println!` would.
 pub fn print_lines<I: IntoIterator<Item = String>>(lines: I) -> anyhow::Result<()> {

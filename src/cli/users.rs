@@ -45,7 +45,7 @@ pub fn run(cmd: UsersCommand) -> anyhow::Result<()> {
             }
             eprintln!(
                 "This link signs {} in once, within 24 hours. Send it privately.",
-                a.email
+                crate::cli::shown(&a.email)
             );
             Ok(())
         }
@@ -80,27 +80,27 @@ pub fn link_with_note(a: &LinkArgs) -> anyhow::Result<(String, Option<String>)> 
         },
     };
     let mut note = None;
-    let user = match (users::by_email(&tx, &a.email).map_err(err)?, create_as) {
+    let email = a.email.trim();
+    let user = match (users::by_email(&tx, email).map_err(err)?, create_as) {
         (Some(u), None) => u,
         (Some(u), Some(asked)) => {
             note = Some(unchanged_role(&tx, &u, asked).map_err(err)?);
             u
         }
-        (None, _) if !crate::domain::validate::looks_like_email(&a.email) => bail!(
-            "`{}` is not an e-mail address such as ana@example.com (no spaces, a dotted domain name after the @)",
-            a.email
-        ),
+        (None, _) if !crate::domain::validate::looks_like_email(email) => {
+            bail!(crate::cli::not_an_email(email))
+        }
         (None, Some(role)) => {
             let Some(ws) = workspaces::oldest(&tx).map_err(err)? else {
                 bail!("this data dir has no workspace; run `hds init` first");
             };
-            let u = users::create(&tx, &a.email, None, &now).map_err(err)?;
+            let u = users::create(&tx, email, None, &now).map_err(err)?;
             workspaces::add_member(&tx, &ws, &u.id, role, &now).map_err(err)?;
             u
         }
         (None, None) => bail!(
             "no user has the e-mail {}; pass --create-as reviewer to add them",
-            a.email
+            crate::cli::shown(email)
         ),
     };
     let base_url = a

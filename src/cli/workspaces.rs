@@ -3,7 +3,7 @@
 
 use anyhow::bail;
 
-use crate::cli::DataDir;
+use crate::cli::{DataDir, not_an_email, shown};
 use crate::clock::Clock;
 use crate::domain::access::Role;
 use crate::domain::time;
@@ -89,9 +89,9 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
             let made = create(&a)?;
             crate::cli::say!("{}", made.workspace_id)?;
             if made.new_owner {
+                let owner = shown(&a.owner);
                 eprintln!(
-                    "Created {} as its owner; `hds users link {}` prints a sign-in link.",
-                    a.owner, a.owner
+                    "Created {owner} as its owner; `hds users link {owner}` prints a sign-in link."
                 );
             }
             Ok(())
@@ -102,24 +102,23 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
             Ok(())
         }
         WorkspacesCommand::SetOwner(a) => {
+            let email = shown(&a.email);
             match set_owner(&a)? {
                 OwnerSet::Promoted { from } => crate::cli::say!(
-                    "{} is now an owner of {} (was {})",
-                    a.email,
+                    "{email} is now an owner of {} (was {})",
                     a.workspace_id,
                     from.as_str()
                 )?,
                 OwnerSet::Added { new_person } => {
-                    crate::cli::say!("{} joined {} as an owner", a.email, a.workspace_id)?;
+                    crate::cli::say!("{email} joined {} as an owner", a.workspace_id)?;
                     if new_person {
                         eprintln!(
-                            "Created {}; `hds users link {}` prints a sign-in link.",
-                            a.email, a.email
+                            "Created {email}; `hds users link {email}` prints a sign-in link."
                         );
                     }
                 }
                 OwnerSet::AlreadyOwner => {
-                    crate::cli::say!("{} already owns {}", a.email, a.workspace_id)?
+                    crate::cli::say!("{email} already owns {}", a.workspace_id)?
                 }
             }
             Ok(())
@@ -152,7 +151,7 @@ pub fn create(a: &CreateArgs) -> anyhow::Result<Created> {
         Some(u) => (u, false),
         None => {
             if !crate::domain::validate::looks_like_email(email) {
-                bail!("`{}` is not an e-mail address", a.owner);
+                bail!(not_an_email(email));
             }
             (users::create(&tx, email, None, &now).map_err(err)?, true)
         }
@@ -178,8 +177,8 @@ pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
         .is_none()
     {
         bail!(
-            "no workspace {}; `hds workspaces list` shows them",
-            a.workspace_id
+            "no workspace `{}`; `hds workspaces list` shows their ids",
+            shown(&a.workspace_id)
         );
     }
     let now = time::format(Clock::system().now());
@@ -189,7 +188,7 @@ pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
         Some(u) => (u, false),
         None => {
             if !crate::domain::validate::looks_like_email(email) {
-                bail!("`{}` is not an e-mail address", a.email);
+                bail!(not_an_email(email));
             }
             (users::create(&tx, email, None, &now).map_err(err)?, true)
         }
@@ -240,24 +239,37 @@ pub fn set_plan(a: &SetPlanArgs) -> anyhow::Result<()> {
     let mut config = crate::config::Config::for_data_dir(a.dir.data_dir.clone());
     config.config_file = a.config_file.clone();
     config.load_file()?;
+    let conn = open(&a.dir)?;
+    // Both arguments are checked, so one run names every mistake.
+    let mut wrong = Vec::new();
+    if workspaces::get(&conn, &a.workspace_id)
+        .map_err(crate::error::Error::for_operator)?
+        .is_none()
+    {
+        wrong.push(format!(
+            "no workspace `{}`; `hds workspaces list` shows their ids",
+            shown(&a.workspace_id)
+        ));
+    }
     if config.billing.plan(&a.plan_id).is_none() {
         let known: Vec<&str> = std::iter::once(crate::config::billing::SELF_HOSTED)
             .chain(config.billing.plans.keys().map(String::as_str))
             .collect();
-        bail!(
-            "no plan `{}`: define [billing.plans.{}] in hds.toml, or use one of: {}",
-            a.plan_id,
-            a.plan_id,
+        let plan = shown(&a.plan_id);
+        wrong.push(format!(
+            "no plan `{plan}`: define [billing.plans.{plan}] in hds.toml, or use one of: {}",
             known.join(", ")
-        );
+        ));
     }
-    let conn = open(&a.dir)?;
+    if !wrong.is_empty() {
+        bail!("{}", wrong.join("\n"));
+    }
     let found = crate::store::billing::set_plan(&conn, &a.workspace_id, &a.plan_id)
         .map_err(crate::error::Error::for_operator)?;
     if !found {
         bail!(
             "no workspace `{}`; `hds workspaces list` shows their ids",
-            a.workspace_id
+            shown(&a.workspace_id)
         );
     }
     Ok(())

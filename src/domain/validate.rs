@@ -632,7 +632,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "assignee_email",
-            "assignee_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @",
+            not_an_email("assignee_email", e),
         ));
     }
     if let Some(e) = &s.requested_by_email
@@ -641,7 +641,7 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
     {
         errs.push(FieldError::new(
             "requested_by_email",
-            "requested_by_email must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @",
+            not_an_email("requested_by_email", e),
         ));
     }
     check_visibility(&s, ctx, &mut errs);
@@ -924,6 +924,19 @@ fn is_option_id(s: &str) -> bool {
         && s.len() <= 64
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
+}
+
+/// What a field that must hold one e-mail address is told when `value` is
+/// not one: the value quoted (at most 100 characters; control and invisible
+/// characters become escapes where the message is built), then the rule.
+pub fn not_an_email(field: &str, value: &str) -> String {
+    let mut shown: String = value.chars().take(100).collect();
+    if value.chars().count() > 100 {
+        shown.push('…');
+    }
+    format!(
+        "{field} `{shown}` is not one e-mail address: use one such as ana@example.com, with no spaces or invisible characters and a dotted domain name after the @, at most 254 characters"
+    )
 }
 
 /// One e-mail address: a local part, `@`, a domain of two or more labels;

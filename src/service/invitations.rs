@@ -94,14 +94,11 @@ impl EmailStatus {
 /// The address, trimmed, or a refusal a person can act on.
 pub fn check_email(raw: &str) -> Result<String> {
     let e = raw.trim();
-    let bad = || {
-        Error::field(
-            "email",
-            "email must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @, at most 254 characters",
-        )
-    };
     if !crate::domain::validate::looks_like_email(e) {
-        return Err(bad());
+        return Err(Error::field(
+            "email",
+            crate::domain::validate::not_an_email("email", e),
+        ));
     }
     Ok(e.to_owned())
 }
@@ -398,19 +395,34 @@ pub struct Preview {
     /// did not e-mail one. The link shown to the inviter of a mailed
     /// invitation does not ([`accept_by_link`]).
     pub signs_in: bool,
+    /// The invited address has an account already: the link alone signs
+    /// no one in ([`existing_account_signs_in_first`]).
+    pub has_account: bool,
+    /// The viewer's session was opened by an invitation link, which
+    /// accepts no other invitation ([`accept`]).
+    pub viewer_came_by_invitation: bool,
 }
 
 /// A pending invitation by its link's secret, without using it (the accept
-/// page; link previewers fetch it too).
-pub async fn preview(s: &Services, secret: &str) -> Result<Preview> {
+/// page; link previewers fetch it too). `viewer`: the credential of whoever
+/// is signed in, if anyone.
+pub async fn preview(s: &Services, secret: &str, viewer: Option<&str>) -> Result<Preview> {
     let secret = secret.to_owned();
+    let viewer = viewer.map(str::to_owned);
     let now = time::format(s.clock.now());
     s.db.read(move |c| {
         let (invitation, link) = pending_link(c, &secret, &now)?;
-        let signs_in = link == Link::Mailed || !store::mailed(c, &invitation.id)?;
+        let viewer_came_by_invitation = match &viewer {
+            Some(cred) => {
+                users::credential_method(c, cred)?.as_deref() == Some(signin::INVITATION_METHOD)
+            }
+            None => false,
+        };
         Ok(Preview {
+            signs_in: link == Link::Mailed || !invitation.mailed,
+            has_account: users::by_email(c, &invitation.email)?.is_some(),
+            viewer_came_by_invitation,
             invitation,
-            signs_in,
         })
     })
     .await
@@ -552,12 +564,7 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
     let now = time::format(s.clock.now());
     s.write(move |c, fx| {
         if users::credential_method(c, &cred)?.as_deref() == Some(signin::INVITATION_METHOD) {
-            return Err(Error::new(
-                Code::Forbidden,
-                "this session was opened by an invitation link, which whoever invited you also \
-                 held: sign in with your identity provider or a sign-in link from your operator \
-                 to accept another invitation",
-            ));
+            return Err(invitation_session_accepts_no_other());
         }
         let inv = join(c, fx, &secret, &uid, &email, &now)?;
         // Signed in some other way and joining again: the sessions an
@@ -570,6 +577,27 @@ pub async fn accept(s: &Services, user: &UserCaller, secret: &str, select: bool)
         joined(c, &inv, &uid, &cred)
     })
     .await
+}
+
+/// An address with an account is signed in some other way first: whoever
+/// created the invitation holds its link too.
+pub fn existing_account_signs_in_first() -> Error {
+    Error::new(
+        Code::AuthRequired,
+        "this address already has an account: sign in first (an admin can print a \
+         sign-in link with `hds users link EMAIL`), then open the invitation link again",
+    )
+}
+
+/// A session an invitation link opened accepts no other invitation: whoever
+/// created that invitation held the link too.
+pub fn invitation_session_accepts_no_other() -> Error {
+    Error::new(
+        Code::Forbidden,
+        "this session was opened by an invitation link, which whoever invited you also \
+         held: sign in with your identity provider or a sign-in link from your operator \
+         to accept another invitation",
+    )
 }
 
 /// Why the link shown to an inviter does not sign anyone in when hds
@@ -606,15 +634,11 @@ pub async fn accept_by_link(
     s.write(move |c, fx| {
         let now = time::format(clock_now);
         let (inv, link) = pending_link(c, &secret, &now)?;
-        if link == Link::Shown && store::mailed(c, &inv.id)? {
+        if link == Link::Shown && inv.mailed {
             return Err(shown_link_signs_no_one_in(&inv.email));
         }
         if users::by_email(c, &inv.email)?.is_some() {
-            return Err(Error::new(
-                Code::AuthRequired,
-                "this address already has an account: sign in first (an admin can print a \
-                 sign-in link with `hds users link EMAIL`), then open the invitation link again",
-            ));
+            return Err(existing_account_signs_in_first());
         }
         let user = users::create(c, &inv.email, None, &now)?;
         join(c, fx, &secret, &user.id, &user.email, &now)?;

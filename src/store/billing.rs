@@ -11,8 +11,12 @@ const PLAN_OF: &str = "SELECT plan_id FROM workspaces WHERE id = ?1";
 const USAGE: &str =
     "SELECT actions, runs FROM usage_counters WHERE workspace_id = ?1 AND period = ?2";
 const MEMBERS: &str = "SELECT count(*) FROM memberships WHERE workspace_id = ?1";
-const PENDING_INVITATIONS: &str = "SELECT count(*) FROM invitations WHERE workspace_id = ?1 \
-     AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?2";
+// An invitation to someone who became a member another way (the operator's
+// `hds users link --create-as`) is not counted a second time.
+const PENDING_INVITATIONS: &str = "SELECT count(*) FROM invitations i WHERE i.workspace_id = ?1 \
+     AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ?2 \
+     AND NOT EXISTS (SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = i.workspace_id AND u.email = i.email)";
 const SOURCES: &str = "SELECT count(*) FROM sources WHERE workspace_id = ?1 AND revoked_at IS NULL";
 const OLDEST_OWNER: &str = "SELECT m.user_id, u.email FROM memberships m JOIN users u ON u.id = m.user_id \
      WHERE m.workspace_id = ?1 AND m.role = 'owner' ORDER BY m.created_at, m.user_id LIMIT 1";
@@ -352,6 +356,24 @@ mod tests {
     }
 
     #[test]
+    fn an_invitation_to_someone_already_a_member_is_not_counted_again() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        c.execute_batch(
+            "INSERT INTO workspaces(id, name, kind, created_at) VALUES ('ws_1', 'A', 'team', '2026-11-01');
+             INSERT INTO users(id, email, created_at) VALUES ('usr_1', 'Ann@Example.com', '2026-11-01');
+             INSERT INTO memberships(workspace_id, user_id, role, created_at) VALUES ('ws_1', 'usr_1', 'owner', '2026-11-01');
+             INSERT INTO invitations(id, workspace_id, email, role, token_hash, created_at, expires_at)
+               VALUES ('inv_1', 'ws_1', 'ann@example.com', 'viewer', 'h1', '2026-11-01', '2026-11-08'),
+                      ('inv_2', 'ws_1', 'bo@example.com', 'viewer', 'h2', '2026-11-01', '2026-11-08');",
+        )
+        .unwrap();
+        // Ann (a member, invited again under another case) once, Bo's
+        // pending invitation once.
+        assert_eq!(members_and_pending(&c, "ws_1", "2026-11-02").unwrap(), 2);
+    }
+
+    #[test]
     fn lookups_and_counts_use_their_indexes() {
         let mut c = Connection::open_in_memory().unwrap();
         crate::store::migrate::apply(&mut c).unwrap();
@@ -370,7 +392,7 @@ mod tests {
             ),
             (
                 PENDING_INVITATIONS,
-                "SEARCH invitations USING INDEX invitations_by_workspace (workspace_id=?)",
+                "SEARCH i USING INDEX invitations_by_workspace (workspace_id=?)",
             ),
             (
                 SOURCES,

@@ -23,6 +23,9 @@ pub struct Invitation {
     pub expires_at: String,
     pub accepted_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// hds e-mailed it (a mail link exists): the invited person has a link
+    /// in their mail. Otherwise only whoever invited was shown one.
+    pub mailed: bool,
 }
 
 impl Invitation {
@@ -52,7 +55,7 @@ pub struct NewInvitation<'a> {
 }
 
 const COLS: &str = "i.id, i.workspace_id, w.name, i.email, i.role, i.invited_by, u.email, \
-     i.created_at, i.expires_at, i.accepted_at, i.revoked_at";
+     i.created_at, i.expires_at, i.accepted_at, i.revoked_at, i.mail_token_hash IS NOT NULL";
 const FROM: &str = "invitations i JOIN workspaces w ON w.id = i.workspace_id \
      LEFT JOIN users u ON u.id = i.invited_by";
 
@@ -77,6 +80,7 @@ fn row_at(r: &Row, at: usize) -> rusqlite::Result<Invitation> {
         expires_at: r.get(at + 8)?,
         accepted_at: r.get(at + 9)?,
         revoked_at: r.get(at + 10)?,
+        mailed: r.get(at + 11)?,
     })
 }
 
@@ -170,17 +174,6 @@ pub enum Link {
     Shown,
     /// The link in the e-mail hds sent to the invited address.
     Mailed,
-}
-
-/// Whether hds e-mailed this invitation its own link: then only that link
-/// signs a new person in by itself.
-pub fn mailed(c: &Connection, id: &str) -> Result<bool> {
-    Ok(
-        c.prepare_cached("SELECT mail_token_hash IS NOT NULL FROM invitations WHERE id = ?1")?
-            .query_row([id], |r| r.get(0))
-            .optional()?
-            .unwrap_or(false),
-    )
 }
 
 /// Gives an invitation the secret of the link e-mailed to its address.

@@ -531,6 +531,31 @@ async fn the_openapi_document_enumerates_email_delivery_and_the_log_statuses() {
     }
 }
 
+/// The Workspaces page sends an invited person to their mailbox only for
+/// an invitation hds e-mailed.
+#[tokio::test]
+async fn the_workspaces_page_points_to_the_invitation_mail_hds_sent() {
+    let sink = SmtpSink::start();
+    let app = app_with_smtp(sink.port).await;
+    let admin = app.member(Role::Admin);
+    let ana = app.outsider();
+    let email = ana.person().email.clone();
+    invite(&admin, &email, "viewer").await;
+    sink.wait_for(&email, 1).await;
+    let html = app
+        .browser(ana.person())
+        .await
+        .page("/app/workspaces")
+        .await;
+    assert!(
+        html.contains(&format!(
+            "To join, open the link in the invitation e-mail sent to {email}."
+        )),
+        "{html}"
+    );
+    assert!(!html.contains("hds sent no e-mail"), "{html}");
+}
+
 /// An invitation hds e-mailed signs a new person in by the e-mailed link
 /// only: whoever invited was shown the other copy, and must not be able to
 /// sign in as the invited address (and decide or vote as them). That copy
@@ -554,7 +579,7 @@ async fn only_the_mailed_link_signs_a_newcomer_in() {
     // The inviter's copy, signed out: the page explains, no button.
     let http = crate::helpers::browser_client();
     let page = http.get(&shown).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains("id=\"mailed-elsewhere\""), "{page}");
+    assert!(page.contains("id=\"accept-refused\""), "{page}");
     assert!(
         page.contains("hds e-mailed this invitation to cfo@example.com"),
         "{page}"
@@ -617,7 +642,7 @@ async fn with_a_provider_the_inviters_copy_offers_it() {
         .text()
         .await
         .unwrap();
-    assert!(!page.contains("mailed-elsewhere"), "{page}");
+    assert!(!page.contains("accept-refused"), "{page}");
     assert!(page.contains("/v1/auth/corp/start"), "{page}");
 }
 

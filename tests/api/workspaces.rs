@@ -680,6 +680,12 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
         page.contains("Night shift") && page.contains("You are owner here"),
         "{page}"
     );
+    // Its only member cannot leave, and is told what can be done instead.
+    assert!(
+        page.contains("You are its only member and owner: invite someone on the"),
+        "{page}"
+    );
+    assert!(!page.contains("make another member owner"), "{page}");
     let r = browser
         .post_form(
             "/app/workspaces",
@@ -688,6 +694,9 @@ async fn the_dashboard_switches_creates_and_offers_only_allowed_member_changes()
         )
         .await;
     assert_eq!(r.status(), 422);
+    // The refused name comes back in its box, to be corrected.
+    let html = r.text().await.unwrap();
+    assert!(html.contains("value=\"a\u{7}b\""), "{html}");
     assert_eq!(app.count_rows("workspaces"), 2);
     // The header's switcher lists both and goes back.
     let page = browser.page("/app").await;
@@ -1199,6 +1208,12 @@ async fn any_member_may_leave_but_the_last_owner() {
     let browser = app.browser(viewer.person()).await;
     let page = browser.page("/app/members").await;
     assert!(page.contains(r#"id="leave-workspace""#), "{page}");
+    // The owner, with the viewer still there, is told to pass ownership on.
+    let page = app.browser(owner.person()).await.page("/app/members").await;
+    assert!(
+        page.contains("You are its last owner: make another member owner before you leave."),
+        "{page}"
+    );
     let path = format!("/app/members/{}/remove", viewer.person().id);
     let r = browser
         .post_form(&path, Some(&app.base), &[("_csrf", browser.csrf())])
@@ -1222,7 +1237,7 @@ async fn any_member_may_leave_but_the_last_owner() {
     // The last owner is told why there is no button.
     let page = app.browser(owner.person()).await.page("/app/members").await;
     assert!(!page.contains(r#"id="leave-workspace""#), "{page}");
-    assert!(page.contains("You are its last owner"), "{page}");
+    assert!(page.contains("You are its only member and owner"), "{page}");
 }
 
 /// Open pages hear of what their reader may see, and of nothing else: an

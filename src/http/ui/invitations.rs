@@ -249,9 +249,11 @@ pub struct AcceptPage {
     matches: bool,
     /// Signed out: the identity providers that return here.
     methods: Vec<Method>,
-    /// Signed out with no provider, on the link shown to the inviter of an
-    /// invitation hds e-mailed: why this link signs no one in.
-    mailed_elsewhere: Option<String>,
+    /// Why accepting here would be refused, said instead of the button:
+    /// signed out with no provider, the link shown to the inviter of an
+    /// invitation hds e-mailed, or an address that has an account; signed
+    /// in, a session an invitation link opened.
+    refusal: Option<String>,
 }
 
 /// Holds an invitation link's secret in the browser while its person signs
@@ -345,12 +347,19 @@ async fn render_accept(
     session: Session,
     token: &str,
 ) -> Result<AcceptPage, UiError> {
+    let here = format!("/app/invitations/{token}");
+    let who = visitor(st, session).await?;
     let invitations::Preview {
         invitation: inv,
         signs_in,
-    } = invitations::preview(&st.services, token).await?;
-    let here = format!("/app/invitations/{token}");
-    let who = visitor(st, session).await?;
+        has_account,
+        viewer_came_by_invitation,
+    } = invitations::preview(
+        &st.services,
+        token,
+        who.as_ref().map(|p| p.user.credential_id.as_str()),
+    )
+    .await?;
     let layout = match &who {
         Some(p) => Layout::signed_in(st, p, "Invitation", "").await?,
         None => Layout::public("Invitation"),
@@ -364,11 +373,28 @@ async fn render_accept(
         signed_in_as,
         // Only the link itself signs in without a provider; with one, the
         // provider's buttons work from either copy of the link.
-        mailed_elsewhere: (!signs_in && methods(st).is_empty()).then(|| {
-            invitations::shown_link_signs_no_one_in(&inv.email)
-                .message
-                .clone()
-        }),
+        // Said before any button that could only be refused.
+        refusal: if who.is_some() {
+            viewer_came_by_invitation.then(|| {
+                invitations::invitation_session_accepts_no_other()
+                    .message
+                    .clone()
+            })
+        } else if !methods(st).is_empty() {
+            None
+        } else if !signs_in {
+            Some(
+                invitations::shown_link_signs_no_one_in(&inv.email)
+                    .message
+                    .clone(),
+            )
+        } else {
+            has_account.then(|| {
+                invitations::existing_account_signs_in_first()
+                    .message
+                    .clone()
+            })
+        },
         methods: methods(st),
         action: here,
         workspace: inv.workspace_name,

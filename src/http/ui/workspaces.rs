@@ -65,6 +65,8 @@ pub struct WorkspacesPage {
     error: Option<String>,
     /// The form field the error is about.
     error_field: Option<String>,
+    /// The name typed into "New workspace", back after a refusal.
+    entered_name: String,
 }
 
 shows_error!(fields: WorkspacesPage);
@@ -76,6 +78,8 @@ pub struct InvitedVm {
     /// Who invited them, when that account still has an address.
     pub by: Option<String>,
     pub expires: When,
+    /// hds e-mailed the link; otherwise only whoever invited has it.
+    pub mailed: bool,
 }
 
 async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, UiError> {
@@ -91,6 +95,7 @@ async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, 
                 role: i.role,
                 by: i.invited_by_email,
                 expires: When::new(&i.expires_at, now),
+                mailed: i.mailed,
             })
             .collect(),
         email: p.user.email.clone(),
@@ -108,6 +113,7 @@ async fn workspaces_view(st: &AppState, p: &PageUser) -> Result<WorkspacesPage, 
         flash: None,
         error: None,
         error_field: None,
+        entered_name: String::new(),
     })
 }
 
@@ -143,7 +149,20 @@ pub async fn create_workspace(
             workspaces::select(&st.services, &p.user, select).await?;
             Ok(see_other("/app/members?done=created"))
         }
-        Err(e) => page_with_error(e, workspaces_view(&st, &p)).await,
+        Err(e) => {
+            let typed = form
+                .get("name")
+                .unwrap_or_default()
+                .chars()
+                .take(100)
+                .collect();
+            page_with_error(e, async {
+                let mut page = workspaces_view(&st, &p).await?;
+                page.entered_name = typed;
+                Ok(page)
+            })
+            .await
+        }
     }
 }
 
