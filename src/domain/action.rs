@@ -232,8 +232,29 @@ pub struct Control {
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutating: Option<bool>,
+    /// Asked before the control is pressed: 1-500 characters on one line,
+    /// not blank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069][^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*$"
+    )]
     pub confirm: Option<String>,
+}
+
+impl Control {
+    /// What the dashboard asks before pressing it: its `confirm` text, else
+    /// for a mutating control a default question, else nothing.
+    pub fn confirmation(&self) -> Option<String> {
+        self.confirm
+            .clone()
+            .filter(|t| !crate::domain::validate::says_nothing(t))
+            .or_else(|| {
+                (self.mutating == Some(true))
+                    .then(|| format!("“{}” changes something. Press it?", self.label))
+            })
+    }
 }
 
 /// Evidence shown to the reviewer (guide: "Context blocks").

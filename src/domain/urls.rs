@@ -274,6 +274,20 @@ pub fn is_http_url(raw: &str) -> bool {
     Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
+/// Whether a URL carries a `user:password@` part. A link a reviewer opens
+/// must not: `https://bank.example.com@evil.example/` reads as the bank and
+/// opens evil.example.
+pub fn has_credentials(raw: &str) -> bool {
+    Url::parse(raw).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
+}
+
+/// What a link field is told when its URL carries credentials.
+pub fn credentials_refused(field: &str) -> String {
+    format!(
+        "{field} must not carry a user:password@ part: a link such as https://bank.example.com@evil.example/ shows one host and opens another"
+    )
+}
+
 /// The longest URL an Action takes (`open_url`, `callback_url`, a link
 /// control's or context block's `url`), in bytes (guide: "Limits"). Browsers
 /// and proxies commonly stop near 2,000; every read and webhook repeats it.

@@ -10,7 +10,9 @@ use time::Duration;
 
 use crate::domain::action::{ActionSpec, CREATE_FIELDS, ContextBlock, Interaction, PATCH_FIELDS};
 use crate::domain::time::{self as clock, Timestamp};
-use crate::domain::urls::{MAX_URL, is_http_url, normalise_callback_url};
+use crate::domain::urls::{
+    MAX_URL, credentials_refused, has_credentials, is_http_url, normalise_callback_url,
+};
 use crate::error::{Code, Error, FieldError};
 
 pub const MAX_METADATA_BYTES: usize = 32 * 1024;
@@ -23,6 +25,8 @@ const MAX_TITLE: usize = 200;
 const MAX_DESCRIPTION: usize = 20_000;
 /// Labels of options, controls, choices and form fields.
 const MAX_LABEL: usize = 100;
+/// A control's `confirm` question.
+const MAX_CONFIRM: usize = 500;
 
 /// Unicode's explicit direction controls (embeddings, overrides, isolates:
 /// U+202A–U+202E, U+2066–U+2069). In one line of text they reverse what is
@@ -414,6 +418,15 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             Code::InvalidOpenUrl,
             format!("open_url must be an absolute http or https URL of at most {MAX_URL} bytes"),
         ));
+    } else if let Some(u) = &s.open_url
+        && ctx.checks("open_url")
+        && has_credentials(u)
+    {
+        errs.push(FieldError::with_code(
+            "open_url",
+            Code::InvalidOpenUrl,
+            credentials_refused("open_url"),
+        ));
     }
 
     if let Some(raw) = s.expires_at.clone().filter(|_| ctx.checks("expires_at")) {
@@ -528,6 +541,24 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             } else if ctx.checks("controls") {
                 label_rules(&c.label, at("label"), &mut errs);
             }
+            if let Some(text) = c.confirm.as_deref().filter(|_| ctx.checks("controls")) {
+                if says_nothing(text) {
+                    errs.push(FieldError::new(
+                        at("confirm"),
+                        "confirm must not be blank: leave it out to ask nothing (or, for a mutating control, the default question)",
+                    ));
+                } else if text.chars().count() > MAX_CONFIRM {
+                    errs.push(FieldError::new(
+                        at("confirm"),
+                        format!("confirm must be at most {MAX_CONFIRM} characters"),
+                    ));
+                } else if !is_one_line(text) {
+                    errs.push(FieldError::new(
+                        at("confirm"),
+                        format!("confirm {ONE_LINE}"),
+                    ));
+                }
+            }
             match c.kind.as_str() {
                 "callback" => {
                     if s.callback_url.is_none() {
@@ -548,6 +579,10 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                             at("url"),
                             format!("a link control needs an absolute http or https url of at most {MAX_URL} bytes"),
                         ));
+                    } else if ctx.checks("controls")
+                        && c.url.as_deref().is_some_and(has_credentials)
+                    {
+                        errs.push(FieldError::new(at("url"), credentials_refused("url")));
                     }
                     if c.mutating == Some(true) {
                         errs.push(FieldError::new(
@@ -581,6 +616,14 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
                         format!(
                             "url must be an absolute http or https URL of at most {MAX_URL} bytes"
                         ),
+                    ));
+                }
+                ContextBlock::Link { url, .. } | ContextBlock::Image { url, .. }
+                    if ctx.checks("context") && has_credentials(url) =>
+                {
+                    errs.push(FieldError::new(
+                        format!("context[{i}].url"),
+                        credentials_refused("url"),
                     ));
                 }
                 ContextBlock::Text { text: t } | ContextBlock::Markdown { markdown: t }

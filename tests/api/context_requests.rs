@@ -350,4 +350,19 @@ async fn a_double_submitted_question_in_the_dashboard_is_asked_once() {
     assert_eq!(app.count_rows("context_requests"), 1);
     let again = browser.page(&format!("/app/actions/{id}")).await;
     assert!(!again.contains(&press), "a new rendering, a new key");
+
+    // A refused question comes back in its box, to be shortened.
+    let long = format!("Which release? {}", "x".repeat(2_000));
+    let r = browser
+        .post_form(
+            &path,
+            Some(&app.base),
+            &[("_csrf", browser.csrf()), ("question", &long)],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Not sent: "), "{html}");
+    assert!(html.contains(&format!(">{long}</textarea>")), "kept");
+    assert_eq!(app.count_rows("context_requests"), 1);
 }

@@ -874,3 +874,95 @@ async fn a_link_control_takes_mutating_false_and_refuses_true() {
         "{e}"
     );
 }
+
+/// What the reviewer reads before pressing a control, and the link a
+/// control opens, are held to the rules of labels and links: a `confirm`
+/// that is blank, too long, on several lines or reversed by a direction
+/// override is refused, and so is a link that shows one host and opens
+/// another (`user@host` before the real host).
+#[tokio::test]
+async fn a_controls_confirm_text_and_link_are_held_to_the_label_and_link_rules() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let with = |control: Value| {
+        json!({
+            "title": "Refund",
+            "options": [{"id": "ok", "label": "OK"}],
+            "callback_url": "https://hooks.example.com/hds",
+            "controls": [control],
+        })
+    };
+    let long = "x".repeat(501);
+    for (control, field, says) in [
+        (
+            json!({"key": "m", "label": "Mut", "kind": "callback", "mutating": true, "confirm": ""}),
+            "controls[0].confirm",
+            "must not be blank",
+        ),
+        (
+            json!({"key": "m", "label": "Mut", "kind": "callback", "confirm": "\u{200b} "}),
+            "controls[0].confirm",
+            "must not be blank",
+        ),
+        (
+            json!({"key": "m", "label": "Mut", "kind": "callback", "confirm": long}),
+            "controls[0].confirm",
+            "at most 500 characters",
+        ),
+        (
+            json!({"key": "m", "label": "Mut", "kind": "callback", "confirm": "Refund \u{202e}0001$ to the customer?"}),
+            "controls[0].confirm",
+            "direction overrides",
+        ),
+        (
+            json!({"key": "m", "label": "Mut", "kind": "callback", "confirm": "two\nlines"}),
+            "controls[0].confirm",
+            "one line",
+        ),
+        (
+            json!({"key": "l", "label": "Open the bank", "kind": "link", "url": "https://bank.example.com@evil.example/"}),
+            "controls[0].url",
+            "must not carry a user:password@ part",
+        ),
+    ] {
+        let e = src
+            .call(
+                Method::POST,
+                "/v1/actions",
+                Some(&with(control.clone())),
+                &[],
+            )
+            .await;
+        let e = e.error(422, "VALIDATION_ERROR");
+        assert_eq!(e["details"]["errors"][0]["field"], field, "{control}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains(says),
+            "{control}: {e}"
+        );
+    }
+    // The same spoof in an open_url or a context link is refused too.
+    let mut body =
+        with(json!({"key": "m", "label": "Mut", "kind": "callback", "confirm": "Refund $84.00?"}));
+    body["open_url"] = json!("https://shop.example.com@evil.example/orders/1");
+    body["context"] =
+        json!([{"type": "link", "label": "Order", "url": "https://a:b@shop.example.com/"}]);
+    let e = src
+        .call(Method::POST, "/v1/actions", Some(&body), &[])
+        .await;
+    let e = e.error(400, "INVALID_OPEN_URL");
+    let fields: Vec<&str> = e["details"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["open_url", "context[0].url"], "{e}");
+    // A plain confirm text is taken, and shown before pressing.
+    body.as_object_mut().unwrap().remove("open_url");
+    body.as_object_mut().unwrap().remove("context");
+    let made = src.post::<Value>("/v1/actions", body, 201).await;
+    assert_eq!(
+        made["data"]["controls"][0]["confirm"], "Refund $84.00?",
+        "{made}"
+    );
+}

@@ -81,6 +81,8 @@ pub struct ActionPage {
     answer_field: Option<String>,
     /// A refused new comment's text, put back in its box.
     pub(crate) comment_draft: String,
+    /// A refused question to the Source, put back in its box.
+    pub(crate) question_draft: String,
     /// A refused edit: the comment's id and the text typed, so its form
     /// opens again holding that text (empty id: none).
     pub(crate) edit_draft_id: String,
@@ -126,6 +128,7 @@ async fn page_for(
         answer_error: false,
         answer_field: None,
         comment_draft: String::new(),
+        question_draft: String::new(),
         edit_draft_id: String::new(),
         edit_draft: String::new(),
         changes_version,

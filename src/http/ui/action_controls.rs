@@ -40,19 +40,26 @@ pub async fn requests_fragment(
     })
 }
 
+/// `question`: the question typed, put back in its box after a refusal.
 async fn back(
     st: &AppState,
     page: &PageUser,
     id: &str,
     done: &str,
     outcome: Result<()>,
+    question: Option<String>,
 ) -> Result<Response, UiError> {
     match outcome {
         Ok(()) => Ok(see_other(&format!("/app/actions/{id}?done={done}"))),
         Err(e) if e.code == crate::error::Code::ActionNotFound => Err(e.into()),
         Err(e) => {
             let message = format!("Not sent: {}", e.message);
-            page_with_message(e, message, current_page(st, page, id)).await
+            page_with_message(e, message, async {
+                let mut out = current_page(st, page, id).await?;
+                out.question_draft = question.unwrap_or_default();
+                Ok(out)
+            })
+            .await
         }
     }
 }
@@ -76,12 +83,7 @@ pub async fn press_control(
         .iter()
         .flatten()
         .find(|c| c.key == key);
-    let confirm = control.and_then(|c| {
-        c.confirm.clone().or_else(|| {
-            (c.mutating == Some(true))
-                .then(|| format!("“{}” changes something. Press it?", c.label))
-        })
-    });
+    let confirm = control.and_then(crate::domain::action::Control::confirmation);
     if let (Some(c), Some(question)) = (control, confirm)
         && form.get("confirmed") != Some("yes")
     {
@@ -111,7 +113,7 @@ pub async fn press_control(
             "the form lost the version it was shown; reload the page",
         )),
     };
-    back(&st, &page, &id, "control", r).await
+    back(&st, &page, &id, "control", r, None).await
 }
 
 /// POST /app/actions/{id}/context-requests
@@ -130,12 +132,14 @@ pub async fn ask_for_context(
         &st.services,
         page.user.clone(),
         id.clone(),
-        ContextRequestCreate { question },
+        ContextRequestCreate {
+            question: question.clone(),
+        },
         idem,
     )
     .await
     .map(|_| ());
-    back(&st, &page, &id, "asked", r).await
+    back(&st, &page, &id, "asked", r, Some(question)).await
 }
 
 /// The Idempotency-Key of one press of a form (`press_id`, one per

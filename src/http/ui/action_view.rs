@@ -476,10 +476,7 @@ fn controls(a: &ActionRecord, kind: &str) -> Vec<ControlVm> {
                 "link" => Some(c.url.clone().filter(|u| safe_url(u))?),
                 _ => None,
             };
-            let confirm = c.confirm.clone().or_else(|| {
-                (c.mutating == Some(true))
-                    .then(|| format!("“{}” changes something. Press it?", c.label))
-            });
+            let confirm = c.confirmation();
             Some(ControlVm {
                 key: c.key.clone(),
                 label: c.label.clone(),
