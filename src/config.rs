@@ -20,11 +20,11 @@ pub use billing::{BillingConfig, PlanConfig, StripeConfig};
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {
     /// Address to listen on.
-    #[arg(long, env = "HDS_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "HDS_LISTEN", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Serve Prometheus metrics at `GET /metrics` on this second address
     /// (e.g. 127.0.0.1:9464); off when unset. Keep it off the public proxy.
-    #[arg(long, env = "HDS_METRICS_LISTEN")]
+    #[arg(long, env = "HDS_METRICS_LISTEN", value_parser = parse_listen)]
     pub metrics_listen: Option<SocketAddr>,
     /// Directory holding the database and the receipt signing keys.
     #[arg(long, env = "HDS_DATA_DIR", default_value = "./hds-data")]
@@ -43,7 +43,9 @@ pub struct Config {
     #[arg(long, env = "HDS_DURABILITY", default_value = "full", value_parser = durability_arg())]
     pub durability: Durability,
     /// Accept http and private/loopback callback URLs. For development and tests only.
-    #[arg(long, env = "HDS_ALLOW_PRIVATE_CALLBACKS", default_value_t = false)]
+    /// From the environment: true/false, 1/0, yes/no or on/off.
+    #[arg(long, env = "HDS_ALLOW_PRIVATE_CALLBACKS", default_value_t = false,
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_private_callbacks: bool,
     /// Answers these host names with these addresses when delivering webhooks,
     /// like curl's --resolve (`NAME=IP`, repeatable or comma-separated). The
@@ -501,6 +503,22 @@ impl Config {
 /// `--base-url`: an absolute http(s) URL at the root of its host (links in
 /// e-mails and receipts are built on it, and hds serves every route from
 /// `/`: a path prefix would make every link a 404).
+/// An address to listen on: an IP address and a port. A host name (most
+/// often `localhost:8080`) is refused with what to write instead: hds binds
+/// one address, and a name may stand for several.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        let port = s
+            .rsplit_once(':')
+            .map(|(_, p)| p)
+            .filter(|p| p.parse::<u16>().is_ok())
+            .unwrap_or("8080");
+        format!(
+            "not an IP address and port: write one such as 127.0.0.1:{port} (this machine only), [::1]:{port} or 0.0.0.0:{port} (every interface); host names such as localhost are not taken"
+        )
+    })
+}
+
 pub fn parse_base_url(s: &str) -> Result<String, String> {
     match url::Url::parse(s) {
         Ok(u)

@@ -1,14 +1,12 @@
 //! The `hds` binary: parse the CLI, start tracing, dispatch.
 
-use clap::Parser;
-
 /// mimalloc: under load glibc malloc spent a quarter of the server's CPU,
 /// mostly on frees across threads (request tasks ↔ the writer thread).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    let cli = hds::cli::Cli::parse();
+    let cli = hds::cli::Cli::from_env();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -1959,3 +1959,101 @@ async fn a_disk_that_fills_answers_503_and_keeps_only_what_was_acknowledged() {
         .unwrap();
     assert_eq!(n, created);
 }
+
+/// The data dir is held by the directory itself as well as by `hds.lock`:
+/// deleting the lock file by hand (a "stale lock") lets no second server
+/// and no restore in while a server runs. A busy port stops a start before
+/// anything is created, naming the flag.
+#[test]
+fn a_deleted_lock_file_lets_no_second_server_or_restore_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let (mut child, _) = serve(&data);
+    std::fs::remove_file(data.join("hds.lock")).unwrap();
+    let second = hds(&["serve", "--listen", "127.0.0.1:0"], &data);
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr).into_owned();
+    assert!(
+        err.contains("is in use by a running hds; stop it first"),
+        "{err}"
+    );
+    let backup = dir.path().join("b.db");
+    let b = hds(&["backup", backup.to_str().unwrap()], &data);
+    assert!(b.status.success(), "{b:?}");
+    let restore = hds(&["restore", backup.to_str().unwrap(), "--force"], &data);
+    assert!(!restore.status.success());
+    let err = String::from_utf8_lossy(&restore.stderr).into_owned();
+    assert!(err.contains("is in use by a running hds"), "{err}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = taken.local_addr().unwrap().to_string();
+    let fresh = dir.path().join("fresh");
+    let busy = hds(&["serve", "--listen", &at], &fresh);
+    assert!(!busy.status.success());
+    let err = String::from_utf8_lossy(&busy.stderr).into_owned();
+    assert!(
+        err.contains(&format!("listening on {at} (--listen)")),
+        "{err}"
+    );
+    assert!(!fresh.exists(), "nothing was created");
+}
+
+/// Settings from the environment: a variable set to the empty string is
+/// unset (`VAR: ${VAR:-}` in a compose file), a flag's variable takes
+/// 1/0, yes/no and on/off, and a refused value names the variable it came
+/// from (the operator may never have typed the flag).
+#[test]
+fn environment_variables_set_empty_are_unset_and_refusals_name_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let mut child = Command::new(HDS)
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .env("HDS_LISTEN", "127.0.0.1:0")
+        .env("HDS_METRICS_LISTEN", "")
+        .env("HDS_BASE_URL", "")
+        .env("HDS_TRUSTED_PROXY", "")
+        .env("HDS_ALLOW_PRIVATE_CALLBACKS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        line.starts_with("hds listening on http://127.0.0.1:"),
+        "{line}"
+    );
+
+    let out = Command::new(HDS)
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .env("HDS_LISTEN", "localhost:9000")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("write one such as 127.0.0.1:9000"), "{err}");
+    assert!(
+        err.contains("(that value came from the environment variable HDS_LISTEN)"),
+        "{err}"
+    );
+    // Typed as a flag, the flag is what is named, and nothing else.
+    let out = Command::new(HDS)
+        .args(["serve", "--listen", "localhost:9000", "--data-dir"])
+        .arg(&data)
+        .env("HDS_LISTEN", "localhost:9000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("for '--listen <LISTEN>'"), "{err}");
+    assert!(!err.contains("environment variable"), "{err}");
+}

@@ -42,9 +42,60 @@ pub enum Command {
     /// People: one-time sign-in links.
     #[command(subcommand)]
     Users(users::UsersCommand),
-    /// Workspaces: create a team workspace, list them all.
+    /// Workspaces: create a team workspace, list them, set a plan or an owner.
     #[command(subcommand)]
     Workspaces(workspaces::WorkspacesCommand),
+}
+
+impl Cli {
+    /// Parses the command line and the environment. A variable set to the
+    /// empty string counts as unset (`HDS_BASE_URL: ${HDS_BASE_URL:-}` in a
+    /// compose file), and a refused value that came from a variable names
+    /// it: the operator may never have typed the flag clap speaks of.
+    pub fn from_env() -> Self {
+        use clap::{CommandFactory, FromArgMatches};
+        let cmd = empty_env_unset(Self::command());
+        let matches = cmd.clone().try_get_matches().unwrap_or_else(|e| {
+            if let Some(var) = from_variable(&cmd, &e) {
+                let _ = e.print();
+                eprintln!("(that value came from the environment variable {var})");
+                std::process::exit(e.exit_code());
+            }
+            e.exit()
+        });
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// `cmd` with every argument whose environment variable is set but empty
+/// no longer reading it, in every subcommand.
+fn empty_env_unset(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| match a.get_env() {
+        Some(var) if std::env::var_os(var).is_some_and(|v| v.is_empty()) => a.env(None),
+        _ => a,
+    })
+    .mut_subcommands(empty_env_unset)
+}
+
+/// The environment variable a refused value came from: the argument clap
+/// names was not on the command line, and its variable is set.
+fn from_variable(cmd: &clap::Command, e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = arg.split_whitespace().next()?.strip_prefix("--")?;
+    let flag = format!("--{long}");
+    if std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}="))) {
+        return None;
+    }
+    fn find<'a>(cmd: &'a clap::Command, long: &str) -> Option<&'a clap::Arg> {
+        cmd.get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .or_else(|| cmd.get_subcommands().find_map(|s| find(s, long)))
+    }
+    let var = find(cmd, long)?.get_env()?;
+    std::env::var_os(var).map(|_| var.to_string_lossy().into_owned())
 }
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -156,10 +207,22 @@ impl DataDir {
         Ok(db)
     }
 
-    /// Takes the data dir's lock; fails when a server holds it.
-    pub fn lock(&self) -> anyhow::Result<std::fs::File> {
+    /// Takes the data dir's lock; fails when a server holds it. Two locks:
+    /// `hds.lock`, which every earlier hds takes too, and the directory
+    /// itself, which a deleted or replaced `hds.lock` (a "stale lock file"
+    /// removed by hand) does not release.
+    pub fn lock(&self) -> anyhow::Result<DataDirLock> {
         use anyhow::Context;
         crate::files::create_data_dir(&self.data_dir)?;
+        let in_use = || {
+            anyhow::anyhow!(
+                "{} is in use by a running hds; stop it first",
+                self.data_dir.display()
+            )
+        };
+        let dir = std::fs::File::open(&self.data_dir)
+            .with_context(|| format!("opening {}", self.data_dir.display()))?;
+        dir.try_lock().map_err(|_| in_use())?;
         let lock = self.data_dir.join("hds.lock");
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -172,12 +235,16 @@ impl DataDir {
                     lock.display()
                 )
             })?;
-        f.try_lock().map_err(|_| {
-            anyhow::anyhow!(
-                "{} is in use by a running hds; stop it first",
-                self.data_dir.display()
-            )
-        })?;
-        Ok(f)
+        f.try_lock().map_err(|_| in_use())?;
+        Ok(DataDirLock {
+            _dir: dir,
+            _file: f,
+        })
     }
+}
+
+/// The data dir's locks, held until dropped.
+pub struct DataDirLock {
+    _dir: std::fs::File,
+    _file: std::fs::File,
 }

@@ -7,23 +7,19 @@ use crate::config::Config;
 
 pub fn run(mut config: Config) -> anyhow::Result<()> {
     config.load_file()?;
-    let _lock = DataDir {
-        data_dir: config.data_dir.clone(),
-    }
-    .lock()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         // Blocking work is SQLite reads on a pool of 4 connections: more threads
         // than that only queue, and each costs memory (its allocator heap, stack).
         .max_blocking_threads(8)
         .enable_all()
         .build()?;
-    let stopped = rt.block_on(async move {
-        // Bind first: a busy port stops the start before anything is created,
-        // so the secrets of a first start are never made and then lost.
+    // Bind first: a busy port stops the start before anything is created
+    // (not even the data dir), so the secrets of a first start are never
+    // made and then lost.
+    let (listener, metrics_listener) = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
-            .with_context(|| format!("listening on {}", config.listen))?;
-        let addr = listener.local_addr()?;
+            .with_context(|| format!("listening on {} (--listen)", config.listen))?;
         let metrics_listener = match config.metrics_listen {
             Some(at) => Some(
                 tokio::net::TcpListener::bind(at)
@@ -32,6 +28,14 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
             ),
             None => None,
         };
+        Ok::<_, anyhow::Error>((listener, metrics_listener))
+    })?;
+    let _lock = DataDir {
+        data_dir: config.data_dir.clone(),
+    }
+    .lock()?;
+    let stopped = rt.block_on(async move {
+        let addr = listener.local_addr()?;
         config.follow_listener(addr);
         if config.secure_cookies()
             && config.trusted_proxies.is_empty()
