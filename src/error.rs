@@ -219,6 +219,9 @@ pub struct FieldError {
     pub message: String,
 }
 
+/// What a request that found the disk full is told.
+const DISK_FULL: &str = "the disk holding hds's data is full: what this request would have written was not kept; retry once space is freed";
+
 /// Error text quotes what the caller sent (a field path, an unknown key);
 /// control characters, line and paragraph separators, direction overrides
 /// and invisible characters in it are written as `\u{…}` escapes, so a
@@ -340,13 +343,14 @@ impl Error {
     /// The disk holding the database is full (SQLITE_FULL): 503, nothing of
     /// the write kept.
     pub fn disk_full(cause: impl Into<anyhow::Error>) -> Self {
-        let mut e = Self::new(
-            Code::Unavailable,
-            "the disk holding hds's data is full: what this request would have written was not kept; retry once space is freed",
-        )
-        .retry_after(1);
+        let mut e = Self::new(Code::Unavailable, DISK_FULL).retry_after(1);
         e.0.cause = Some(cause.into());
         e
+    }
+
+    /// Whether this is [`Error::disk_full`].
+    pub fn is_disk_full(&self) -> bool {
+        self.code == Code::Unavailable && self.message == DISK_FULL
     }
 
     /// The active receipt signing key cannot be read (another owner, a

@@ -1950,6 +1950,35 @@ async fn a_disk_that_fills_answers_503_and_keeps_only_what_was_acknowledged() {
     assert_eq!(ready.status().as_u16(), 503);
     let ready: Value = ready.json().await.unwrap();
     assert_eq!(ready["checks"]["disk_space"], "failing", "{ready}");
+    // The writes the disk refused: the writer is not committing them.
+    assert_eq!(ready["checks"]["database_write"], "failing", "{ready}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Without the free-space check, a write refused for space is still
+    // what /ready reports, though the check's own small change fits.
+    let (mut child, base) = serve_with(&data, Stdio::null(), &["--ready-min-free-mb", "0"]);
+    let ready: Value = http
+        .get(format!("{base}/ready"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["checks"]["disk_space"], "ok", "{ready}");
+    let r = http
+        .post(format!("{base}/v1/actions"))
+        .bearer_auth(&key)
+        .json(&json!({"title": "one more", "description": long,
+            "options": [{"label": "Yes"}, {"label": "No"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let ready = http.get(format!("{base}/ready")).send().await.unwrap();
+    assert_eq!(ready.status().as_u16(), 503);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["checks"]["database_write"], "failing", "{ready}");
     child.kill().unwrap();
     child.wait().unwrap();
     // What was acknowledged is there, and nothing else.

@@ -107,6 +107,8 @@ pub struct Db {
     /// Batch sizes and commits, recorded by the writer thread, and the
     /// checkpointer's work.
     writer_metrics: Arc<WriterMetrics>,
+    /// When a write last found the disk full (GET /ready).
+    disk_full_at: Arc<std::sync::Mutex<Option<Instant>>>,
 }
 
 impl Db {
@@ -146,7 +148,18 @@ impl Db {
             writer: tx,
             path: path.to_owned(),
             writer_metrics,
+            disk_full_at: Arc::default(),
         })
+    }
+
+    /// Whether a write found the disk full within `window`: GET /ready
+    /// says the writer does not commit, even when its own small probe
+    /// still fits.
+    pub fn disk_full_within(&self, window: std::time::Duration) -> bool {
+        self.disk_full_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < window)
     }
 
     pub fn path(&self) -> &Path {
@@ -212,6 +225,7 @@ impl Db {
     {
         let (reply, answer) = oneshot::channel::<Result<T>>();
         let span = Span::current();
+        let disk_full_at = self.disk_full_at.clone();
         let job: Job = Box::new(move |conn| {
             let Some(conn) = conn else {
                 return Ran {
@@ -251,6 +265,12 @@ impl Db {
                         )),
                         (Err(e), _) => Err(e),
                     };
+                    if out.as_ref().is_err_and(Error::is_disk_full) {
+                        *disk_full_at
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some(Instant::now());
+                    }
                     let _ = reply.send(out);
                 }),
                 spoiled,

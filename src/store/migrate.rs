@@ -83,6 +83,7 @@ fn steps() -> Vec<M<'static>> {
         M::up(include_str!(
             "../../migrations/0046_search_by_workspace.sql"
         )),
+        M::up(include_str!("../../migrations/0047_ready_probe.sql")),
     ]
 }
 
