@@ -119,6 +119,11 @@ pub struct Config {
     #[arg(long, env = "HDS_WRITE_TIMEOUT", default_value_t = 30, value_name = "SECS",
         value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub write_timeout: u64,
+    /// Seconds a stop (SIGTERM) waits for requests under way before it
+    /// closes their connections.
+    #[arg(long, env = "HDS_DRAIN_TIMEOUT", default_value_t = 30, value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub drain_timeout: u64,
     /// `/ready` answers 503 when the data dir's file system has less than
     /// this many MiB free (writes are about to fail for want of space), so a
     /// load balancer sends no more work; 0: no such check (0-1048576).
@@ -438,6 +443,7 @@ impl Config {
             max_connections: 4096,
             max_connections_per_address: 256,
             write_timeout: 30,
+            drain_timeout: 30,
             ready_min_free_mb: 64,
             admin_email: "admin@localhost.localdomain".into(),
             config_file: None,

@@ -2086,3 +2086,42 @@ fn environment_variables_set_empty_are_unset_and_refusals_name_them() {
     assert!(err.contains("for '--listen <LISTEN>'"), "{err}");
     assert!(!err.contains("environment variable"), "{err}");
 }
+
+/// A stop lets requests under way finish for at most `--drain-timeout`: a
+/// client that sent half a request line (allowed a long
+/// `--header-read-timeout`) does not hold the process past it, and the
+/// stop is still a clean one.
+#[test]
+fn a_client_still_sending_holds_a_stop_no_longer_than_the_drain_timeout() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let (mut child, base) = serve_with(
+        &data,
+        Stdio::null(),
+        &["--header-read-timeout", "600", "--drain-timeout", "1"],
+    );
+    let mut half = std::net::TcpStream::connect(base.strip_prefix("http://").unwrap()).unwrap();
+    half.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // Bounded: well past the drain timeout, far short of the header timeout.
+    let began = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("still running 30 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    drop(half);
+}

@@ -31,6 +31,8 @@ pub struct Limits {
     pub keep_alive: Duration,
     /// A response write that makes no progress this long ends the connection.
     pub write_stall: Duration,
+    /// The longest a stop waits for connections under way.
+    pub drain: Duration,
     pub max_connections: usize,
     /// Connections at once from one client address (IPv6: one /64); 0: no cap.
     pub max_per_address: usize,
@@ -43,6 +45,7 @@ impl Limits {
             body_read: Duration::from_secs(c.body_read_timeout),
             keep_alive: Duration::from_secs(c.keep_alive_timeout),
             write_stall: Duration::from_secs(c.write_timeout),
+            drain: Duration::from_secs(c.drain_timeout),
             max_connections: c.max_connections as usize,
             max_per_address: c.max_connections_per_address as usize,
         }
@@ -105,7 +108,19 @@ pub async fn serve(
     drop(listener);
     let _ = stop_tx.send(true);
     drop(running_rx);
-    running_tx.closed().await;
+    // A client still sending its request (a header line at a time, within
+    // `--header-read-timeout`, which may be a day) holds the stop no longer
+    // than `--drain-timeout`.
+    if tokio::time::timeout(limits.drain, running_tx.closed())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = running_tx.receiver_count(),
+            "connections still open {} s after the stop began (--drain-timeout); closing them",
+            limits.drain.as_secs()
+        );
+    }
     Ok(())
 }
 
