@@ -2091,8 +2091,8 @@ fn environment_variables_set_empty_are_unset_and_refusals_name_them() {
 /// client that sent half a request line (allowed a long
 /// `--header-read-timeout`) does not hold the process past it, and the
 /// stop is still a clean one.
-#[test]
-fn a_client_still_sending_holds_a_stop_no_longer_than_the_drain_timeout() {
+#[tokio::test]
+async fn a_client_still_sending_holds_a_stop_no_longer_than_the_drain_timeout() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -2104,24 +2104,35 @@ fn a_client_still_sending_holds_a_stop_no_longer_than_the_drain_timeout() {
     );
     let mut half = std::net::TcpStream::connect(base.strip_prefix("http://").unwrap()).unwrap();
     half.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Accepted in turn: once a later connection is answered, the half
+    // request's connection is being served.
+    let health = client_builder()
+        .build()
+        .unwrap()
+        .get(format!("{base}/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
     let term = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(term.success());
     // Bounded: well past the drain timeout, far short of the header timeout.
-    let began = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if began.elapsed() > Duration::from_secs(30) {
-            child.kill().unwrap();
-            panic!("still running 30 s after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let pid = child.id();
+    let waited = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::task::spawn_blocking(move || child.wait().unwrap()),
+    )
+    .await;
+    let Ok(status) = waited else {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        panic!("still running 30 s after SIGTERM");
     };
+    let status = status.unwrap();
     assert!(status.success(), "{status:?}");
     drop(half);
 }
