@@ -467,6 +467,26 @@ fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
                 keys.len()
             ));
         }
+        // Each key must say it is what receipts are signed with (RFC 7517:
+        // `alg` and `use`, when present, bind a key to one algorithm and
+        // one purpose): an Ed25519 key published for another algorithm is
+        // not one to judge an EdDSA signature by.
+        for k in keys {
+            let kid = k["kid"].as_str().unwrap_or_default();
+            for (member, wants, required) in [
+                ("kty", "OKP", true),
+                ("crv", "Ed25519", true),
+                ("alg", crate::domain::receipt::ALG, false),
+                ("use", "sig", false),
+            ] {
+                let has = &k[member];
+                if (required || !has.is_null()) && has.as_str() != Some(wants) {
+                    return Err(format!(
+                        "key {kid} in {path} has {member} {has}, not \"{wants}\": it is not a receipt signing key (an Ed25519 key for EdDSA signatures)"
+                    ));
+                }
+            }
+        }
         if read.is_empty() {
             return Err(format!("{path} holds no key"));
         }

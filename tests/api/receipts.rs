@@ -116,6 +116,31 @@ async fn receipts_verify_with_pyjwt_before_and_after_key_rotation() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.starts_with("invalid:"), "{said}");
 
+    // A key set whose keys are published for another algorithm or purpose
+    // is no basis for a verdict: exit 2, naming what is wrong.
+    for (member, value) in [("alg", "RS256"), ("use", "enc"), ("kty", "RSA")] {
+        let mut other = jwks.body.clone();
+        for k in other["keys"].as_array_mut().unwrap() {
+            k[member] = json!(value);
+        }
+        let f = dir.path().join(format!("keys-{member}.json"));
+        std::fs::write(&f, other.to_string()).unwrap();
+        let receipt = dir.path().join("new.json");
+        std::fs::write(&receipt, new.to_string()).unwrap();
+        let out = hds(&[
+            "verify-receipt",
+            receipt.to_str().unwrap(),
+            "--keys",
+            f.to_str().unwrap(),
+        ]);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{member}: {said}");
+        assert!(
+            said.contains(&format!("has {member} \"{value}\", not")),
+            "{member}: {said}"
+        );
+    }
+
     // An Action whose shown content or answer differs from what its valid
     // receipt signs is invalid too: a changed title (its fingerprint no
     // longer matches), another Action's receipt, another answer.
