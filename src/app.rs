@@ -46,6 +46,10 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ap
     }
     let db = Db::open(&config.db_path(), config.durability)
         .with_context(|| format!("opening {}", config.db_path().display()))?;
+    let plans = config.billing.clone();
+    db.read(move |c| Ok(crate::service::billing::plans_defined(c, &plans)))
+        .await
+        .map_err(|e| e.for_operator())??;
     let limiter = Arc::new(Limiter::new(config.rate_limit));
     let addresses = Arc::new(AddressLimiter::new(
         config.anonymous_rate_limit,

@@ -734,6 +734,15 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
         assert_eq!(mode(&restored), 0o700);
         assert_eq!(mode(&restored.join("hds.db")), 0o600);
     }
+    // Restored over the database that issued a receipt since the backup:
+    // the operator is told that its seq number will be issued again.
+    let out = hds(&["restore", backup.to_str().unwrap(), "--force"], &data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: the database being replaced issued receipts up to seq 1, the backup only up to seq 0. Receipts 1 to 1 stay valid signatures"),
+        "{err}"
+    );
 }
 
 /// A restore that cannot finish leaves the data dir as it was: a backup
@@ -1672,6 +1681,22 @@ fn workspaces_set_plan_takes_a_configured_plan_and_refuses_unknown_ones() {
         );
     }
     assert_eq!(plan_of(), "starter");
+    // The plan renamed in hds.toml: the workspace's limits would silently
+    // stop applying, so the server does not start, and says what to do.
+    std::fs::write(
+        data.join("hds.toml"),
+        "[billing.plans.basic]\nname = \"Basic\"\nactions_per_month = 3\n",
+    )
+    .unwrap();
+    let refused = hds(&["serve", "--listen", "127.0.0.1:0"], &data);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(
+        err.contains(&format!(
+            "workspace {ws} (Default) is on plan `starter`, which the configuration does not define: define [billing.plans.starter] again, or move it with `hds workspaces set-plan {ws} PLAN_ID`"
+        )),
+        "{err}"
+    );
     let back = hds(&["workspaces", "set-plan", &ws, "self_hosted"], &data);
     assert!(back.status.success(), "{back:?}");
     assert_eq!(plan_of(), "self_hosted");

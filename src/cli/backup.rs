@@ -159,6 +159,29 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             a.dir.data_dir.display()
         ),
     }
+    // Receipts the replaced database issued after the backup was taken:
+    // their `seq` numbers will be issued again, to other decisions.
+    if db.exists() {
+        let last = |c: &rusqlite::Connection| -> i64 {
+            c.query_row("SELECT coalesce(max(seq), 0) FROM receipts", [], |r| {
+                r.get(0)
+            })
+            .unwrap_or(0)
+        };
+        let backed_up = last(&src);
+        let replaced =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map(|c| last(&c))
+                .unwrap_or(0);
+        if replaced > backed_up {
+            eprintln!(
+                "warning: the database being replaced issued receipts up to seq {replaced}, the backup only up to seq {backed_up}. \
+                 Receipts {} to {replaced} stay valid signatures, but new decisions will be issued those seq numbers again: \
+                 keep the receipts issued since the backup (and a copy of the replaced database, if you have one) as the record of those decisions",
+                backed_up + 1
+            );
+        }
+    }
     // Copied, migrated and given its keys beside the live file, then moved
     // over it in one rename: a failure on the way leaves the database that
     // was there as it was.

@@ -34,6 +34,30 @@ fn plan_config(plans: &BillingConfig, plan_id: &str) -> PlanConfig {
     plans.plan(plan_id).unwrap_or_else(PlanConfig::self_hosted)
 }
 
+/// Refuses a start where a workspace is on a plan the configuration no
+/// longer defines (renamed or removed from hds.toml): its limits would
+/// silently stop applying. Names each such workspace and what to do.
+pub fn plans_defined(c: &Connection, plans: &BillingConfig) -> anyhow::Result<()> {
+    let unknown: Vec<String> = store::plans_in_use(c)
+        .map_err(Error::for_operator)?
+        .into_iter()
+        .filter(|(_, _, plan)| plans.plan(plan).is_none())
+        .map(|(id, name, plan)| {
+            format!(
+                "workspace {id} ({}) is on plan `{plan}`, which the configuration does not define: define [billing.plans.{plan}] again, or move it with `hds workspaces set-plan {id} PLAN_ID`",
+                crate::error::printable(name)
+            )
+        })
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{}\n(the limits of a plan hds does not know would no longer apply, so hds does not start)",
+        unknown.join("\n")
+    )
+}
+
 /// How much of `what` the workspace uses now (this month, for monthly ones).
 fn used(c: &Connection, workspace_id: &str, what: Resource, now: Timestamp) -> Result<u64> {
     Ok(match what {

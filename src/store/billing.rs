@@ -36,6 +36,16 @@ pub fn plan_of(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
 }
 
 /// Sets the plan by hand (the operator); false: no such workspace.
+/// Every workspace's plan other than `self_hosted`: (id, name, plan id),
+/// oldest first. Read once at start (service::billing::plans_defined).
+pub fn plans_in_use(c: &Connection) -> Result<Vec<(String, String, String)>> {
+    let mut st = c.prepare(
+        "SELECT id, name, plan_id FROM workspaces WHERE plan_id != 'self_hosted' ORDER BY created_at, id",
+    )?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 pub fn set_plan(c: &Connection, workspace_id: &str, plan_id: &str) -> Result<bool> {
     let n = c.execute(
         "UPDATE workspaces SET plan_id = ?2 WHERE id = ?1",
