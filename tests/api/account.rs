@@ -327,7 +327,10 @@ async fn the_last_owner_of_a_team_is_refused_and_a_sole_member_may_go() {
     let theirs: Value = _reviewer.get("/v1/workspaces", 200).await;
     assert_eq!(theirs["data"][0]["role"], "owner", "{theirs}");
     let err = set("ws_nope", "heir@example.com").unwrap_err().to_string();
-    assert!(err.contains("no workspace ws_nope"), "{err}");
+    assert!(
+        err.contains("no workspace `ws_nope`; `hds workspaces list` shows their ids"),
+        "{err}"
+    );
     let err = set(&ws, "heir @example.com").unwrap_err().to_string();
     assert!(err.contains("not an e-mail address"), "{err}");
 }
