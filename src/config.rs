@@ -506,9 +506,6 @@ impl Config {
     }
 }
 
-/// `--base-url`: an absolute http(s) URL at the root of its host (links in
-/// e-mails and receipts are built on it, and hds serves every route from
-/// `/`: a path prefix would make every link a 404).
 /// An address to listen on: an IP address and a port. A host name (most
 /// often `localhost:8080`) is refused with what to write instead: hds binds
 /// one address, and a name may stand for several.
@@ -525,6 +522,9 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// `--base-url`: an absolute http(s) URL at the root of its host (links in
+/// e-mails and receipts are built on it, and hds serves every route from
+/// `/`: a path prefix would make every link a 404).
 pub fn parse_base_url(s: &str) -> Result<String, String> {
     match url::Url::parse(s) {
         Ok(u)

@@ -508,7 +508,9 @@ async fn metrics_listen_serves_metrics_on_a_second_address_only() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("listening on {busy} (--metrics-listen)")),
+        err.contains(&format!(
+            "listening on {busy} (--metrics-listen, HDS_METRICS_LISTEN)"
+        )),
         "{err}"
     );
     assert!(!data.join("hds.db").exists(), "no database was created");
@@ -735,7 +737,15 @@ async fn a_restore_from_before_a_rotation_keeps_the_newer_key_published() {
         assert_eq!(mode(&restored.join("hds.db")), 0o600);
     }
     // Restored over the database that issued a receipt since the backup:
-    // the operator is told that its seq number will be issued again.
+    // the operator is told that its seq number will be issued again, first
+    // while nothing is replaced yet (without --force), then as it is.
+    let out = hds(&["restore", backup.to_str().unwrap()], &data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("already holds a database; pass --force to replace it (the database being replaced issued receipts up to seq 1"),
+        "{err}"
+    );
     let out = hds(&["restore", backup.to_str().unwrap(), "--force"], &data);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -1656,8 +1666,16 @@ fn workspaces_set_plan_takes_a_configured_plan_and_refuses_unknown_ones() {
         .next()
         .unwrap()
         .to_owned();
-    let ok = hds(&["workspaces", "set-plan", &ws, "starter"], &data);
+    // Pasted with spaces around: taken as typed without them.
+    let ok = hds(
+        &["workspaces", "set-plan", &format!(" {ws} "), "starter "],
+        &data,
+    );
     assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&ok.stdout).trim(),
+        format!("{ws} is on plan starter")
+    );
     assert_eq!(plan_of(), "starter");
     for (args, says) in [
         (
@@ -2023,7 +2041,18 @@ fn a_deleted_lock_file_lets_no_second_server_or_restore_in() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     init(&data);
-    let (mut child, _) = serve(&data);
+    let (mut child, base) = serve(&data);
+    // Started again with the same settings: the data dir is what is in
+    // use, and that is what it is told (not that the port is busy).
+    let again = hds(
+        &["serve", "--listen", base.strip_prefix("http://").unwrap()],
+        &data,
+    );
+    let err = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(
+        err.contains("is in use by a running hds; stop it first"),
+        "{err}"
+    );
     std::fs::remove_file(data.join("hds.lock")).unwrap();
     let second = hds(&["serve", "--listen", "127.0.0.1:0"], &data);
     assert!(!second.status.success());
@@ -2049,7 +2078,7 @@ fn a_deleted_lock_file_lets_no_second_server_or_restore_in() {
     assert!(!busy.status.success());
     let err = String::from_utf8_lossy(&busy.stderr).into_owned();
     assert!(
-        err.contains(&format!("listening on {at} (--listen)")),
+        err.contains(&format!("listening on {at} (--listen, HDS_LISTEN)")),
         "{err}"
     );
     assert!(!fresh.exists(), "nothing was created");
@@ -2099,6 +2128,23 @@ fn environment_variables_set_empty_are_unset_and_refusals_name_them() {
     assert!(
         err.contains("(that value came from the environment variable HDS_LISTEN)"),
         "{err}"
+    );
+    // An empty HDS_DATA_DIR is refused, not taken as ./hds-data.
+    let out = Command::new(HDS)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env("HDS_DATA_DIR", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("(that value came from the environment variable HDS_DATA_DIR)"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("hds-data").exists(),
+        "no data dir was made"
     );
     // Typed as a flag, the flag is what is named, and nothing else.
     let out = Command::new(HDS)

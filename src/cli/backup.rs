@@ -139,11 +139,41 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     }
     let _lock = a.dir.lock()?;
     let db = a.dir.db_path();
+    // Receipts the replaced database issued after the backup was taken:
+    // their `seq` numbers will be issued again, to other decisions. Said
+    // before anything is replaced, with or without --force.
+    let reissued = if db.exists() {
+        let last = |c: &rusqlite::Connection| -> i64 {
+            c.query_row("SELECT coalesce(max(seq), 0) FROM receipts", [], |r| {
+                r.get(0)
+            })
+            .unwrap_or(0)
+        };
+        let backed_up = last(&src);
+        let replaced =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map(|c| last(&c))
+                .unwrap_or(0);
+        (replaced > backed_up).then(|| {
+            format!(
+                "the database being replaced issued receipts up to seq {replaced}, the backup only up to seq {backed_up}. \
+                 Receipts {} to {replaced} stay valid signatures, but new decisions will be issued those seq numbers again: \
+                 keep the receipts issued since the backup as the record of those decisions, and take a `hds backup` of this data dir first if you may want it back",
+                backed_up + 1
+            )
+        })
+    } else {
+        None
+    };
     if db.exists() && !a.force {
         bail!(
-            "{} already holds a database; pass --force to replace it",
-            a.dir.data_dir.display()
+            "{} already holds a database; pass --force to replace it{}",
+            a.dir.data_dir.display(),
+            reissued.map(|w| format!(" ({w})")).unwrap_or_default()
         );
+    }
+    if let Some(w) = reissued {
+        eprintln!("warning: {w}");
     }
     // The modes `init` gives: the database holds webhook secrets. A data
     // dir this user may write but does not own keeps its mode, with a
@@ -158,29 +188,6 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             "warning: could not make {} private (0700): {e}",
             a.dir.data_dir.display()
         ),
-    }
-    // Receipts the replaced database issued after the backup was taken:
-    // their `seq` numbers will be issued again, to other decisions.
-    if db.exists() {
-        let last = |c: &rusqlite::Connection| -> i64 {
-            c.query_row("SELECT coalesce(max(seq), 0) FROM receipts", [], |r| {
-                r.get(0)
-            })
-            .unwrap_or(0)
-        };
-        let backed_up = last(&src);
-        let replaced =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .map(|c| last(&c))
-                .unwrap_or(0);
-        if replaced > backed_up {
-            eprintln!(
-                "warning: the database being replaced issued receipts up to seq {replaced}, the backup only up to seq {backed_up}. \
-                 Receipts {} to {replaced} stay valid signatures, but new decisions will be issued those seq numbers again: \
-                 keep the receipts issued since the backup (and a copy of the replaced database, if you have one) as the record of those decisions",
-                backed_up + 1
-            );
-        }
     }
     // Copied, migrated and given its keys beside the live file, then moved
     // over it in one rename: a failure on the way leaves the database that

@@ -62,7 +62,8 @@ pub fn initialise_at(
     // The rules of `hds workspaces create`: checked before anything is made.
     if !crate::domain::validate::looks_like_email(admin_email) {
         bail!(
-            "the admin e-mail `{admin_email}` is not an e-mail address such as ana@example.com (no spaces or invisible characters, a dotted domain name after the @)"
+            "the admin e-mail: {}",
+            crate::cli::not_an_email(admin_email)
         );
     }
     let workspace = crate::service::workspaces::check_name(workspace)

@@ -69,9 +69,15 @@ impl Cli {
 
 /// `cmd` with every argument whose environment variable is set but empty
 /// no longer reading it, in every subcommand.
+/// Except `HDS_DATA_DIR`: an empty one stays refused, since falling back to
+/// `./hds-data` would start (or restore over) a data dir nobody meant.
 fn empty_env_unset(cmd: clap::Command) -> clap::Command {
     cmd.mut_args(|a| match a.get_env() {
-        Some(var) if std::env::var_os(var).is_some_and(|v| v.is_empty()) => a.env(None),
+        Some(var)
+            if var != "HDS_DATA_DIR" && std::env::var_os(var).is_some_and(|v| v.is_empty()) =>
+        {
+            a.env(None)
+        }
         _ => a,
     })
     .mut_subcommands(empty_env_unset)
@@ -85,8 +91,11 @@ fn from_variable(cmd: &clap::Command, e: &clap::Error) -> Option<String> {
         return None;
     };
     let long = arg.split_whitespace().next()?.strip_prefix("--")?;
-    let flag = format!("--{long}");
-    if std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}="))) {
+    let (flag, with_value) = (format!("--{long}"), format!("--{long}="));
+    if std::env::args_os().any(|a| {
+        let a = a.to_string_lossy();
+        a == flag || a.starts_with(&with_value)
+    }) {
         return None;
     }
     fn find<'a>(cmd: &'a clap::Command, long: &str) -> Option<&'a clap::Arg> {
@@ -214,15 +223,21 @@ impl DataDir {
     pub fn lock(&self) -> anyhow::Result<DataDirLock> {
         use anyhow::Context;
         crate::files::create_data_dir(&self.data_dir)?;
-        let in_use = || {
-            anyhow::anyhow!(
+        // Held by another process: in use. Anything else (a file system
+        // without locks, such as some network ones) is said as it is.
+        let refused = |what: &std::path::Path, e: std::fs::TryLockError| match e {
+            std::fs::TryLockError::WouldBlock => anyhow::anyhow!(
                 "{} is in use by a running hds; stop it first",
                 self.data_dir.display()
-            )
+            ),
+            std::fs::TryLockError::Error(e) => anyhow::anyhow!(
+                "could not lock {}: {e} (hds needs a local file system that supports file locks)",
+                what.display()
+            ),
         };
         let dir = std::fs::File::open(&self.data_dir)
             .with_context(|| format!("opening {}", self.data_dir.display()))?;
-        dir.try_lock().map_err(|_| in_use())?;
+        dir.try_lock().map_err(|e| refused(&self.data_dir, e))?;
         let lock = self.data_dir.join("hds.lock");
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -235,7 +250,7 @@ impl DataDir {
                     lock.display()
                 )
             })?;
-        f.try_lock().map_err(|_| in_use())?;
+        f.try_lock().map_err(|e| refused(&lock, e))?;
         Ok(DataDirLock {
             _dir: dir,
             _file: f,

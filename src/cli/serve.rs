@@ -13,27 +13,35 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         .max_blocking_threads(8)
         .enable_all()
         .build()?;
-    // Bind first: a busy port stops the start before anything is created
-    // (not even the data dir), so the secrets of a first start are never
+    // A data dir that exists is locked first: a second server started with
+    // the same settings is told the data dir is in use, not that the port
+    // is. A new one is made only after the port is bound: a busy port stops
+    // a first start before anything is created, so its secrets are never
     // made and then lost.
+    let data_dir = DataDir {
+        data_dir: config.data_dir.clone(),
+    };
+    let early_lock = if config.data_dir.is_dir() {
+        Some(data_dir.lock()?)
+    } else {
+        None
+    };
     let (listener, metrics_listener) = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
-            .with_context(|| format!("listening on {} (--listen)", config.listen))?;
+            .with_context(|| format!("listening on {} (--listen, HDS_LISTEN)", config.listen))?;
         let metrics_listener = match config.metrics_listen {
-            Some(at) => Some(
-                tokio::net::TcpListener::bind(at)
-                    .await
-                    .with_context(|| format!("listening on {at} (--metrics-listen)"))?,
-            ),
+            Some(at) => Some(tokio::net::TcpListener::bind(at).await.with_context(|| {
+                format!("listening on {at} (--metrics-listen, HDS_METRICS_LISTEN)")
+            })?),
             None => None,
         };
         Ok::<_, anyhow::Error>((listener, metrics_listener))
     })?;
-    let _lock = DataDir {
-        data_dir: config.data_dir.clone(),
-    }
-    .lock()?;
+    let _lock = match early_lock {
+        Some(held) => held,
+        None => data_dir.lock()?,
+    };
     let stopped = rt.block_on(async move {
         let addr = listener.local_addr()?;
         config.follow_listener(addr);

@@ -472,7 +472,7 @@ fn load_keys(a: &Args) -> Result<Vec<PublicKey>, String> {
         // one purpose): an Ed25519 key published for another algorithm is
         // not one to judge an EdDSA signature by.
         for k in keys {
-            let kid = k["kid"].as_str().unwrap_or_default();
+            let kid = crate::error::printable(k["kid"].as_str().unwrap_or_default().to_owned());
             for (member, wants, required) in [
                 ("kty", "OKP", true),
                 ("crv", "Ed25519", true),

@@ -98,28 +98,28 @@ pub fn run(cmd: WorkspacesCommand) -> anyhow::Result<()> {
         }
         WorkspacesCommand::SetPlan(a) => {
             set_plan(&a)?;
-            crate::cli::say!("{} is on plan {}", a.workspace_id, a.plan_id)?;
+            crate::cli::say!(
+                "{} is on plan {}",
+                shown(&a.workspace_id),
+                shown(&a.plan_id)
+            )?;
             Ok(())
         }
         WorkspacesCommand::SetOwner(a) => {
-            let email = shown(&a.email);
+            let (email, ws) = (shown(&a.email), shown(&a.workspace_id));
             match set_owner(&a)? {
-                OwnerSet::Promoted { from } => crate::cli::say!(
-                    "{email} is now an owner of {} (was {})",
-                    a.workspace_id,
-                    from.as_str()
-                )?,
+                OwnerSet::Promoted { from } => {
+                    crate::cli::say!("{email} is now an owner of {ws} (was {})", from.as_str())?
+                }
                 OwnerSet::Added { new_person } => {
-                    crate::cli::say!("{email} joined {} as an owner", a.workspace_id)?;
+                    crate::cli::say!("{email} joined {ws} as an owner")?;
                     if new_person {
                         eprintln!(
                             "Created {email}; `hds users link {email}` prints a sign-in link."
                         );
                     }
                 }
-                OwnerSet::AlreadyOwner => {
-                    crate::cli::say!("{email} already owns {}", a.workspace_id)?
-                }
+                OwnerSet::AlreadyOwner => crate::cli::say!("{email} already owns {ws}")?,
             }
             Ok(())
         }
@@ -170,15 +170,13 @@ pub fn create(a: &CreateArgs) -> anyhow::Result<Created> {
 pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
     let err = |e: crate::error::Error| anyhow::anyhow!("{}", e.message);
     let email = a.email.trim();
+    let ws = a.workspace_id.trim();
     let mut conn = open(&a.dir)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    if workspaces::get(&tx, &a.workspace_id)
-        .map_err(err)?
-        .is_none()
-    {
+    if workspaces::get(&tx, ws).map_err(err)?.is_none() {
         bail!(
             "no workspace `{}`; `hds workspaces list` shows their ids",
-            shown(&a.workspace_id)
+            shown(ws)
         );
     }
     let now = time::format(Clock::system().now());
@@ -193,15 +191,14 @@ pub fn set_owner(a: &SetOwnerArgs) -> anyhow::Result<OwnerSet> {
             (users::create(&tx, email, None, &now).map_err(err)?, true)
         }
     };
-    let done = match workspaces::role_of(&tx, &a.workspace_id, &person.id).map_err(err)? {
+    let done = match workspaces::role_of(&tx, ws, &person.id).map_err(err)? {
         Some(Role::Owner) => OwnerSet::AlreadyOwner,
         Some(from) => {
-            workspaces::set_role(&tx, &a.workspace_id, &person.id, Role::Owner).map_err(err)?;
+            workspaces::set_role(&tx, ws, &person.id, Role::Owner).map_err(err)?;
             OwnerSet::Promoted { from }
         }
         None => {
-            workspaces::add_member(&tx, &a.workspace_id, &person.id, Role::Owner, &now)
-                .map_err(err)?;
+            workspaces::add_member(&tx, ws, &person.id, Role::Owner, &now).map_err(err)?;
             OwnerSet::Added { new_person }
         }
     };
@@ -240,22 +237,23 @@ pub fn set_plan(a: &SetPlanArgs) -> anyhow::Result<()> {
     config.config_file = a.config_file.clone();
     config.load_file()?;
     let conn = open(&a.dir)?;
+    let (ws, plan_id) = (a.workspace_id.trim(), a.plan_id.trim());
     // Both arguments are checked, so one run names every mistake.
     let mut wrong = Vec::new();
-    if workspaces::get(&conn, &a.workspace_id)
+    if workspaces::get(&conn, ws)
         .map_err(crate::error::Error::for_operator)?
         .is_none()
     {
         wrong.push(format!(
             "no workspace `{}`; `hds workspaces list` shows their ids",
-            shown(&a.workspace_id)
+            shown(ws)
         ));
     }
-    if config.billing.plan(&a.plan_id).is_none() {
+    if config.billing.plan(plan_id).is_none() {
         let known: Vec<&str> = std::iter::once(crate::config::billing::SELF_HOSTED)
             .chain(config.billing.plans.keys().map(String::as_str))
             .collect();
-        let plan = shown(&a.plan_id);
+        let plan = shown(plan_id);
         wrong.push(format!(
             "no plan `{plan}`: define [billing.plans.{plan}] in hds.toml, or use one of: {}",
             known.join(", ")
@@ -264,12 +262,12 @@ pub fn set_plan(a: &SetPlanArgs) -> anyhow::Result<()> {
     if !wrong.is_empty() {
         bail!("{}", wrong.join("\n"));
     }
-    let found = crate::store::billing::set_plan(&conn, &a.workspace_id, &a.plan_id)
+    let found = crate::store::billing::set_plan(&conn, ws, plan_id)
         .map_err(crate::error::Error::for_operator)?;
     if !found {
         bail!(
             "no workspace `{}`; `hds workspaces list` shows their ids",
-            shown(&a.workspace_id)
+            shown(ws)
         );
     }
     Ok(())

@@ -895,11 +895,12 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
                     }
                     if name == "reviewer_emails"
                         && ctx.checks(name)
-                        && l.iter().any(|e| !looks_like_email(e))
+                        && let Some((i, e)) =
+                            l.iter().enumerate().find(|(_, e)| !looks_like_email(e))
                     {
                         errs.push(FieldError::new(
                             name,
-                            "every entry must be one e-mail address such as ana@example.com: no spaces or invisible characters, a dotted domain name after the @",
+                            not_an_email(&format!("{name}[{i}]"), e),
                         ));
                     }
                 }

@@ -28,8 +28,10 @@ const STRIPE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How far a webhook's signed timestamp may be from now (Stripe's default).
 const SIGNATURE_TOLERANCE_SECS: i64 = 300;
 
-/// The plan a workspace is on; one the configuration no longer defines
-/// counts as the built-in unlimited plan (its id is still shown).
+/// The plan a workspace is on. A start refuses plans the configuration
+/// does not define ([`plans_defined`]); one that appears while the server
+/// runs (a restore, a `set-plan` read against another hds.toml) counts as
+/// the built-in unlimited plan until the next start (its id is still shown).
 fn plan_config(plans: &BillingConfig, plan_id: &str) -> PlanConfig {
     plans.plan(plan_id).unwrap_or_else(PlanConfig::self_hosted)
 }

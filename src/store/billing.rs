@@ -35,7 +35,6 @@ pub fn plan_of(c: &Connection, workspace_id: &str) -> Result<Option<String>> {
         .optional()?)
 }
 
-/// Sets the plan by hand (the operator); false: no such workspace.
 /// Every workspace's plan other than `self_hosted`: (id, name, plan id),
 /// oldest first. Read once at start (service::billing::plans_defined).
 pub fn plans_in_use(c: &Connection) -> Result<Vec<(String, String, String)>> {
@@ -46,6 +45,7 @@ pub fn plans_in_use(c: &Connection) -> Result<Vec<(String, String, String)>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Sets the plan by hand (the operator); false: no such workspace.
 pub fn set_plan(c: &Connection, workspace_id: &str, plan_id: &str) -> Result<bool> {
     let n = c.execute(
         "UPDATE workspaces SET plan_id = ?2 WHERE id = ?1",

@@ -109,7 +109,14 @@ pub struct Db {
     writer_metrics: Arc<WriterMetrics>,
     /// When a write last found the disk full (GET /ready).
     disk_full_at: Arc<std::sync::Mutex<Option<Instant>>>,
+    /// The last readiness probe's commit: when, and whether it committed.
+    probed: Arc<std::sync::Mutex<Option<(Instant, bool)>>>,
 }
+
+/// How long one readiness probe's commit answers for: a load balancer's
+/// polls, or a flood of anonymous `GET /ready`, make at most one write a
+/// second.
+const PROBE_REUSED_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Db {
     /// Opens (creating if needed) the database, applies migrations and starts
@@ -149,7 +156,40 @@ impl Db {
             path: path.to_owned(),
             writer_metrics,
             disk_full_at: Arc::default(),
+            probed: Arc::default(),
         })
+    }
+
+    /// Whether the writer commits a change (GET /ready): a probe row is
+    /// rewritten, at most once a second; calls in between share the answer.
+    /// A transaction that only reads would commit even on a full disk or a
+    /// read-only file system.
+    pub async fn probe_commit(&self, now: String) -> bool {
+        let recent = *self
+            .probed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, ok)) = recent
+            && at.elapsed() < PROBE_REUSED_FOR
+        {
+            return ok;
+        }
+        let ok = self
+            .write(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO ready_probe(id, checked_at) VALUES (1, ?1)
+                     ON CONFLICT(id) DO UPDATE SET checked_at = excluded.checked_at",
+                )?
+                .execute([now])?;
+                Ok(())
+            })
+            .await
+            .is_ok();
+        *self
+            .probed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((Instant::now(), ok));
+        ok
     }
 
     /// Whether a write found the disk full within `window`: GET /ready

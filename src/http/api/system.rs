@@ -49,15 +49,15 @@ pub async fn health() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
+/// How long a write that found the disk full keeps `database_write`
+/// failing: the probe's one small page may fit where the writes do not.
+const DISK_FULL_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Readiness: the database answers a read, the writer commits a change
 /// (`ready_probe`), and the data dir's file system has `--ready-min-free-mb`
 /// free. Below that, a write that grows the log or the database (a create
 /// with a long description, a checkpoint) is about to fail, which the
 /// writer's probe alone cannot tell (its one small page may still fit).
-/// How long a write that found the disk full keeps `database_write`
-/// failing: the probe's one small page may fit where the writes do not.
-const DISK_FULL_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
-
 #[utoipa::path(get, path = "/ready", tag = "system", responses((status = 200, description = "ready", body = Ready), (status = 503, description = "not ready", body = Ready)))]
 pub async fn ready(State(st): State<AppState>) -> Response {
     let db = &st.services.db;
@@ -65,20 +65,9 @@ pub async fn ready(State(st): State<AppState>) -> Response {
         .read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
         .await
         .is_ok();
-    // A commit that writes a page: one that only reads commits even on a
-    // full disk or a read-only file system.
-    let now = crate::domain::time::format(st.services.clock.now());
     let write = db
-        .write(move |c| {
-            c.prepare_cached(
-                "INSERT INTO ready_probe(id, checked_at) VALUES (1, ?1)
-                 ON CONFLICT(id) DO UPDATE SET checked_at = excluded.checked_at",
-            )?
-            .execute([now])?;
-            Ok(())
-        })
+        .probe_commit(crate::domain::time::format(st.services.clock.now()))
         .await
-        .is_ok()
         && !db.disk_full_within(DISK_FULL_WINDOW);
     // A receipt key this process cannot read (another owner, a damaged
     // file) would fail every decision.

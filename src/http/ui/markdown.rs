@@ -11,6 +11,9 @@ pub fn safe_url(url: &str) -> bool {
     ["http://", "https://", "mailto:"]
         .iter()
         .any(|s| lower.starts_with(s))
+        // `https://bank.example.com@evil.example/` shows one host and opens
+        // another (refused on input since; an Action stored before keeps it).
+        && !crate::domain::urls::has_credentials(url.trim_start())
 }
 
 const OPTIONS: Options = crate::domain::words::MARKDOWN;
@@ -181,6 +184,16 @@ mod tests {
         assert!(!out.contains(r#"href="javascript"#), "{out}");
         assert!(!out.contains(r#"href="/local""#), "{out}");
         assert!(out.contains('b') && out.contains('d'), "{out}");
+    }
+
+    #[test]
+    fn a_link_that_shows_one_host_and_opens_another_is_no_link() {
+        assert!(safe_url("https://bank.example.com/pay"));
+        assert!(!safe_url("https://bank.example.com@evil.example/"));
+        assert!(!safe_url("https://a:b@shop.example.com/"));
+        let out = render("[pay](https://bank.example.com@evil.example/)");
+        assert!(!out.contains("<a "), "{out}");
+        assert!(out.contains("pay"), "{out}");
     }
 
     #[test]
