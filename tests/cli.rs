@@ -2207,3 +2207,43 @@ async fn a_client_still_sending_holds_a_stop_no_longer_than_the_drain_timeout() 
     assert!(status.success(), "{status:?}");
     drop(half);
 }
+
+/// A `--max-connections` the process's open-file limit cannot hold is said
+/// at start, with what to do.
+#[test]
+fn a_connection_cap_above_the_open_file_limit_is_warned_of() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 1024 && exec {HDS} serve --listen 127.0.0.1:0 --data-dir {}",
+            data.display()
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("hds listening on "), "{line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains(
+            "--max-connections 4096 is above what this process may open (1024 files, `ulimit -n`)"
+        ),
+        "{err}"
+    );
+}

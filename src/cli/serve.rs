@@ -55,6 +55,15 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
                  every client shares one per-address sign-in budget (guide: \"Rate limiting\")"
             );
         }
+        if let Some(limit) = open_files_limit()
+            && u64::from(config.max_connections) + FILES_BESIDE_CONNECTIONS > limit
+        {
+            tracing::warn!(
+                "--max-connections {} is above what this process may open ({limit} files, `ulimit -n`) less about {FILES_BESIDE_CONNECTIONS} for the database and the rest: \
+                 connections past that are refused by the system. Raise the limit (the systemd unit in packaging/ sets 65536) or lower --max-connections",
+                config.max_connections
+            );
+        }
         let first_start = first_start(&config)?;
         // `hds users link` run later on this data dir starts its links with
         // this base URL unless told another (best effort: a read-only data
@@ -103,7 +112,7 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
         let stop = state.services.stop.clone();
         let stopping = async move {
             shutdown_signal().await;
-            tracing::info!("stopping: held requests answer now, requests under way finish; a second signal stops at once");
+            tracing::info!("stopping: held requests answer now, requests under way finish (at most --drain-timeout); a second signal stops at once");
             stop.send_replace(true);
             // Committed writes are durable whatever happens next: a second
             // signal need not wait for the drain (as after kill -9, a job
@@ -163,6 +172,22 @@ const BACKGROUND_STOP: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// An empty data dir (no users) is initialised like `hds init`, so the first
 /// `hds serve` leads straight to the dashboard.
+/// Files the process keeps open besides its connections: the database and
+/// its log, the pool's readers, keys, the listeners.
+const FILES_BESIDE_CONNECTIONS: u64 = 100;
+
+/// The soft limit on open files (`ulimit -n`), where the system says it
+/// (Linux: /proc/self/limits); None when unlimited or unknown.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
     let db = config.db_path();
     if db.exists() {
