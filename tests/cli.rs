@@ -1926,6 +1926,35 @@ fn a_shared_directory_keeps_its_mode() {
     assert_eq!(mode(&shared), 0o1777, "the directory keeps its mode");
     assert_eq!(mode(&shared.join("hds.db")), 0o600);
     assert_eq!(mode(&shared.join("keys")), 0o700);
+
+    // A first `hds serve` into such a directory says so once, in its log.
+    use std::io::Read;
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    std::fs::set_permissions(&served, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(served.join("notes.txt"), "theirs").unwrap();
+    let mut child = Command::new(HDS)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&served)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("hds listening on "), "{line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(err.matches("also holds notes.txt").count(), 1, "{err}");
 }
 
 /// A disk that fills while hds runs (a 2 MiB tmpfs): the COMMIT that finds

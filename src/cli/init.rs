@@ -73,7 +73,11 @@ pub fn initialise_at(
         data_dir: data_dir.to_owned(),
     };
     crate::files::create_data_dir(data_dir)?;
-    if let Some(other) = crate::files::restrict_data_dir(data_dir)? {
+    // A first `hds serve` (which makes no token) says this once, in its log
+    // (app::start); `hds init` says it here.
+    if let Some(other) = crate::files::restrict_data_dir(data_dir)?
+        && with_token
+    {
         eprintln!(
             "warning: {}",
             crate::files::shared_data_dir_warning(data_dir, &other)
