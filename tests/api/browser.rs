@@ -1051,3 +1051,20 @@ async fn decide_version_1(
     let url = format!("/app/actions/{}/decide", a["id"].as_str().unwrap());
     client.post_form(&url, Some(&app.base), &fields).await
 }
+
+/// Placeholder text reads at 4.5:1 or better against its field, in the
+/// light and the dark colour scheme (the browser's own grey did not on the
+/// dark field).
+#[tokio::test]
+async fn placeholders_are_readable_in_both_colour_schemes() {
+    let app = TestApp::spawn().await;
+    let link = app.signin_link("admin@example.com").await;
+    let r = run_script(&app, "browser-placeholder.mjs", &[("LINK", link)]).await;
+    for scheme in ["light", "dark"] {
+        let fields = r[scheme].as_array().unwrap();
+        assert!(!fields.is_empty(), "{scheme}: {r}");
+        for f in fields {
+            assert!(f["ratio"].as_f64().unwrap() >= 4.5, "{scheme}: {f}");
+        }
+    }
+}

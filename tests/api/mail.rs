@@ -787,6 +787,23 @@ async fn the_signin_page_mails_a_one_time_link_to_an_account_and_tells_no_one_wh
     );
     assert!(sink.to("nobody@example.com").await.is_empty());
     assert_eq!(links_and_mails(&app, "nobody@example.com"), (0, 0));
+    // A form whose hidden `next` was changed to leave the site: the form
+    // again (422), leading to the inbox, the address kept; nothing mailed.
+    let r = crate::helpers::browser_client()
+        .post(format!("{}/app/signin/email", app.base))
+        .header("origin", &app.base)
+        .form(&[
+            ("email", "Admin@Example.com"),
+            ("next", "https://evil.example/"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("That sign-in link leads elsewhere"), "{page}");
+    assert!(page.contains("name=\"next\" value=\"/app\""), "{page}");
+    assert!(page.contains("value=\"Admin@Example.com\""), "{page}");
     // Both asks were written alike (one request row each, by a hash of the
     // address: no address is kept), so neither answer takes longer.
     let hashes: Vec<String> = {

@@ -319,7 +319,14 @@ pub async fn mail_link(
     }
     // A `next` that holds another link's secret would be written into the
     // mail (the outbox keeps it until sent): the inbox instead.
-    let next = session::local_next(form.get("next"))?;
+    // A `next` that is no local path (the form's hidden field, changed):
+    // the form again, leading to the inbox, with the address kept.
+    let typed: String = form.get("email").unwrap_or("").chars().take(254).collect();
+    let Ok(next) = session::local_next(form.get("next")) else {
+        let mut page = signin_page(&st, "/app", Some("INVALID_NEXT"));
+        page.entered_email = typed;
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
+    };
     let next = if crate::http::carries_secret(&next) {
         "/app".to_owned()
     } else {
@@ -334,7 +341,7 @@ pub async fn mail_link(
         }
         Err(e) if e.code == Code::ValidationError => {
             let mut page = signin_page(&st, &next, Some("EMAIL_INVALID"));
-            page.entered_email = form.get("email").unwrap_or("").chars().take(254).collect();
+            page.entered_email = typed;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
         }
         Err(e) => Err(e.into()),
