@@ -170,8 +170,6 @@ pub fn run(mut config: Config) -> anyhow::Result<()> {
 /// lookup in progress finishes first.
 const BACKGROUND_STOP: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// An empty data dir (no users) is initialised like `hds init`, so the first
-/// `hds serve` leads straight to the dashboard.
 /// Files the process keeps open besides its connections: the database and
 /// its log, the pool's readers, keys, the listeners.
 const FILES_BESIDE_CONNECTIONS: u64 = 100;
@@ -188,6 +186,8 @@ fn open_files_limit() -> Option<u64> {
         .ok()
 }
 
+/// An empty data dir (no users) is initialised like `hds init`, so the first
+/// `hds serve` leads straight to the dashboard.
 fn first_start(config: &Config) -> anyhow::Result<Option<serde_json::Value>> {
     let db = config.db_path();
     if db.exists() {

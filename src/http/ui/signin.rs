@@ -317,8 +317,6 @@ pub async fn mail_link(
     if !session::same_origin(&headers, &st.services.config) {
         return Err(session::cross_origin(&headers, &st.services.config, "sign-in").into());
     }
-    // A `next` that holds another link's secret would be written into the
-    // mail (the outbox keeps it until sent): the inbox instead.
     // A `next` that is no local path (the form's hidden field, changed):
     // the form again, leading to the inbox, with the address kept.
     let typed: String = form.get("email").unwrap_or("").chars().take(254).collect();
@@ -327,6 +325,8 @@ pub async fn mail_link(
         page.entered_email = typed;
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
     };
+    // A `next` that holds another link's secret would be written into the
+    // mail (the outbox keeps it until sent): the inbox instead.
     let next = if crate::http::carries_secret(&next) {
         "/app".to_owned()
     } else {
