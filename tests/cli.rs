@@ -1513,6 +1513,32 @@ fn hds(args: &[&str], data: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// Starts `cmd` (an `hds serve` on port 0), waits for its first line, which
+/// must be the listening banner, stops it and answers what it logged.
+fn started_and_stopped(mut cmd: Command) -> (String, String) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(line.starts_with("hds listening on "), "{line}{err}");
+    (line, err)
+}
+
 fn role_in_oldest(data: &Path, email: &str) -> String {
     let c = rusqlite::Connection::open(data.join("hds.db")).unwrap();
     c.query_row(
@@ -1928,32 +1954,15 @@ fn a_shared_directory_keeps_its_mode() {
     assert_eq!(mode(&shared.join("keys")), 0o700);
 
     // A first `hds serve` into such a directory says so once, in its log.
-    use std::io::Read;
     let served = dir.path().join("served");
     std::fs::create_dir(&served).unwrap();
     std::fs::set_permissions(&served, std::fs::Permissions::from_mode(0o1777)).unwrap();
     std::fs::write(served.join("notes.txt"), "theirs").unwrap();
-    let mut child = Command::new(HDS)
+    let mut serve = Command::new(HDS);
+    serve
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(&served)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("hds listening on "), "{line}");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+        .arg(&served);
+    let (_, err) = started_and_stopped(serve);
     assert_eq!(err.matches("also holds notes.txt").count(), 1, "{err}");
 }
 
@@ -2122,24 +2131,16 @@ fn environment_variables_set_empty_are_unset_and_refusals_name_them() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     init(&data);
-    let mut child = Command::new(HDS)
+    let mut serve = Command::new(HDS);
+    serve
         .args(["serve", "--data-dir"])
         .arg(&data)
         .env("HDS_LISTEN", "127.0.0.1:0")
         .env("HDS_METRICS_LISTEN", "")
         .env("HDS_BASE_URL", "")
         .env("HDS_TRUSTED_PROXY", "")
-        .env("HDS_ALLOW_PRIVATE_CALLBACKS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+        .env("HDS_ALLOW_PRIVATE_CALLBACKS", "1");
+    let (line, _) = started_and_stopped(serve);
     assert!(
         line.starts_with("hds listening on http://127.0.0.1:"),
         "{line}"
@@ -2241,34 +2242,15 @@ async fn a_client_still_sending_holds_a_stop_no_longer_than_the_drain_timeout() 
 /// at start, with what to do.
 #[test]
 fn a_connection_cap_above_the_open_file_limit_is_warned_of() {
-    use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     init(&data);
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 1024 && exec {HDS} serve --listen 127.0.0.1:0 --data-dir {}",
-            data.display()
-        ))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("hds listening on "), "{line}");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let mut serve = Command::new("sh");
+    serve.arg("-c").arg(format!(
+        "ulimit -n 1024 && exec {HDS} serve --listen 127.0.0.1:0 --data-dir {}",
+        data.display()
+    ));
+    let (_, err) = started_and_stopped(serve);
     assert!(
         err.contains(
             "--max-connections 4096 is above what this process may open (1024 files, `ulimit -n`)"
