@@ -6,7 +6,8 @@ use crate::domain::time::Timestamp;
 use crate::error::{FieldError, Result};
 
 /// Upper bounds, in seconds, of the decision-time buckets `h0`…`h13` of
-/// `analytics_daily` (migration 0014 computes the same buckets); `h14` holds
+/// `analytics_daily` (migration 0048 computes the same buckets, in whole
+/// milliseconds, so a time on a bound is counted in its bucket); `h14` holds
 /// everything beyond seven days.
 pub const BOUNDS: [f64; 14] = [
     10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0, 43200.0, 86400.0,

@@ -84,6 +84,9 @@ fn steps() -> Vec<M<'static>> {
             "../../migrations/0046_search_by_workspace.sql"
         )),
         M::up(include_str!("../../migrations/0047_ready_probe.sql")),
+        M::up(include_str!(
+            "../../migrations/0048_analytics_exact_bounds.sql"
+        )),
     ]
 }
 
@@ -674,5 +677,69 @@ mod tests {
             [],
         )
         .unwrap();
+    }
+
+    /// 0048 counts a decision time exactly on a bucket's bound in the bucket
+    /// that bound closes: decisions the trigger of 47 put one bucket too
+    /// high move down, others stay, and decisions after it land right.
+    #[test]
+    fn migration_48_counts_times_on_a_bound_in_their_bucket() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::migrations().to_version(&mut c, 47).unwrap();
+        let create = |c: &Connection, id: &str, at: &str| {
+            c.execute(
+                "INSERT INTO actions(id, workspace_id, source_id, environment, status, priority,
+                     priority_rank, title, action_version, fingerprint, spec, visibility,
+                     created_at, updated_at)
+                 VALUES (?1, 'ws_1', 'src_1', 'live', 'open', 'normal', 2, 't', 1, 'sha256:x',
+                         '{}', 'workspace', ?2, ?2)",
+                [id, at],
+            )
+            .unwrap();
+        };
+        let decide = |c: &Connection, id: &str, at: &str| {
+            c.execute(
+                r#"UPDATE actions SET status = 'resolved', closed_at = ?2, updated_at = ?2,
+                       resolution = '{"option_id":"a","decided_by":{"type":"user","id":"usr_1"}}'
+                   WHERE id = ?1"#,
+                [id, at],
+            )
+            .unwrap();
+        };
+        let buckets = |c: &Connection| -> Vec<i64> {
+            c.query_row(
+                "SELECT h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14
+                   FROM analytics_daily",
+                [],
+                |r| (0..15).map(|i| r.get(i)).collect(),
+            )
+            .unwrap()
+        };
+        c.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
+        // Exactly 2 h, exactly 30 min, and 100 s.
+        create(&c, "act_1", "2026-11-25T12:00:00.000Z");
+        decide(&c, "act_1", "2026-11-25T14:00:00.000Z");
+        create(&c, "act_2", "2026-11-25T01:00:00.000Z");
+        decide(&c, "act_2", "2026-11-25T01:30:00.000Z");
+        create(&c, "act_3", "2026-11-25T12:00:00.000Z");
+        decide(&c, "act_3", "2026-11-25T12:01:40.000Z");
+        let before = buckets(&c);
+        assert_eq!((before[3], before[7], before[9]), (1, 1, 1), "{before:?}");
+        super::apply(&mut c).unwrap();
+        let mut want = vec![0; 15];
+        want[3] = 1; // 100 s: 1–2 min
+        want[6] = 1; // 1800 s: 10–30 min
+        want[8] = 1; // 7200 s: 1–2 h
+        assert_eq!(buckets(&c), want);
+        // Decided after the migration: exactly 1 h is in 30 min–1 h.
+        create(&c, "act_4", "2026-11-25T12:00:00.000Z");
+        decide(&c, "act_4", "2026-11-25T13:00:00.000Z");
+        want[7] = 1;
+        assert_eq!(buckets(&c), want);
+        // A millisecond past 10 s: 10–30 s.
+        create(&c, "act_5", "2026-11-25T12:00:00.000Z");
+        decide(&c, "act_5", "2026-11-25T12:00:10.001Z");
+        want[1] = 1;
+        assert_eq!(buckets(&c), want);
     }
 }
