@@ -42,7 +42,6 @@ pub enum Code {
     DeliveryNotFound,
     ControlNotFound,
     ControlRequestNotFound,
-    ContextRequestNotFound,
     CommentNotFound,
     NotificationNotFound,
     RunNotFound,
@@ -115,7 +114,6 @@ impl Code {
             DeliveryNotFound => "DELIVERY_NOT_FOUND",
             ControlNotFound => "CONTROL_NOT_FOUND",
             ControlRequestNotFound => "CONTROL_REQUEST_NOT_FOUND",
-            ContextRequestNotFound => "CONTEXT_REQUEST_NOT_FOUND",
             CommentNotFound => "COMMENT_NOT_FOUND",
             ControlRequestClosed => "CONTROL_REQUEST_CLOSED",
             NotificationNotFound => "NOTIFICATION_NOT_FOUND",
@@ -177,7 +175,6 @@ impl Code {
             | RunNotFound
             | ControlNotFound
             | ControlRequestNotFound
-            | ContextRequestNotFound
             | CommentNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ActionNotOpen
@@ -217,6 +214,11 @@ pub struct FieldError {
     #[serde(serialize_with = "code_as_str")]
     pub code: Code,
     pub message: String,
+    /// Problems this entry counts beyond itself: "and 3 more unknown
+    /// fields" stands for 3, so 2 more. Not sent; the summary message
+    /// counts with it.
+    #[serde(skip)]
+    pub more: usize,
 }
 
 /// What a request that found the disk full is told.
@@ -273,6 +275,7 @@ impl FieldError {
             field: printable(field.into()),
             code,
             message: printable(message.into()),
+            more: 0,
         }
     }
 }
@@ -325,7 +328,10 @@ impl Error {
             None if errors.len() == 1 => (Code::ValidationError, errors[0].message.clone()),
             None => (
                 Code::ValidationError,
-                format!("{} fields are invalid; see details.errors", errors.len()),
+                format!(
+                    "{} problems with the request; see details.errors",
+                    errors.len() + errors.iter().map(|e| e.more).sum::<usize>()
+                ),
             ),
         };
         let listed = serde_json::to_value(&errors).unwrap_or(Value::Null);

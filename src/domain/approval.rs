@@ -4,6 +4,7 @@
 //! `access`.
 
 use crate::domain::action::{ActionOption, ActionSpec, ApprovalPolicy};
+use crate::domain::words;
 
 /// The option a vote stands for on an options Action: "approve" is the
 /// first option (`sort_order` 0), "reject" the second. None for a boolean
@@ -32,6 +33,31 @@ pub fn outcome(policy: &ApprovalPolicy, approvals: usize, rejections: usize) -> 
     }
 }
 
+/// Why a policy could leave the Action undecided after every one of the
+/// `voters` who may vote has voted, or None when it cannot: that happens
+/// when `required_approvals - 1` approvals and `reject_threshold - 1`
+/// rejections together leave no voter over, i.e. when
+/// `required_approvals + reject_threshold - 1 > voters`.
+pub fn can_stall(policy: &ApprovalPolicy, voters: usize) -> Option<String> {
+    let required = policy.required_approvals as usize;
+    let reject_at = policy.reject_threshold.unwrap_or(1) as usize;
+    if required + reject_at <= voters + 1 {
+        return None;
+    }
+    Some(if reject_at > voters {
+        format!(
+            "{reject_at} rejections are needed to reject but only {voters} of the listed reviewers may vote (viewers and the person it is requested by may not): it could never be rejected"
+        )
+    } else {
+        format!(
+            "{required} approvals to approve and {reject_at} rejections to reject could leave it undecided after all {voters} listed reviewers who may vote have voted ({} and {}): with {voters} voters and {required} approvals required, reject_threshold may be at most {}",
+            words::count(required as i64 - 1, "approval", "approvals"),
+            words::count((voters + 1 - required) as i64, "rejection", "rejections"),
+            voters + 1 - required
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +81,19 @@ mod tests {
             ("b".to_owned(), "reject".to_owned()),
         ];
         assert_eq!(count(&votes), (1, 1));
+    }
+
+    /// A policy stalls when every voter can vote and neither threshold is
+    /// reached: 2 of 3 approvals with 3 rejections needed stalls at 1–2.
+    #[test]
+    fn a_policy_that_could_stall_after_every_vote_is_named() {
+        assert_eq!(can_stall(&policy(2, None), 2), None);
+        assert_eq!(can_stall(&policy(2, Some(2)), 3), None);
+        assert_eq!(can_stall(&policy(1, Some(3)), 3), None);
+        let stall = can_stall(&policy(2, Some(3)), 3).unwrap();
+        assert!(stall.contains("(1 approval and 2 rejections)"), "{stall}");
+        assert!(stall.contains("at most 2"), "{stall}");
+        let never = can_stall(&policy(2, Some(4)), 3).unwrap();
+        assert!(never.contains("could never be rejected"), "{never}");
     }
 }

@@ -111,7 +111,8 @@ pub fn patch_base(body: &mut Value) -> Result<Option<i64>, Error> {
     else {
         return Ok(None);
     };
-    match v.as_i64() {
+    // `1.0` is the integer 1 here too (guide: "Conventions").
+    match crate::domain::strict_json::integer::<_, i64>(v).ok() {
         Some(n) if n >= 1 => Ok(Some(n)),
         _ => Err(Error::field(
             "action_version",

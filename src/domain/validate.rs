@@ -142,13 +142,17 @@ pub fn unknown_field_errors(unknown: &[&str], known: &[&str]) -> Vec<FieldError>
         })
         .collect();
     if unknown.len() > MAX_UNKNOWN_LISTED {
-        out.push(FieldError::new(
+        let rest = unknown.len() - MAX_UNKNOWN_LISTED;
+        let mut summary = FieldError::new(
             "body",
             format!(
-                "and {} more unknown fields",
-                unknown.len() - MAX_UNKNOWN_LISTED
+                "and {} more unknown {}",
+                rest,
+                if rest == 1 { "field" } else { "fields" }
             ),
-        ));
+        );
+        summary.more = rest - 1;
+        out.push(summary);
     }
     out
 }
@@ -932,26 +936,24 @@ fn check_visibility(s: &ActionSpec, ctx: &ValidationContext, errs: &mut Vec<Fiel
             .map(Vec::len)
             .max()
             .unwrap_or(0);
-        if p.required_approvals == 0 || p.required_approvals as usize > reviewers.max(1) {
-            errs.push(FieldError::new(
-                "approval_policy.required_approvals",
-                format!(
-                    "required_approvals must be between 1 and the number of listed reviewers ({}), not {}",
-                    reviewers.max(1),
-                    p.required_approvals
-                ),
-            ));
+        // Above the listed count is refused here; how many of them may
+        // vote is known only with the members (service::actions).
+        let bound = |name: &str, n: u32| match n {
+            0 => Some(format!("{name} must be at least 1")),
+            n if n as usize > reviewers.max(1) => Some(format!(
+                "{name} must be at most the number of listed reviewers ({}), not {n}",
+                reviewers.max(1)
+            )),
+            _ => None,
+        };
+        if let Some(m) = bound("required_approvals", p.required_approvals) {
+            errs.push(FieldError::new("approval_policy.required_approvals", m));
         }
-        if p.reject_threshold
-            .is_some_and(|r| r == 0 || r as usize > reviewers.max(1))
+        if let Some(m) = p
+            .reject_threshold
+            .and_then(|r| bound("reject_threshold", r))
         {
-            errs.push(FieldError::new(
-                "approval_policy.reject_threshold",
-                format!(
-                    "reject_threshold must be between 1 and the number of listed reviewers ({})",
-                    reviewers.max(1)
-                ),
-            ));
+            errs.push(FieldError::new("approval_policy.reject_threshold", m));
         }
     }
 }

@@ -227,7 +227,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
                     .unwrap_or("query")
                     .to_owned();
             }
-            let said = plain_parse_error(&inner).unwrap_or(&inner);
+            let said = match plain_parse_error(&inner) {
+                // The one numeric parameter whose range is the same on
+                // every route that takes it.
+                Some(Parsed::Number) if field == "wait_seconds" => format!(
+                    "must be a whole number of seconds from 0 to {}",
+                    crate::service::actions::MAX_WAIT.as_secs()
+                ),
+                Some(Parsed::Number) => {
+                    "must be a whole number (such as 10) within the range this route's section of the guide gives".to_owned()
+                }
+                Some(Parsed::Bool) => "must be true or false".to_owned(),
+                None => inner.clone(),
+            };
             Error::validation(vec![FieldError::new(
                 field.clone(),
                 format!("query parameter {field}: {said}"),
@@ -236,17 +248,23 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-/// What a person reads instead of the parser's wording for a value of the
-/// wrong type ("invalid digit found in string").
-fn plain_parse_error(inner: &str) -> Option<&'static str> {
+/// A value of the wrong type, told in a person's words instead of the
+/// parser's ("invalid digit found in string").
+enum Parsed {
+    Number,
+    Bool,
+}
+
+/// Which kind of value the parser wanted, from its message.
+fn plain_parse_error(inner: &str) -> Option<Parsed> {
     if inner.contains("invalid digit")
         || inner.contains("empty string")
         || inner.contains("too large to fit")
         || inner.contains("too small to fit")
     {
-        Some("must be a whole number (such as 50) within the bounds this route documents")
+        Some(Parsed::Number)
     } else if inner.contains("`true` or `false`") {
-        Some("must be true or false")
+        Some(Parsed::Bool)
     } else {
         None
     }

@@ -393,6 +393,18 @@ fn check_people(c: &Connection, a: &ActionRecord) -> Result<()> {
                 "`{id}` is not a member of this workspace: name a member, or give requested_by_email instead"
             ),
         ));
+    } else if let (Some(id), Some(email)) = (&spec.requested_by_user_id, &spec.requested_by_email)
+        && let Some(m) = crate::store::work::member(c, ws, id)?
+        && !m.email.eq_ignore_ascii_case(email)
+    {
+        // One requester: separation of duties and the receipt name one.
+        errs.push(FieldError::new(
+            "requested_by_email",
+            format!(
+                "requested_by_user_id is {} and requested_by_email `{email}`: two different people; give one",
+                m.email
+            ),
+        ));
     }
     let mut listed: Vec<crate::store::work::Member> = Vec::new();
     for (field, entries, by_id) in [
@@ -454,6 +466,10 @@ fn check_people(c: &Connection, a: &ActionRecord) -> Result<()> {
                     p.required_approvals
                 ),
             ));
+        } else if let Some(p) = &spec.approval_policy
+            && let Some(stall) = crate::domain::approval::can_stall(p, deciders)
+        {
+            errs.push(FieldError::new("approval_policy.reject_threshold", stall));
         }
     }
     if !errs.is_empty() {

@@ -93,7 +93,7 @@ fn text_problem(field: &str, text: &str) -> Option<Error> {
     if n > MAX_TEXT {
         return Some(Error::field(
             field,
-            format!("{field} is {n} characters; at most {MAX_TEXT} are kept"),
+            format!("{field} is {n} characters; at most {MAX_TEXT} are allowed"),
         ));
     }
     text.contains('\0')

@@ -304,7 +304,10 @@ pub async fn list_for_source(
                 }
                 return Err(Error::unknown_cursor(
                     &crate::domain::ids::Cursor::starting_after(a.as_str()),
-                    "an Action of this Source",
+                    &format!(
+                        "an Action of this Source in the {} environment (its key's)",
+                        src.environment.as_str()
+                    ),
                 ));
             }
             let matches = store::matches(c, &q)?;
@@ -391,14 +394,21 @@ pub fn query(
         "live",
         &mut errs,
     );
+    // `routing` is an older name of `scope`: an error names the one sent.
     let scope = one_of(
-        "scope",
+        if p.scope.is_some() {
+            "scope"
+        } else {
+            "routing"
+        },
         p.scope.as_deref().or(p.routing.as_deref()),
         SCOPES,
         "all",
         &mut errs,
     );
-    if let Some(r) = &p.routing {
+    if p.scope.is_some()
+        && let Some(r) = &p.routing
+    {
         one_of("routing", Some(r), SCOPES, "all", &mut errs);
     }
     if p.search

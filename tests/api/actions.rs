@@ -368,10 +368,11 @@ async fn patch_based_on_an_old_version_is_refused_and_changes_nothing() {
     assert_eq!(again["data"]["action_version"], 2);
     // Based on the current version: applies. A non-material change keeps
     // the version, and a later change based on it still applies.
+    // `2.0` is the integer 2, as everywhere (guide: "Conventions").
     let urgent: Value = source
         .patch(
             &path,
-            json!({"priority": "urgent", "action_version": 2}),
+            json!({"priority": "urgent", "action_version": 2.0}),
             200,
         )
         .await;

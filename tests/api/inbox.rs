@@ -110,6 +110,11 @@ async fn inbox_filters_sort_and_bound() {
             .await
             .error(422, "VALIDATION_ERROR");
     }
+    // The older name `routing` is named alone in its error.
+    let e = app.get("/v1/me/actions?routing=x", &user).await;
+    let errors = &e.error(422, "VALIDATION_ERROR")["details"]["errors"];
+    assert_eq!(errors.as_array().unwrap().len(), 1, "{errors}");
+    assert_eq!(errors[0]["field"], "routing", "{errors}");
     let long = "a".repeat(121);
     let e = app
         .get(&format!("/v1/me/actions?search={long}"), &user)

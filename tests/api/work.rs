@@ -388,6 +388,35 @@ async fn a_create_that_no_one_could_decide_is_refused_naming_the_field() {
         "only 2 of the listed reviewers may vote",
     )
     .await;
+    // Two approvals and two rejections from two voters: one of each would
+    // leave it open with no one left to vote; three rejections never come.
+    refused(
+        with(
+            restricted(json!([r1_email, "admin@example.com", viewer_email])),
+            json!({"approval_policy": {"required_approvals": 2, "reject_threshold": 2}}),
+        ),
+        "approval_policy.reject_threshold",
+        "(1 approval and 1 rejection): with 2 voters and 2 approvals required, reject_threshold may be at most 1",
+    )
+    .await;
+    refused(
+        with(
+            restricted(json!([r1_email, "admin@example.com", viewer_email])),
+            json!({"approval_policy": {"required_approvals": 1, "reject_threshold": 3}}),
+        ),
+        "approval_policy.reject_threshold",
+        "3 rejections are needed to reject but only 2 of the listed reviewers may vote",
+    )
+    .await;
+    refused(
+        with(
+            restricted(json!([r1_email, "admin@example.com"])),
+            json!({"approval_policy": {"required_approvals": 0}}),
+        ),
+        "approval_policy.required_approvals",
+        "required_approvals must be at least 1",
+    )
+    .await;
     assert_eq!(app.count_rows("actions"), actions_before, "nothing written");
     // Listed viewers may still read it beside someone who decides; the
     // quorum the voters can reach is accepted, and so is its assignee.
@@ -689,6 +718,27 @@ async fn the_requester_may_not_decide_or_vote_on_their_own_request() {
         r.error(422, "VALIDATION_ERROR")["details"]["errors"][0]["field"],
         "requested_by_user_id"
     );
+    // One requester: an id and an address of two people are refused; of
+    // the same person (in any case) accepted.
+    let mut two = two_options("x");
+    two["requested_by_user_id"] = json!(id_of(&r1));
+    two["requested_by_email"] = json!(r2.person().email);
+    let r = app.post("/v1/actions", &app.live_key(), two.clone()).await;
+    let e = r.error(422, "VALIDATION_ERROR");
+    assert_eq!(
+        e["details"]["errors"][0]["field"], "requested_by_email",
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("two different people"),
+        "{e}"
+    );
+    two["requested_by_email"] = json!(r1.person().email.to_uppercase());
+    let same = app.create_action(two).await;
+    assert_eq!(same["requested_by"]["user_id"], id_of(&r1), "{same}");
 
     let mut body = two_options("Give r1 production access");
     body["requested_by_email"] = json!(r1.person().email.to_uppercase());

@@ -1160,6 +1160,10 @@ async fn unknown_fields_are_all_reported_before_a_wrong_type() {
     assert_eq!(listed.len(), 21);
     assert_eq!(listed[20]["field"], "body");
     assert_eq!(listed[20]["message"], "and 5 more unknown fields");
+    assert_eq!(
+        e["message"], "25 problems with the request; see details.errors",
+        "the message counts every key, not the entries"
+    );
     assert_eq!(app.count_rows("invitations"), 0);
     assert_eq!(app.count_rows("workspaces"), 1);
 }

@@ -55,7 +55,7 @@ fn blocking(h: &HeaderMap) -> Result<bool> {
         Ok("true") | Ok("1") => Ok(true),
         _ => Err(Error::field(
             "X-Service-Blocking",
-            "X-Service-Blocking must be true or false",
+            "X-Service-Blocking must be true or false (or 1 or 0)",
         )),
     }
 }
@@ -107,7 +107,7 @@ pub struct WaitParams {
 /// The Source's own Actions in its key's environment, most pressing first.
 #[utoipa::path(get, path = "/v1/source/actions", tag = "actions", params(crate::service::inbox::SourceActionParams),
     responses((status = 200, description = "the Source's Actions, in the inbox's order (priority, then oldest first)", body = List<ActionOut>),
-              (status = 422, description = "VALIDATION_ERROR: status, priority, limit or starting_after (not an Action of this Source)", body = crate::http::openapi::ErrorBody)),
+              (status = 422, description = "VALIDATION_ERROR: status, priority, limit or starting_after (not an Action of this Source in this key's environment)", body = crate::http::openapi::ErrorBody)),
     security(("source_key" = [])))]
 pub async fn list_source_actions(
     State(st): State<AppState>,
