@@ -251,12 +251,26 @@ impl SmtpFile {
                 "[smtp] username is missing: give both username and password, or neither"
             ),
         };
-        let from: lettre::message::Mailbox = self.from.parse().map_err(|e| {
+        let mut from: lettre::message::Mailbox = self.from.parse().map_err(|e| {
             anyhow::anyhow!(
                 "[smtp] from = {:?} is not an e-mail mailbox ({e}): write it as \"hds <hds@example.com>\" or \"hds@example.com\"",
                 self.from
             )
         })?;
+        // An international domain is sent in its ASCII form (IDNA), as the
+        // recipients' are: in the envelope, `From` and each `Message-ID`.
+        let domain = from.email.domain().to_owned();
+        if !domain.is_ascii() {
+            let ascii = match url::Host::parse(&domain) {
+                Ok(url::Host::Domain(ascii)) => ascii,
+                _ => anyhow::bail!(
+                    "[smtp] from = {:?}: `{domain}` is not a valid international domain name",
+                    self.from
+                ),
+            };
+            from.email = lettre::Address::new(from.email.user(), ascii)
+                .map_err(|e| anyhow::anyhow!("[smtp] from = {:?}: {e}", self.from))?;
+        }
         Ok(SmtpConfig {
             host,
             port,
@@ -769,6 +783,11 @@ client_id = "hds"
         }
         let e = parse_file("[smtp]\nhost = \"h\"\nfrom = \"not an address\"\n").unwrap_err();
         assert!(e.to_string().contains("[smtp] from"), "{e}");
+        // An international domain is kept in its ASCII form, name and all.
+        let idn = parse_file("[smtp]\nhost = \"h\"\nfrom = \"hds <hds@exämple.com>\"\n").unwrap();
+        let from = &idn.smtp.as_ref().unwrap().from;
+        assert_eq!(from.email.to_string(), "hds@xn--exmple-cua.com");
+        assert_eq!(from.name.as_deref(), Some("hds"));
         let e = parse_file("[smtp]\nhost = \"\"\nfrom = \"a@example.com\"\n").unwrap_err();
         assert!(e.to_string().contains("[smtp] host"), "{e}");
         let e = parse_file("[smtp]\nfrom = \"a@example.com\"\n").unwrap_err();

@@ -85,12 +85,14 @@ impl Kind {
             Kind::New => "A new Action I may decide",
             Kind::Mentioned => "Someone @mentions me",
             Kind::Commented => "A comment on an Action I hold, commented on or am listed on",
-            Kind::Expiring => "An Action I hold is about to expire",
+            Kind::Expiring => {
+                "An Action I hold is about to expire (with no holder: its listed reviewers hear of it; with neither: owners and admins)"
+            }
             Kind::Returned => "An Action I snoozed is back",
             Kind::Closed => "An Action I requested or hold was decided, cancelled or expired",
             Kind::Changed => "An Action I voted on or hold was changed by its Source",
             Kind::ControlRequestFinished => "A control I pressed finished",
-            Kind::OutcomeFailed => "An Action I decided failed when carried out",
+            Kind::OutcomeFailed => "An Action I decided or hold failed when carried out",
             Kind::RunFailed => "A run failed",
             Kind::InvitationReceived => "I am invited to a workspace",
         }
@@ -106,14 +108,16 @@ impl Kind {
             Kind::Commented => {
                 "A comment on an Action a member holds, commented on or is listed on"
             }
-            Kind::Expiring => "An Action a member holds is about to expire",
+            Kind::Expiring => {
+                "An Action a member holds is about to expire (with no holder: its listed reviewers hear of it; with neither: owners and admins)"
+            }
             Kind::Returned => "An Action a member snoozed is back",
             Kind::Closed => {
                 "An Action a member requested or holds was decided, cancelled or expired"
             }
             Kind::Changed => "An Action a member voted on or holds was changed by its Source",
             Kind::ControlRequestFinished => "A control a member pressed finished",
-            Kind::OutcomeFailed => "An Action a member decided failed when carried out",
+            Kind::OutcomeFailed => "An Action a member decided or holds failed when carried out",
             Kind::RunFailed => "A run failed",
             Kind::InvitationReceived => "A person is invited to a workspace",
         }

@@ -5,6 +5,10 @@ use crate::domain::access::{self, Role};
 use crate::domain::action::Environment;
 use crate::error::{Code, Error, Result};
 
+/// What a person who belongs to no workspace is told by every route that
+/// acts on "the" workspace (the dashboard shows its own page for it).
+pub const NO_WORKSPACE: &str = "you belong to no workspace: create one (the dashboard's Workspaces page, or POST /v1/workspaces) or accept an invitation";
+
 /// A Source authenticated by one of its keys; the key decides the environment.
 #[derive(Clone, Debug)]
 pub struct SourceCaller {
@@ -72,12 +76,9 @@ impl UserCaller {
     /// The active workspace, or 404 `WORKSPACE_NOT_FOUND` for a person who
     /// belongs to none (every route that acts on "the" workspace).
     pub fn active_or_404(&self) -> Result<&Membership> {
-        self.active.as_ref().ok_or_else(|| {
-            Error::new(
-                Code::WorkspaceNotFound,
-                "you belong to no workspace: create one (the dashboard's Workspaces page, or POST /v1/workspaces) or accept an invitation",
-            )
-        })
+        self.active
+            .as_ref()
+            .ok_or_else(|| Error::new(Code::WorkspaceNotFound, NO_WORKSPACE))
     }
 
     pub fn role_in(&self, workspace_id: &str) -> Option<Role> {

@@ -1195,6 +1195,25 @@ pub async fn preferences(s: &Services, user: UserCaller) -> Result<PreferencesOu
     .await
 }
 
+/// The preferences as `req` would leave them, nothing saved: what the
+/// settings page shows again after a refusal, so that what was typed is not
+/// lost (a kind the policy makes mandatory shows as such whatever `req` says).
+pub async fn preview_preferences(
+    s: &Services,
+    user: UserCaller,
+    req: NotificationPreferenceUpdate,
+) -> Result<PreferencesOut> {
+    let m = active(&user)?;
+    let smtp = Ctx::of(s).smtp;
+    s.db.read(move |c| {
+        let current = store::preferences(c, &user.user_id, &m.workspace_id)?;
+        let policy = store::policy(c, &m.workspace_id)?;
+        let (next, _) = req.apply(current, &policy);
+        Ok(prefs_out(m.workspace_id, next, &policy, smtp))
+    })
+    .await
+}
+
 pub async fn update_preferences(
     s: &Services,
     user: UserCaller,
@@ -1223,8 +1242,9 @@ pub async fn update_preferences(
             return Err(Error::new(
                 Code::NotificationMandatory,
                 format!(
-                    "{} is mandatory in this workspace; an owner or admin sets the policy",
-                    refused.join(", ")
+                    "{} {} mandatory in this workspace; an owner or admin sets the policy",
+                    refused.join(", "),
+                    if refused.len() == 1 { "is" } else { "are" }
                 ),
             )
             .with_detail("errors", serde_json::to_value(&errors).unwrap_or_default()));

@@ -137,7 +137,7 @@ pub async fn create(s: &Services, user: &UserCaller, req: WorkspaceCreate) -> Re
                         Code::PlanLimitReached,
                         format!(
                             "you own {n} workspace{s} on the {plan} plan, the most one person may create here; \
-                             use one of them, move one to another plan, or ask the operator to create one (`hds workspaces create`)",
+                             use one of them, move one to another plan (on its Billing page when this server takes subscriptions through Stripe, else by the operator: `hds workspaces set-plan`), or ask the operator to create one (`hds workspaces create`)",
                             s = if n == 1 { "" } else { "s" }
                         ),
                     )

@@ -691,6 +691,13 @@ impl Actor {
         r.error(status, code).clone()
     }
 
+    /// A dashboard page's HTML, answered with `status` (an error page).
+    pub async fn page_with_status(&self, path: &str, status: u16) -> String {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        r.text().await.unwrap()
+    }
+
     /// A dashboard page's HTML; asserts 200.
     pub async fn page(&self, path: &str) -> String {
         let r = self.http.get(self.url(path)).send().await.unwrap();

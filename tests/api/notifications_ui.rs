@@ -404,22 +404,58 @@ async fn the_preferences_form_saves_and_a_mandatory_kind_cannot_be_switched_off(
         "{html}"
     );
     // A page from before the policy that unticks a box she had ticked
-    // (assignments in the dashboard): refused, nothing saved.
+    // (assignments in the dashboard), and changes the digest: refused,
+    // nothing saved, the kind named by its label; what she typed stays on
+    // the page, the kind now locked, so saving again keeps the rest.
     let unticked: Vec<(&str, &str)> = fields
         .iter()
         .copied()
         .filter(|f| *f != ("in_app", "action.assigned"))
+        .map(|f| {
+            if f.0 == "email_digest" {
+                ("email_digest", "hourly")
+            } else {
+                f
+            }
+        })
         .collect();
     let r = form(&ann_b, "/app/settings/notifications", &unticked).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let html = r.text().await.unwrap();
     assert!(
-        html.contains("Not saved: events.action.assigned.in_app"),
+        html.contains("Not saved: “An Action is assigned to me” became mandatory in this workspace after this page was loaded"),
         "{html}"
     );
-    assert!(html.contains("mandatory in this workspace"), "{html}");
+    assert!(
+        html.contains("value=\"hourly\" checked"),
+        "typed digest kept: {html}"
+    );
+    assert!(
+        html.contains("value=\"action.assigned\" aria-label=\"An Action is assigned to me: in the dashboard\" checked disabled"),
+        "{html}"
+    );
     let same: Value = ann.get("/v1/notification-preferences", 200).await;
     assert_eq!(same["events"], p["events"]);
+    assert_eq!(same["email_digest"], "daily");
+    // Saved again from that page (the locked kind named mandatory): the
+    // digest she typed is kept, her own choice for the kind too.
+    let mut again = unticked.clone();
+    again.push(("mandatory", "action.assigned"));
+    let r = form(&ann_b, "/app/settings/notifications", &again).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let saved: Value = ann.get("/v1/notification-preferences", 200).await;
+    assert_eq!(saved["email_digest"], "hourly");
+    assert_eq!(
+        saved["events"]["action.assigned"],
+        p["events"]["action.assigned"]
+    );
+    let _: Value = ann
+        .patch(
+            "/v1/notification-preferences",
+            json!({"email_digest": "daily"}),
+            200,
+        )
+        .await;
     // Her own "no e-mail for assignments", sent back unchanged, switches
     // nothing off: saved, and kept as her choice.
     let r = form(&ann_b, "/app/settings/notifications", &fields).await;

@@ -1195,6 +1195,16 @@ async fn the_runs_list_of_a_person_in_no_workspace_is_not_found() {
     let page = browser.page("/app/analytics").await;
     assert!(page.contains(r#"id="analytics-no-workspace""#), "{page}");
     assert!(page.contains("No Actions in this window."), "{page}");
+    // Pages with nothing to show without a workspace say why, and lead to
+    // the Workspaces page (still 404, as the API).
+    for path in ["/app/billing", "/app/settings/notification-policy"] {
+        let page = browser.page_with_status(path, 404).await;
+        assert!(page.contains("<h1>No workspace yet</h1>"), "{path}: {page}");
+        assert!(
+            page.contains(r#"<a class="btn" href="/app/workspaces">Go to Workspaces</a>"#),
+            "{path}: {page}"
+        );
+    }
 }
 
 /// A restricted Action in a run shows its title to those who may see it

@@ -191,12 +191,25 @@ pub async fn save_preferences(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
-    let result = match same_workspace(&p, &form).and_then(|()| preferences_update(&form)) {
-        Ok(req) => notifications::update_preferences(&st.services, p.user.clone(), req).await,
-        Err(e) => Err(e),
+    let (typed, result) = match same_workspace(&p, &form).and_then(|()| preferences_update(&form)) {
+        Ok(req) => (
+            Some(req.clone()),
+            notifications::update_preferences(&st.services, p.user.clone(), req).await,
+        ),
+        Err(e) => (None, Err(e)),
     };
     match result {
         Ok(_) => Ok(see_other("/app/settings/notifications?done=saved")),
+        Err(e) if e.code == Code::NotificationMandatory && typed.is_some() => {
+            // A page older than the policy: what was typed stays, with the
+            // kinds now mandatory locked, so saving again keeps the rest.
+            let req = typed.unwrap_or_default();
+            let shown =
+                notifications::preview_preferences(&st.services, p.user.clone(), req).await?;
+            let mut page = preferences_view(&st, &p, shown).await?;
+            page.error = Some(became_mandatory(&e));
+            Ok((e.code.status(), page).into_response())
+        }
         Err(e) if e.code.status().is_client_error() && e.code != Code::WorkspaceNotFound => {
             // Shown as stored: the refused change was not saved.
             let shown = notifications::preferences(&st.services, p.user.clone()).await?;
@@ -206,6 +219,36 @@ pub async fn save_preferences(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// What a person reads when their page switched off a kind that became
+/// mandatory after it was loaded: the kinds by their labels, not the
+/// API's field paths (`events.action.mentioned.email`).
+fn became_mandatory(e: &Error) -> String {
+    let mut labels: Vec<String> = Vec::new();
+    let fields = e.details.get("errors").and_then(Value::as_array);
+    for f in fields.into_iter().flatten() {
+        let kind = f["field"]
+            .as_str()
+            .and_then(|f| f.strip_prefix("events."))
+            .and_then(|f| f.rsplit_once('.'))
+            .and_then(|(k, _)| Kind::parse(k));
+        if let Some(k) = kind {
+            let label = format!("“{}”", k.label());
+            if !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+    }
+    let (them, are) = if labels.len() == 1 {
+        ("it", "is")
+    } else {
+        ("they", "are")
+    };
+    format!(
+        "Not saved: {} became mandatory in this workspace after this page was loaded (an owner or admin sets the policy), so {them} cannot be switched off and {are} locked below now. Your other changes are still on this page: save again to keep them.",
+        labels.join(", ")
+    )
 }
 
 /// One mandatory-kind checkbox of the policy form.
@@ -252,11 +295,7 @@ fn audience_name(a: NewActionAudience) -> &'static str {
 }
 
 async fn policy_view(st: &AppState, p: &PageUser, shown: PolicyOut) -> Result<PolicyPage, UiError> {
-    let role = p
-        .user
-        .active_workspace()
-        .map(|m| m.role)
-        .ok_or_else(|| Error::new(Code::WorkspaceNotFound, "you belong to no workspace yet"))?;
+    let role = p.user.active_or_404()?.role;
     Ok(PolicyPage {
         layout: Layout::signed_in(st, p, "Notification policy", "notifications").await?,
         manages: access::can_set_notification_policy(role),

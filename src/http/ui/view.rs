@@ -288,6 +288,7 @@ struct ErrorPage {
     heading: &'static str,
     message: String,
     code: &'static str,
+    next: (&'static str, &'static str),
 }
 
 impl IntoResponse for UiError {
@@ -312,7 +313,16 @@ impl IntoResponse for UiError {
             Code::Internal | Code::Unavailable => "Something went wrong",
             _ => "That did not work",
         };
+        // A person in no workspace is pointed to where they get one.
+        let no_workspace =
+            code == Code::WorkspaceNotFound && message == crate::service::caller::NO_WORKSPACE;
+        let heading = if no_workspace {
+            "No workspace yet"
+        } else {
+            heading
+        };
         let message = match code {
+            Code::WorkspaceNotFound if no_workspace => "You belong to no workspace yet, so this page has nothing to show. Create one on the Workspaces page, or ask an owner of a workspace to invite you.".to_owned(),
             // A wrong --base-url says so; a stale form gets the plain advice.
             Code::CsrfFailed if !wrong_origin => "This form expired or was sent from another site. Go back, reload the page and try again.".to_owned(),
             // The API's words are for a program; a person is told where
@@ -324,6 +334,11 @@ impl IntoResponse for UiError {
             heading,
             message,
             code: code.as_str(),
+            next: if no_workspace {
+                ("/app/workspaces", "Go to Workspaces")
+            } else {
+                ("/app", "Go to the inbox")
+            },
         };
         let body = shown.render(Layout::public(heading));
         resp.headers_mut().remove(header::CONTENT_TYPE);
@@ -340,6 +355,8 @@ pub struct ErrorShown {
     heading: &'static str,
     message: String,
     code: &'static str,
+    /// The page's one way on: (href, label).
+    next: (&'static str, &'static str),
 }
 
 impl ErrorShown {
@@ -349,6 +366,7 @@ impl ErrorShown {
             heading: self.heading,
             message: self.message.clone(),
             code: self.code,
+            next: self.next,
         }
         .render()
         .unwrap_or_else(|_| self.heading.to_owned())
