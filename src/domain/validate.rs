@@ -227,6 +227,12 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
             .controls
             .as_ref()
             .is_some_and(|c| c.is_empty() || c.iter().any(default_control))
+        || spec.context.as_ref().is_some_and(Vec::is_empty)
+        || spec
+            .decision_context
+            .as_ref()
+            .is_some_and(|c| c.as_object().is_some_and(Map::is_empty))
+        || spec.description.as_deref() == Some("")
         || spec
             .options
             .as_ref()
@@ -235,7 +241,7 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
     if !any {
         return std::borrow::Cow::Borrowed(spec);
     }
-    let mut s = spec.clone();
+    let mut s = empty_as_absent(spec.clone());
     if s.context_request_mode.as_deref() == Some("unsupported") {
         s.context_request_mode = None;
     }
@@ -244,9 +250,6 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
     }
     if s.on_expire.as_ref().is_some_and(default_expiry) {
         s.on_expire = None;
-    }
-    if s.controls.as_ref().is_some_and(|c| c.is_empty()) {
-        s.controls = None;
     }
     for c in s.controls.iter_mut().flatten() {
         if default_control(c) {
@@ -263,6 +266,43 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
         p.reject_threshold = None;
     }
     std::borrow::Cow::Owned(s)
+}
+
+/// Material content that shows a reviewer nothing counts as left out:
+/// `"controls": []`, `"context": []`, `"decision_context": {}` and
+/// `"description": ""` are stored as absent, so the Action's fingerprint is
+/// the same either way (a `dedupe_key` retry matches, and a PATCH that sends
+/// one to an Action without it changes nothing). Applied to what a request
+/// sends (a create's body, a PATCH's fields), never to what is stored: an
+/// Action stored with `[]` keeps its fingerprint.
+pub fn empty_as_absent(mut s: ActionSpec) -> ActionSpec {
+    if s.controls.as_ref().is_some_and(Vec::is_empty) {
+        s.controls = None;
+    }
+    if s.context.as_ref().is_some_and(Vec::is_empty) {
+        s.context = None;
+    }
+    if s.decision_context
+        .as_ref()
+        .is_some_and(|c| c.as_object().is_some_and(Map::is_empty))
+    {
+        s.decision_context = None;
+    }
+    if s.description.as_deref() == Some("") {
+        s.description = None;
+    }
+    s
+}
+
+/// A PATCH field whose value `empty_as_absent` counts as left out: it
+/// clears the field, as `null` does.
+fn shows_nothing(field: &str, v: &Value) -> bool {
+    match field {
+        "controls" | "context" => v.as_array().is_some_and(Vec::is_empty),
+        "decision_context" => v.as_object().is_some_and(Map::is_empty),
+        "description" => v.as_str() == Some(""),
+        _ => false,
+    }
 }
 
 /// Applies a PATCH body to the stored spec and re-parses the result, so a patch
@@ -306,7 +346,7 @@ pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Err
         _ => Map::new(),
     };
     for (k, v) in patch {
-        if v.is_null() {
+        if v.is_null() || shows_nothing(&k, &v) {
             merged.remove(&k);
         } else {
             merged.insert(k, v);

@@ -205,7 +205,9 @@ pub async fn create(
         )?),
         _ => None,
     };
-    let spec = match parsed.and_then(|spec| validate_spec(spec, &ctx)) {
+    let spec = match parsed
+        .and_then(|spec| validate_spec(crate::domain::validate::empty_as_absent(spec), &ctx))
+    {
         Ok(spec) => spec,
         Err(invalid) => {
             // Without a key there is nothing to replay; a body that is not

@@ -621,6 +621,28 @@ async fn dedupe_key_returns_the_open_action_or_conflicts() {
     assert_eq!(again.ok(200)["idempotent_replay"], true);
     assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(again.body["data"]["id"], first["id"]);
+    // Content that shows nothing is the same content: it matches too, and
+    // a PATCH sending it changes nothing.
+    let mut empty = body.clone();
+    for (k, v) in [
+        ("controls", json!([])),
+        ("context", json!([])),
+        ("decision_context", json!({})),
+        ("description", json!("")),
+    ] {
+        empty[k] = v;
+    }
+    let same = app
+        .post("/v1/actions", &app.live_key(), empty.clone())
+        .await;
+    assert_eq!(same.ok(200)["data"]["id"], first["id"], "{}", same.body);
+    assert_eq!(same.body["data"]["fingerprint"], first["fingerprint"]);
+    let path = format!("/v1/actions/{}", first["id"].as_str().unwrap());
+    let patch = json!({"controls": [], "context": [], "decision_context": {}, "description": ""});
+    let patched: Value = app.source().patch(&path, patch, 200).await;
+    assert_eq!(patched["data"]["action_version"], 1, "{patched}");
+    assert_eq!(patched["data"]["fingerprint"], first["fingerprint"]);
+    assert_eq!(patched["data"]["controls"], Value::Null, "{patched}");
     let mut changed = body.clone();
     changed["title"] = json!("Rotate other credentials");
     let e = app
