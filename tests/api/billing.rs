@@ -1049,6 +1049,25 @@ async fn start_checkout(app: &TestApp, token: &str, body: Value) -> reqwest::Res
         .unwrap()
 }
 
+/// A dashboard billing form's answer: 200 with a page that opens Stripe at
+/// once (meta refresh) and links there, never a 303 — the Billing page's CSP
+/// (`form-action 'self'`) makes browsers refuse a redirect to another site
+/// after a form post (browser::billing_buttons_open_stripe_in_chromium).
+async fn opens_stripe(r: reqwest::Response, prefix: &str) {
+    assert_eq!(r.status(), 200);
+    let html = r.text().await.unwrap();
+    let refresh = html
+        .split(r#"<meta http-equiv="refresh" content="0; url="#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default();
+    assert!(refresh.starts_with(prefix), "{html}");
+    assert!(
+        html.contains(&format!(r#"id="billing-leave" href="{refresh}""#)),
+        "{html}"
+    );
+}
+
 /// An owner starts a subscription through Stripe Checkout (the customer
 /// made on first use, the plan's price, where Stripe sends the owner back);
 /// the plan itself comes with the subscription's webhook, and while that
@@ -1261,13 +1280,8 @@ async fn an_owner_subscribes_through_stripe_checkout() {
             &[("_csrf", owner.csrf()), ("plan_id", "starter")],
         )
         .await;
-    assert_eq!(r.status(), 303);
-    assert!(
-        r.headers()["location"]
-            .to_str()
-            .unwrap()
-            .starts_with("https://checkout.stripe.test/")
-    );
+    // A page that opens Stripe, not a 303 (see `opens_stripe`).
+    opens_stripe(r, "https://checkout.stripe.test/").await;
     let seen = calls.lock().unwrap().clone();
     assert_eq!(seen.len(), 7, "no second customer: {seen:?}");
     let last = &seen[6];
@@ -1931,13 +1945,7 @@ async fn the_billing_page_shows_usage_against_limits_and_the_portal_to_owners() 
             &[("_csrf", owner.csrf())],
         )
         .await;
-    assert_eq!(r.status(), 303);
-    assert!(
-        r.headers()["location"]
-            .to_str()
-            .unwrap()
-            .starts_with("https://billing.stripe.test/")
-    );
+    opens_stripe(r, "https://billing.stripe.test/").await;
     let r = owner
         .post_form("/app/billing/portal", Some(&origin), &[("_csrf", "forged")])
         .await;
@@ -2130,4 +2138,37 @@ async fn one_person_creates_at_most_workspaces_per_person_on_the_default_plan() 
         cy.post::<Value>("/v1/workspaces", json!({"name": format!("W{n}")}), 201)
             .await;
     }
+}
+
+/// The Billing page's Stripe buttons in Chromium: "Subscribe to …" and
+/// "Manage plan and payment" land on Stripe's site with no CSP violation.
+/// The page's `form-action 'self'` made the browser refuse a 303 to Stripe
+/// after the form post, so both buttons did nothing in a browser.
+#[tokio::test]
+async fn billing_buttons_open_stripe_in_chromium() {
+    let (base, calls) = stripe_standin().await;
+    let app = with_plans(Some(stripe_config(&base, SECRET_KEY))).await;
+    let link = app.signin_link("admin@example.com").await;
+    let r = crate::browser::run_script(&app, "browser-billing.mjs", &[("LINK", link)]).await;
+    let checkout = r["checkout"].as_str().unwrap();
+    assert!(
+        checkout.starts_with("https://checkout.stripe.test/c/pay/cs_test_"),
+        "{r}"
+    );
+    assert!(
+        r["portal"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://billing.stripe.test/"),
+        "{r}"
+    );
+    let paths: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+    assert!(
+        paths.contains(&"/v1/checkout/sessions".to_owned()),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&"/v1/billing_portal/sessions".to_owned()),
+        "{paths:?}"
+    );
 }

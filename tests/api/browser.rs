@@ -18,7 +18,7 @@ const SCRIPT_LIMIT: Duration = Duration::from_secs(90);
 
 /// Runs `tests/node/<script>` with `env`; answers its asks; returns its result
 /// once it reports success with no CSP violation and no script error.
-async fn run_script(app: &TestApp, script: &str, env: &[(&str, String)]) -> Value {
+pub(crate) async fn run_script(app: &TestApp, script: &str, env: &[(&str, String)]) -> Value {
     let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     env.push(("BASE_URL", &app.base));
     let result = run_node(script, &env, SCRIPT_LIMIT, Some(app)).await;

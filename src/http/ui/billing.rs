@@ -7,13 +7,10 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::Response;
 
 use crate::app::AppState;
 use crate::http::session::PageUser;
-use crate::http::ui::view::{
-    DoneQuery, FormData, Layout, PageQuery, UiError, check_csrf, see_other,
-};
+use crate::http::ui::view::{DoneQuery, FormData, Layout, PageQuery, UiError, check_csrf};
 use crate::service::billing::{self, BillingOut};
 
 /// One usage row: what, how much, of how many.
@@ -90,16 +87,33 @@ pub async fn billing_page(
     })
 }
 
+/// The answer to a billing form that leads to Stripe: a page that opens
+/// `url` at once (a meta refresh, with a link for a browser that does not
+/// follow it). A 303 would not do: the Billing page's CSP
+/// (`form-action 'self'`) also governs where its forms' redirects may go,
+/// so browsers refuse to follow one to Stripe's site.
+#[derive(Template, WebTemplate)]
+#[template(path = "billing_leave.html")]
+pub struct LeavePage {
+    layout: Layout,
+    url: String,
+    what: &'static str,
+}
+
 /// POST /app/billing/portal: to the portal (owners; others see the refusal).
 pub async fn open_portal(
     State(st): State<AppState>,
     p: PageUser,
     headers: HeaderMap,
     form: FormData,
-) -> Result<Response, UiError> {
+) -> Result<LeavePage, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     let url = billing::portal(&st.services, &p.user).await?;
-    Ok(see_other(&url))
+    Ok(LeavePage {
+        layout: Layout::signed_in(&st, &p, "Opening Stripe", "account").await?,
+        url,
+        what: "Your plan and payment details are managed",
+    })
 }
 
 /// POST /app/billing/checkout: to Stripe Checkout for the plan chosen
@@ -109,11 +123,15 @@ pub async fn start_checkout(
     p: PageUser,
     headers: HeaderMap,
     form: FormData,
-) -> Result<Response, UiError> {
+) -> Result<LeavePage, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
     let req = billing::CheckoutRequest {
         plan_id: form.get("plan_id").unwrap_or_default().to_owned(),
     };
     let url = billing::checkout(&st.services, &p.user, req).await?;
-    Ok(see_other(&url))
+    Ok(LeavePage {
+        layout: Layout::signed_in(&st, &p, "Opening Stripe", "account").await?,
+        url,
+        what: "Payment for the subscription",
+    })
 }
