@@ -540,25 +540,44 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 /// e-mails and receipts are built on it, and hds serves every route from
 /// `/`: a path prefix would make every link a 404).
 pub fn parse_base_url(s: &str) -> Result<String, String> {
-    match url::Url::parse(s) {
-        Ok(u)
-            if matches!(u.scheme(), "http" | "https")
-                && u.host().is_some()
-                && u.query().is_none()
-                && u.fragment().is_none() =>
-        {
-            if u.path() != "/" {
-                return Err(format!(
-                    "`{s}` has a path ({}); hds is served at the root of its own host name (README: \"Behind a reverse proxy\"), so give scheme://host[:port] only",
-                    u.path()
-                ));
-            }
-            Ok(s.to_owned())
+    let example = "give scheme://host[:port] only, such as https://hds.example.com";
+    let u = match url::Url::parse(s) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => {
+            return Err(format!(
+                "`{s}` is a {} URL; hds is reached over http or https: {example}",
+                u.scheme()
+            ));
         }
-        _ => Err(format!(
-            "`{s}` is not an absolute http(s) URL such as https://hds.example.com"
-        )),
+        Err(url::ParseError::InvalidPort) => {
+            return Err(format!("`{s}` has a port outside 1–65535: {example}"));
+        }
+        _ => {
+            return Err(format!(
+                "`{s}` is not an absolute http(s) URL such as https://hds.example.com"
+            ));
+        }
+    };
+    // Published in `GET /`, sign-in links and receipts' `iss`: a password
+    // in it would be too.
+    if !u.username().is_empty() || u.password().is_some() {
+        // Not quoted: the value holds a secret, and errors are logged.
+        return Err(format!(
+            "the base URL holds a user name or password (user:password@), which would be published in every sign-in link and receipt: {example}"
+        ));
     }
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(format!(
+            "`{s}` has a query or fragment (after ? or #): {example}"
+        ));
+    }
+    if u.path() != "/" {
+        return Err(format!(
+            "`{s}` has a path ({}); hds is served at the root of its own host name (README: \"Behind a reverse proxy\"), so give scheme://host[:port] only",
+            u.path()
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 /// A TOML error with where it is, and the line itself unless its key may
@@ -745,7 +764,22 @@ client_id = "hds"
         let e = parse_base_url("http://127.0.0.1:8080/hds").unwrap_err();
         assert!(e.contains("has a path (/hds)"), "{e}");
         assert!(parse_base_url("notaurl").is_err());
-        assert!(parse_base_url("ftp://x").is_err());
+        assert!(
+            parse_base_url("ftp://x")
+                .unwrap_err()
+                .contains("is a ftp URL")
+        );
+        // Credentials would be published in links and receipts; the
+        // message does not repeat them.
+        let e = parse_base_url("https://ops:hunter2@hds.example.com").unwrap_err();
+        assert!(
+            e.contains("user name or password") && !e.contains("hunter2"),
+            "{e}"
+        );
+        let e = parse_base_url("https://hds.example.com/?x=1").unwrap_err();
+        assert!(e.contains("has a query or fragment"), "{e}");
+        let e = parse_base_url("https://hds.example.com:99999").unwrap_err();
+        assert!(e.contains("port outside 1–65535"), "{e}");
     }
 
     #[test]

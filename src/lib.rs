@@ -11,6 +11,7 @@
 //! - `error`    the error type and its HTTP mapping
 //! - `files`    owner-only permissions for the data dir and secret files
 //! - `metrics`  Prometheus metrics: the registry and what is recorded
+//! - `outbound` the HTTP clients of outbound calls, and why one cannot be built
 
 // The commands write through `cli::say!`: `println!` panics on a closed pipe.
 #![warn(clippy::print_stdout)]
@@ -24,6 +25,7 @@ pub mod error;
 pub mod files;
 pub mod http;
 pub mod metrics;
+pub mod outbound;
 pub mod service;
 pub mod store;
 pub mod workers;

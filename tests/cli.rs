@@ -1040,6 +1040,24 @@ async fn a_revoked_key_stays_published_and_its_receipts_fail() {
         assert_eq!(out.status.code(), Some(1), "{said}");
         assert!(said.contains("is revoked"), "{said}");
     }
+    // Keys from a URL on a system without CA certificates (a slim container
+    // image): the error says what to install, not "builder error".
+    let no_certs = dir.path().join("no-certs");
+    std::fs::create_dir(&no_certs).unwrap();
+    let out = Command::new(HDS)
+        .args(["verify-receipt", receipt.to_str().unwrap()])
+        .args(["--keys", "https://127.0.0.1:9/keys.json"])
+        .env("SSL_CERT_FILE", no_certs.join("none.pem"))
+        .env("SSL_CERT_DIR", &no_certs)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the HTTPS client could not be built")
+            && err.contains("ca-certificates package"),
+        "{err}"
+    );
     // New decisions sign with the new key and verify.
     let b = create(&http, &base, &key).await;
     let decided = decide_yes(&http, &base, &token, &b).await;

@@ -422,11 +422,12 @@ fn read_jwks(src: &str) -> Result<String, String> {
         .build()
         .map_err(|e| format!("fetching {src}: {e}"))?;
     rt.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .build()
-            .map_err(|e| format!("fetching {src}: {e}"))?;
+        let client = crate::outbound::build(
+            reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::limited(3)),
+        )
+        .map_err(|e| format!("fetching {src}: {e}"))?;
         let r = client
             .get(src)
             .send()

@@ -786,12 +786,13 @@ fn customer_key(workspace_id: &str, form: &[(&str, &str)]) -> String {
 fn stripe_client() -> Result<reqwest::Client> {
     // reqwest is built without a default TLS provider; a no-op when `main` installed it.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(STRIPE_TIMEOUT)
-        .user_agent(concat!("hds/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| Error::internal(anyhow::anyhow!("building the HTTP client: {e}")))
+    crate::outbound::build(
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(STRIPE_TIMEOUT)
+            .user_agent(concat!("hds/", env!("CARGO_PKG_VERSION"))),
+    )
+    .map_err(|e| Error::internal(anyhow::anyhow!(e)))
 }
 
 fn stripe_unavailable(path: &str, cause: String) -> Error {

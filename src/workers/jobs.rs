@@ -87,13 +87,10 @@ type Held = HashMap<i64, Timestamp>;
 const SWEEP_EVERY: ::time::Duration = ::time::Duration::minutes(1);
 
 pub async fn run(s: Services) {
-    let sender = match Sender::new(&s.config) {
-        Ok(x) => Arc::new(x),
-        Err(e) => {
-            tracing::error!(error = %e, "webhook client could not be built; no webhooks will be sent");
-            return;
-        }
-    };
+    let sender = Arc::new(Sender::new(&s.config));
+    if let Some(why) = sender.unusable() {
+        tracing::error!(error = %why, "no webhook can be sent: each attempt fails with this reason (in the delivery log) and is retried");
+    }
     let mailer = match s
         .config
         .smtp

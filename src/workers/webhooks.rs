@@ -84,14 +84,17 @@ impl reqwest::dns::Resolve for CheckedResolver {
     }
 }
 
-/// The webhook HTTP client, built once per worker.
+/// The webhook HTTP client, built once per worker. Where it cannot be
+/// built (no CA certificates on the system), each attempt fails with the
+/// reason, shown in the delivery log and retried, and the other jobs (e-mail)
+/// still run.
 pub struct Sender {
-    client: reqwest::Client,
+    client: Result<reqwest::Client, String>,
     allow_private: bool,
 }
 
 impl Sender {
-    pub fn new(config: &Config) -> anyhow::Result<Self> {
+    pub fn new(config: &Config) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut overrides: HashMap<String, Vec<IpAddr>> = HashMap::new();
         for (name, ip) in &config.callback_resolve {
@@ -101,19 +104,25 @@ impl Sender {
             allow_private: config.allow_private_callbacks,
             overrides: Arc::new(overrides),
         };
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .timeout(Duration::from_secs(config.webhook_timeout))
-            .connect_timeout(Duration::from_secs(config.webhook_timeout.min(5)))
-            .pool_max_idle_per_host(usize::try_from(config.webhook_concurrency).unwrap_or(64))
-            .user_agent(concat!("hds-webhooks/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(resolver))
-            .build()?;
-        Ok(Self {
+        let client = crate::outbound::build(
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .timeout(Duration::from_secs(config.webhook_timeout))
+                .connect_timeout(Duration::from_secs(config.webhook_timeout.min(5)))
+                .pool_max_idle_per_host(usize::try_from(config.webhook_concurrency).unwrap_or(64))
+                .user_agent(concat!("hds-webhooks/", env!("CARGO_PKG_VERSION")))
+                .dns_resolver(Arc::new(resolver)),
+        );
+        Self {
             client,
             allow_private: config.allow_private_callbacks,
-        })
+        }
+    }
+
+    /// Why no webhook can be sent, if so.
+    pub fn unusable(&self) -> Option<&str> {
+        self.client.as_ref().err().map(String::as_str)
     }
 
     /// One attempt: POST the body, signed at `timestamp` (unix seconds).
@@ -168,8 +177,11 @@ impl Sender {
                 false,
             );
         }
-        let sent = self
-            .client
+        let client = match &self.client {
+            Ok(c) => c,
+            Err(why) => return done(None, Some(format!("not sent: {why}")), false),
+        };
+        let sent = client
             .post(url)
             .header("content-type", "application/json")
             .header("webhook-id", &d.id)
@@ -251,12 +263,30 @@ mod tests {
         }
     }
 
+    /// Without an HTTP client (no CA certificates on the system) an attempt
+    /// fails with the reason, for the delivery log, and is retried: not
+    /// refused, since installing the certificates lets it pass.
+    #[tokio::test]
+    async fn an_attempt_without_a_client_says_why_and_may_pass_later() {
+        let sender = Sender {
+            client: Err("the HTTPS client could not be built: no CA certificates".into()),
+            allow_private: true,
+        };
+        let sent = sender.send(&outgoing("http://127.0.0.1:9/h"), 1).await;
+        assert_eq!(sent.status_code, None);
+        assert!(!sent.refused);
+        assert_eq!(
+            sent.error.as_deref(),
+            Some("not sent: the HTTPS client could not be built: no CA certificates")
+        );
+    }
+
     /// Literal addresses never reach the resolver: they are judged before
     /// any connection (a row written before the create-time rules, say).
     #[tokio::test]
     async fn literal_private_addresses_are_refused_without_connecting() {
         let dir = std::path::PathBuf::from("/nonexistent");
-        let sender = Sender::new(&Config::for_data_dir(dir)).unwrap();
+        let sender = Sender::new(&Config::for_data_dir(dir));
         for (url, why) in [
             ("https://127.0.0.1/h", "loopback"),
             ("https://[::ffff:0:7f00:1]/h", "IPv4-translated"),

@@ -68,13 +68,13 @@ impl Providers {
             // reqwest is built without a default TLS provider; installing ring
             // is a no-op when `main` already did.
             let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(HTTP_TIMEOUT)
-                .user_agent(concat!("hds/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map(Http)
-                .map_err(|e| e.to_string())
+            crate::outbound::build(
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(HTTP_TIMEOUT)
+                    .user_agent(concat!("hds/", env!("CARGO_PKG_VERSION"))),
+            )
+            .map(Http)
         });
         built
             .as_ref()
