@@ -119,13 +119,20 @@ pub fn check_name(name: &str) -> Result<String, FieldError> {
     Ok(n.to_owned())
 }
 
-/// A free text (message, error): at most `MAX_TEXT` characters, no NUL.
+/// A free text (message, error): at most `MAX_TEXT` characters, no NUL and
+/// no direction control (a reviewer reads it).
 pub fn check_text(field: &str, text: &str) -> Option<FieldError> {
     let n = text.chars().count();
     if n > MAX_TEXT {
         return Some(FieldError::new(
             field,
-            format!("{field} is {n} characters; at most {MAX_TEXT} are kept"),
+            format!("{field} is {n} characters; at most {MAX_TEXT} are allowed"),
+        ));
+    }
+    if crate::domain::validate::has_direction_override(text) {
+        return Some(FieldError::new(
+            field,
+            crate::domain::validate::direction_refused(field),
         ));
     }
     text.contains('\0')

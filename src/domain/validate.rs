@@ -38,6 +38,34 @@ pub fn has_direction_override(s: &str) -> bool {
         .any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
 }
 
+/// What a title or label of only blanks and invisible characters is told:
+/// the reviewer would see an empty heading or a blank button.
+const SHOWS_NOTHING: &str = "must show something: it holds only blanks or invisible characters (zero-width spaces, fillers)";
+
+/// What a field holding a direction control is told (text a reviewer reads:
+/// the marks would reorder it, so it reads otherwise than it is bound).
+pub fn direction_refused(field: &str) -> String {
+    format!(
+        "{field} holds a Unicode direction control (U+202A–U+202E or U+2066–U+2069), which reorders what a reviewer reads (`Pay \\u{{202e}}0001` shows as “Pay 1000”): send the text without it (the marks U+200E and U+200F are allowed)"
+    )
+}
+
+/// The JSON path of the first string in `v` (at `path`) that holds a
+/// direction control, if any: `context[2].value`.
+fn first_direction_override(v: &Value, path: &str) -> Option<String> {
+    match v {
+        Value::String(t) => has_direction_override(t).then(|| path.to_owned()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| first_direction_override(x, &format!("{path}[{i}]"))),
+        Value::Object(m) => m
+            .iter()
+            .find_map(|(k, x)| first_direction_override(x, &format!("{path}.{k}"))),
+        _ => None,
+    }
+}
+
 /// One line of text for a title, a name or a label: no control character
 /// (line break, tab, NUL), no line or paragraph separator (U+2028, U+2029,
 /// where browsers break lines too) and no direction override.
@@ -416,6 +444,8 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             "title",
             "title is required and must not be blank",
         ));
+    } else if ctx.checks("title") && says_nothing(&s.title) {
+        errs.push(FieldError::new("title", format!("title {SHOWS_NOTHING}")));
     } else if s.title.chars().count() > MAX_TITLE {
         errs.push(FieldError::new(
             "title",
@@ -437,6 +467,24 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
             "description",
             format!("description is longer than {MAX_DESCRIPTION} characters"),
         ));
+    } else if ctx.checks("description")
+        && s.description.as_deref().is_some_and(has_direction_override)
+    {
+        errs.push(FieldError::new(
+            "description",
+            direction_refused("description"),
+        ));
+    }
+    // Every string of the context blocks a reviewer reads (text, code,
+    // labels, keys and values, URLs).
+    if ctx.checks("context")
+        && let Some(path) = s
+            .context
+            .as_ref()
+            .and_then(|b| serde_json::to_value(b).ok())
+            .and_then(|v| first_direction_override(&v, "context"))
+    {
+        errs.push(FieldError::new(path.clone(), direction_refused(&path)));
     }
 
     match (&mut s.options, &s.interaction) {
@@ -753,7 +801,9 @@ pub fn validate_spec(mut s: ActionSpec, ctx: &ValidationContext) -> Result<Actio
 /// characters, one line (checked when the field is set: one stored before
 /// these rules stays patchable).
 fn label_rules(label: &str, field: String, errs: &mut Vec<FieldError>) {
-    if label.chars().count() > MAX_LABEL {
+    if says_nothing(label) {
+        errs.push(FieldError::new(field, format!("label {SHOWS_NOTHING}")));
+    } else if label.chars().count() > MAX_LABEL {
         errs.push(FieldError::new(
             field,
             format!("label must be at most {MAX_LABEL} characters"),
@@ -783,6 +833,11 @@ fn check_options(
             errs.push(FieldError::new(
                 format!("options[{i}].label"),
                 "label must be 1-100 characters",
+            ));
+        } else if checks_options && says_nothing(&o.label) {
+            errs.push(FieldError::new(
+                format!("options[{i}].label"),
+                format!("label {SHOWS_NOTHING}"),
             ));
         } else if o.label.chars().any(char::is_control)
             || (checks_options && !is_one_line(&o.label))

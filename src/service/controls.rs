@@ -96,6 +96,13 @@ fn text_problem(field: &str, text: &str) -> Option<Error> {
             format!("{field} is {n} characters; at most {MAX_TEXT} are allowed"),
         ));
     }
+    // A control request's message is shown beside its status.
+    if crate::domain::validate::has_direction_override(text) {
+        return Some(Error::field(
+            field,
+            crate::domain::validate::direction_refused(field),
+        ));
+    }
     text.contains('\0')
         .then(|| Error::field(field, format!("{field} may not contain NUL characters")))
 }

@@ -1467,6 +1467,34 @@ async fn titles_names_and_labels_are_one_line_without_direction_overrides() {
             json!({"title": "t", "interaction": {"type": "boolean"}, "context": [{"type": "text", "text": "w".repeat(20_001)}]}),
             "context[0]",
         ),
+        // Direction controls in the text a reviewer reads, however long:
+        // "Pay \u{202e}0001 EUR" would show as "Pay RUE 1000".
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "description": "Pay \u{202e}0001 EUR"}),
+            "description",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "context": [{"type": "code", "code": "ok"}, {"type": "kv", "items": [{"key": "Amount", "value": "USD \u{202e}0001"}]}]}),
+            "context[1].items[0].value",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "context": [{"type": "link", "url": "https://bank.example.com/", "label": "https://\u{202e}moc.knab"}]}),
+            "context[0].label",
+        ),
+        // Titles and labels that show nothing (zero-width characters, a
+        // Hangul filler): an empty heading, a blank button.
+        (
+            json!({"title": "\u{200b}\u{2060}", "interaction": {"type": "boolean"}}),
+            "title",
+        ),
+        (
+            json!({"title": "t", "options": [{"id": "a", "label": "\u{3164}"}, {"id": "b", "label": "No"}]}),
+            "options[0].label",
+        ),
+        (
+            json!({"title": "t", "interaction": {"type": "boolean"}, "controls": [{"key": "logs", "label": "\u{200b}", "kind": "link", "url": "https://ci.example.com/x"}]}),
+            "controls[0].label",
+        ),
     ] {
         let e = source
             .post_err("/v1/actions", body.clone(), 422, "VALIDATION_ERROR")

@@ -586,6 +586,19 @@ async fn results_are_validated_and_only_for_the_owning_source() {
         )
         .await;
     assert!(e.to_string().contains("2000"), "{e}");
+    // "done \u{202e}deliaf" would read "done failed" beside a green status.
+    let e = src
+        .post_err(
+            &path,
+            json!({"status": "succeeded", "message": "done \u{202e}deliaf"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("direction control"),
+        "{e}"
+    );
     let ok: Value = src
         .post(
             &path,

@@ -340,6 +340,7 @@ async fn progress_and_complete_refuse_bad_bodies_and_finished_runs() {
         (json!({"completed": -1}), "completed"),
         (json!({"status": "succeeded"}), "status"),
         (json!({"message": "m".repeat(2001)}), "message"),
+        (json!({"message": "step \u{202e}deliaf"}), "message"),
         (json!({"extra": 1}), "extra"),
     ] {
         let e = src
