@@ -616,6 +616,87 @@ async fn online_backup_restores_into_a_new_data_dir() {
     child.wait().unwrap();
 }
 
+/// A restore keeps what was revoked after the backup revoked: a user token
+/// signed out and a Source key rotated away do not work again. What the
+/// backup cannot hold (the key made since, the new webhook secret) is named.
+#[tokio::test]
+async fn a_restore_keeps_credentials_revoked_since_the_backup_revoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("live");
+    let creds = init(&data);
+    let (key, token) = (
+        creds["source_key_live"].as_str().unwrap().to_owned(),
+        creds["user_token"].as_str().unwrap().to_owned(),
+    );
+    let sid = creds["source_id"].as_str().unwrap().to_owned();
+    let (mut child, base) = serve(&data);
+    let http = client_builder().build().unwrap();
+    let backup = dir.path().join("backup.db");
+    stdout_of(hds(&["backup", backup.to_str().unwrap()], &data));
+    // After the backup: the live key rotated with no overlap (a leak), the
+    // webhook secret too, and the user token signed out.
+    let rotated: Value = http
+        .post(format!("{base}/v1/sources/{sid}/keys/rotate"))
+        .bearer_auth(&token)
+        .json(&json!({"environment": "live", "key_overlap_seconds": 0,
+                      "webhook_secret": true, "webhook_secret_overlap_seconds": 0}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let new_key = rotated["secrets"]["live_key"].as_str().unwrap().to_owned();
+    let out = http
+        .post(format!("{base}/v1/auth/logout"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert!(out.status().is_success(), "{}", out.status());
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let out = Command::new(HDS)
+        .args(["restore", backup.to_str().unwrap(), "--force", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let (said, warned) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{said}{warned}");
+    assert!(
+        said.contains("kept revoked (revoked after this backup was taken): 1 user token(s) and sign-in session(s), 1 Source key(s)"),
+        "{said}"
+    );
+    assert!(
+        warned.contains(&format!("keys made after this backup was taken, which it does not hold, so those keys stop working: {sid}")),
+        "{warned}"
+    );
+    assert!(
+        warned.contains(&format!("webhook secrets changed after this backup was taken, so their deliveries are signed with the backup's secret again: {sid}")),
+        "{warned}"
+    );
+    let (mut child, base) = serve(&data);
+    for (credential, path) in [
+        (&token, "/v1/auth/session".to_owned()),
+        (&key, "/v1/source/actions".to_owned()),
+        (&new_key, "/v1/source/actions".to_owned()),
+    ] {
+        let r = http
+            .get(format!("{base}{path}"))
+            .bearer_auth(credential)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{path}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// A backup at a path holding a space, `%`, `?` and `#` restores, and
 /// nothing is made beside it; a copy of a live database with its
 /// write-ahead log beside it restores with the commits still in that log.

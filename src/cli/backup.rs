@@ -193,7 +193,8 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     // over it in one rename: a failure on the way leaves the database that
     // was there as it was.
     let staged = PathBuf::from(format!("{}.restoring", db.display()));
-    let keys = match stage(&src, &staged, &a.dir.keys_dir()).and_then(|k| {
+    let replaced = db.exists().then(|| std::path::absolute(&db)).transpose()?;
+    let keys = match stage(&src, &staged, &a.dir.keys_dir(), replaced.as_deref()).and_then(|k| {
         swap_in(&staged, &db)?;
         Ok(k)
     }) {
@@ -221,6 +222,26 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
                 ""
             }
         )?;
+    }
+    let c = &keys.credentials;
+    if c.tokens + c.source_keys > 0 {
+        crate::cli::say!(
+            "kept revoked (revoked after this backup was taken): {} user token(s) and sign-in session(s), {} Source key(s)",
+            c.tokens,
+            c.source_keys
+        )?;
+    }
+    if !c.newer_keys.is_empty() {
+        eprintln!(
+            "warning: these Sources use keys made after this backup was taken, which it does not hold, so those keys stop working: {}. Rotate each Source's keys (its page in the dashboard, or POST /v1/sources/ID/keys/rotate) and give it the new ones",
+            c.newer_keys.join(", ")
+        );
+    }
+    if !c.other_secrets.is_empty() {
+        eprintln!(
+            "warning: these Sources' webhook secrets changed after this backup was taken, so their deliveries are signed with the backup's secret again: {}. Rotate each webhook secret if the old one may have leaked, and give the receivers the new one",
+            c.other_secrets.join(", ")
+        );
     }
     Ok(())
 }
@@ -268,6 +289,69 @@ struct KeysFixed {
     revoked: Vec<String>,
     /// The backup's active key was one of them.
     active_revoked: bool,
+    /// Credentials of the replaced database, compared with the backup's.
+    credentials: Credentials,
+}
+
+/// What the database a restore replaces says of the backup's credentials
+/// (guide: "Backups"): revocations made after the backup are kept, and what
+/// cannot be kept is named.
+#[derive(Default)]
+struct Credentials {
+    /// User tokens and sign-in sessions revoked (or signed out) since the
+    /// backup, revoked again.
+    tokens: usize,
+    /// Source keys revoked or rotated away since the backup, revoked again
+    /// (at the end the replaced database gave them).
+    source_keys: usize,
+    /// Sources whose key in use was made after the backup (it stops working).
+    newer_keys: Vec<String>,
+    /// Sources whose webhook secret changed after the backup.
+    other_secrets: Vec<String>,
+}
+
+/// Applies the replaced database's revocations (attached as `cur`) to the
+/// restored copy, and names what the backup lacks.
+fn keep_revocations(tx: &Connection) -> anyhow::Result<Credentials> {
+    let tokens = tx.execute(
+        "UPDATE main.user_tokens
+            SET revoked_at = (SELECT c.revoked_at FROM cur.user_tokens c
+                               WHERE c.token_hash = main.user_tokens.token_hash)
+          WHERE revoked_at IS NULL
+            AND token_hash IN (SELECT token_hash FROM cur.user_tokens WHERE revoked_at IS NOT NULL)",
+        [],
+    )?;
+    let source_keys = tx.execute(
+        "UPDATE main.source_keys
+            SET revoked_at = (SELECT c.revoked_at FROM cur.source_keys c
+                               WHERE c.key_hash = main.source_keys.key_hash)
+          WHERE key_hash IN (SELECT c.key_hash FROM cur.source_keys c
+                              WHERE c.revoked_at IS NOT NULL
+                                AND (main.source_keys.revoked_at IS NULL
+                                     OR main.source_keys.revoked_at > c.revoked_at))",
+        [],
+    )?;
+    let ids = |sql: &str| -> anyhow::Result<Vec<String>> {
+        let mut st = tx.prepare(sql)?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    };
+    let newer_keys = ids("SELECT DISTINCT c.source_id FROM cur.source_keys c
+          JOIN main.sources s ON s.id = c.source_id AND s.revoked_at IS NULL
+          WHERE c.revoked_at IS NULL
+            AND c.key_hash NOT IN (SELECT key_hash FROM main.source_keys)
+          ORDER BY 1")?;
+    let other_secrets = ids(
+        "SELECT s.id FROM main.sources s JOIN cur.sources c ON c.id = s.id
+          WHERE s.revoked_at IS NULL AND c.webhook_secret <> s.webhook_secret
+          ORDER BY 1",
+    )?;
+    Ok(Credentials {
+        tokens,
+        source_keys,
+        newer_keys,
+        other_secrets,
+    })
 }
 
 /// Moves the staged database over `db`. The live one's WAL is folded into
@@ -304,6 +388,7 @@ fn stage(
     src: &Connection,
     path: &std::path::Path,
     keys: &std::path::Path,
+    replaced: Option<&std::path::Path>,
 ) -> anyhow::Result<KeysFixed> {
     remove_with_journals(path);
     let mut dst = Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
@@ -311,11 +396,45 @@ fn stage(
     copy(src, &mut dst)?;
     crate::store::migrate::apply(&mut dst)?;
     let now = crate::domain::time::format(crate::clock::Clock::system().now());
-    let tx = dst.transaction()?;
+    // The database being replaced, read only, for the revocations made
+    // since the backup (never attached within a transaction).
+    // A database that cannot be read (the reason for the restore, maybe)
+    // holds up nothing: the restore goes on, and says what it could not keep.
+    let unreadable = |db: &std::path::Path, e: &dyn std::fmt::Display| {
+        eprintln!(
+            "warning: could not read the revocations of the database being replaced ({}: {e}): user tokens, sessions and Source keys revoked after this backup was taken work again; revoke them again",
+            db.display()
+        );
+    };
+    let attached = replaced.filter(|db| {
+        let uri = url::Url::from_file_path(db).map(|u| format!("{u}?mode=ro"));
+        let done = match uri {
+            Ok(uri) => dst
+                .execute("ATTACH DATABASE ?1 AS cur", [uri])
+                .map_err(|e| e.to_string()),
+            Err(()) => Err("not an absolute path".to_owned()),
+        };
+        done.map_err(|e| unreadable(db, &e)).is_ok()
+    });
+    let mut tx = dst.transaction()?;
     let active = crate::store::receipts::active_kid(&tx)?;
     let published = crate::service::keyring::publish_key_files(keys, &tx, &now)?;
     let revoked = crate::service::keyring::apply_revocations(keys, &tx, &now)?;
+    let mut credentials = Credentials::default();
+    if let Some(db) = attached {
+        let sp = tx.savepoint()?;
+        match keep_revocations(&sp) {
+            Ok(c) => {
+                sp.commit()?;
+                credentials = c;
+            }
+            Err(e) => unreadable(db, &e),
+        }
+    }
     tx.commit()?;
+    if attached.is_some() {
+        dst.execute("DETACH DATABASE cur", [])?;
+    }
     // Out of WAL mode, which folds every page into the file (an error here,
     // unlike a checkpoint at close, is reported); the server turns WAL on
     // again when it opens it.
@@ -332,6 +451,7 @@ fn stage(
         published,
         active_revoked: active.is_some_and(|k| revoked.contains(&k)),
         revoked,
+        credentials,
     })
 }
 
