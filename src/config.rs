@@ -134,7 +134,8 @@ pub struct Config {
     #[arg(
         long,
         env = "HDS_ADMIN_EMAIL",
-        default_value = "admin@localhost.localdomain"
+        default_value = "admin@localhost.localdomain",
+        value_parser = crate::cli::admin_email_arg
     )]
     pub admin_email: String,
     /// The configuration file (sign-in providers); default `<data-dir>/hds.toml`.

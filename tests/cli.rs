@@ -1306,6 +1306,22 @@ fn operator_mistakes_are_refused_with_what_to_do() {
         "is not an e-mail address",
     );
     fails(&["init", "--workspace", ""], &fresh, "the workspace name");
+    // A first start with a bad admin e-mail from the environment: refused
+    // as the argument is read, naming the variable; nothing is created.
+    let out = Command::new(HDS)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&fresh)
+        .env("HDS_ADMIN_EMAIL", "bogus value!")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is not an e-mail address")
+            && err.contains("environment variable HDS_ADMIN_EMAIL"),
+        "{err}"
+    );
+    assert!(!fresh.exists(), "nothing was created");
     fails(
         &["init", "--base-url", "http://127.0.0.1:8080/hds"],
         &fresh,

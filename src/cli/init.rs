@@ -19,7 +19,8 @@ pub struct Args {
     #[arg(
         long,
         env = "HDS_ADMIN_EMAIL",
-        default_value = "admin@localhost.localdomain"
+        default_value = "admin@localhost.localdomain",
+        value_parser = crate::cli::admin_email_arg
     )]
     pub admin_email: String,
     /// Name of the first workspace.

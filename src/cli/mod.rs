@@ -156,6 +156,17 @@ pub(crate) fn not_an_email(email: &str) -> String {
     )
 }
 
+/// `--admin-email` (`HDS_ADMIN_EMAIL`) of `init` and `serve`: checked as
+/// the argument is read, so a refusal names the flag (or the variable) and
+/// nothing is created before it.
+pub fn admin_email_arg(s: &str) -> Result<String, String> {
+    if crate::domain::validate::looks_like_email(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(not_an_email(s))
+    }
+}
+
 /// Writes the lines of a listing to stdout; an error (a closed pipe) ends
 /// the command instead of a panic, as `println!` would.
 pub fn print_lines<I: IntoIterator<Item = String>>(lines: I) -> anyhow::Result<()> {

@@ -118,6 +118,7 @@ async fn source_from(
         workspace_id: owner.workspace_id,
         team_workspace: owner.workspace_kind == "team",
         environment: env,
+        key_hash: crate::service::caller::KeyHash(hash),
     })
 }
 

@@ -505,10 +505,24 @@ pub async fn get_for_source(
     }
     // Not kept while waiting: a held poll should cost as little as possible.
     drop(a);
-    // Woken, timed out or stopping, the answer is the Action as it is now.
+    // Woken, timed out or stopping, the answer is the Action as it is now,
+    // to a key that still works: one that ended meanwhile (rotated away with
+    // no overlap, after a leak) gets the 401 a new request would.
     tokio::select! {
         _ = tokio::time::timeout(wait.min(MAX_WAIT), notified) => {}
         () = s.stopping() => {}
+    }
+    let hash = src.key_hash.0.clone();
+    let at = time::format(s.clock.now());
+    let works =
+        s.db.read(move |c| crate::store::sources::by_key_hash(c, &hash, &at))
+            .await?;
+    if works.is_none() {
+        s.key_cache.forget(&src.key_hash.0);
+        return Err(Error::new(
+            Code::InvalidApiKey,
+            "unknown or rotated Source key: it ended while this request waited",
+        ));
     }
     read(src, id).await
 }

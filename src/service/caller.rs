@@ -16,6 +16,19 @@ pub struct SourceCaller {
     pub workspace_id: String,
     pub team_workspace: bool,
     pub environment: Environment,
+    /// The hash of the key presented, so a request that waits (a long
+    /// poll, a blocking create) can ask again whether it still works.
+    pub key_hash: KeyHash,
+}
+
+/// A key's hash (`credentials::hash_secret`), never shown in logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyHash(pub String);
+
+impl std::fmt::Debug for KeyHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyHash(…)")
+    }
 }
 
 /// One workspace a person belongs to, with their role there.

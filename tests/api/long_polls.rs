@@ -132,3 +132,44 @@ async fn every_change_to_an_action_tells_open_dashboards_to_refresh() {
     let _: Value = source.post(&format!("{path}/outcome"), outcome, 201).await;
     assert!(changes.has_changed().unwrap(), "outcome");
 }
+
+/// A key rotated away with no overlap (a leak) while a long poll it made is
+/// held: the poll answers 401 `INVALID_API_KEY` when it wakes, as a new
+/// request with that key would, not the Action and its receipt.
+#[tokio::test]
+async fn a_poll_whose_key_ended_while_it_waited_answers_401() {
+    let app = TestApp::spawn().await;
+    let a = app.create_action(two_options("Deploy")).await;
+    let id = a["id"].as_str().unwrap().to_owned();
+    let held = *app.state.services.waiters.held().borrow();
+    let (http, url, key) = (
+        app.http.clone(),
+        format!("{}/v1/source/actions/{id}?wait_seconds=30", app.base),
+        app.live_key(),
+    );
+    let poll = tokio::spawn(async move {
+        let r = http.get(url).bearer_auth(key).send().await.unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    });
+    app.until_polls_held(held + 1).await;
+    let sources: Value = app.admin().get("/v1/sources", 200).await;
+    let sid = sources["data"][0]["id"].as_str().unwrap().to_owned();
+    let _: Value = app
+        .admin()
+        .post(
+            &format!("/v1/sources/{sid}/keys/rotate"),
+            json!({"environment": "live", "key_overlap_seconds": 0}),
+            200,
+        )
+        .await;
+    app.decide(&a, json!({"option_id": "approve"}))
+        .await
+        .ok(200);
+    let (status, body) = tokio::time::timeout(std::time::Duration::from_secs(10), poll)
+        .await
+        .expect("the held poll was not woken")
+        .unwrap();
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], "INVALID_API_KEY", "{body}");
+    assert!(body.get("data").is_none(), "{body}");
+}
