@@ -44,41 +44,83 @@ END;
 -- Decisions already counted in the wrong bucket move to the right one: those
 -- by a person or a Source, which every trigger since v14 counted (a quorum's
 -- resolution was counted from v17 on; one exactly on a bound is not moved,
--- since whether it was counted cannot be told). A count never goes below 0:
--- an Action decided before v14 was never counted in any bucket.
-UPDATE analytics_daily AS a SET
-    h0 = max(0, h0 + m.d0), h1 = max(0, h1 + m.d1), h2 = max(0, h2 + m.d2),
-    h3 = max(0, h3 + m.d3), h4 = max(0, h4 + m.d4), h5 = max(0, h5 + m.d5),
-    h6 = max(0, h6 + m.d6), h7 = max(0, h7 + m.d7), h8 = max(0, h8 + m.d8),
-    h9 = max(0, h9 + m.d9), h10 = max(0, h10 + m.d10), h11 = max(0, h11 + m.d11),
-    h12 = max(0, h12 + m.d12), h13 = max(0, h13 + m.d13), h14 = max(0, h14 + m.d14)
-FROM (SELECT workspace_id, environment, source_id, day,
-             sum((new_b = 0) - (old_b = 0)) AS d0, sum((new_b = 1) - (old_b = 1)) AS d1,
-             sum((new_b = 2) - (old_b = 2)) AS d2, sum((new_b = 3) - (old_b = 3)) AS d3,
-             sum((new_b = 4) - (old_b = 4)) AS d4, sum((new_b = 5) - (old_b = 5)) AS d5,
-             sum((new_b = 6) - (old_b = 6)) AS d6, sum((new_b = 7) - (old_b = 7)) AS d7,
-             sum((new_b = 8) - (old_b = 8)) AS d8, sum((new_b = 9) - (old_b = 9)) AS d9,
-             sum((new_b = 10) - (old_b = 10)) AS d10, sum((new_b = 11) - (old_b = 11)) AS d11,
-             sum((new_b = 12) - (old_b = 12)) AS d12, sum((new_b = 13) - (old_b = 13)) AS d13,
-             sum((new_b = 14) - (old_b = 14)) AS d14
-      FROM (SELECT workspace_id, environment, source_id, substr(created_at, 1, 10) AS day,
-                   CASE
-            WHEN d <= 10 THEN 0 WHEN d <= 30 THEN 1 WHEN d <= 60 THEN 2 WHEN d <= 120 THEN 3
-            WHEN d <= 300 THEN 4 WHEN d <= 600 THEN 5 WHEN d <= 1800 THEN 6 WHEN d <= 3600 THEN 7
-            WHEN d <= 7200 THEN 8 WHEN d <= 21600 THEN 9 WHEN d <= 43200 THEN 10 WHEN d <= 86400 THEN 11
-            WHEN d <= 172800 THEN 12 WHEN d <= 604800 THEN 13 ELSE 14 END AS old_b,
-                   CASE
-            WHEN ms <= 10000 THEN 0 WHEN ms <= 30000 THEN 1 WHEN ms <= 60000 THEN 2 WHEN ms <= 120000 THEN 3
-            WHEN ms <= 300000 THEN 4 WHEN ms <= 600000 THEN 5 WHEN ms <= 1800000 THEN 6 WHEN ms <= 3600000 THEN 7
-            WHEN ms <= 7200000 THEN 8 WHEN ms <= 21600000 THEN 9 WHEN ms <= 43200000 THEN 10 WHEN ms <= 86400000 THEN 11
-            WHEN ms <= 172800000 THEN 12 WHEN ms <= 604800000 THEN 13 ELSE 14 END AS new_b
-            FROM (SELECT workspace_id, environment, source_id, created_at,
-                         (julianday(closed_at) - julianday(created_at)) * 86400.0 AS d,
-                         round((julianday(closed_at) - julianday(created_at)) * 86400000.0) AS ms
+-- since whether it was counted cannot be told). Only a time exactly on a
+-- bound was misfiled, always one bucket too high, so each bound moves its
+-- Actions from the bucket above it to its own: as many as that bucket holds
+-- at most (an Action decided before v14 was never counted), so the buckets
+-- still add up to `decided`.
+-- One pass over the Actions finds them (a million take a few seconds).
+CREATE TEMP TABLE misfiled AS
+SELECT workspace_id, environment, source_id, day, b, count(*) AS n
+  FROM (SELECT workspace_id, environment, source_id, substr(created_at, 1, 10) AS day,
+               CASE ms
+                WHEN 10000 THEN 0 WHEN 30000 THEN 1 WHEN 60000 THEN 2 WHEN 120000 THEN 3 WHEN
+                300000 THEN 4 WHEN 600000 THEN 5 WHEN 1800000 THEN 6 WHEN 3600000 THEN 7 WHEN
+                7200000 THEN 8 WHEN 21600000 THEN 9 WHEN 43200000 THEN 10 WHEN 86400000 THEN 11
+                WHEN 172800000 THEN 12 WHEN 604800000 THEN 13 END AS b,
+               d, ms
+          FROM (SELECT workspace_id, environment, source_id, created_at,
+                       (julianday(closed_at) - julianday(created_at)) * 86400.0 AS d,
+                       round((julianday(closed_at) - julianday(created_at)) * 86400000.0) AS ms
                   FROM actions
-                  WHERE status = 'resolved'
-                    AND coalesce(json_extract(resolution, '$.decided_by.type'), '') <> 'system'))
-      WHERE old_b <> new_b
-      GROUP BY 1, 2, 3, 4) AS m
-WHERE a.workspace_id = m.workspace_id AND a.environment = m.environment
-  AND a.source_id = m.source_id AND a.day = m.day;
+                 WHERE status = 'resolved'
+                   AND coalesce(json_extract(resolution, '$.decided_by.type'), '') <> 'system'))
+ WHERE b IS NOT NULL AND d * 1000.0 > ms
+ GROUP BY 1, 2, 3, 4, 5;
+UPDATE analytics_daily AS a SET h0 = h0 + min(a.h1, m.n), h1 = h1 - min(a.h1, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 0 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h1 = h1 + min(a.h2, m.n), h2 = h2 - min(a.h2, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 1 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h2 = h2 + min(a.h3, m.n), h3 = h3 - min(a.h3, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 2 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h3 = h3 + min(a.h4, m.n), h4 = h4 - min(a.h4, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 3 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h4 = h4 + min(a.h5, m.n), h5 = h5 - min(a.h5, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 4 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h5 = h5 + min(a.h6, m.n), h6 = h6 - min(a.h6, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 5 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h6 = h6 + min(a.h7, m.n), h7 = h7 - min(a.h7, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 6 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h7 = h7 + min(a.h8, m.n), h8 = h8 - min(a.h8, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 7 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h8 = h8 + min(a.h9, m.n), h9 = h9 - min(a.h9, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 8 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h9 = h9 + min(a.h10, m.n), h10 = h10 - min(a.h10, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 9 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h10 = h10 + min(a.h11, m.n), h11 = h11 - min(a.h11, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 10 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h11 = h11 + min(a.h12, m.n), h12 = h12 - min(a.h12, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 11 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h12 = h12 + min(a.h13, m.n), h13 = h13 - min(a.h13, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 12 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+UPDATE analytics_daily AS a SET h13 = h13 + min(a.h14, m.n), h14 = h14 - min(a.h14, m.n)
+  FROM temp.misfiled AS m
+ WHERE m.b = 13 AND a.workspace_id = m.workspace_id AND a.environment = m.environment
+   AND a.source_id = m.source_id AND a.day = m.day;
+DROP TABLE temp.misfiled;

@@ -567,6 +567,9 @@ pub fn parse_base_url(s: &str) -> Result<String, String> {
             "the base URL holds a user name or password (user:password@), which would be published in every sign-in link and receipt: {example}"
         ));
     }
+    if u.port() == Some(0) {
+        return Err(format!("`{s}` has a port outside 1–65535: {example}"));
+    }
     if u.query().is_some() || u.fragment().is_some() {
         return Err(format!(
             "`{s}` has a query or fragment (after ? or #): {example}"
@@ -779,8 +782,10 @@ client_id = "hds"
         );
         let e = parse_base_url("https://hds.example.com/?x=1").unwrap_err();
         assert!(e.contains("has a query or fragment"), "{e}");
-        let e = parse_base_url("https://hds.example.com:99999").unwrap_err();
-        assert!(e.contains("port outside 1–65535"), "{e}");
+        for bad in ["https://hds.example.com:99999", "https://hds.example.com:0"] {
+            let e = parse_base_url(bad).unwrap_err();
+            assert!(e.contains("port outside 1–65535"), "{e}");
+        }
     }
 
     #[test]

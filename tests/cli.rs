@@ -631,10 +631,29 @@ async fn a_restore_keeps_credentials_revoked_since_the_backup_revoked() {
     let sid = creds["source_id"].as_str().unwrap().to_owned();
     let (mut child, base) = serve(&data);
     let http = client_builder().build().unwrap();
+    let other: Value = http
+        .post(format!("{base}/v1/sources"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "Leaky bot"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let other_id = other["data"]["id"].as_str().unwrap().to_owned();
+    let other_key = other["secrets"]["live_key"].as_str().unwrap().to_owned();
     let backup = dir.path().join("backup.db");
     stdout_of(hds(&["backup", backup.to_str().unwrap()], &data));
-    // After the backup: the live key rotated with no overlap (a leak), the
-    // webhook secret too, and the user token signed out.
+    // After the backup: the other Source revoked, the live key rotated with
+    // no overlap (a leak), the webhook secret too, and the token signed out.
+    let r = http
+        .delete(format!("{base}/v1/sources/{other_id}"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
     let rotated: Value = http
         .post(format!("{base}/v1/sources/{sid}/keys/rotate"))
         .bearer_auth(&token)
@@ -672,6 +691,12 @@ async fn a_restore_keeps_credentials_revoked_since_the_backup_revoked() {
         "{said}"
     );
     assert!(
+        said.contains(&format!(
+            "kept revoked (revoked after this backup was taken): Sources {other_id};"
+        )),
+        "{said}"
+    );
+    assert!(
         warned.contains(&format!("keys made after this backup was taken, which it does not hold, so those keys stop working: {sid}")),
         "{warned}"
     );
@@ -693,6 +718,14 @@ async fn a_restore_keeps_credentials_revoked_since_the_backup_revoked() {
             .unwrap();
         assert_eq!(r.status().as_u16(), 401, "{path}");
     }
+    let r = http
+        .get(format!("{base}/v1/source/actions"))
+        .bearer_auth(&other_key)
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "SOURCE_REVOKED", "{body}");
     child.kill().unwrap();
     child.wait().unwrap();
 }

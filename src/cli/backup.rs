@@ -231,6 +231,12 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             c.source_keys
         )?;
     }
+    if !c.sources.is_empty() {
+        crate::cli::say!(
+            "kept revoked (revoked after this backup was taken): Sources {}; their Actions the backup holds open stay open (cancel them, or let them expire)",
+            c.sources.join(", ")
+        )?;
+    }
     if !c.newer_keys.is_empty() {
         eprintln!(
             "warning: these Sources use keys made after this backup was taken, which it does not hold, so those keys stop working: {}. Rotate each Source's keys (its page in the dashboard, or POST /v1/sources/ID/keys/rotate) and give it the new ones",
@@ -294,7 +300,7 @@ struct KeysFixed {
 }
 
 /// What the database a restore replaces says of the backup's credentials
-/// (guide: "Backups"): revocations made after the backup are kept, and what
+/// (README: "Backups"): revocations made after the backup are kept, and what
 /// cannot be kept is named.
 #[derive(Default)]
 struct Credentials {
@@ -304,6 +310,8 @@ struct Credentials {
     /// Source keys revoked or rotated away since the backup, revoked again
     /// (at the end the replaced database gave them).
     source_keys: usize,
+    /// Sources revoked since the backup, revoked again.
+    sources: Vec<String>,
     /// Sources whose key in use was made after the backup (it stops working).
     newer_keys: Vec<String>,
     /// Sources whose webhook secret changed after the backup.
@@ -336,6 +344,20 @@ fn keep_revocations(tx: &Connection) -> anyhow::Result<Credentials> {
         let rows = st.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     };
+    // A Source revoked since (a leaked key, say): its keys answer
+    // SOURCE_REVOKED by the Source's row, not their own.
+    let sources = ids(
+        "SELECT s.id FROM main.sources s JOIN cur.sources c ON c.id = s.id
+          WHERE s.revoked_at IS NULL AND c.revoked_at IS NOT NULL ORDER BY 1",
+    )?;
+    tx.execute(
+        "UPDATE main.sources
+            SET revoked_at = (SELECT c.revoked_at FROM cur.sources c WHERE c.id = main.sources.id),
+                updated_at = (SELECT c.updated_at FROM cur.sources c WHERE c.id = main.sources.id)
+          WHERE revoked_at IS NULL
+            AND id IN (SELECT id FROM cur.sources WHERE revoked_at IS NOT NULL)",
+        [],
+    )?;
     let newer_keys = ids("SELECT DISTINCT c.source_id FROM cur.source_keys c
           JOIN main.sources s ON s.id = c.source_id AND s.revoked_at IS NULL
           WHERE c.revoked_at IS NULL
@@ -349,6 +371,7 @@ fn keep_revocations(tx: &Connection) -> anyhow::Result<Credentials> {
     Ok(Credentials {
         tokens,
         source_keys,
+        sources,
         newer_keys,
         other_secrets,
     })
@@ -396,8 +419,6 @@ fn stage(
     copy(src, &mut dst)?;
     crate::store::migrate::apply(&mut dst)?;
     let now = crate::domain::time::format(crate::clock::Clock::system().now());
-    // The database being replaced, read only, for the revocations made
-    // since the backup (never attached within a transaction).
     // A database that cannot be read (the reason for the restore, maybe)
     // holds up nothing: the restore goes on, and says what it could not keep.
     let unreadable = |db: &std::path::Path, e: &dyn std::fmt::Display| {
@@ -406,6 +427,8 @@ fn stage(
             db.display()
         );
     };
+    // The database being replaced, read only, for the revocations made
+    // since the backup (never attached within a transaction).
     let attached = replaced.filter(|db| {
         let uri = url::Url::from_file_path(db).map(|u| format!("{u}?mode=ro"));
         let done = match uri {

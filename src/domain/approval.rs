@@ -46,7 +46,8 @@ pub fn can_stall(policy: &ApprovalPolicy, voters: usize) -> Option<String> {
     }
     Some(if reject_at > voters {
         format!(
-            "{reject_at} rejections are needed to reject but only {voters} of the listed reviewers may vote (viewers and the person it is requested by may not): it could never be rejected"
+            "{reject_at} rejections are needed to reject but only {voters} of the listed reviewers may vote (viewers and the person it is requested by may not): it could never be rejected; with {voters} voters and {required} approvals required, reject_threshold may be at most {}",
+            voters + 1 - required
         )
     } else {
         format!(

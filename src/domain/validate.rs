@@ -255,12 +255,6 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
             .controls
             .as_ref()
             .is_some_and(|c| c.is_empty() || c.iter().any(default_control))
-        || spec.context.as_ref().is_some_and(Vec::is_empty)
-        || spec
-            .decision_context
-            .as_ref()
-            .is_some_and(|c| c.as_object().is_some_and(Map::is_empty))
-        || spec.description.as_deref() == Some("")
         || spec
             .options
             .as_ref()
@@ -269,7 +263,9 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
     if !any {
         return std::borrow::Cow::Borrowed(spec);
     }
-    let mut s = empty_as_absent(spec.clone());
+    // Its rules are those of the `t2:` hashes stored by earlier versions
+    // (`empty_as_absent` came later): only `"controls": []` is a default here.
+    let mut s = spec.clone();
     if s.context_request_mode.as_deref() == Some("unsupported") {
         s.context_request_mode = None;
     }
@@ -278,6 +274,9 @@ pub fn without_defaults(spec: &ActionSpec) -> std::borrow::Cow<'_, ActionSpec> {
     }
     if s.on_expire.as_ref().is_some_and(default_expiry) {
         s.on_expire = None;
+    }
+    if s.controls.as_ref().is_some_and(|c| c.is_empty()) {
+        s.controls = None;
     }
     for c in s.controls.iter_mut().flatten() {
         if default_control(c) {
@@ -374,7 +373,9 @@ pub fn apply_patch(current: &ActionSpec, patch: Value) -> Result<ActionSpec, Err
         _ => Map::new(),
     };
     for (k, v) in patch {
-        if v.is_null() || shows_nothing(&k, &v) {
+        // An empty value clears the field, unless the Action holds exactly
+        // that (one stored before `empty_as_absent`): then nothing changes.
+        if v.is_null() || shows_nothing(&k, &v) && merged.get(&k) != Some(&v) {
             merged.remove(&k);
         } else {
             merged.insert(k, v);
@@ -1332,6 +1333,28 @@ mod tests {
         assert_eq!(
             validate_spec(s, &c).unwrap_err().code,
             Code::InvalidExpiration
+        );
+    }
+
+    /// An empty value in a PATCH clears the field; an Action stored with
+    /// that very value (before `empty_as_absent`) keeps it, so nothing
+    /// changes and its fingerprint stays.
+    #[test]
+    fn an_empty_value_clears_a_field_unless_the_action_holds_it_already() {
+        let base = json!({"title": "x", "options": [{"label": "a"}]});
+        let without = parse_create(base.clone()).unwrap();
+        let cleared = apply_patch(&without, json!({"context": [], "description": ""})).unwrap();
+        assert_eq!((cleared.context, cleared.description), (None, None));
+        let mut legacy_body = base;
+        legacy_body["context"] = json!([]);
+        legacy_body["decision_context"] = json!({});
+        let legacy = parse_create(legacy_body).unwrap();
+        assert_eq!(legacy.context, Some(vec![]), "parsed as sent");
+        let same = apply_patch(&legacy, json!({"context": [], "decision_context": {}})).unwrap();
+        assert_eq!(same, legacy);
+        assert_eq!(
+            crate::domain::fingerprint::fingerprint(&same),
+            crate::domain::fingerprint::fingerprint(&legacy)
         );
     }
 }

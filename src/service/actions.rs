@@ -282,7 +282,14 @@ pub async fn create(
                 if let Some(dk) = &a.spec.dedupe_key
                     && let Some(open) = store::open_by_dedupe_key(c, &src.source_id, src.environment, dk)?
                 {
-                    if open.fingerprint == a.fingerprint {
+                    // An Action stored before `empty_as_absent` kept
+                    // `[]`, `{}` or `""` in its fingerprint: a retry of that
+                    // create matches it still.
+                    if open.fingerprint == a.fingerprint
+                        || fingerprint::fingerprint(&crate::domain::validate::empty_as_absent(
+                            open.spec.clone(),
+                        )) == a.fingerprint
+                    {
                         let json = envelope_json(&open, true)?;
                         return Ok(Serialised { status: 200, json, rebuilt_from: None });
                     }

@@ -723,9 +723,20 @@ mod tests {
         decide(&c, "act_2", "2026-11-25T01:30:00.000Z");
         create(&c, "act_3", "2026-11-25T12:00:00.000Z");
         decide(&c, "act_3", "2026-11-25T12:01:40.000Z");
+        // Another at exactly 2 h, as if decided before v14 (counted in no
+        // bucket): the move takes no more than the bucket above holds, so
+        // the buckets still add up to `decided`.
+        create(&c, "act_6", "2026-11-25T12:00:00.000Z");
+        decide(&c, "act_6", "2026-11-25T14:00:00.000Z");
+        c.execute_batch("UPDATE analytics_daily SET h9 = h9 - 1, decided = decided - 1")
+            .unwrap();
         let before = buckets(&c);
         assert_eq!((before[3], before[7], before[9]), (1, 1, 1), "{before:?}");
         super::apply(&mut c).unwrap();
+        let decided: i64 = c
+            .query_row("SELECT decided FROM analytics_daily", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(buckets(&c).iter().sum::<i64>(), decided);
         let mut want = vec![0; 15];
         want[3] = 1; // 100 s: 1–2 min
         want[6] = 1; // 1800 s: 10–30 min
