@@ -45,7 +45,7 @@ pub struct Config {
     /// Accept http and private/loopback callback URLs. For development and tests only.
     /// From the environment: true/false, 1/0, yes/no or on/off.
     #[arg(long, env = "HDS_ALLOW_PRIVATE_CALLBACKS", default_value_t = false,
-          value_parser = clap::builder::BoolishValueParser::new())]
+          value_parser = boolish)]
     pub allow_private_callbacks: bool,
     /// Answers these host names with these addresses when delivering webhooks,
     /// like curl's --resolve (`NAME=IP`, repeatable or comma-separated). The
@@ -70,7 +70,8 @@ pub struct Config {
     #[arg(long, env = "HDS_ANONYMOUS_RATE_LIMIT", default_value_t = 30)]
     pub anonymous_rate_limit: u32,
     /// How many of those one address may send at once before the per-minute rate applies.
-    #[arg(long, env = "HDS_ANONYMOUS_BURST", default_value_t = 10)]
+    #[arg(long, env = "HDS_ANONYMOUS_BURST", default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..))]
     pub anonymous_burst: u32,
     /// Reverse proxies (IPs or CIDRs, comma-separated) whose client-address
     /// header is believed. Default: none; the TCP peer is the client.
@@ -317,6 +318,16 @@ fn parse_resolve(raw: &str) -> Result<(String, std::net::IpAddr), String> {
         return Err(format!("`{raw}`: the name is empty"));
     }
     Ok((name.trim_end_matches('.').to_ascii_lowercase(), ip))
+}
+
+/// A yes or no from the environment, in the words operators use, and a
+/// refusal that lists them (clap's says only "not a boolean").
+fn boolish(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "y" => Ok(true),
+        "false" | "0" | "no" | "off" | "n" => Ok(false),
+        _ => Err("write true or false (or 1/0, yes/no, on/off)".to_owned()),
+    }
 }
 
 /// `--durability full|normal`, listed in `--help` (the store stays free of clap).
@@ -759,6 +770,21 @@ client_id = "hds"
             said.contains("duplicate key") && !said.contains("sk_a") && !said.contains("sk_b"),
             "{said}"
         );
+    }
+
+    #[test]
+    fn a_yes_or_no_takes_the_usual_words_and_a_refusal_lists_them() {
+        for (v, want) in [
+            ("Yes", true),
+            ("1", true),
+            ("on", true),
+            ("OFF", false),
+            ("0", false),
+        ] {
+            assert_eq!(boolish(v), Ok(want), "{v}");
+        }
+        let e = boolish("maybe").unwrap_err();
+        assert!(e.contains("1/0, yes/no, on/off"), "{e}");
     }
 
     #[test]

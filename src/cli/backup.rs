@@ -205,6 +205,13 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
         }
     };
     crate::cli::say!("restored {} into {}", a.path.display(), db.display())?;
+    if !a.dir.keys_dir().exists() {
+        eprintln!(
+            "warning: {} has no receipt signing keys ({} is missing): copy back the keys directory you backed up before the next start, or that start makes a new signing key (receipts signed earlier still verify)",
+            a.dir.data_dir.display(),
+            a.dir.keys_dir().display()
+        );
+    }
     if keys.published > 0 {
         crate::cli::say!(
             "{} receipt key file(s) in {} that the backup did not list are published again, as retired, so the receipts they signed still verify",

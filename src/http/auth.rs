@@ -243,6 +243,12 @@ async fn any(parts: &Parts, state: &AppState, client: Option<IpAddr>) -> Result<
     let token = bearer(parts)?;
     if token.starts_with(USER_TOKEN_PREFIX) {
         Ok(Caller::User(user_from(state, client, token).await?))
+    } else if source_key_environment(&token).is_none() {
+        // This route takes either; "not a Source key" would say only half.
+        Err(Error::new(
+            Code::InvalidApiKey,
+            "the credential is neither a Source key (svc_live_… or svc_test_…) nor a user token (svc_usr_…)",
+        ))
     } else {
         Ok(Caller::Source(source_from(state, client, token).await?))
     }

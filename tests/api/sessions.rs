@@ -393,6 +393,22 @@ async fn auth_codes_and_boundaries() {
     app.bearer("svc_usr_unknown")
         .get_err("/v1/me/actions", 401, "INVALID_API_KEY")
         .await;
+    // A route open to both says so of a credential of neither.
+    let e = app
+        .bearer("whsec_abc")
+        .get_err(
+            &format!("/v1/actions/{}", a["id"].as_str().unwrap()),
+            401,
+            "INVALID_API_KEY",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("neither a Source key"),
+        "{e}"
+    );
 }
 
 /// Opens `link` in `client` as a browser does (its page, then its form POST).

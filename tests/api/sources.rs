@@ -731,6 +731,16 @@ async fn the_source_page_shows_new_keys_once_and_a_reload_changes_nothing() {
     app.create_action_with(&new, two_options("new key")).await;
     app.create_action(two_options("old key, in overlap")).await;
     assert_eq!(keys(&app).await.len(), 3);
+    // Replacing the live key again: the confirmation says the key still in
+    // its overlap stops at once (at most two keys per environment).
+    let ask = browser.post_form(&rotate, Some(&app.base), &form).await;
+    let html = ask.text().await.unwrap();
+    assert!(
+        html.contains("The live key svc_live_")
+            && html.contains("replaced earlier, which would work until"),
+        "{html}"
+    );
+    assert!(html.contains("stops working at once."), "{html}");
 
     // Creating a Source: redirected to its page, secrets shown there once.
     let made = browser

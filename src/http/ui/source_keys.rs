@@ -197,7 +197,21 @@ pub async fn rotate_source(
         Err(e) => return page_with_error(e, page(&st, &p, &id, None)).await,
     };
     if form.get("confirmed") != Some("yes") {
-        let ask = asked.ask(&id, &head.name, st.services.clock.now());
+        let mut ask = asked.ask(&id, &head.name, st.services.clock.now());
+        // At most two keys per environment: a key replaced earlier and still
+        // in its overlap ends now, and whoever still uses it should know.
+        for k in &head.keys {
+            let replaced = matches!(
+                (asked.environment.as_str(), k.environment.as_str()),
+                ("both", _) | ("live", "live") | ("test", "test")
+            );
+            if let (true, Some(ends)) = (replaced, &k.ends) {
+                ask.message.push_str(&format!(
+                    " The {} key {} replaced earlier, which would work until {} ({}), stops working at once.",
+                    k.environment, k.masked, ends.exact, ends.ago
+                ));
+            }
+        }
         return ConfirmPage::ask(&st, &p, "sources", &form, ask).await;
     }
     let title = match asked.keys() {
