@@ -57,9 +57,37 @@ pub fn shared_data_dir_warning(dir: &Path, other: &str) -> String {
     )
 }
 
-/// Owner-only file (0600).
+/// Owner-only file (0600). A file of another user (a database copied in as
+/// root, say) cannot be made private: the error says whose it is and what
+/// to do, not only "Operation not permitted".
 pub fn restrict_file(path: &Path) -> std::io::Result<()> {
-    set_mode(path, 0o600)
+    set_mode(path, 0o600).map_err(|e| not_ours(path, e))
+}
+
+/// `e` with the owner of `path` named, when it is a refusal to change a
+/// file hds does not own.
+#[cfg(unix)]
+fn not_ours(path: &Path, e: std::io::Error) -> std::io::Error {
+    use std::os::unix::fs::MetadataExt;
+    if e.kind() != std::io::ErrorKind::PermissionDenied {
+        return e;
+    }
+    let me = rustix::process::geteuid().as_raw();
+    match std::fs::metadata(path).map(|m| m.uid()) {
+        Ok(owner) if owner != me => std::io::Error::new(
+            e.kind(),
+            format!(
+                "{e}: {} belongs to another user (uid {owner}) than the one hds runs as (uid {me}); give it to that user (chown) with the rest of the data dir",
+                path.display()
+            ),
+        ),
+        _ => e,
+    }
+}
+
+#[cfg(not(unix))]
+fn not_ours(_: &Path, e: std::io::Error) -> std::io::Error {
+    e
 }
 
 #[cfg(unix)]

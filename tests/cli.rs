@@ -2409,3 +2409,50 @@ fn a_connection_cap_above_the_open_file_limit_is_warned_of() {
         "{err}"
     );
 }
+
+/// A database another user owns (copied in as root, say) cannot be made
+/// private: the error names its owner and says to chown it, not only
+/// "Operation not permitted". Needs root, to hand the file to another user
+/// and run hds as `nobody`; elsewhere it says so and checks nothing.
+#[test]
+fn a_database_of_another_user_is_named_with_its_owner() {
+    if rustix::process::geteuid().as_raw() != 0
+        || !Command::new("runuser")
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: needs root and runuser");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data = dir.path().join("data");
+    init(&data);
+    let bin = dir.path().join("hds");
+    std::fs::copy(HDS, &bin).unwrap();
+    let chown = |who: &str, path: &Path, recursive: bool| {
+        let mut c = Command::new("chown");
+        if recursive {
+            c.arg("-R");
+        }
+        assert!(c.arg(who).arg(path).status().unwrap().success());
+    };
+    chown("nobody", &data, true);
+    chown("root", &data.join("hds.db"), false);
+    std::fs::set_permissions(data.join("hds.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args(["keys", "list", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("belongs to another user (uid 0)") && err.contains("(chown)"),
+        "{err}"
+    );
+}
