@@ -204,6 +204,45 @@ async fn the_action_page_shows_the_fingerprint_once_and_the_number_range() {
     assert!(page.contains("Allowed: at least 0.5<"), "{page}");
 }
 
+/// A link block reads as what it opens: without a label, its URL with an
+/// international host in ASCII form (a Cyrillic "а" in apple.com shows as
+/// xn--pple-43d.com); beside a label that does not show the host, the host.
+#[tokio::test]
+async fn a_link_block_shows_the_host_it_opens() {
+    let app = TestApp::spawn().await;
+    let a: Value = app
+        .create_action(json!({"title": "Links", "interaction": {"type": "boolean"},
+            "context": [
+                {"type": "link", "url": "https://\u{0430}pple.com/login"},
+                {"type": "link", "url": "https://evil.example/pay", "label": "Your bank"},
+                {"type": "link", "url": "https://docs.example.com/runbook", "label": "Runbook on docs.example.com"}
+            ]}))
+        .await;
+    let browser = app.browser(app.admin().person()).await;
+    let page = browser
+        .page(&format!("/app/actions/{}", a["id"].as_str().unwrap()))
+        .await;
+    assert!(
+        page.contains(">https://xn--pple-43d.com/login \u{2197}</a>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            ">Your bank \u{2197}</a> <span class=\"muted small link-host\">evil.example</span>"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains(">Runbook on docs.example.com \u{2197}</a>"),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("link-host").count(),
+        1,
+        "the third label shows its host already: {page}"
+    );
+}
+
 /// Counts read as words: "2 options", "1 option", "1 approval".
 #[tokio::test]
 async fn counts_on_pages_use_the_right_plural() {

@@ -428,11 +428,29 @@ fn block(b: &ContextBlock) -> BlockVm {
                 .collect(),
             ..empty_block("diff")
         },
-        ContextBlock::Link { url, label } => BlockVm {
-            label: label.clone().unwrap_or_else(|| url.clone()),
-            url: safe_url(url).then(|| url.clone()),
-            ..empty_block("link")
-        },
+        ContextBlock::Link { url, label } => {
+            // What the link opens, as a browser's address bar would show it:
+            // an international host in its ASCII form, so `https://аpple.com/`
+            // (a Cyrillic а) does not read as apple.com. Beside a label, the
+            // host, unless the label already shows it.
+            let parsed = url::Url::parse(url).ok();
+            let host = parsed
+                .as_ref()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            let shown = parsed
+                .as_ref()
+                .map_or_else(|| url.clone(), |u| u.to_string());
+            BlockVm {
+                text: match label {
+                    Some(l) if !l.contains(&host) => host,
+                    _ => String::new(),
+                },
+                label: label.clone().unwrap_or(shown),
+                url: safe_url(url).then(|| url.clone()),
+                ..empty_block("link")
+            }
+        }
         ContextBlock::Kv { items } => BlockVm {
             items: items
                 .iter()
