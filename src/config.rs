@@ -324,9 +324,9 @@ fn parse_resolve(raw: &str) -> Result<(String, std::net::IpAddr), String> {
 /// refusal that lists them (clap's says only "not a boolean").
 fn boolish(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" | "y" => Ok(true),
-        "false" | "0" | "no" | "off" | "n" => Ok(false),
-        _ => Err("write true or false (or 1/0, yes/no, on/off)".to_owned()),
+        "true" | "t" | "1" | "yes" | "y" | "on" => Ok(true),
+        "false" | "f" | "0" | "no" | "n" | "off" => Ok(false),
+        _ => Err("write true or false (or 1/0, yes/no, y/n, on/off)".to_owned()),
     }
 }
 
@@ -784,7 +784,7 @@ client_id = "hds"
             assert_eq!(boolish(v), Ok(want), "{v}");
         }
         let e = boolish("maybe").unwrap_err();
-        assert!(e.contains("1/0, yes/no, on/off"), "{e}");
+        assert!(e.contains("1/0, yes/no, y/n, on/off"), "{e}");
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub fn restrict_file(path: &Path) -> std::io::Result<()> {
 
 /// `e` with the owner of `path` named, when it is a refusal to change a
 /// file hds does not own.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn not_ours(path: &Path, e: std::io::Error) -> std::io::Error {
     use std::os::unix::fs::MetadataExt;
     if e.kind() != std::io::ErrorKind::PermissionDenied {
@@ -85,7 +85,7 @@ fn not_ours(path: &Path, e: std::io::Error) -> std::io::Error {
     }
 }
 
-#[cfg(not(unix))]
+#[cfg(not(target_os = "linux"))]
 fn not_ours(_: &Path, e: std::io::Error) -> std::io::Error {
     e
 }

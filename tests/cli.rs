@@ -595,7 +595,7 @@ async fn online_backup_restores_into_a_new_data_dir() {
     assert!(out.status.success(), "{warned}");
     // A new data dir holds no keys yet: the restore says to copy them back.
     assert!(
-        warned.contains("has no receipt signing keys")
+        warned.contains("has no file of the backup's signing key")
             && warned.contains("copy back the keys directory"),
         "{warned}"
     );

@@ -205,10 +205,12 @@ pub fn restore(a: RestoreArgs) -> anyhow::Result<()> {
         }
     };
     crate::cli::say!("restored {} into {}", a.path.display(), db.display())?;
-    if !a.dir.keys_dir().exists() {
+    // The active key's private file, which the next start signs with.
+    if let Some(kid) = keys.active.as_deref().filter(|_| !keys.active_revoked)
+        && !crate::service::keyring::key_path(&a.dir.keys_dir(), kid).exists()
+    {
         eprintln!(
-            "warning: {} has no receipt signing keys ({} is missing): copy back the keys directory you backed up before the next start, or that start makes a new signing key (receipts signed earlier still verify)",
-            a.dir.data_dir.display(),
+            "warning: {} has no file of the backup's signing key {kid}: copy back the keys directory you backed up before the next start, or that start makes a new signing key (receipts signed earlier still verify)",
             a.dir.keys_dir().display()
         );
     }
@@ -302,6 +304,8 @@ struct KeysFixed {
     revoked: Vec<String>,
     /// The backup's active key was one of them.
     active_revoked: bool,
+    /// The backup's active signing key.
+    active: Option<String>,
     /// Credentials of the replaced database, compared with the backup's.
     credentials: Credentials,
 }
@@ -479,7 +483,8 @@ fn stage(
     std::fs::File::open(path)?.sync_all()?;
     Ok(KeysFixed {
         published,
-        active_revoked: active.is_some_and(|k| revoked.contains(&k)),
+        active_revoked: active.as_ref().is_some_and(|k| revoked.contains(k)),
+        active,
         revoked,
         credentials,
     })

@@ -163,7 +163,11 @@ pub fn admin_email_arg(s: &str) -> Result<String, String> {
     if crate::domain::validate::looks_like_email(s) {
         Ok(s.to_owned())
     } else {
-        Err(not_an_email(s))
+        // Quoted as given: spaces around it may be the mistake.
+        Err(format!(
+            "`{}` is not an e-mail address such as ana@example.com (no spaces or invisible characters, a dotted domain name after the @)",
+            crate::error::printable(s.to_owned())
+        ))
     }
 }
 

@@ -128,7 +128,7 @@ pub fn publish_key_files(dir: &Path, c: &Connection, now: &str) -> anyhow::Resul
     Ok(published)
 }
 
-fn key_path(dir: &Path, kid: &str) -> PathBuf {
+pub(crate) fn key_path(dir: &Path, kid: &str) -> PathBuf {
     dir.join(format!("{kid}.pem"))
 }
 

@@ -431,8 +431,8 @@ fn block(b: &ContextBlock) -> BlockVm {
         ContextBlock::Link { url, label } => {
             // What the link opens, as a browser's address bar would show it:
             // an international host in its ASCII form, so `https://аpple.com/`
-            // (a Cyrillic а) does not read as apple.com. Beside a label, the
-            // host, unless the label already shows it.
+            // (a Cyrillic а) does not read as apple.com; beside a label, the
+            // host.
             let parsed = url::Url::parse(url).ok();
             let host = parsed
                 .as_ref()
@@ -442,10 +442,9 @@ fn block(b: &ContextBlock) -> BlockVm {
                 .as_ref()
                 .map_or_else(|| url.clone(), |u| u.to_string());
             BlockVm {
-                text: match label {
-                    Some(l) if !l.contains(&host) => host,
-                    _ => String::new(),
-                },
+                // Always beside a label: one that merely contains a host
+                // ("apple.com login" on https://pple.com/) proves nothing.
+                text: if label.is_some() { host } else { String::new() },
                 label: label.clone().unwrap_or(shown),
                 url: safe_url(url).then(|| url.clone()),
                 ..empty_block("link")
@@ -460,6 +459,15 @@ fn block(b: &ContextBlock) -> BlockVm {
         },
         ContextBlock::Image { url, alt } => BlockVm {
             label: alt.clone(),
+            // A linked image opens its URL: its host beside the alt text.
+            text: if inline_image(url) {
+                String::new()
+            } else {
+                url::Url::parse(url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .unwrap_or_default()
+            },
             url: (inline_image(url) || safe_url(url)).then(|| url.clone()),
             ..empty_block(if inline_image(url) {
                 "image"
