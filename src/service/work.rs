@@ -541,6 +541,14 @@ fn check_comment(body: &str) -> Result<()> {
     if body.contains('\0') {
         return Err(Error::field("body", "body must not contain NUL characters"));
     }
+    // Read by the other reviewers: a direction control would make it read
+    // otherwise than it was written, as in a Source's text.
+    if crate::domain::validate::has_direction_override(body) {
+        return Err(Error::field(
+            "body",
+            crate::domain::validate::direction_refused("body"),
+        ));
+    }
     let n = body.chars().count();
     if n > MAX_COMMENT {
         return Err(Error::field(

@@ -1218,6 +1218,10 @@ async fn bad_input_on_every_work_route_says_what_to_fix_and_writes_nothing() {
             "body is 10001 characters; the limit is 10000",
         ),
         (json!({"body": "a\u{0}b"}), "NUL"),
+        (
+            json!({"body": "looks \u{202e}devorppa"}),
+            "direction control",
+        ),
         (json!({"body": ["x"]}), "body"),
     ] {
         let e = r1
