@@ -150,9 +150,13 @@ pub(crate) fn shown(s: &str) -> String {
 
 /// What a command taking a new person's e-mail says of one hds cannot use.
 pub(crate) fn not_an_email(email: &str) -> String {
+    not_an_email_quoted(&shown(email))
+}
+
+/// The same, for a value already made printable.
+fn not_an_email_quoted(shown: &str) -> String {
     format!(
-        "`{}` is not an e-mail address such as ana@example.com (no spaces or invisible characters, a dotted domain name after the @)",
-        shown(email)
+        "`{shown}` is not an e-mail address such as ana@example.com (no spaces or invisible characters, a dotted domain name after the @)"
     )
 }
 
@@ -164,10 +168,7 @@ pub fn admin_email_arg(s: &str) -> Result<String, String> {
         Ok(s.to_owned())
     } else {
         // Quoted as given: spaces around it may be the mistake.
-        Err(format!(
-            "`{}` is not an e-mail address such as ana@example.com (no spaces or invisible characters, a dotted domain name after the @)",
-            crate::error::printable(s.to_owned())
-        ))
+        Err(not_an_email_quoted(&crate::error::printable(s.to_owned())))
     }
 }
 

@@ -519,12 +519,19 @@ pub async fn get_for_source(
         _ = tokio::time::timeout(wait.min(MAX_WAIT), notified) => {}
         () = s.stopping() => {}
     }
-    let hash = src.key_hash.0.clone();
-    let at = time::format(s.clock.now());
-    let works =
-        s.db.read(move |c| crate::store::sources::by_key_hash(c, &hash, &at))
-            .await?;
-    if works.is_none() {
+    // The key cache answers for a key in use (every rotation or revocation
+    // clears it); only a miss costs a read.
+    let now = s.clock.now();
+    let works = match s.key_cache.get(&src.key_hash.0) {
+        Some(owner) => owner.works_at(now),
+        None => {
+            let (hash, at) = (src.key_hash.0.clone(), time::format(now));
+            s.db.read(move |c| crate::store::sources::by_key_hash(c, &hash, &at))
+                .await?
+                .is_some()
+        }
+    };
+    if !works {
         s.key_cache.forget(&src.key_hash.0);
         return Err(Error::new(
             Code::InvalidApiKey,

@@ -1185,14 +1185,8 @@ fn prefs_out(workspace_id: String, p: Preferences, policy: &Policy, smtp: bool) 
 }
 
 pub async fn preferences(s: &Services, user: UserCaller) -> Result<PreferencesOut> {
-    let m = active(&user)?;
-    let smtp = Ctx::of(s).smtp;
-    s.db.read(move |c| {
-        let p = store::preferences(c, &user.user_id, &m.workspace_id)?;
-        let policy = store::policy(c, &m.workspace_id)?;
-        Ok(prefs_out(m.workspace_id, p, &policy, smtp))
-    })
-    .await
+    // An update of nothing leaves them as stored.
+    preview_preferences(s, user, NotificationPreferenceUpdate::default()).await
 }
 
 /// The preferences as `req` would leave them, nothing saved: what the
