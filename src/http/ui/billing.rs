@@ -112,7 +112,7 @@ pub async fn open_portal(
     Ok(LeavePage {
         layout: Layout::signed_in(&st, &p, "Opening Stripe", "account").await?,
         url,
-        what: "Your plan and payment details are managed",
+        what: "You manage your plan and payment details",
     })
 }
 
@@ -132,6 +132,6 @@ pub async fn start_checkout(
     Ok(LeavePage {
         layout: Layout::signed_in(&st, &p, "Opening Stripe", "account").await?,
         url,
-        what: "Payment for the subscription",
+        what: "You pay for the subscription",
     })
 }
