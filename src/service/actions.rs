@@ -145,13 +145,23 @@ fn is_listed(a: &ActionRecord, user_id: &str, email: &str, account_created_at: &
 }
 
 pub(crate) fn check_reason(reason: &Option<String>) -> Result<()> {
-    if reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > MAX_REASON)
-    {
+    check_note("reason", reason.as_deref())
+}
+
+/// A free text a person reads beside the Action (a reason, an outcome's
+/// message): at most `MAX_REASON` characters and no direction control, as
+/// other reviewers, the Source, the receipt's reader and e-mails show it.
+pub(crate) fn check_note(field: &str, text: Option<&str>) -> Result<()> {
+    if text.is_some_and(|r| r.chars().count() > MAX_REASON) {
         return Err(Error::field(
-            "reason",
-            format!("reason is longer than {MAX_REASON} characters"),
+            field,
+            format!("{field} is longer than {MAX_REASON} characters"),
+        ));
+    }
+    if text.is_some_and(crate::domain::validate::has_direction_override) {
+        return Err(Error::field(
+            field,
+            crate::domain::validate::direction_refused(field),
         ));
     }
     Ok(())

@@ -9,7 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::domain::action::{ActionRecord, Actor, Outcome, Resolution, Status};
-use crate::domain::decision::{self, MAX_REASON};
+use crate::domain::decision;
 use crate::domain::event::ActionEvent;
 use crate::domain::receipt::{self, ChainLink};
 use crate::domain::strict_json;
@@ -388,16 +388,7 @@ pub async fn report_outcome(
             "status must be `success` or `failed`",
         ));
     }
-    if req
-        .message
-        .as_ref()
-        .is_some_and(|m| m.chars().count() > MAX_REASON)
-    {
-        return Err(Error::field(
-            "message",
-            format!("message is longer than {MAX_REASON} characters"),
-        ));
-    }
+    crate::service::actions::check_note("message", req.message.as_deref())?;
     let route = format!("POST /v1/actions/{id}/outcome");
     let owner = src.clone();
     let request = serde_json::to_value(&req)?;

@@ -152,6 +152,114 @@ async fn decision_codes() {
         .error(409, "ACTION_NOT_OPEN");
 }
 
+/// A reason (of a decision, a vote, a cancel or a withdrawal, one per item of
+/// a batch) and an outcome's message are read by other people beside the
+/// Action, in receipts and e-mails: a Unicode direction control in them is
+/// refused with 422 naming the field, and nothing is written.
+#[tokio::test]
+async fn reasons_and_messages_refuse_direction_controls() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin();
+    let source = app.source();
+    let a = app.create_action(two_options("Deploy")).await;
+    let id = a["id"].as_str().unwrap();
+    let binding = json!({"action_version": a["action_version"], "fingerprint": a["fingerprint"]});
+    let with = |extra: Value| {
+        let mut b = binding.clone();
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    // "ok \u{202e}dekcehc" would read "ok checked" with its letters reordered.
+    let bad = "ok \u{202e}dekcehc";
+    let bob = app.member(hds::domain::access::Role::Reviewer);
+    let mut voted = two_options("Two approvals");
+    voted["visibility"] = json!("restricted");
+    voted["reviewer_user_ids"] = json!([admin.person().id, bob.person().id]);
+    voted["approval_policy"] = json!({"required_approvals": 2});
+    let v = app.create_action(voted).await;
+    let vid = v["id"].as_str().unwrap();
+    let vote = json!({"action_version": v["action_version"], "fingerprint": v["fingerprint"], "vote": "approve", "reason": bad});
+    for (who, path, body, field) in [
+        (
+            &admin,
+            format!("/v1/actions/{id}/decision"),
+            with(json!({"option_id": "approve", "reason": bad})),
+            "reason",
+        ),
+        (
+            &source,
+            format!("/v1/actions/{id}/resolve"),
+            with(json!({"option_id": "approve", "reason": bad})),
+            "reason",
+        ),
+        (
+            &source,
+            format!("/v1/actions/{id}/cancel"),
+            json!({"reason": bad}),
+            "reason",
+        ),
+        (
+            &admin,
+            format!("/v1/actions/{id}/withdraw"),
+            json!({"reason": bad}),
+            "reason",
+        ),
+        (&admin, format!("/v1/actions/{vid}/votes"), vote, "reason"),
+    ] {
+        let e = who.post_err(&path, body, 422, "VALIDATION_ERROR").await;
+        let f = e["details"]["errors"][0]["field"].as_str().unwrap();
+        assert!(f.ends_with(field), "{path}: {e}");
+        let m = e["message"].as_str().unwrap();
+        assert!(m.contains("direction control"), "{path}: {e}");
+        assert!(m.contains("U+200E"), "{path}: {e}");
+    }
+    // In a batch, the item is refused and the batch answers.
+    let item = with(json!({"action_id": id, "option_id": "approve", "reason": bad}));
+    let out: Value = admin
+        .post("/v1/actions/decisions", json!({"decisions": [item]}), 200)
+        .await;
+    let e = &out["data"][0]["error"];
+    assert_eq!(e["code"], "VALIDATION_ERROR", "{out}");
+    assert!(
+        e["message"].as_str().unwrap().contains("direction control"),
+        "{out}"
+    );
+    // Nothing was decided, cancelled or voted.
+    for x in [id, vid] {
+        let now: Value = admin.get(&format!("/v1/actions/{x}"), 200).await;
+        assert_eq!(now["data"]["status"], "open", "{now}");
+        assert!(now["data"]["receipt"].is_null(), "{now}");
+    }
+    let now: Value = admin.get(&format!("/v1/actions/{vid}/votes"), 200).await;
+    assert_eq!(now["data"]["votes"], json!([]), "{now}");
+    // The marks U+200E and U+200F stay allowed; the outcome's message is
+    // checked the same way.
+    app.decide(
+        &a,
+        json!({"option_id": "approve", "reason": "ok \u{200f}checked"}),
+    )
+    .await
+    .ok(200);
+    let outcome =
+        |message: &str| with(json!({"status": "failed", "duration_ms": 5, "message": message}));
+    let path = format!("/v1/actions/{id}/outcome");
+    let e = source
+        .post_err(
+            &path,
+            outcome("rolled \u{2067}kcab"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(e["details"]["errors"][0]["field"], "message", "{e}");
+    let now: Value = admin.get(&format!("/v1/actions/{id}"), 200).await;
+    assert!(now["data"]["outcome"].is_null(), "{now}");
+    let ok: Value = source.post(&path, outcome("rolled back"), 201).await;
+    assert_eq!(ok["data"]["outcome"]["message"], "rolled back", "{ok}");
+}
+
 /// `options[].reason_required`: a decision choosing that option (by a person,
 /// in a batch, from the dashboard, or by the Source) must say why; the flag
 /// is left out of the Action when false, so fingerprints do not move.
