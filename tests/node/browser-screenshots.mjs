@@ -383,8 +383,29 @@ run(async (browser) => {
     ),
   };
 
+  // An unbroken title of 200 characters in the inbox: it wraps inside its
+  // row at 1280 px, and every row keeps its side column (age, kind) in view.
+  await createAction(SOURCE_KEY, { title: "W".repeat(200), interaction: { type: "boolean" } });
+  const spill = () =>
+    [...document.querySelectorAll(".rows .row-link")]
+      .filter((r) => {
+        const box = r.getBoundingClientRect();
+        const side = r.querySelector(".row-side")?.getBoundingClientRect();
+        return r.scrollWidth > r.clientWidth + 1 || (side && side.right > box.right + 1);
+      })
+      .map((r) => r.textContent.trim().slice(0, 40));
+  await wide.goto(`${BASE}/app`);
+  const wideRowsSpilling = await wide.evaluate(spill);
+  await phone.goto(`${BASE}/app`);
+  phoneChecks.inbox_unbroken_title = {
+    horizontal_overflow: await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+    broken_words: [],
+    spilling_buttons: await phone.evaluate(spill),
+  };
+
   return {
     files,
+    wide_rows_spilling: wideRowsSpilling,
     phone: phoneChecks,
     rows,
     csp_violations: [...wide.violations, ...phone.violations],
