@@ -366,6 +366,17 @@ async fn exchange(
                 Code::InvalidIdToken,
                 format!("the identity provider refused the authorization code ({r})"),
             ),
+            // It answered, with a token response hds cannot read (a claim of
+            // the ID token in a type the standard does not give it): trying
+            // again would get the same. The parser's words name the claim;
+            // the body (tokens) is not repeated.
+            RequestTokenError::Parse(e, _) => Error::new(
+                Code::InvalidIdToken,
+                format!(
+                    "the identity provider's token response could not be read ({}): ask its administrator to send the ID token's claims in their standard types",
+                    truncate(&e.inner().to_string(), 200)
+                ),
+            ),
             other => unavailable(
                 name,
                 &cfg.issuer_url(),

@@ -215,6 +215,21 @@ async fn browser_signin_with_a_real_provider_ends_in_a_cookie_session() {
         .await
         .unwrap();
     assert_eq!(r.headers()["location"], "/app/signin?error=INVALID_STATE");
+
+    // A claim hds does not read, in a type the standard does not give it
+    // (`locale: 5`): the provider answered, so it is no outage (502) but a
+    // token hds cannot read, named by where.
+    let other = crate::helpers::browser_client();
+    let callback = sign_in_at_provider(&other, &app, &op, "op", "odd-locale", "/app")
+        .await
+        .redirect();
+    let r = other.get(&callback).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INVALID_ID_TOKEN", "{body}");
+    let m = body["error"]["message"].as_str().unwrap();
+    assert!(m.contains("could not be read"), "{m}");
+    assert!(m.contains("locale: invalid type"), "{m}");
 }
 
 #[tokio::test]

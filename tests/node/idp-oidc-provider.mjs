@@ -59,13 +59,19 @@ const provider = new Provider(issuer, {
     return {
       accountId: id,
       async claims() {
+        // `updated_at` as Auth0 sends it (an RFC 3339 string, where the
+        // standard says seconds since the epoch): hds reads neither it nor
+        // `locale`, and must not refuse the sign-in over them.
         return {
           sub: id, email: `${id}@example.com`, email_verified: true, name: `Test ${id}`,
+          updated_at: new Date().toISOString(),
+          // The login `odd-locale` gets a locale of the wrong type.
+          locale: id === 'odd-locale' ? 5 : 'en-US',
         };
       },
     };
   },
-  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'updated_at', 'locale'] },
   features: { devInteractions: { enabled: true } },
   pkce: { required: () => true },
   // Without this the ID token carries only `sub` whenever an access token is
