@@ -269,13 +269,22 @@
         : chosen.length === 1 ? "1 request picked:" : chosen.length + " requests picked:";
       if (count.textContent !== counted) count.textContent = counted;
       if (!chosen.length) return;
-      var shape = chosen[0].getAttribute("data-options");
-      var same = chosen.every(function (box) { return box.getAttribute("data-options") === shape; });
+      // The same options are the same ids and labels; a style may differ
+      // (one Source marks Reject destructive, another does not), and then
+      // the button takes the strongest: destructive, then primary.
+      var sets = chosen.map(function (box) { return JSON.parse(box.getAttribute("data-options")); });
+      var names = function (set) { return JSON.stringify(set.map(function (o) { return [o.id, o.label]; })); };
+      var shape = names(sets[0]);
+      var same = sets.every(function (set) { return names(set) === shape; });
       if (!same) {
         note.textContent = "The picked requests have different options: pick requests with the same options.";
         return;
       }
-      JSON.parse(shape).forEach(function (o) {
+      var rank = function (c) { return c.indexOf("btn-danger") >= 0 ? 2 : c.indexOf("btn-primary") >= 0 ? 1 : 0; };
+      sets[0].map(function (o, i) {
+        var strongest = sets.reduce(function (c, set) { return rank(set[i]["class"]) > rank(c) ? set[i]["class"] : c; }, o["class"]);
+        return { id: o.id, label: o.label, "class": strongest };
+      }).forEach(function (o) {
         var b = document.createElement("button");
         b.type = "submit";
         b.name = "option_id";

@@ -139,6 +139,28 @@ pub fn check_text(field: &str, text: &str) -> Option<FieldError> {
         .then(|| FieldError::new(field, format!("{field} may not contain NUL characters")))
 }
 
+/// What a status outside the route's list is told, as other fixed lists
+/// are (guide: "Errors"): the value sent (its first 40 characters), then
+/// what to send.
+pub fn status_refused(got: &str, expected: &str) -> String {
+    let shown: String = got.chars().take(40).collect();
+    let more = if got.chars().count() > 40 { "…" } else { "" };
+    format!("`{shown}{more}` is not a value this field takes: use {expected}")
+}
+
+/// A run's `error` when a person cancels it with a reason: "Cancelled by
+/// EMAIL: REASON", at most `MAX_TEXT` characters (the reason's end gives
+/// way to "…").
+pub fn cancelled_by(email: &str, reason: &str) -> String {
+    let head = format!("Cancelled by {email}: ");
+    let room = MAX_TEXT.saturating_sub(head.chars().count());
+    if reason.chars().count() <= room {
+        return format!("{head}{reason}");
+    }
+    let kept: String = reason.chars().take(room.saturating_sub(1)).collect();
+    format!("{head}{}…", kept.trim_end())
+}
+
 /// A JSON value (metadata, result) of at most 32 KB.
 pub fn check_size(field: &str, v: &impl Serialize) -> Option<FieldError> {
     let size = serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX);
@@ -177,6 +199,19 @@ pub fn next_counts(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_cancel_reason_keeps_the_error_within_its_limit() {
+        assert_eq!(cancelled_by("a@b.c", "why"), "Cancelled by a@b.c: why");
+        let long = cancelled_by("admin@example.com", &"é".repeat(MAX_TEXT));
+        assert_eq!(long.chars().count(), MAX_TEXT);
+        assert!(long.starts_with("Cancelled by admin@example.com: éé"));
+        assert!(long.ends_with("é…"));
+        let fits = "x".repeat(MAX_TEXT - "Cancelled by a@b.c: ".len());
+        assert_eq!(cancelled_by("a@b.c", &fits).chars().count(), MAX_TEXT);
+        assert!(!cancelled_by("a@b.c", &fits).ends_with('…'));
+    }
+
     use super::*;
 
     #[test]

@@ -154,7 +154,7 @@ pub async fn create(
     if !matches!(status.as_str(), "queued" | "running") {
         errs.push(FieldError::new(
             "status",
-            "status must be `queued` or `running`",
+            run::status_refused(&status, "`queued` or `running`"),
         ));
     }
     if req.total.is_some_and(|t| t < 0) {
@@ -423,7 +423,10 @@ pub async fn progress(
     {
         errs.push(FieldError::new(
             "status",
-            "status must be `running` or `waiting`; finish a run with POST …/complete",
+            format!(
+                "{}; finish a run with POST …/complete",
+                run::status_refused(st, "`running` or `waiting`")
+            ),
         ));
     }
     for (f, v) in [("completed", req.completed), ("total", req.total)] {
@@ -513,7 +516,7 @@ pub async fn complete(
     if !matches!(req.status.as_str(), "succeeded" | "failed" | "cancelled") {
         errs.push(FieldError::new(
             "status",
-            "status must be `succeeded`, `failed` or `cancelled`",
+            run::status_refused(&req.status, "`succeeded`, `failed` or `cancelled`"),
         ));
     }
     if let Some(e) = req
@@ -591,13 +594,6 @@ pub async fn cancel_for_user(
     id: String,
     req: RunCancel,
 ) -> Result<(Run, bool)> {
-    if let Some(e) = req
-        .reason
-        .as_deref()
-        .and_then(|m| run::check_text("reason", m))
-    {
-        refuse(vec![e])?;
-    }
     let now = time::format(s.clock.now());
     s.write(move |c, fx| {
         let r = store::get(c, &id)?.ok_or_else(Error::run_not_found)?;
@@ -608,6 +604,15 @@ pub async fn cancel_for_user(
         };
         if !access::can_cancel_runs(role) {
             return Err(cancel_refused());
+        }
+        // The body is judged for those who may cancel: anyone else is told
+        // only that they may not.
+        if let Some(e) = req
+            .reason
+            .as_deref()
+            .and_then(|m| run::check_text("reason", m))
+        {
+            refuse(vec![e])?;
         }
         if r.status == "cancelled" {
             return Ok((r, true));
@@ -622,8 +627,13 @@ pub async fn cancel_for_user(
             )
             .with_detail("status", r.status.clone()));
         }
+        // A reason of only blanks or invisible characters gives none; the
+        // run's `error` keeps to its limit (MAX_TEXT), the reason shortened
+        // with "…" when the words before it leave too little room.
         let why = match req.reason.as_deref().map(str::trim) {
-            Some(reason) if !reason.is_empty() => format!("Cancelled by {}: {reason}", user.email),
+            Some(reason) if !crate::domain::validate::says_nothing(reason) => {
+                run::cancelled_by(&user.email, reason)
+            }
             _ => format!("Cancelled by {}", user.email),
         };
         cancel_in(c, fx, (&r.workspace_id, &r.id), &why, &now)?;

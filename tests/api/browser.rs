@@ -837,6 +837,21 @@ async fn a_batch_from_the_inbox_leaves_a_changed_action_open_and_keys_decide_an_
         "{r}"
     );
 
+    // The same options in another style are one bar; the stronger style wins.
+    assert_eq!(
+        b["mixed_styles"],
+        json!({"buttons": [["Approve", "btn btn-primary"], ["Reject", "btn btn-danger"]], "note": ""}),
+        "{r}"
+    );
+    assert_eq!(b["mixed_labels"]["buttons"], 0, "{r}");
+    assert!(
+        b["mixed_labels"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("different options"),
+        "{r}"
+    );
+
     // Keys: shown on the buttons, listed by `?`, ignored while typing.
     let k = &r["keys"];
     assert_eq!(

@@ -283,6 +283,20 @@ async fn bad_create_bodies_are_refused_and_nothing_is_written() {
                 .contains(&format!("`{field}`"));
         assert!(named, "{body}: {e}");
     }
+    // A status outside the list is named and told what to send, as other
+    // fixed lists are.
+    let e = src
+        .post_err(
+            "/v1/runs",
+            json!({"name": "x", "status": "bogus"}),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert_eq!(
+        e["message"],
+        "`bogus` is not a value this field takes: use `queued` or `running`"
+    );
     // Users cannot create runs.
     app.admin()
         .post_err("/v1/runs", json!({"name": "x"}), 401, "INVALID_API_KEY")
@@ -945,6 +959,15 @@ async fn owners_and_admins_cancel_a_run_left_active() {
         .post_err(&cancel, json!({}), 403, "FORBIDDEN")
         .await;
     assert_eq!(e["details"]["required_role"], "admin");
+    // Who may not cancel is told so, whatever the body holds.
+    reviewer
+        .post_err(
+            &cancel,
+            json!({"reason": "x".repeat(2001)}),
+            403,
+            "FORBIDDEN",
+        )
+        .await;
     app.outsider()
         .post_err(&cancel, json!({}), 404, "RUN_NOT_FOUND")
         .await;
@@ -1030,6 +1053,43 @@ async fn owners_and_admins_cancel_a_run_left_active() {
         )
         .await;
     assert_eq!(e["details"]["status"], "succeeded");
+
+    // The longest reason leaves the run's `error` within its 2,000
+    // characters (the reason's end gives way to "…"); a reason of only
+    // invisible characters gives none.
+    let email = admin.person().email.clone();
+    let long = new_run(&src, json!({"name": "long reason"})).await;
+    let done: Value = admin
+        .post(
+            &format!("/v1/runs/{}/cancel", id(&long)),
+            json!({"reason": "é".repeat(2000)}),
+            200,
+        )
+        .await;
+    let error = done["data"]["error"].as_str().unwrap();
+    assert_eq!(error.chars().count(), 2000, "{error}");
+    assert!(error.starts_with(&format!("Cancelled by {email}: éé")));
+    assert!(error.ends_with("é…"), "{error}");
+    let blank = new_run(&src, json!({"name": "blank reason"})).await;
+    let done: Value = admin
+        .post(
+            &format!("/v1/runs/{}/cancel", id(&blank)),
+            json!({"reason": "\u{200b}\u{3164} "}),
+            200,
+        )
+        .await;
+    assert_eq!(done["data"]["error"], format!("Cancelled by {email}"));
+    // The list shows why a run ended in place of its last progress message.
+    let list = app.browser(admin.person()).await.page("/app/runs").await;
+    let row = list
+        .split(&format!("id=\"run-{rid}\""))
+        .nth(1)
+        .and_then(|r| r.split("</li>").next())
+        .unwrap();
+    assert!(
+        row.contains("run-row-error") && row.contains("the runner died"),
+        "{row}"
+    );
 }
 
 /// Revoking a Source cancels its active runs (nothing can report on them

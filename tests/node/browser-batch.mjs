@@ -62,6 +62,31 @@ run(async (browser) => {
   const after = [];
   for (const a of rows) after.push((await state(a.id)).status);
 
+  // Same ids and labels, styles differing: one bar, Reject as destructive
+  // as its strongest style; a different label: no buttons, and why.
+  const plain = await createAction(SOURCE_KEY, {
+    title: "Rotate the TLS cert on edge-4",
+    options: [{ id: "approve", label: "Approve" }, { id: "reject", label: "Reject" }],
+  });
+  const styled = await createAction(SOURCE_KEY, pair("Rotate the TLS cert on edge-5"));
+  const other = await createAction(SOURCE_KEY, {
+    title: "Rotate the TLS cert on edge-6",
+    options: [{ id: "approve", label: "Approve now" }, { id: "reject", label: "Reject" }],
+  });
+  await page.goto(`${BASE}/app`);
+  for (const a of [plain, styled]) await page.locator(`li[data-id="${a.id}"] input[name="pick"]`).check();
+  await bar.getByRole("button", { name: "Reject", exact: true }).waitFor();
+  const mixedStyles = {
+    buttons: await bar.locator("button").evaluateAll((els) => els.map((e) => [e.textContent, e.className])),
+    note: (await page.locator("#batch-note").innerText()).trim(),
+  };
+  await page.locator(`li[data-id="${other.id}"] input[name="pick"]`).check();
+  await page.locator("#batch-note").getByText("different options").waitFor();
+  const mixedLabels = {
+    buttons: await bar.locator("button").count(),
+    note: (await page.locator("#batch-note").innerText()).trim(),
+  };
+
   // ---- keyboard ----
   const k = await createAction(SOURCE_KEY, pair("Grant read access to the audit bucket"));
   await page.goto(`${BASE}/app/actions/${k.id}`);
@@ -119,6 +144,8 @@ run(async (browser) => {
       statuses: after,
       after_enter: afterEnter,
       ids: rows.map((a) => a.id),
+      mixed_styles: mixedStyles,
+      mixed_labels: mixedLabels,
     },
     keys: {
       shown: keysShown,

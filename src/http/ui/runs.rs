@@ -58,10 +58,11 @@ impl RunVm {
     fn new(r: &Run, now: Timestamp) -> Self {
         let p = &r.progress;
         let counts = match (p.completed, p.total) {
+            // A total of 0 says nothing to count ("0 of 0").
+            (Some(0) | None, Some(0)) | (None, None) => String::new(),
+            (Some(c), Some(0) | None) => format!("{c} done"),
             (Some(c), Some(t)) => format!("{c} of {t}"),
-            (Some(c), None) => format!("{c} done"),
             (None, Some(t)) => format!("0 of {t}"),
-            (None, None) => String::new(),
         };
         Self {
             id: r.id.clone(),
@@ -77,6 +78,15 @@ impl RunVm {
             error: r.error.clone().filter(|e| !e.trim().is_empty()),
             created: When::new(&r.created_at, now),
             updated: When::new(&r.updated_at, now),
+        }
+    }
+    /// The line under a run's name in the list: why it ended, when it
+    /// failed or was cancelled with a reason, else its progress message.
+    pub fn row_note(&self) -> Option<(&str, bool)> {
+        match (&self.error, &self.message) {
+            (Some(e), _) => Some((e.as_str(), true)),
+            (None, Some(m)) => Some((m.as_str(), false)),
+            (None, None) => None,
         }
     }
     /// The `<progress>` value and max, when there is a total.
