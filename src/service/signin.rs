@@ -58,8 +58,11 @@ pub struct SignedIn {
     pub user: User,
 }
 
-fn refused(message: impl Into<String>) -> Error {
-    Error::new(Code::SigninNotAllowed, message)
+/// 403 SIGNIN_NOT_ALLOWED with `details.reason`, so the sign-in page can
+/// say what to do: `unverified_email`, `linked_elsewhere`,
+/// `unusable_email` or `not_admitted`.
+fn refused(reason: &'static str, message: impl Into<String>) -> Error {
+    Error::new(Code::SigninNotAllowed, message).with_detail("reason", reason)
 }
 
 fn domain_allowed(auth: &AuthConfig, email: &str) -> bool {
@@ -105,36 +108,46 @@ fn admit(
     let now = &time::format(clock_now);
     let Some(email) = id.email.as_deref().filter(|_| id.email_verified) else {
         return Err(refused(
+            "unverified_email",
             "your identity provider did not share a verified e-mail address, so hds cannot tell \
              whether you may sign in; verify your e-mail with the provider and try again",
         ));
     };
     if let Some(user) = users::by_email(c, email)? {
         if signin::has_identity_at(c, &user.id, &id.issuer)? {
-            return Err(refused(format!(
-                "{email} is already linked to a different account at {}; sign in with that account",
-                id.issuer
-            )));
+            return Err(refused(
+                "linked_elsewhere",
+                format!(
+                    "{email} is already linked to a different account at {}; sign in with that account",
+                    id.issuer
+                ),
+            ));
         }
         signin::link_identity(c, &id.issuer, &id.subject, &user.id, Some(email), now)?;
         return Ok(user.id);
     }
     // A new person only: an existing one keeps the address they have.
     if !crate::domain::validate::looks_like_email(email) {
-        return Err(refused(format!(
-            "your identity provider shared the e-mail address {:?}, which hds cannot use \
+        return Err(refused(
+            "unusable_email",
+            format!(
+                "your identity provider shared the e-mail address {:?}, which hds cannot use \
              (it needs a name, @ and a dotted domain, with no spaces or control characters); \
              ask the provider's administrator to correct it",
-            email.chars().take(100).collect::<String>()
-        )));
+                email.chars().take(100).collect::<String>()
+            ),
+        ));
     }
     let invited = signin::has_pending_invitation(c, email, now)?;
     let by_domain = domain_allowed(auth, email);
     if !invited && !by_domain {
-        return Err(refused(format!(
-            "{email} may not sign in to this hds: ask an admin to add you \
+        return Err(refused(
+            "not_admitted",
+            format!(
+                "{email} may not sign in to this hds: ask an admin to add you \
              (`hds users link {email} --create-as reviewer`) or to allow your e-mail domain"
-        )));
+            ),
+        ));
     }
     let user = users::create(c, email, id.name.as_deref(), now)?;
     signin::link_identity(c, &id.issuer, &id.subject, &user.id, Some(email), now)?;

@@ -295,6 +295,7 @@ async fn a_person_the_rules_do_not_admit_is_refused_after_the_provider_login() {
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "SIGNIN_NOT_ALLOWED");
+    assert_eq!(body["error"]["details"]["reason"], "not_admitted");
 
     // A person's browser is shown the refusal page instead of JSON.
     let callback = sign_in_at_provider(&browser, &app, &op, "op", "bob", "/app")
@@ -307,18 +308,52 @@ async fn a_person_the_rules_do_not_admit_is_refused_after_the_provider_login() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
     assert_eq!(
-        r.headers()["location"],
-        "/app/signin?error=SIGNIN_NOT_ALLOWED"
+        location,
+        "/app/signin?error=SIGNIN_NOT_ALLOWED&reason=not_admitted"
     );
     let page = browser
-        .get(format!("{}/app/signin?error=SIGNIN_NOT_ALLOWED", app.base))
+        .get(format!("{}{location}", app.base))
         .header("accept", HTML)
         .send()
         .await
         .unwrap();
     assert_eq!(page.status(), StatusCode::FORBIDDEN);
-    assert!(page.text().await.unwrap().contains("may not sign in"));
+    let page = page.text().await.unwrap();
+    assert!(page.contains("may not sign in"), "{page}");
+    assert!(page.contains("Who may sign in"), "{page}");
+
+    // An address the provider did not verify: the page says so, and what
+    // to do, rather than listing who may sign in.
+    let browser = crate::helpers::browser_client();
+    let callback = sign_in_at_provider(&browser, &app, &op, "op", "unverified", "/app")
+        .await
+        .redirect();
+    let r = browser
+        .get(&callback)
+        .header("accept", HTML)
+        .send()
+        .await
+        .unwrap();
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(
+        location,
+        "/app/signin?error=SIGNIN_NOT_ALLOWED&reason=unverified_email"
+    );
+    let page = browser
+        .get(format!("{}{location}", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("did not confirm your e-mail address"),
+        "{page}"
+    );
+    assert!(!page.contains("Who may sign in"), "{page}");
     let r = browser
         .get(format!("{}/v1/auth/session", app.base))
         .send()

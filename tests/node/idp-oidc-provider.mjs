@@ -63,7 +63,8 @@ const provider = new Provider(issuer, {
         // standard says seconds since the epoch): hds reads neither it nor
         // `locale`, and must not refuse the sign-in over them.
         return {
-          sub: id, email: `${id}@example.com`, email_verified: true, name: `Test ${id}`,
+          // The login `unverified` has an address the provider did not verify.
+          sub: id, email: `${id}@example.com`, email_verified: id !== 'unverified', name: `Test ${id}`,
           updated_at: new Date().toISOString(),
           // The login `odd-locale` gets a locale of the wrong type.
           locale: id === 'odd-locale' ? 5 : 'en-US',

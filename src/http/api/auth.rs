@@ -199,7 +199,15 @@ fn refusal(headers: &HeaderMap, e: Error) -> Response {
         }
         other => other.as_str(),
     };
-    Redirect::to(&format!("/app/signin?error={code}")).into_response()
+    // Why a sign-in was not allowed leads to what to do about it (a
+    // fixed word, never the message).
+    let reason = match e.details.get("reason").and_then(Value::as_str) {
+        Some(r @ ("unverified_email" | "linked_elsewhere" | "unusable_email" | "not_admitted")) => {
+            format!("&reason={r}")
+        }
+        _ => String::new(),
+    };
+    Redirect::to(&format!("/app/signin?error={code}{reason}")).into_response()
 }
 
 /// Get a nonce for the native sign-in: single attempt, valid 5 minutes.

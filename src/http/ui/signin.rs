@@ -29,6 +29,9 @@ pub struct SigninQuery {
     error: Option<String>,
     #[serde(default)]
     done: Option<String>,
+    /// Why a sign-in was not allowed (`details.reason` of the refusal).
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 /// A button that signs in with an identity provider.
@@ -54,6 +57,9 @@ pub struct SigninPage {
     /// Who may sign in, shown with a refusal.
     domains: Vec<String>,
     refused: bool,
+    /// Why it was refused: `unverified_email`, `linked_elsewhere`,
+    /// `unusable_email`, else not admitted.
+    refused_why: &'static str,
     /// The form that mails a one-time link (`[auth] email_links`).
     email_links: bool,
     /// Where the mailed link leads (a local path).
@@ -203,7 +209,7 @@ fn notice(code: &str, email_links: bool) -> Option<Notice> {
     })
 }
 
-fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
+fn signin_page(st: &AppState, next: &str, code: Option<&str>, reason: Option<&str>) -> SigninPage {
     let email_links = st.services.config.email_links();
     let notice = code.and_then(|c| notice(c, email_links));
     let refused = code.is_some_and(|c| c.eq_ignore_ascii_case("SIGNIN_NOT_ALLOWED"));
@@ -220,6 +226,12 @@ fn signin_page(st: &AppState, next: &str, code: Option<&str>) -> SigninPage {
         notice,
         domains: st.services.config.auth.allowed_email_domains.clone(),
         refused,
+        refused_why: match reason {
+            Some("unverified_email") => "unverified_email",
+            Some("linked_elsewhere") => "linked_elsewhere",
+            Some("unusable_email") => "unusable_email",
+            _ => "not_admitted",
+        },
         email_links,
         next: next.to_owned(),
         email_invalid: code.is_some_and(|c| c.eq_ignore_ascii_case("EMAIL_INVALID")),
@@ -235,7 +247,7 @@ pub async fn signin_form(
     // An unsafe `next` is dropped here; the start route refuses it outright.
     let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
     let code = q.error.as_deref().or(q.done.as_deref());
-    let page = signin_page(&st, &next, code);
+    let page = signin_page(&st, &next, code, q.reason.as_deref());
     let status = if page.refused {
         StatusCode::FORBIDDEN
     } else {
@@ -260,7 +272,7 @@ pub async fn link_form(
 ) -> Result<Response, UiError> {
     let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
     if !signin::link_is_live(&st.services, &token).await? {
-        let page = signin_page(&st, &next, Some("LINK_INVALID"));
+        let page = signin_page(&st, &next, Some("LINK_INVALID"), None);
         return Ok((StatusCode::GONE, page).into_response());
     }
     Ok(LinkPage {
@@ -293,7 +305,7 @@ pub async fn redeem_link(
             Ok(see_other(&next))
         }
         Err(e) if e.code == Code::AuthRequired => {
-            let page = signin_page(&st, &next, Some("LINK_INVALID"));
+            let page = signin_page(&st, &next, Some("LINK_INVALID"), None);
             Ok((StatusCode::GONE, page).into_response())
         }
         Err(e) => Err(e.into()),
@@ -321,7 +333,7 @@ pub async fn mail_link(
     // the form again, leading to the inbox, with the address kept.
     let typed: String = form.get("email").unwrap_or("").chars().take(254).collect();
     let Ok(next) = session::local_next(form.get("next")) else {
-        let mut page = signin_page(&st, "/app", Some("INVALID_NEXT"));
+        let mut page = signin_page(&st, "/app", Some("INVALID_NEXT"), None);
         page.entered_email = typed;
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
     };
@@ -340,7 +352,7 @@ pub async fn mail_link(
             )))
         }
         Err(e) if e.code == Code::ValidationError => {
-            let mut page = signin_page(&st, &next, Some("EMAIL_INVALID"));
+            let mut page = signin_page(&st, &next, Some("EMAIL_INVALID"), None);
             page.entered_email = typed;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
         }
