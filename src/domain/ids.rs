@@ -82,7 +82,7 @@ pub fn cursor_problem(
         crate::error::FieldError::new(
             field,
             format!(
-                "{field} must be {what} id ({prefix}_ and 26 characters), the last id of the previous page"
+                "{field} must be {what} id ({prefix}_ and 26 upper-case letters and digits, as the list gave it), the last id of the previous page"
             ),
         )
     })

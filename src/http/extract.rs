@@ -215,6 +215,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
         let q = parts.uri.query().unwrap_or("");
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(q.as_bytes()));
         serde_path_to_error::deserialize(de).map(Self).map_err(|e| {
+            // Unknown parameters are all named together, as a body's
+            // unknown fields are (serde stops at the first).
+            let keys: serde_json::Map<String, Value> = form_urlencoded::parse(q.as_bytes())
+                .map(|(k, _)| (k.into_owned(), Value::Null))
+                .collect();
+            if let Some(unknown) = unknown_fields::<T>(&Value::Object(keys)) {
+                return Error::validation(unknown);
+            }
             let mut field = e.path().to_string();
             let inner = e.into_inner().to_string();
             // A parameter given twice, unknown or missing is named by itself,

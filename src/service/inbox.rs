@@ -265,13 +265,15 @@ pub async fn list_for_source(
         errs.push(FieldError::new("limit", "limit must be between 1 and 200"));
     }
     let after = p.starting_after.filter(|s| !s.is_empty());
-    if let Some(a) = &after
-        && !crate::domain::ids::is_id(a, crate::domain::ids::ACTION)
-    {
-        errs.push(FieldError::new(
+    if let Some(e) = after.as_deref().and_then(|a| {
+        crate::domain::ids::cursor_problem(
             "starting_after",
-            "starting_after must be an Action id (act_ and 26 characters), the last id of the previous page",
-        ));
+            a,
+            crate::domain::ids::ACTION,
+            "an Action",
+        )
+    }) {
+        errs.push(e);
     }
     if !errs.is_empty() {
         return Err(Error::validation(errs));
@@ -434,12 +436,26 @@ pub fn query(
     }
     // An empty cursor is the first page, as an absent one (as on runs).
     p.starting_after = p.starting_after.filter(|s| !s.is_empty());
-    if let Some(after) = &p.starting_after
-        && !crate::domain::ids::is_id(after, crate::domain::ids::ACTION)
+    if let Some(e) = p.starting_after.as_deref().and_then(|a| {
+        crate::domain::ids::cursor_problem(
+            "starting_after",
+            a,
+            crate::domain::ids::ACTION,
+            "an Action",
+        )
+    }) {
+        errs.push(e);
+    }
+    // An empty `source_id` is no filter, as an empty search or cursor; one
+    // that is no Source id is refused here, one of no Source of the
+    // workspace when the list is read (`store::check_source_filter`).
+    p.source_id = p.source_id.filter(|s| !s.is_empty());
+    if let Some(id) = &p.source_id
+        && !crate::domain::ids::is_id(id, crate::domain::ids::SOURCE)
     {
         errs.push(FieldError::new(
-            "starting_after",
-            "starting_after must be an Action id (act_ and 26 characters), the last id of the previous page",
+            "source_id",
+            "source_id must be a Source id (src_ and 26 upper-case letters and digits), as GET /v1/sources lists them",
         ));
     }
     if !errs.is_empty() {

@@ -417,8 +417,23 @@ pub enum Matches {
 pub const BROAD_SET_LIMIT: usize = 1 << 18;
 
 /// Reads the matches of `q`'s search from actions_fts, once per request (the
-/// doclist alone, no row is read).
+/// doclist alone, no row is read). First, the list's `source_id` must name
+/// a Source of the workspace (revoked ones too): a typo is told, not
+/// answered with an empty list.
 pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
+    if let Some(id) = &q.source_id {
+        let known = c
+            .prepare_cached("SELECT 1 FROM sources WHERE id = ?1 AND workspace_id = ?2")?
+            .exists(params![id, q.workspace_id])?;
+        if !known {
+            return Err(crate::error::Error::validation(vec![
+                crate::error::FieldError::new(
+                    "source_id",
+                    format!("{id} is not a Source of this workspace; GET /v1/sources lists them"),
+                ),
+            ]));
+        }
+    }
     let Search::Fts(m) = inbox_filter(q).search else {
         return Ok(Matches::NotSearched);
     };

@@ -126,6 +126,52 @@ async fn inbox_filters_sort_and_bound() {
     app.get(&format!("/v1/me/actions?search={}", "a".repeat(120)), &user)
         .await
         .ok(200);
+
+    // Unknown parameters are named together, as a body's unknown fields.
+    for path in ["/v1/me/actions", "/v1/source/actions"] {
+        let who = if path == "/v1/source/actions" {
+            app.live_key()
+        } else {
+            user.clone()
+        };
+        let e = app.get(&format!("{path}?foo=1&bar=2"), &who).await;
+        let errors = e.error(422, "VALIDATION_ERROR")["details"]["errors"].clone();
+        let mut fields: Vec<&str> = errors
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["field"].as_str().unwrap())
+            .collect();
+        fields.sort_unstable();
+        assert_eq!(fields, ["bar", "foo"], "{path}: {errors}");
+    }
+    // An empty source_id is no filter; one that is no Source id, or no
+    // Source of this workspace, is told rather than answered with nothing.
+    let all = app.get("/v1/me/actions", &user).await.ok(200)["data"].clone();
+    let empty = app.get("/v1/me/actions?source_id=", &user).await.ok(200)["data"].clone();
+    assert_eq!(all, empty);
+    let e = app.get("/v1/me/actions?source_id=src_bogus", &user).await;
+    let e = e.error(422, "VALIDATION_ERROR");
+    assert_eq!(e["details"]["errors"][0]["field"], "source_id", "{e}");
+    let unknown = format!("src_{}", "0".repeat(26));
+    let e = app
+        .get(&format!("/v1/me/actions?source_id={unknown}"), &user)
+        .await;
+    let e = e.error(422, "VALIDATION_ERROR");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not a Source of this workspace"),
+        "{e}"
+    );
+    // A cursor in lower case is told what case it takes.
+    let id = all[0]["id"].as_str().unwrap().to_lowercase();
+    let e = app
+        .get(&format!("/v1/me/actions?starting_after={id}"), &user)
+        .await;
+    let e = e.error(422, "VALIDATION_ERROR");
+    assert!(e["message"].as_str().unwrap().contains("upper-case"), "{e}");
 }
 
 /// `search` (FTS5): every word must begin a word of the title, in any case
@@ -865,7 +911,7 @@ async fn starting_after_pages_every_order_without_repeats_or_gaps() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("act_ and 26 characters"),
+            .contains("act_ and 26 upper-case letters and digits"),
         "{e}"
     );
     let absent = "act_01M8CHV7XBSAWWWE5GRKFH08J7";
