@@ -660,6 +660,20 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
             !p.issuer_url().is_empty(),
             "[auth.providers.{name}] of kind oidc needs issuer"
         );
+        // The sign-in button reads "Continue with <display_name>".
+        if let Some(d) = &p.display_name {
+            anyhow::ensure!(
+                !crate::domain::validate::says_nothing(d)
+                    && !d.chars().any(char::is_control)
+                    && d.chars().count() <= 60,
+                "[auth.providers.{name}] display_name must be a name of 1 to 60 characters on one line (the sign-in button reads \"Continue with <display_name>\"); leave it out to use {}",
+                match p.kind {
+                    ProviderKind::Google => "Google",
+                    ProviderKind::Apple => "Apple",
+                    ProviderKind::Oidc => name.as_str(),
+                }
+            );
+        }
         let issuer = p.issuer_url();
         anyhow::ensure!(
             url::Url::parse(&issuer)
@@ -677,6 +691,25 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A provider's display_name names the sign-in button: not blank, one
+    /// line, at most 60 characters.
+    #[test]
+    fn a_display_name_must_show_something() {
+        let with = |d: &str| {
+            parse_file(&format!(
+                "[auth.providers.sso]\nkind = \"oidc\"\nissuer = \"https://sso.example.com\"\nclient_id = \"hds\"\ndisplay_name = \"{d}\"\n"
+            ))
+        };
+        assert!(with("Corp SSO").is_ok());
+        for bad in ["", "  ", "\\u200b", "a\\nb", &"x".repeat(61)] {
+            let e = with(bad).unwrap_err();
+            assert!(
+                format!("{e:#}").contains("display_name must be"),
+                "{bad:?}: {e:#}"
+            );
+        }
+    }
 
     /// Mailed sign-in links: off unless asked for, never without `[smtp]`.
     #[test]

@@ -290,13 +290,19 @@ pub async fn finish(
         }
     };
     if let Some(error) = &answer.error {
-        let description = answer.error_description.as_deref().unwrap_or("");
+        // "access_denied (The user cancelled)", or the code alone.
+        let description = answer
+            .error_description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| format!(" ({})", truncate(d, 200)))
+            .unwrap_or_default();
         return Err(Error::new(
             Code::AuthRequired,
             format!(
-                "the identity provider did not sign you in: {} {}",
+                "the identity provider did not sign you in: {}{description}",
                 truncate(error, 64),
-                truncate(description, 200)
             ),
         )
         // RFC 6749 §4.1.2.1 code, e.g. access_denied when the person cancelled.

@@ -44,7 +44,9 @@ pub async fn create_api_token(
     expires_in_days: Option<u32>,
 ) -> Result<(String, Credential)> {
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > 100 {
+    // Only blanks or invisible characters name nothing a person can tell
+    // apart in the list of tokens.
+    if crate::domain::validate::says_nothing(name) || name.chars().count() > 100 {
         return Err(Error::validation(vec![crate::error::FieldError::new(
             "name",
             "give the token a name of 1 to 100 characters, e.g. where it is used",

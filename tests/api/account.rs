@@ -385,6 +385,22 @@ async fn the_account_page_offers_the_export_and_deletes_with_confirmation() {
         )
         .await;
     assert_eq!(r.status(), 422);
+    // No address: the form's words, not the API's.
+    let r = browser
+        .post_form(
+            "/app/account/delete",
+            Some(origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("confirm", " "),
+                ("understood", "yes"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("type your own e-mail address"), "{page}");
+    assert!(!page.contains("send {"), "{page}");
     // No CSRF token: refused.
     let r = browser
         .post_form(
@@ -608,6 +624,20 @@ async fn the_account_page_shows_a_new_api_token_once_and_a_reload_creates_nothin
         assert_eq!(r.status(), 422, "{name:?}");
         assert!(r.text().await.unwrap().contains("one line"), "{name:?}");
     }
+    // A name of only invisible characters names nothing.
+    let r = browser
+        .post_form(
+            "/app/account/tokens",
+            Some(origin),
+            &[
+                ("_csrf", browser.csrf()),
+                ("name", "\u{200b}\u{3164}"),
+                ("expires_in_days", ""),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(r.text().await.unwrap().contains("give the token a name"));
     assert_eq!(api_tokens_of(&app, &me), before + 1);
 }
 

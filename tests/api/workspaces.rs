@@ -1044,6 +1044,16 @@ async fn a_person_in_no_workspace_is_sent_to_the_workspaces_page() {
         page.contains("Sign out") || page.contains("signout"),
         "{page}"
     );
+    // The header offers no empty workspace switcher, only the link.
+    assert!(!page.contains(r#"name="workspace_id""#), "{page}");
+    assert!(page.contains(r#"class="small switcher-link""#), "{page}");
+    // Their account page leads to Workspaces, not to a workspace's pages.
+    let account = browser.page("/app/account").await;
+    assert!(
+        account.contains(r#"id="account-no-workspace""#),
+        "{account}"
+    );
+    assert!(!account.contains(r#"href="/app/billing""#), "{account}");
     // The API lists nothing, and has no Action to continue a page after.
     let none: serde_json::Value = reviewer.get("/v1/me/actions", 200).await;
     assert_eq!(none["data"], json!([]));

@@ -371,8 +371,14 @@ pub async fn delete_account(
     form: FormData,
 ) -> Result<Response, UiError> {
     check_csrf(&st, &headers, &p, &form)?;
-    let done = if form.get("understood") == Some("yes") {
-        let confirm = form.get("confirm").unwrap_or_default().to_owned();
+    let confirm = form.get("confirm").unwrap_or_default().to_owned();
+    let done = if confirm.trim().is_empty() {
+        // The API's words ("send {\"confirm\": …}") are not the form's.
+        Err(Error::field(
+            "confirm",
+            "type your own e-mail address to confirm that the account is to be deleted",
+        ))
+    } else if form.get("understood") == Some("yes") {
         let req = account::AccountDeleteRequest { confirm };
         account::delete(&st.services, &p.user, req).await
     } else {
