@@ -27,6 +27,10 @@ pub struct InboxParams {
     #[param(max_length = 120)]
     pub search: Option<String>,
     pub source_id: Option<String>,
+    /// Only the Actions raised in this run (`run_…`), a run of the active
+    /// workspace (else 422); empty: no filter.
+    #[param(pattern = "^(run_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
+    pub run_id: Option<String>,
     /// low, normal, high, urgent
     #[param(schema_with = priority_schema)]
     pub priority: Option<String>,
@@ -288,6 +292,7 @@ pub async fn list_for_source(
         status,
         search: None,
         source_id: Some(src.source_id.clone()),
+        run_id: None,
         priority: p.priority,
         environment: Some(src.environment),
         scope: "all".into(),
@@ -458,6 +463,15 @@ pub fn query(
             "source_id must be a Source id (src_ and 26 upper-case letters and digits), as GET /v1/sources lists them",
         ));
     }
+    p.run_id = p.run_id.filter(|s| !s.is_empty());
+    if let Some(id) = &p.run_id
+        && !crate::domain::ids::is_id(id, crate::domain::ids::RUN)
+    {
+        errs.push(FieldError::new(
+            "run_id",
+            "run_id must be a run id (run_ and 26 upper-case letters and digits), as GET /v1/runs lists them",
+        ));
+    }
     if !errs.is_empty() {
         return Err(Error::validation(errs));
     }
@@ -478,6 +492,7 @@ pub fn query(
         status,
         search: p.search.filter(|q| !q.trim().is_empty()),
         source_id: p.source_id,
+        run_id: p.run_id,
         priority: p.priority,
         environment: Environment::parse(&env),
         scope,

@@ -251,6 +251,24 @@ pub async fn get_for_user(
     .await
 }
 
+/// The name of a run of the person's active workspace (the inbox's run
+/// filter names it); None for any other id.
+pub async fn name_in_active_workspace(
+    s: &Services,
+    user: &UserCaller,
+    id: String,
+) -> Result<Option<String>> {
+    let Some(ws) = user.active_workspace().map(|m| m.workspace_id.clone()) else {
+        return Ok(None);
+    };
+    s.db.read(move |c| {
+        Ok(store::get(c, &id)?
+            .filter(|r| r.workspace_id == ws)
+            .map(|r| r.name))
+    })
+    .await
+}
+
 /// One Action of a run as the run page lists it.
 pub struct RunAction {
     pub id: String,

@@ -333,6 +333,9 @@ pub struct InboxQuery {
     pub status: String,
     pub search: Option<String>,
     pub source_id: Option<String>,
+    /// The Actions raised in one run (`run_id`): a few, read from
+    /// `actions_by_run` and sorted.
+    pub run_id: Option<String>,
     pub priority: Option<String>,
     /// None = both environments.
     pub environment: Option<Environment>,
@@ -430,6 +433,19 @@ pub fn matches(c: &Connection, q: &InboxQuery) -> Result<Matches> {
                 crate::error::FieldError::new(
                     "source_id",
                     format!("{id} is not a Source of this workspace; GET /v1/sources lists them"),
+                ),
+            ]));
+        }
+    }
+    if let Some(id) = &q.run_id {
+        let known = c
+            .prepare_cached("SELECT 1 FROM runs WHERE id = ?1 AND workspace_id = ?2")?
+            .exists(params![id, q.workspace_id])?;
+        if !known {
+            return Err(crate::error::Error::validation(vec![
+                crate::error::FieldError::new(
+                    "run_id",
+                    format!("{id} is not a run of this workspace; GET /v1/runs lists them"),
                 ),
             ]));
         }
@@ -650,7 +666,9 @@ const AWAITS_MY_VOTE: &str = " AND a.status = 'open' AND a.visibility = 'restric
 /// of open restricted Actions (the planner, without statistics, would walk
 /// `actions_inbox`, every open Action of the workspace).
 fn actions_from(q: &InboxQuery) -> &'static str {
-    if q.scope == NEEDS_MY_VOTE && q.may_vote {
+    if q.run_id.is_some() {
+        " FROM actions a INDEXED BY actions_by_run LEFT JOIN receipts r ON r.id = a.receipt_id"
+    } else if q.scope == NEEDS_MY_VOTE && q.may_vote {
         " FROM actions a INDEXED BY actions_restricted_open LEFT JOIN receipts r ON r.id = a.receipt_id"
     } else {
         from_actions!()
@@ -671,6 +689,9 @@ fn actions_from(q: &InboxQuery) -> &'static str {
 /// - source_id: `actions_source_inbox` (source_id, environment, status, …);
 ///   on a closed status, `actions_source_closed` (source_id, environment,
 ///   status, created_at; partial), newest first.
+/// - run_id: `actions_by_run` (run_id, id; partial), forced by
+///   `actions_from` (without statistics the planner would walk the
+///   workspace's inbox index): a run's Actions, sorted for the page.
 /// - scope=mine: a UNION ALL of `assignee_user_id = me` (partial index
 ///   `actions_assignee_user`) and `assignee_email = my e-mail` not already
 ///   mine by id (`actions_assignee_email`, on the lower-cased `assignee_email` column),
@@ -712,6 +733,10 @@ fn inbox_filter(q: &InboxQuery) -> Filter {
     if let Some(s) = &q.source_id {
         sql.push_str(" AND a.source_id = ?");
         args.push(s.clone().into());
+    }
+    if let Some(r) = &q.run_id {
+        sql.push_str(" AND a.run_id = ?");
+        args.push(r.clone().into());
     }
     // By rank, which the inbox indexes hold (the name is not indexed).
     if let Some(rank) = q
@@ -941,7 +966,8 @@ pub struct InboxCounts {
 /// own index does (each holds snoozed_until), and `+` keeps the planner off
 /// `actions_snoozed`, which would read every snoozed row to test those.
 fn tabs(q: &InboxQuery) -> [&'static str; 5] {
-    let narrowed = q.scope != "all" || q.source_id.is_some() || q.priority.is_some();
+    let narrowed =
+        q.scope != "all" || q.source_id.is_some() || q.priority.is_some() || q.run_id.is_some();
     [
         " AND a.status = 'open' AND (a.snoozed_until IS NULL OR a.snoozed_until <= ?)",
         if narrowed {
@@ -1000,7 +1026,9 @@ fn counts_sql(q: &InboxQuery, matches: &Matches) -> Option<Vec<(String, Vec<SqlV
                     .map(|tab| {
                         format!(
                             "(SELECT count(*) FROM (SELECT 1 FROM actions a{ix}{w}{arm}{tab} LIMIT {COUNT_CAP}))",
-                            ix = if q.scope == NEEDS_MY_VOTE && q.may_vote {
+                            ix = if q.run_id.is_some() {
+                                " INDEXED BY actions_by_run"
+                            } else if q.scope == NEEDS_MY_VOTE && q.may_vote {
                                 " INDEXED BY actions_restricted_open"
                             } else {
                                 ""
@@ -1074,6 +1102,7 @@ mod tests {
             status: "open".into(),
             search: None,
             source_id: None,
+            run_id: None,
             priority: None,
             environment: Some(Environment::Live),
             scope: "all".into(),
@@ -1417,6 +1446,72 @@ mod tests {
                     .all(|s| !s.contains("SEARCH a") || s.contains("rowid=?")),
                 "{name} narrow: actions read by rowid only:\n{text}"
             );
+        }
+    }
+
+    /// A run's Actions are read from `actions_by_run`, whatever else the
+    /// filter holds (statuses, both environments, scopes, a search of any
+    /// breadth, a page after an Action), and counted from it: never a scan
+    /// of actions, and a sort of that run's rows only.
+    #[test]
+    #[allow(clippy::print_stdout)] // the plans are shown with `--nocapture`
+    fn a_run_filter_reads_the_runs_index() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply(&mut c).unwrap();
+        register_functions(&c).unwrap();
+        let run = |f: fn(&mut InboxQuery)| {
+            query(|q| {
+                q.run_id = Some("run_x".into());
+                f(q);
+            })
+        };
+        let after = After {
+            rank: 2,
+            created_at: "2026-11-26T10:00:00.000Z".into(),
+            snoozed_until: "2026-11-26T11:00:00.000Z".into(),
+            rowid: 7,
+        };
+        let cases: Vec<(&str, InboxQuery)> = vec![
+            ("run", run(|_| {})),
+            ("run+all", run(|q| q.environment = None)),
+            ("run+resolved", run(|q| q.status = "resolved".into())),
+            ("run+snoozed", run(|q| q.status = "snoozed".into())),
+            ("run+mine", run(|q| q.scope = "mine".into())),
+            ("run+vote", run(|q| q.scope = NEEDS_MY_VOTE.into())),
+            ("run+member", run(|q| q.sees_restricted = false)),
+            ("run+search", run(|q| q.search = Some("deploy".into()))),
+        ];
+        for (name, q) in cases {
+            let mut plans = Vec::new();
+            for m in [Matches::Broad(Vec::new()), Matches::Vast] {
+                for at in [None, Some(&after)] {
+                    let (sql, args) = inbox_sql(&q, &m, at);
+                    plans.push(plan(&c, &sql, &args).join("\n"));
+                }
+            }
+            for (sql, args) in counts_sql(&q, &Matches::NotSearched).into_iter().flatten() {
+                plans.push(plan(&c, &sql, &args).join("\n"));
+            }
+            for text in plans {
+                println!("{name}:\n{text}\n");
+                assert!(text.contains("actions_by_run"), "{name}:\n{text}");
+                for step in text.lines() {
+                    assert!(
+                        !scans(step.trim_start_matches(|c: char| !c.is_alphabetic())),
+                        "{name} scans:\n{text}"
+                    );
+                }
+            }
+            if q.search.is_some() {
+                // A narrow search: its rowids drive, as without a run.
+                let rowids = Matches::Narrow("[1, 2]".into());
+                let (sql, args) = inbox_sql(&q, &rowids, None);
+                let text = plan(&c, &sql, &args).join("\n");
+                assert!(
+                    text.contains("SCAN j VIRTUAL TABLE"),
+                    "{name} narrow:\n{text}"
+                );
+            }
         }
     }
 

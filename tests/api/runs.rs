@@ -1453,3 +1453,127 @@ async fn the_run_page_says_when_its_lists_are_cut_short() {
     assert!(!page.contains(r#"<div class="ev-what">Created</div>"#));
     assert!(page.contains("step 199"));
 }
+
+/// `GET /v1/me/actions?run_id=` lists the Actions raised in one run, with
+/// the other filters; a run of another workspace, or no run id, is 422. The
+/// run page leads to the inbox narrowed to it, where its open requests are
+/// picked and decided together.
+#[tokio::test]
+async fn the_inbox_narrows_to_a_run_and_the_run_page_leads_there() {
+    let app = TestApp::spawn().await;
+    let src = app.source();
+    let admin = app.admin();
+    let run = new_run(&src, json!({"name": "nightly import", "status": "running"})).await;
+    let rid = id(&run);
+    let mut ids = Vec::new();
+    for t in [
+        "Merge duplicate 1",
+        "Merge duplicate 2",
+        "Merge duplicate 3",
+    ] {
+        let mut body = two_options(t);
+        body["run_id"] = json!(rid);
+        let a: Value = src.post("/v1/actions", body, 201).await;
+        ids.push(id(&a["data"]));
+    }
+    app.create_action(two_options("Not in the run")).await;
+    let listed =
+        |v: &Value| -> Vec<String> { v["data"].as_array().unwrap().iter().map(id).collect() };
+    let got: Value = admin
+        .get(&format!("/v1/me/actions?run_id={rid}"), 200)
+        .await;
+    let mut seen = listed(&got);
+    seen.sort();
+    assert_eq!(seen, ids, "{got}");
+    // With the other filters and pages.
+    let got: Value = admin
+        .get(
+            &format!("/v1/me/actions?run_id={rid}&search=duplicate&limit=2"),
+            200,
+        )
+        .await;
+    assert_eq!(listed(&got).len(), 2);
+    assert_eq!(got["has_more"], true);
+    let last = listed(&got)[1].clone();
+    let rest: Value = admin
+        .get(
+            &format!("/v1/me/actions?run_id={rid}&search=duplicate&limit=2&starting_after={last}"),
+            200,
+        )
+        .await;
+    assert_eq!(listed(&rest).len(), 1);
+    assert_eq!(rest["has_more"], false);
+    let none: Value = admin
+        .get(&format!("/v1/me/actions?run_id={rid}&status=resolved"), 200)
+        .await;
+    assert_eq!(none["data"], json!([]));
+    // Empty: no filter. Not a run id, or a run of no workspace of the
+    // caller's active one: 422 naming run_id.
+    let all: Value = admin.get("/v1/me/actions?run_id=", 200).await;
+    assert_eq!(listed(&all).len(), 4);
+    for bad in ["run_nope".to_owned(), format!("run_{}", "0".repeat(26))] {
+        let e = admin
+            .get_err(
+                &format!("/v1/me/actions?run_id={bad}"),
+                422,
+                "VALIDATION_ERROR",
+            )
+            .await;
+        assert_eq!(e["details"]["errors"][0]["field"], "run_id", "{e}");
+    }
+    let outsider = app.outsider();
+    let e = outsider
+        .get_err(
+            &format!("/v1/me/actions?run_id={rid}"),
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not a run of this workspace"),
+        "{e}"
+    );
+
+    // The run page leads to the inbox narrowed to the run, which names it,
+    // keeps it through the filter form, and offers the batch.
+    let browser = app.browser(admin.person()).await;
+    let page = browser.page(&format!("/app/runs/{rid}")).await;
+    let link = format!("/app?run_id={rid}&amp;environment=live");
+    assert!(page.contains(&link), "{page}");
+    let inbox = browser
+        .page(&format!("/app?run_id={rid}&environment=live"))
+        .await;
+    assert!(inbox.contains(r#"id="inbox-run""#), "{inbox}");
+    assert!(inbox.contains("nightly import"), "{inbox}");
+    assert!(
+        inbox.contains(&format!(
+            r#"<input type="hidden" name="run_id" value="{rid}">"#
+        )),
+        "{inbox}"
+    );
+    assert_eq!(inbox.matches(r#"name="pick""#).count(), 3, "{inbox}");
+    assert!(!inbox.contains("Not in the run"), "{inbox}");
+    // Once every Action of the run is decided, the run page no longer
+    // leads there.
+    let decisions: Vec<Value> = ids
+        .iter()
+        .map(|a| {
+            json!({"action_id": a, "option_id": "approve", "action_version": 1,
+                   "fingerprint": null})
+        })
+        .collect();
+    for (i, a) in ids.iter().enumerate() {
+        let got: Value = admin.get(&format!("/v1/actions/{a}"), 200).await;
+        let mut d = decisions[i].clone();
+        d["fingerprint"] = got["data"]["fingerprint"].clone();
+        let out: Value = admin
+            .post("/v1/actions/decisions", json!({"decisions": [d]}), 200)
+            .await;
+        assert_eq!(out["data"][0]["action"]["status"], "resolved", "{out}");
+    }
+    let page = browser.page(&format!("/app/runs/{rid}")).await;
+    assert!(!page.contains(r#"id="run-actions-inbox""#), "{page}");
+}

@@ -45,6 +45,9 @@ pub struct Filters {
     pub environment: String,
     #[serde(default)]
     pub scope: String,
+    /// The Actions of one run (the run page's "Decide them in the inbox").
+    #[serde(default)]
+    pub run_id: String,
     /// The page after this Action (`starting_after`); empty: the first page.
     #[serde(default)]
     pub starting_after: String,
@@ -85,6 +88,7 @@ impl Filters {
             priority: some(&self.priority),
             environment: Some(self.environment().to_owned()),
             scope: Some(self.scope().to_owned()),
+            run_id: some(&self.run_id),
             routing: None,
             limit: Some(PAGE),
             starting_after: some(&self.starting_after),
@@ -111,6 +115,7 @@ impl Filters {
             ("priority", &self.priority),
             ("environment", &self.environment),
             ("scope", &self.scope),
+            ("run_id", &self.run_id),
         ] {
             if !v.is_empty() {
                 q.append_pair(k, v);
@@ -216,6 +221,9 @@ pub struct InboxPage {
     batch: Option<BatchResultVm>,
     /// The reason typed in a refused batch, put back in its box.
     batch_reason: String,
+    /// The run the list is narrowed to: its name, and the query of these
+    /// filters without it.
+    run: Option<(String, String)>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -254,7 +262,10 @@ async fn read_list(
     // again, so the script refreshes once more rather than missing it.
     let version = s.changes.view(user);
     let now = s.clock.now();
-    let filtered = !(f.q.trim().is_empty() && f.source_id.is_empty() && f.priority.is_empty())
+    let filtered = !(f.q.trim().is_empty()
+        && f.source_id.is_empty()
+        && f.priority.is_empty()
+        && f.run_id.is_empty())
         || f.environment() != "live"
         || f.scope() != "all";
     let (listed, has_more, counts) =
@@ -312,6 +323,7 @@ async fn read_list(
     let only_environment = f.q.trim().is_empty()
         && f.source_id.is_empty()
         && f.priority.is_empty()
+        && f.run_id.is_empty()
         && f.scope() == "all";
     let open_count = match counts {
         Some(c) if only_environment => c.open,
@@ -522,9 +534,23 @@ pub async fn inbox_page(
         (None, Some(q)) => format!("Inbox – “{q}”"),
         (Some(t), Some(q)) => format!("Inbox – {t} – “{q}”"),
     };
+    let run = match some(&filters.run_id) {
+        Some(id) => {
+            let name = crate::service::runs::name_in_active_workspace(s, &page.user, id.clone())
+                .await?
+                .unwrap_or(id);
+            let without = Filters {
+                run_id: String::new(),
+                ..filters.clone()
+            };
+            Some((name, without.query(filters.status())))
+        }
+        None => None,
+    };
     let mut layout = Layout::with_count(&page, title, "inbox", list.open_count.clone());
     layout.header(&st, &page).await?;
     Ok(InboxPage {
+        run,
         rows_url: format!("/app/inbox/rows?{}", filters.page_query()),
         back: filters.page_query(),
         batch,

@@ -209,6 +209,10 @@ pub struct LiveVm {
     /// The form token of a "Cancel run" button: an active run, and someone
     /// who may cancel it.
     pub cancel: Option<String>,
+    /// Whether to lead to the inbox narrowed to this run: it has open
+    /// Actions (or more than are listed) and is of the active workspace,
+    /// the one the inbox lists.
+    pub inbox_link: bool,
 }
 
 async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError> {
@@ -224,7 +228,11 @@ async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError
         .user
         .role_in(&r.workspace_id)
         .is_some_and(crate::domain::access::can_cancel_runs);
+    let active = p.user.active_workspace().map(|m| m.workspace_id.as_str());
+    let inbox_link = active == Some(r.workspace_id.as_str())
+        && (more_actions || actions.iter().any(|a| a.status == "open"));
     Ok(LiveVm {
+        inbox_link,
         cancel: (may_cancel && !run::is_final(&r.status)).then(|| p.csrf.clone()),
         run: RunVm::new(&r, now),
         actions,
