@@ -664,7 +664,7 @@ fn parse_file(text: &str) -> anyhow::Result<Loaded> {
         if let Some(d) = &p.display_name {
             anyhow::ensure!(
                 !crate::domain::validate::says_nothing(d)
-                    && !d.chars().any(char::is_control)
+                    && crate::domain::validate::is_one_line(d)
                     && d.chars().count() <= 60,
                 "[auth.providers.{name}] display_name must be a name of 1 to 60 characters on one line (the sign-in button reads \"Continue with <display_name>\"); leave it out to use {}",
                 match p.kind {
@@ -702,7 +702,15 @@ mod tests {
             ))
         };
         assert!(with("Corp SSO").is_ok());
-        for bad in ["", "  ", "\\u200b", "a\\nb", &"x".repeat(61)] {
+        for bad in [
+            "",
+            "  ",
+            "\\u200b",
+            "a\\nb",
+            "a\\u2028b",
+            "Corp \\u202eOSS",
+            &"x".repeat(61),
+        ] {
             let e = with(bad).unwrap_err();
             assert!(
                 format!("{e:#}").contains("display_name must be"),

@@ -26,6 +26,9 @@ pub struct InboxParams {
     /// Matches the title; at most 120 characters.
     #[param(max_length = 120)]
     pub search: Option<String>,
+    /// Only the Actions of this Source of the active workspace (revoked
+    /// ones too; else 422); empty: no filter.
+    #[param(pattern = "^(src_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub source_id: Option<String>,
     /// Only the Actions raised in this run (`run_…`), a run of the active
     /// workspace (else 422); empty: no filter.
@@ -48,8 +51,8 @@ pub struct InboxParams {
     pub limit: Option<i64>,
     /// The id of the last Action of the previous page: the page that
     /// follows it in this list's order. An Action of the active workspace
-    /// that the caller may see, else 422.
-    #[param(pattern = "^act_[0-7][0-9A-HJKMNP-TV-Z]{25}$")]
+    /// that the caller may see, else 422. Empty: the first page.
+    #[param(pattern = "^(act_[0-7][0-9A-HJKMNP-TV-Z]{25})?$")]
     pub starting_after: Option<String>,
 }
 

@@ -376,13 +376,22 @@ async fn exchange(
             // the ID token in a type the standard does not give it): trying
             // again would get the same. The parser's words name the claim;
             // the body (tokens) is not repeated.
-            RequestTokenError::Parse(e, _) => Error::new(
-                Code::InvalidIdToken,
-                format!(
-                    "the identity provider's token response could not be read ({}): ask its administrator to send the ID token's claims in their standard types",
-                    truncate(&e.inner().to_string(), 200)
-                ),
-            ),
+            // Only a JSON answer whose values are of the wrong type: an HTML
+            // error page of a proxy in front of the provider (a 502 or 503)
+            // is not JSON at all, and a JSON answer without a token is no
+            // token response; both are an outage, to try again.
+            RequestTokenError::Parse(e, _)
+                if e.inner().is_data()
+                    && !e.inner().to_string().starts_with("missing field") =>
+            {
+                Error::new(
+                    Code::InvalidIdToken,
+                    format!(
+                        "the identity provider's token response could not be read ({}): ask its administrator to send the ID token's claims in their standard types",
+                        truncate(&e.inner().to_string(), 200)
+                    ),
+                )
+            }
             other => unavailable(
                 name,
                 &cfg.issuer_url(),

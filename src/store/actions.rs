@@ -662,11 +662,22 @@ const AWAITS_MY_VOTE: &str = " AND a.status = 'open' AND a.visibility = 'restric
          OR NOT (coalesce(json_extract(a.spec, '$.requested_by_user_id') = ?, 0)
                  OR coalesce(json_extract(a.spec, '$.requested_by_email') = ? COLLATE NOCASE, 0)))";
 
+/// Whether the query is forced onto `actions_by_run`: a run filter, unless
+/// the filter holds a literal false (a search without a word, or
+/// needs_my_vote for someone who may not vote). SQLite folds `AND 0` into
+/// the whole WHERE clause, dropping `run_id = ?`, so the partial index
+/// could not serve it and `INDEXED BY` would fail ("no query solution").
+fn by_run(q: &InboxQuery) -> bool {
+    q.run_id.is_some()
+        && (q.scope != NEEDS_MY_VOTE || q.may_vote)
+        && !matches!(inbox_filter(q).search, Search::Nothing)
+}
+
 /// The FROM of an inbox query: for `scope=needs_my_vote`, the partial index
 /// of open restricted Actions (the planner, without statistics, would walk
 /// `actions_inbox`, every open Action of the workspace).
 fn actions_from(q: &InboxQuery) -> &'static str {
-    if q.run_id.is_some() {
+    if by_run(q) {
         " FROM actions a INDEXED BY actions_by_run LEFT JOIN receipts r ON r.id = a.receipt_id"
     } else if q.scope == NEEDS_MY_VOTE && q.may_vote {
         " FROM actions a INDEXED BY actions_restricted_open LEFT JOIN receipts r ON r.id = a.receipt_id"
@@ -1026,7 +1037,7 @@ fn counts_sql(q: &InboxQuery, matches: &Matches) -> Option<Vec<(String, Vec<SqlV
                     .map(|tab| {
                         format!(
                             "(SELECT count(*) FROM (SELECT 1 FROM actions a{ix}{w}{arm}{tab} LIMIT {COUNT_CAP}))",
-                            ix = if q.run_id.is_some() {
+                            ix = if by_run(q) {
                                 " INDEXED BY actions_by_run"
                             } else if q.scope == NEEDS_MY_VOTE && q.may_vote {
                                 " INDEXED BY actions_restricted_open"
@@ -1481,6 +1492,27 @@ mod tests {
             ("run+member", run(|q| q.sees_restricted = false)),
             ("run+search", run(|q| q.search = Some("deploy".into()))),
         ];
+        // A filter that holds a literal false is planned without the forced
+        // index (it would have no solution), and matches nothing.
+        for (name, q) in [
+            (
+                "run+vote+viewer",
+                run(|q| {
+                    q.scope = NEEDS_MY_VOTE.into();
+                    q.may_vote = false;
+                }),
+            ),
+            ("run+wordless", run(|q| q.search = Some("- #".into()))),
+        ] {
+            let (sql, args) = inbox_sql(&q, &Matches::NotSearched, None);
+            let text = plan(&c, &sql, &args).join("\n");
+            assert!(!text.contains("actions_by_run"), "{name}:\n{text}");
+            let (sql, args) = inbox_sql(&q, &Matches::NotSearched, Some(&after));
+            plan(&c, &sql, &args);
+            for (sql, args) in counts_sql(&q, &Matches::NotSearched).into_iter().flatten() {
+                plan(&c, &sql, &args);
+            }
+        }
         for (name, q) in cases {
             let mut plans = Vec::new();
             for m in [Matches::Broad(Vec::new()), Matches::Vast] {

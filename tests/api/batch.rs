@@ -499,6 +499,26 @@ async fn the_inbox_batch_asks_for_the_reason_an_option_needs() {
         html.contains("Nothing was decided: the reason is longer than 2,000 characters."),
         "{html}"
     );
+    // A direction control in it would refuse every row alike: said once,
+    // up front, before any destructive option's confirmation.
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("pick", &pb),
+                ("option_id", "reject"),
+                ("reason", "ok \u{202e}devorppa"),
+            ],
+        )
+        .await;
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, "/app?status=open&batch_error=reason_direction");
+    let html = browser.page(&to).await;
+    assert!(html.contains("direction control"), "{html}");
     for x in [&a, &b] {
         let now: Value = admin
             .get(&format!("/v1/actions/{}", x["id"].as_str().unwrap()), 200)

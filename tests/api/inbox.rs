@@ -165,6 +165,40 @@ async fn inbox_filters_sort_and_bound() {
             .contains("is not a Source of this workspace"),
         "{e}"
     );
+    // A revoked Source is still one to filter by (its Actions were
+    // cancelled, and stay listed under their status); another workspace's
+    // Source is not one of this workspace.
+    let admin = app.admin();
+    let other: serde_json::Value = admin
+        .post("/v1/sources", json!({"name": "Old bot"}), 201)
+        .await;
+    let old = other["data"]["id"].as_str().unwrap().to_owned();
+    let r = admin
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/sources/{old}"),
+            None,
+            &[],
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    app.get(&format!("/v1/me/actions?source_id={old}&status=all"), &user)
+        .await
+        .ok(200);
+    let outsider = app.outsider();
+    let theirs: serde_json::Value = outsider
+        .post("/v1/sources", json!({"name": "Theirs"}), 201)
+        .await;
+    let e = app
+        .get(
+            &format!(
+                "/v1/me/actions?source_id={}",
+                theirs["data"]["id"].as_str().unwrap()
+            ),
+            &user,
+        )
+        .await;
+    e.error(422, "VALIDATION_ERROR");
     // A cursor in lower case is told what case it takes.
     let id = all[0]["id"].as_str().unwrap().to_lowercase();
     let e = app
@@ -524,6 +558,8 @@ async fn counts_stop_at_a_thousand_and_a_broad_search_is_listed_not_counted() {
     assert!(page.contains("Deploy build 7"));
     assert_eq!(tab_count(&page, "Open"), None);
     assert_eq!(tab_count(&page, "Resolved"), None);
+    // … and says why, and how to see them.
+    assert!(page.contains(r#"id="inbox-uncounted""#), "{page}");
     assert!(page.contains(r#"id="nav-open-count" title="Open Actions">1,000+<"#));
     // Both environments merged (three test Actions, the newest); and newest
     // first, where the one Action that does not match ("Rotate…", in the

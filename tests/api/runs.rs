@@ -1507,6 +1507,25 @@ async fn the_inbox_narrows_to_a_run_and_the_run_page_leads_there() {
         .get(&format!("/v1/me/actions?run_id={rid}&status=resolved"), 200)
         .await;
     assert_eq!(none["data"], json!([]));
+    // A search without a word, or a viewer awaiting their vote, match
+    // nothing, with the run too (no query error).
+    for q in ["search=-", "search=%23", "scope=needs_my_vote"] {
+        let who = if q.starts_with("scope") {
+            app.member(Role::Viewer)
+        } else {
+            app.admin()
+        };
+        let got: Value = who
+            .get(&format!("/v1/me/actions?run_id={rid}&{q}"), 200)
+            .await;
+        assert_eq!(got["data"], json!([]), "{q}");
+        let page = app
+            .browser(who.person())
+            .await
+            .page(&format!("/app?run_id={rid}&{}", q.replace("search", "q")))
+            .await;
+        assert!(page.contains(r#"id="inbox-run""#), "{q}: {page}");
+    }
     // Empty: no filter. Not a run id, or a run of no workspace of the
     // caller's active one: 422 naming run_id.
     let all: Value = admin.get("/v1/me/actions?run_id=", 200).await;

@@ -87,6 +87,11 @@ async function token(req, res) {
   if (form.get('grant_type') !== 'authorization_code' || !grant) {
     return send(res, 400, { error: 'invalid_grant' });
   }
+  // A grant made with "answer": "html503": a proxy's error page instead.
+  if (grant.answer === 'html503') {
+    res.writeHead(503, { 'content-type': 'text/html' });
+    return res.end('<html><body><h1>503 Service Unavailable</h1></body></html>');
+  }
   if (form.get('client_id') !== grant.client_id || form.get('client_secret') !== grant.client_secret) {
     return send(res, 401, { error: 'invalid_client' });
   }

@@ -202,6 +202,14 @@ pub struct InboxList {
     pub status: String,
 }
 
+impl InboxList {
+    /// Whether the tabs carry no numbers: a search matching more than
+    /// `SEARCH_DRIVE_LIMIT` Actions is listed, not counted.
+    pub fn uncounted(&self) -> bool {
+        !self.tabs.is_empty() && self.tabs.iter().all(|t| t.count.is_none())
+    }
+}
+
 pub struct SourceChoice {
     pub id: String,
     pub name: String,

@@ -137,6 +137,12 @@ pub async fn decide_batch(
     {
         return refused(&page, &back, "reason_long", &items, reason.as_deref()).await;
     }
+    if reason
+        .as_deref()
+        .is_some_and(crate::domain::validate::has_direction_override)
+    {
+        return refused(&page, &back, "reason_direction", &items, reason.as_deref()).await;
+    }
     if form.get("confirmed") != Some("yes")
         && let Some(label) = picked.destructive
     {
@@ -226,6 +232,9 @@ pub async fn result(
         ),
         "reason_long" => Some(
             "Nothing was decided: the reason is longer than 2,000 characters. The requests are still picked: shorten it, then choose again.",
+        ),
+        "reason_direction" => Some(
+            "Nothing was decided: the reason holds a Unicode direction control (U+202A–U+202E or U+2066–U+2069), which reorders what others read. The requests are still picked: type the reason again without it, then choose again.",
         ),
         _ => None,
     };

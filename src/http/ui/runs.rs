@@ -83,10 +83,11 @@ impl RunVm {
     /// The line under a run's name in the list: why it ended, when it
     /// failed or was cancelled with a reason, else its progress message.
     pub fn row_note(&self) -> Option<(&str, bool)> {
+        let ended_badly = matches!(self.status.as_str(), "failed" | "cancelled");
         match (&self.error, &self.message) {
-            (Some(e), _) => Some((e.as_str(), true)),
-            (None, Some(m)) => Some((m.as_str(), false)),
-            (None, None) => None,
+            (Some(e), _) if ended_badly => Some((e.as_str(), true)),
+            (Some(_), None) | (None, None) => None,
+            (_, Some(m)) => Some((m.as_str(), false)),
         }
     }
     /// The `<progress>` value and max, when there is a total.

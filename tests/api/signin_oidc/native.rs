@@ -320,6 +320,31 @@ async fn apple_android_code_exchange_returns_a_bearer_session() {
         .await;
     assert_eq!(session.ok(200)["data"]["client"], "hds-android/2.1");
 
+    // A proxy's HTML error page in front of the provider is an outage
+    // (502, to try again), not a token hds cannot read.
+    let outage = json!({
+        "client_id": "com.example.web",
+        "client_secret": "apple-client-secret",
+        "redirect_uri": format!("{}/v1/auth/apple/callback", app.base),
+        "claims": {},
+        "answer": "html503",
+    });
+    let down = mint.call("/codes", outage).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let nonce2 = challenge(&app, "apple").await;
+    let r = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/auth/apple/android",
+            None,
+            Some(&json!({ "code": down, "nonce": nonce2 })),
+            &[],
+        )
+        .await;
+    r.error(502, "PROVIDER_UNAVAILABLE");
+
     // Codes are single use at the provider; the nonce is spent too.
     let r = app
         .call(
