@@ -358,11 +358,12 @@ fn link_refused() -> Error {
     )
 }
 
-/// Whether a link can still be used (the confirmation page; does not use it).
-pub async fn link_is_live(s: &Services, secret: &str) -> Result<bool> {
+/// The address of the account a link signs in, while it can still be used
+/// (the confirmation page names it; reading does not use the link).
+pub async fn live_link_email(s: &Services, secret: &str) -> Result<Option<String>> {
     let secret = secret.to_owned();
     let now = time::format(s.clock.now());
-    s.db.read(move |c| signin::link_is_live(c, &secret, &now))
+    s.db.read(move |c| signin::live_link_email(c, &secret, &now))
         .await
 }
 

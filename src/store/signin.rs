@@ -134,12 +134,16 @@ pub fn redeem_link(c: &Connection, secret: &str, now: &str) -> Result<Option<Str
 }
 
 /// Whether a link is still usable, without using it (the confirmation page).
-pub fn link_is_live(c: &Connection, secret: &str, now: &str) -> Result<bool> {
+/// The e-mail address of the account a live link signs in (unused, not
+/// expired); None for any other secret.
+pub fn live_link_email(c: &Connection, secret: &str, now: &str) -> Result<Option<String>> {
     Ok(c.query_row(
-        "SELECT EXISTS (SELECT 1 FROM signin_links WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2)",
+        "SELECT u.email FROM signin_links l JOIN users u ON u.id = l.user_id
+         WHERE l.token_hash = ?1 AND l.used_at IS NULL AND l.expires_at > ?2",
         params![hash_secret(secret), now],
         |r| r.get(0),
-    )?)
+    )
+    .optional()?)
 }
 
 pub fn insert_nonce(

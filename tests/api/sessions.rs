@@ -464,7 +464,36 @@ async fn signing_in_again_in_one_browser_revokes_the_session_it_held() {
     let (status, first) = session_of(&app, &client).await;
     assert_eq!(status, 200);
     let first_id = first["data"]["id"].as_str().unwrap().to_owned();
-    redeem(&app, &client, &app.signin_link(&other.person().email).await).await;
+    // The link's page names the account it signs in, and says that the
+    // account signed in here now will be signed out; opening it uses nothing.
+    let link = app.signin_link(&other.person().email).await;
+    let page = client
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!(
+            "It signs in <strong>{}</strong>",
+            other.person().email
+        )),
+        "{page}"
+    );
+    assert!(page.contains(r#"id="link-replaces""#), "{page}");
+    assert!(page.contains("admin@example.com"), "{page}");
+    let fresh = browser_client()
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!fresh.contains(r#"id="link-replaces""#), "{fresh}");
+    redeem(&app, &client, &link).await;
     let (_, second) = session_of(&app, &client).await;
     assert_eq!(
         second["data"]["user"]["email"],

@@ -76,6 +76,11 @@ pub struct LinkPage {
     layout: Layout,
     action: String,
     next: String,
+    /// The account the link signs in.
+    email: String,
+    /// Who is signed in in this browser now, when someone else: continuing
+    /// ends that session.
+    replaces: Option<String>,
 }
 
 /// The identity providers with a browser flow, each returning to `next`
@@ -269,16 +274,22 @@ pub async fn link_form(
     State(st): State<AppState>,
     PagePath(token): PagePath<String>,
     PageQuery(q): PageQuery<NextQuery>,
+    visitor: Option<crate::http::session::PageUser>,
 ) -> Result<Response, UiError> {
     let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
-    if !signin::link_is_live(&st.services, &token).await? {
+    let Some(email) = signin::live_link_email(&st.services, &token).await? else {
         let page = signin_page(&st, &next, Some("LINK_INVALID"), None);
         return Ok((StatusCode::GONE, page).into_response());
-    }
+    };
+    let replaces = visitor
+        .map(|p| p.user.email.clone())
+        .filter(|e| !e.eq_ignore_ascii_case(&email));
     Ok(LinkPage {
         layout: Layout::public("Sign in with this link"),
         action: format!("/app/signin/link/{token}"),
         next,
+        email,
+        replaces,
     }
     .into_response())
 }
