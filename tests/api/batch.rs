@@ -368,6 +368,23 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
         now["data"]["resolution_reason"],
         "edge nodes are being replaced"
     );
+    // The same batch sent again (another tab, a retry): the decided one is
+    // said to be decided by this very person, not merely "closed".
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pa),
+                ("option_id", "approve"),
+            ],
+        )
+        .await;
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    let page = browser.page(&to).await;
+    assert!(page.contains("already decided by you"), "{page}");
     // Only the changed one picked again (its old binding): nothing decided,
     // said so rather than "Decided 0 requests".
     let r = browser

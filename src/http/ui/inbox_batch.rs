@@ -297,10 +297,23 @@ fn in_words(code: &str) -> &'static str {
 }
 
 async fn named(s: &Services, page: &PageUser, id: &str, why: &str) -> Result<LeftOpen, Error> {
-    let (title, link) = match dashboard::action(s, &page.user, id.to_owned()).await {
-        Ok(v) => (v.action.spec.title, true),
-        Err(e) if e.code.status().is_client_error() => (id.to_owned(), false),
+    let (title, link, mine) = match dashboard::action(s, &page.user, id.to_owned()).await {
+        Ok(v) => {
+            // Closed by this very person (the same batch sent twice, from
+            // another tab or by a retry): their decision stands.
+            let mine = v.action.resolution.as_ref().is_some_and(|r| {
+                r.decided_by.kind == crate::domain::action::ActorKind::User
+                    && r.decided_by.id.as_deref() == Some(page.user.user_id.as_str())
+            });
+            (v.action.spec.title, true, mine)
+        }
+        Err(e) if e.code.status().is_client_error() => (id.to_owned(), false, false),
         Err(e) => return Err(e),
+    };
+    let why = if mine && why == in_words("ACTION_NOT_OPEN") {
+        "already decided by you (from another tab, or a batch sent twice)"
+    } else {
+        why
     };
     Ok(LeftOpen {
         id: id.to_owned(),
