@@ -1252,6 +1252,9 @@ async fn the_runs_list_of_a_person_in_no_workspace_is_not_found() {
     let browser = app.browser(&person).await;
     let page = browser.page("/app/runs").await;
     assert!(page.contains(r#"id="runs-none""#), "{page}");
+    // … and says why, not that a Source may create one.
+    assert!(page.contains("You belong to no workspace yet"), "{page}");
+    assert!(!page.contains("POST /v1/runs"), "{page}");
     // So does the Analytics page: nothing counted, and why.
     let page = browser.page("/app/analytics").await;
     assert!(page.contains(r#"id="analytics-no-workspace""#), "{page}");
