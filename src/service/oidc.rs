@@ -285,7 +285,7 @@ pub async fn finish(
         }
         store::Taken::Refused(_) => {
             return Err(binding_refused(
-                "it was started in another browser (its binding cookie is missing or different)",
+                "it was started in another browser, or another sign-in finished in this browser since (its binding cookie is missing or different); start again",
             ));
         }
     };
