@@ -935,7 +935,32 @@ async fn a_result_of_any_json_type_is_kept_and_a_null_progress_field_stays() {
             .get(&format!("/v1/runs/{}", id(&run)), 200)
             .await;
         assert_eq!(read["data"]["result"], result);
+        // The run page shows it, indented, escaped.
+        let page = app
+            .browser(app.admin().person())
+            .await
+            .page(&format!("/app/runs/{}", id(&run)))
+            .await;
+        let shown = serde_json::to_string_pretty(&result)
+            .unwrap()
+            .replace('"', "&#34;");
+        assert!(page.contains(r#"id="run-result""#), "{page}");
+        assert!(page.contains(&shown), "{shown}: {page}");
     }
+    // Metadata too, folded away.
+    let run = new_run(
+        &src,
+        json!({"name": "with metadata", "metadata": {"pipeline": "<nightly>"}}),
+    )
+    .await;
+    let page = app
+        .browser(app.admin().person())
+        .await
+        .page(&format!("/app/runs/{}", id(&run)))
+        .await;
+    assert!(page.contains(r#"<details id="run-metadata">"#), "{page}");
+    assert!(page.contains("&#60;nightly&#62;"), "{page}");
+    assert!(!page.contains(r#"id="run-result""#), "{page}");
 }
 
 /// Owners and admins cancel a run its Source left active: the run ends

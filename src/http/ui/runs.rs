@@ -50,6 +50,10 @@ pub struct RunVm {
     pub counts: String,
     pub message: Option<String>,
     pub error: Option<String>,
+    /// What the Source completed the run with, and the run's metadata, as
+    /// indented JSON (each at most 32 KB).
+    pub result: Option<String>,
+    pub metadata: Option<String>,
     pub created: When,
     pub updated: When,
 }
@@ -76,6 +80,16 @@ impl RunVm {
             // Blanked ("") is none: no empty paragraph, no empty banner.
             message: p.message.clone().filter(|m| !m.trim().is_empty()),
             error: r.error.clone().filter(|e| !e.trim().is_empty()),
+            result: r
+                .result
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .and_then(|v| serde_json::to_string_pretty(v).ok()),
+            metadata: r
+                .metadata
+                .as_ref()
+                .filter(|m| !m.is_empty())
+                .and_then(|m| serde_json::to_string_pretty(m).ok()),
             created: When::new(&r.created_at, now),
             updated: When::new(&r.updated_at, now),
         }
