@@ -961,6 +961,21 @@ async fn a_result_of_any_json_type_is_kept_and_a_null_progress_field_stays() {
     assert!(page.contains(r#"<details id="run-metadata">"#), "{page}");
     assert!(page.contains("&#60;nightly&#62;"), "{page}");
     assert!(!page.contains(r#"id="run-result""#), "{page}");
+    assert!(page.contains("No progress reported yet."), "{page}");
+    // Finished without numbers: none "yet".
+    let _: Value = src
+        .post(
+            &format!("/v1/source/runs/{}/complete", id(&run)),
+            json!({"status": "succeeded"}),
+            200,
+        )
+        .await;
+    let page = app
+        .browser(app.admin().person())
+        .await
+        .page(&format!("/app/runs/{}", id(&run)))
+        .await;
+    assert!(page.contains("No progress was reported."), "{page}");
 }
 
 /// Owners and admins cancel a run its Source left active: the run ends
