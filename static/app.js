@@ -77,6 +77,11 @@
   // Puts `fresh` in place of `live`'s content unless it shows the same;
   // keeps focus on the same control. Answers whether it swapped.
   function swapIn(live, fresh) {
+    // A fold the reader opened stays open in the fresh copy.
+    live.querySelectorAll("details[id][open]").forEach(function (d) {
+      var twin = fresh.querySelector("#" + CSS.escape(d.id));
+      if (twin) twin.setAttribute("open", "");
+    });
     if (shown(live.firstElementChild) === shown(fresh)) return false;
     var was = focusIn(live);
     live.replaceChildren(document.adoptNode(fresh));

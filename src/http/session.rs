@@ -369,6 +369,32 @@ impl axum::extract::OptionalFromRequestParts<AppState> for PageUser {
     }
 }
 
+/// Who is signed in in this browser, for a page that only mentions it (the
+/// one-time link's page): `None` also when the session cannot be read, so
+/// the page a person signs in with never fails over it.
+pub struct Visitor(pub Option<PageUser>);
+
+impl FromRequestParts<AppState> for Visitor {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> std::result::Result<Self, Self::Rejection> {
+        use axum::extract::OptionalFromRequestParts;
+        match <PageUser as OptionalFromRequestParts<AppState>>::from_request_parts(parts, state)
+            .await
+        {
+            Ok(user) => Ok(Self(user)),
+            Err(_) => {
+                tracing::warn!(
+                    "could not read the browser's session; the page names no one signed in"
+                );
+                Ok(Self(None))
+            }
+        }
+    }
+}
+
 /// A safe place to go after sign-in: a path on this site. Refuses absolute
 /// URLs, scheme-relative `//host` and `/\host` (browsers treat `\` as `/`),
 /// control characters, `.`/`..` segments and percent-encoded dots, slashes

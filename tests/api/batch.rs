@@ -385,6 +385,37 @@ async fn the_inbox_form_decides_picked_rows_and_names_the_changed_one() {
     let to = r.headers()["location"].to_str().unwrap().to_owned();
     let page = browser.page(&to).await;
     assert!(page.contains("already decided by you"), "{page}");
+    // One closed by someone else is only "already closed".
+    let c = app.create_action(two_options("Rotate edge-3")).await;
+    let pc = format!(
+        "{} {} {}",
+        c["id"].as_str().unwrap(),
+        c["action_version"],
+        c["fingerprint"].as_str().unwrap()
+    );
+    app.source()
+        .post::<Value>(
+            &format!("/v1/actions/{}/cancel", c["id"].as_str().unwrap()),
+            json!({}),
+            200,
+        )
+        .await;
+    let r = browser
+        .post_form(
+            "/app/inbox/decide",
+            Some(origin),
+            &[
+                ("_csrf", &csrf),
+                ("back", "status=open"),
+                ("pick", &pc),
+                ("option_id", "approve"),
+            ],
+        )
+        .await;
+    let to = r.headers()["location"].to_str().unwrap().to_owned();
+    let page = browser.page(&to).await;
+    assert!(page.contains("Rotate edge-3</a>: already closed"), "{page}");
+    assert!(!page.contains("already decided by you"), "{page}");
     // Only the changed one picked again (its old binding): nothing decided,
     // said so rather than "Decided 0 requests".
     let r = browser

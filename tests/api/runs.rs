@@ -826,6 +826,10 @@ async fn a_runs_progress_bar_moves_live_in_chromium() {
         json!({"value": "7", "max": "10", "counts": "7 of 10 (70%)"})
     );
     assert_eq!(r["message"], "rows 601-700");
+    assert_eq!(
+        r["metadata_open"], true,
+        "the opened fold closed on refresh"
+    );
     assert_eq!(r["error"], "disk full");
     assert_eq!(r["cancel_forms"], json!([1, 0]), "the cancel form goes");
     assert_eq!(r["same_document"], true, "no reload");

@@ -482,8 +482,26 @@ async fn signing_in_again_in_one_browser_revokes_the_session_it_held() {
         )),
         "{page}"
     );
-    assert!(page.contains(r#"id="link-replaces""#), "{page}");
-    assert!(page.contains("admin@example.com"), "{page}");
+    let warning = page
+        .split(r#"id="link-replaces""#)
+        .nth(1)
+        .and_then(|w| w.split("</div>").next())
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(
+        warning.contains("signed in as <strong>admin@example.com</strong>"),
+        "{warning}"
+    );
+    // The same account signed in already: nothing to warn of.
+    let mine = app.signin_link("admin@example.com").await;
+    let page = client
+        .get(&mine)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains(r#"id="link-replaces""#), "{page}");
     let fresh = browser_client()
         .get(&link)
         .send()

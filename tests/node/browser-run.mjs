@@ -21,7 +21,7 @@ async function bar(page) {
 }
 
 run(async (browser) => {
-  const created = await api("POST", "/v1/runs", SOURCE_KEY, { name: "Nightly import", total: 10, status: "running" });
+  const created = await api("POST", "/v1/runs", SOURCE_KEY, { name: "Nightly import", total: 10, status: "running", metadata: { pipeline: "nightly" } });
   if (created.status !== 201) throw new Error(`create: ${created.status}`);
   const id = created.body.data.id;
   await report(id, { completed: 2 });
@@ -40,9 +40,12 @@ run(async (browser) => {
   const cancelWhileRunning = await page.locator("#run-cancel").count();
 
   await page.evaluate(() => (window.__sameDocument = true));
+  // The metadata fold, opened, stays open when the live part is swapped.
+  await page.locator("#run-metadata-summary").click();
   await report(id, { completed: 7, message: "rows 601-700" });
   await page.waitForFunction(() => document.getElementById("run-progress")?.getAttribute("value") === "7", null, { timeout: 10000 });
   const moved = await bar(page);
+  const metadataOpen = await page.locator("#run-metadata").evaluate((d) => d.open);
   const message = (await page.locator("#run-message").textContent()).trim();
 
   const done = await api("POST", `/v1/source/runs/${id}/complete`, SOURCE_KEY, { status: "failed", error: "disk full" });
@@ -54,6 +57,7 @@ run(async (browser) => {
   const cancelAfterFinish = await page.locator("#run-cancel").count();
 
   return {
+    metadata_open: metadataOpen,
     listed,
     start,
     label,

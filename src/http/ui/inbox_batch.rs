@@ -268,11 +268,11 @@ pub async fn result(
     let decided = outcome.decided;
     let mut changed = Vec::new();
     for id in &outcome.changed {
-        changed.push(named(s, page, id, "changed since you saw it").await?);
+        changed.push(named(s, page, id, None).await?);
     }
     let mut failed = Vec::new();
     for (id, code) in &outcome.failed {
-        failed.push(named(s, page, id, in_words(code)).await?);
+        failed.push(named(s, page, id, Some(code)).await?);
     }
     Ok(Some(BatchResultVm {
         decided,
@@ -296,7 +296,14 @@ fn in_words(code: &str) -> &'static str {
     }
 }
 
-async fn named(s: &Services, page: &PageUser, id: &str, why: &str) -> Result<LeftOpen, Error> {
+/// An Action left undecided by the batch, by its title, with why: `code`
+/// is the refusal's, None for one changed since it was shown.
+async fn named(
+    s: &Services,
+    page: &PageUser,
+    id: &str,
+    code: Option<&str>,
+) -> Result<LeftOpen, Error> {
     let (title, link, mine) = match dashboard::action(s, &page.user, id.to_owned()).await {
         Ok(v) => {
             // Closed by this very person (the same batch sent twice, from
@@ -310,10 +317,12 @@ async fn named(s: &Services, page: &PageUser, id: &str, why: &str) -> Result<Lef
         Err(e) if e.code.status().is_client_error() => (id.to_owned(), false, false),
         Err(e) => return Err(e),
     };
-    let why = if mine && why == in_words("ACTION_NOT_OPEN") {
-        "already decided by you (from another tab, or a batch sent twice)"
-    } else {
-        why
+    let why = match code {
+        None => "changed since you saw it",
+        Some("ACTION_NOT_OPEN") if mine => {
+            "already decided by you (from another tab, or a batch sent twice)"
+        }
+        Some(code) => in_words(code),
     };
     Ok(LeftOpen {
         id: id.to_owned(),

@@ -50,10 +50,8 @@ pub struct RunVm {
     pub counts: String,
     pub message: Option<String>,
     pub error: Option<String>,
-    /// What the Source completed the run with, and the run's metadata, as
-    /// indented JSON (each at most 32 KB).
-    pub result: Option<String>,
-    pub metadata: Option<String>,
+    /// Succeeded, failed or cancelled.
+    pub finished: bool,
     pub created: When,
     pub updated: When,
 }
@@ -80,16 +78,7 @@ impl RunVm {
             // Blanked ("") is none: no empty paragraph, no empty banner.
             message: p.message.clone().filter(|m| !m.trim().is_empty()),
             error: r.error.clone().filter(|e| !e.trim().is_empty()),
-            result: r
-                .result
-                .as_ref()
-                .filter(|v| !v.is_null())
-                .and_then(|v| serde_json::to_string_pretty(v).ok()),
-            metadata: r
-                .metadata
-                .as_ref()
-                .filter(|m| !m.is_empty())
-                .and_then(|m| serde_json::to_string_pretty(m).ok()),
+            finished: run::is_final(&r.status),
             created: When::new(&r.created_at, now),
             updated: When::new(&r.updated_at, now),
         }
@@ -228,6 +217,25 @@ pub struct LiveVm {
     /// Actions (or more than are listed) and is of the active workspace,
     /// the one the inbox lists.
     pub inbox_link: bool,
+    /// What the Source completed the run with, and the run's metadata, as
+    /// `shown_json` writes them (the run page only; the list shows neither).
+    pub result: Option<String>,
+    pub metadata: Option<String>,
+}
+
+/// Most bytes of indented JSON a run page shows for one value: the stored
+/// value is at most 32 KB compact, but indenting a deep nest can make it
+/// megabytes, so past this it is shown compact.
+const MAX_SHOWN_JSON: usize = 64 * 1024;
+
+/// A JSON value as the run page shows it: indented, or compact when that
+/// would be too long (`MAX_SHOWN_JSON`).
+fn shown_json(v: &impl serde::Serialize) -> Option<String> {
+    let pretty = serde_json::to_string_pretty(v).ok()?;
+    if pretty.len() <= MAX_SHOWN_JSON {
+        return Some(pretty);
+    }
+    serde_json::to_string(v).ok()
 }
 
 async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError> {
@@ -246,8 +254,20 @@ async fn live(st: &AppState, p: &PageUser, id: String) -> Result<LiveVm, UiError
     let active = p.user.active_workspace().map(|m| m.workspace_id.as_str());
     let inbox_link = active == Some(r.workspace_id.as_str())
         && (more_actions || actions.iter().any(|a| a.status == "open"));
+    let result = r
+        .result
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .and_then(shown_json);
+    let metadata = r
+        .metadata
+        .as_ref()
+        .filter(|m| !m.is_empty())
+        .and_then(shown_json);
     Ok(LiveVm {
         inbox_link,
+        result,
+        metadata,
         cancel: (may_cancel && !run::is_final(&r.status)).then(|| p.csrf.clone()),
         run: RunVm::new(&r, now),
         actions,
@@ -342,4 +362,25 @@ pub async fn run_fragment(
     Ok(RunFragment {
         live: live(&st, &p, id).await?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Indented while short; a deep nest that indenting would blow up to
+    /// megabytes is shown compact.
+    #[test]
+    fn shown_json_is_indented_unless_too_long() {
+        let small = serde_json::json!({"rows": 1200});
+        assert_eq!(shown_json(&small).unwrap(), "{\n  \"rows\": 1200\n}");
+        let mut deep = serde_json::Value::Array(vec![0.into(); 8000]);
+        for _ in 0..100 {
+            deep = serde_json::Value::Array(vec![deep]);
+        }
+        let compact = serde_json::to_string(&deep).unwrap();
+        assert!(compact.len() < 32 * 1024);
+        assert!(serde_json::to_string_pretty(&deep).unwrap().len() > MAX_SHOWN_JSON);
+        assert_eq!(shown_json(&deep).unwrap(), compact);
+    }
 }

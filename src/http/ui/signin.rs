@@ -274,7 +274,7 @@ pub async fn link_form(
     State(st): State<AppState>,
     PagePath(token): PagePath<String>,
     PageQuery(q): PageQuery<NextQuery>,
-    visitor: Option<crate::http::session::PageUser>,
+    crate::http::session::Visitor(visitor): crate::http::session::Visitor,
 ) -> Result<Response, UiError> {
     let next = session::local_next(q.next.as_deref()).unwrap_or_else(|_| "/app".into());
     let Some(email) = signin::live_link_email(&st.services, &token).await? else {
