@@ -668,9 +668,10 @@ const AWAITS_MY_VOTE: &str = " AND a.status = 'open' AND a.visibility = 'restric
 /// the whole WHERE clause, dropping `run_id = ?`, so the partial index
 /// could not serve it and `INDEXED BY` would fail ("no query solution").
 fn by_run(q: &InboxQuery) -> bool {
+    // A search without a word is `Search::Nothing` in `inbox_filter`.
     q.run_id.is_some()
         && (q.scope != NEEDS_MY_VOTE || q.may_vote)
-        && !matches!(inbox_filter(q).search, Search::Nothing)
+        && !matches!(q.search.as_deref().map(fts_query), Some(None))
 }
 
 /// The FROM of an inbox query: for `scope=needs_my_vote`, the partial index
@@ -1032,18 +1033,18 @@ fn counts_sql(q: &InboxQuery, matches: &Matches) -> Option<Vec<(String, Vec<SqlV
                 out.push((sql, all));
             }
             Search::None => {
+                let ix = if by_run(q) {
+                    " INDEXED BY actions_by_run"
+                } else if q.scope == NEEDS_MY_VOTE && q.may_vote {
+                    " INDEXED BY actions_restricted_open"
+                } else {
+                    ""
+                };
                 let tabs: Vec<String> = tabs(q)
                     .iter()
                     .map(|tab| {
                         format!(
                             "(SELECT count(*) FROM (SELECT 1 FROM actions a{ix}{w}{arm}{tab} LIMIT {COUNT_CAP}))",
-                            ix = if by_run(q) {
-                                " INDEXED BY actions_by_run"
-                            } else if q.scope == NEEDS_MY_VOTE && q.may_vote {
-                                " INDEXED BY actions_restricted_open"
-                            } else {
-                                ""
-                            },
                             w = f.sql
                         )
                     })

@@ -467,14 +467,7 @@ async fn signing_in_again_in_one_browser_revokes_the_session_it_held() {
     // The link's page names the account it signs in, and says that the
     // account signed in here now will be signed out; opening it uses nothing.
     let link = app.signin_link(&other.person().email).await;
-    let page = client
-        .get(&link)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_text(&client, &link).await;
     assert!(
         page.contains(&format!(
             "It signs in <strong>{}</strong>",
@@ -493,23 +486,9 @@ async fn signing_in_again_in_one_browser_revokes_the_session_it_held() {
     );
     // The same account signed in already: nothing to warn of.
     let mine = app.signin_link("admin@example.com").await;
-    let page = client
-        .get(&mine)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_text(&client, &mine).await;
     assert!(!page.contains(r#"id="link-replaces""#), "{page}");
-    let fresh = browser_client()
-        .get(&link)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let fresh = page_text(&browser_client(), &link).await;
     assert!(!fresh.contains(r#"id="link-replaces""#), "{fresh}");
     redeem(&app, &client, &link).await;
     let (_, second) = session_of(&app, &client).await;
@@ -536,4 +515,9 @@ async fn signing_in_again_in_one_browser_revokes_the_session_it_held() {
         .find(|c| c["id"] == first_id.as_str())
         .unwrap_or_else(|| panic!("{creds}"));
     assert!(!row["revoked_at"].is_null(), "{row}");
+}
+
+/// The body of a GET in this browser.
+async fn page_text(client: &reqwest::Client, url: &str) -> String {
+    client.get(url).send().await.unwrap().text().await.unwrap()
 }
